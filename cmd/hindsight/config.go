@@ -1,0 +1,155 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"go.yaml.in/yaml/v3"
+)
+
+// globals are the options every command takes.
+type globals struct {
+	home   hindsight.Home
+	config *Config
+}
+
+// Config is the YAML configuration file (see configs/hindsight.yaml). Every
+// field has a working default; environment variables override the file.
+type Config struct {
+	Capture struct {
+		// MaxBodyBytes truncates stored arguments and results above this
+		// size (the original size and SHA-256 are kept).
+		MaxBodyBytes int `yaml:"max_body_bytes"`
+		// Redact adds user rules to the built-in redactor.
+		Redact struct {
+			Keys     []string `yaml:"keys"` // JSON key names whose values are secret
+			Patterns []struct {
+				Name  string `yaml:"name"`
+				Regex string `yaml:"regex"`
+			} `yaml:"patterns"`
+		} `yaml:"redact"`
+	} `yaml:"capture"`
+	Outbox struct {
+		Retention time.Duration `yaml:"retention"` // keep undelivered steps this long
+	} `yaml:"outbox"`
+	Daemon struct {
+		IdleGap time.Duration `yaml:"idle_gap"` // a task ends after this much quiet
+	} `yaml:"daemon"`
+	Store struct {
+		Backend  string `yaml:"backend"` // "embedded" (default) or "weaviate"
+		Weaviate struct {
+			URL  string `yaml:"url"`  // HTTP address, e.g. http://127.0.0.1:8080
+			GRPC string `yaml:"grpc"` // gRPC address, e.g. 127.0.0.1:50051
+		} `yaml:"weaviate"`
+		Namespace string `yaml:"namespace"`
+	} `yaml:"store"`
+	LLM struct {
+		BaseURL        string `yaml:"base_url"`
+		APIKey         string `yaml:"api_key"`
+		Model          string `yaml:"model"`
+		EmbedModel     string `yaml:"embed_model"`
+		PromptTemplate string `yaml:"prompt_template"` // file; default: the built-in copy of configs/reflect-prompt.tmpl
+	} `yaml:"llm"`
+	Inject struct {
+		Instructions   *bool `yaml:"instructions"`    // lessons in the initialize instructions (default true)
+		ErrorResults   *bool `yaml:"error_results"`   // lessons appended to isError results (default true)
+		QueryTool      *bool `yaml:"query_tool"`      // add query_hindsight to tools/list (default true)
+		SessionBudget  int   `yaml:"session_budget"`  // tokens injected per session (default 1000)
+		MaxExperiences int   `yaml:"max_experiences"` // per query_hindsight answer (default 3)
+	} `yaml:"inject"`
+}
+
+func parseGlobals(args []string, stderr io.Writer) (*globals, []string, error) {
+	fs := flag.NewFlagSet("hindsight", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	home := fs.String("home", "", "Hindsight's directory (default $HINDSIGHT_HOME, else ~/.hindsight)")
+	cfgFile := fs.String("config", "", "YAML configuration file (default $HINDSIGHT_HOME/config.yaml if present)")
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	g := &globals{home: hindsight.DefaultHome()}
+	if *home != "" {
+		abs, err := filepath.Abs(*home)
+		if err != nil {
+			return nil, nil, fmt.Errorf("resolve home: %w", err)
+		}
+		g.home = hindsight.Home(abs)
+		// Children (the daemon, respawned servers) inherit the choice.
+		os.Setenv("HINDSIGHT_HOME", abs)
+	}
+	path := *cfgFile
+	if path == "" {
+		if _, err := os.Stat(g.home.Path("config.yaml")); err == nil {
+			path = g.home.Path("config.yaml")
+		}
+	}
+	cfg, err := loadConfig(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	g.config = cfg
+	return g, fs.Args(), nil
+}
+
+func loadConfig(path string) (*Config, error) {
+	cfg := &Config{}
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read config: %w", err)
+		}
+		dec := yaml.NewDecoder(strings.NewReader(string(b)))
+		dec.KnownFields(true)
+		if err := dec.Decode(cfg); err != nil && err != io.EOF {
+			return nil, fmt.Errorf("parse config %s: %w", path, err)
+		}
+	}
+	cfg.applyEnv()
+	return cfg, nil
+}
+
+// applyEnv lets the environment override the file.
+func (c *Config) applyEnv() {
+	set := func(dst *string, names ...string) {
+		for _, n := range names {
+			if v := os.Getenv(n); v != "" {
+				*dst = v
+				return
+			}
+		}
+	}
+	set(&c.LLM.BaseURL, "HINDSIGHT_LLM_BASE_URL", "OPENAI_BASE_URL")
+	set(&c.LLM.APIKey, "HINDSIGHT_LLM_API_KEY", "OPENAI_API_KEY")
+	set(&c.LLM.Model, "HINDSIGHT_LLM_MODEL")
+	set(&c.LLM.EmbedModel, "HINDSIGHT_EMBED_MODEL")
+	set(&c.Store.Weaviate.URL, "HINDSIGHT_WEAVIATE_URL")
+	set(&c.Store.Weaviate.GRPC, "HINDSIGHT_WEAVIATE_GRPC")
+	if c.Store.Weaviate.URL != "" && c.Store.Backend == "" {
+		c.Store.Backend = "weaviate"
+	}
+}
+
+// openLog opens $HINDSIGHT_HOME/logs/NAME.log (mode 0600) and returns a JSON
+// slog logger writing to it. Stdout is never used for logs: it carries the
+// protocol.
+func openLog(home hindsight.Home, name string) (*slog.Logger, io.Closer, error) {
+	if err := home.Ensure(); err != nil {
+		return nil, nil, fmt.Errorf("create home: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(home.Logs(), name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open log: %w", err)
+	}
+	level := slog.LevelInfo
+	if os.Getenv("HINDSIGHT_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewJSONHandler(f, &slog.HandlerOptions{Level: level})), f, nil
+}

@@ -1,0 +1,21 @@
+package main
+
+import (
+	"context"
+	"errors"
+)
+
+// Commands not built yet. Each moves to a file of its own (wrap.go,
+// serve.go, daemon.go, traces.go, experiences.go, reflect.go, demo.go) and
+// leaves this file.
+
+var errNotBuilt = errors.New("not built yet")
+
+func runDemo(ctx context.Context, g *globals, args []string) error        { return errNotBuilt }
+func runWrap(ctx context.Context, g *globals, args []string) error        { return errNotBuilt }
+func runServe(ctx context.Context, g *globals, args []string) error       { return errNotBuilt }
+func runDaemon(ctx context.Context, g *globals, args []string) error      { return errNotBuilt }
+func runStatus(ctx context.Context, g *globals, args []string) error      { return errNotBuilt }
+func runTraces(ctx context.Context, g *globals, args []string) error      { return errNotBuilt }
+func runExperiences(ctx context.Context, g *globals, args []string) error { return errNotBuilt }
+func runReflect(ctx context.Context, g *globals, args []string) error     { return errNotBuilt }

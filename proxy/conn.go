@@ -1,0 +1,357 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// DefaultHookTimeout bounds a rewriting hook when Conn.HookTimeout is zero.
+const DefaultHookTimeout = 250 * time.Millisecond
+
+// Conn is the transport-independent heart of the proxy for one session: it
+// classifies each message, keeps the requests in flight in both directions,
+// runs the hooks at the interception points and hands every finished
+// exchange to Hooks.Exchange. Transports (stdio, Streamable HTTP, SSE) feed
+// it messages and write what it returns. A Conn is safe for concurrent use.
+type Conn struct {
+	Hooks       *Hooks        // nil: no hooks
+	Session     *Session      // must be set
+	Logger      *slog.Logger  // nil: slog.Default()
+	HookTimeout time.Duration // bounds rewriting hooks; 0: DefaultHookTimeout
+
+	mu          sync.Mutex
+	fromClient  map[string]*Exchange // agent → server requests in flight
+	fromServer  map[string]*Exchange // server → agent requests in flight
+	progress    map[string]*Exchange // progress token → agent request
+	initRequest []byte               // last initialize request, for replay
+	initialized []byte               // last notifications/initialized
+}
+
+// Action is what a transport does with a message from the agent. At most one
+// of Forward, Reply and Local is set; none is set for input that was only
+// logged.
+type Action struct {
+	Forward []byte // send to the server
+	Reply   []byte // send to the agent now
+	// Local produces the reply off the read loop: call it on a goroutine of
+	// its own and send what it returns to the agent.
+	Local func(ctx context.Context) []byte
+}
+
+func (c *Conn) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.Default()
+}
+
+func (c *Conn) hooks() *Hooks {
+	if c.Hooks != nil {
+		return c.Hooks
+	}
+	return &Hooks{}
+}
+
+func (c *Conn) hookCtx() (context.Context, context.CancelFunc) {
+	d := c.HookTimeout
+	if d <= 0 {
+		d = DefaultHookTimeout
+	}
+	return context.WithTimeout(context.Background(), d)
+}
+
+// FromClient takes one message from the agent.
+func (c *Conn) FromClient(raw []byte) Action {
+	m, err := Parse(raw)
+	if err != nil {
+		return c.invalid(m, err, "agent")
+	}
+	now := time.Now()
+	switch m.Kind {
+	case KindRequest:
+		ex := &Exchange{Session: c.Session, Direction: hindsight.ClientToServer, Method: m.Method,
+			ID: m.ID, Request: m.Raw, Started: now}
+		switch m.Method {
+		case "initialize", "server/discover":
+			c.noteClient(m.Raw)
+			if m.Method == "initialize" {
+				c.mu.Lock()
+				c.initRequest = m.Raw
+				c.mu.Unlock()
+			}
+		case "tools/call":
+			if a, ok := c.localToolCall(m, ex); ok {
+				return a
+			}
+		}
+		if tok := gjson.GetBytes(m.Raw, "params._meta.progressToken"); tok.Exists() {
+			ex.progressToken = tok.Raw
+		}
+		c.mu.Lock()
+		c.track(&c.fromClient, m.IDKey(), ex)
+		if ex.progressToken != "" {
+			c.track(&c.progress, ex.progressToken, ex)
+		}
+		c.mu.Unlock()
+	case KindNotification:
+		switch m.Method {
+		case "notifications/cancelled":
+			c.cancelled(m.Raw, &c.fromClient) // the agent gives up on its own request
+		case "notifications/initialized":
+			c.mu.Lock()
+			c.initialized = m.Raw
+			c.mu.Unlock()
+		}
+	case KindResponse:
+		c.complete(&c.fromServer, m, now)
+	}
+	return Action{Forward: m.Raw}
+}
+
+// FromServer takes one message from the server and returns the bytes to
+// deliver to the agent, or nil when nothing is to be delivered.
+func (c *Conn) FromServer(raw []byte) []byte {
+	m, err := Parse(raw)
+	if err != nil {
+		// The agent's SDK will reject it just as well; say why in our log
+		// and pass it on, so the proxy does not hide a server bug.
+		c.logger().Warn("server sent a malformed message", "server", c.Session.Server, "err", err, "bytes", len(m.Raw))
+		return m.Raw
+	}
+	now := time.Now()
+	switch m.Kind {
+	case KindRequest:
+		ex := &Exchange{Session: c.Session, Direction: hindsight.ServerToClient, Method: m.Method,
+			ID: m.ID, Request: m.Raw, Started: now}
+		c.mu.Lock()
+		c.track(&c.fromServer, m.IDKey(), ex)
+		c.mu.Unlock()
+	case KindNotification:
+		switch m.Method {
+		case "notifications/progress":
+			if tok := gjson.GetBytes(m.Raw, "params.progressToken"); tok.Exists() {
+				c.mu.Lock()
+				if ex := c.progress[tok.Raw]; ex != nil {
+					ex.Notifications++
+				}
+				c.mu.Unlock()
+			}
+		case "notifications/cancelled":
+			c.cancelled(m.Raw, &c.fromServer) // the server gives up on its own request
+		}
+	case KindResponse:
+		return c.complete(&c.fromClient, m, now)
+	}
+	return m.Raw
+}
+
+// FailPending ends every agent request in flight with a JSON-RPC error
+// saying why, and returns the error responses to send to the agent. Server
+// requests in flight are forgotten (their server is gone).
+func (c *Conn) FailPending(reason string) [][]byte {
+	c.mu.Lock()
+	pending := c.fromClient
+	c.fromClient, c.fromServer, c.progress = nil, nil, nil
+	c.mu.Unlock()
+	var out [][]byte
+	now := time.Now()
+	for _, ex := range pending {
+		resp := ErrorResponse(ex.ID, CodeServerUnavailable, reason)
+		ex.Response, ex.Ended, ex.Failure = resp, now, reason
+		out = append(out, resp)
+		c.emit(ex)
+	}
+	return out
+}
+
+// Pending reports how many agent requests are in flight.
+func (c *Conn) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.fromClient)
+}
+
+// Handshake returns the agent's last initialize request and initialized
+// notification, for replay to a restarted server.
+func (c *Conn) Handshake() (initialize, initialized []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.initRequest, c.initialized
+}
+
+func (c *Conn) invalid(m Message, err error, from string) Action {
+	c.logger().Warn("malformed message", "from", from, "server", c.Session.Server, "err", err, "bytes", len(m.Raw))
+	if err == ErrParse {
+		// The id cannot be trusted from invalid JSON: answer with a null id.
+		return Action{Reply: ErrorResponse(nil, CodeParseError, "Parse error: "+truncate(string(m.Raw), 80))}
+	}
+	if m.ID != nil {
+		return Action{Reply: ErrorResponse(m.ID, CodeInvalidRequest, "Invalid Request: "+err.Error())}
+	}
+	return Action{}
+}
+
+func (c *Conn) localToolCall(m Message, ex *Exchange) (Action, bool) {
+	h := c.hooks()
+	if h.ToolCall == nil {
+		return Action{}, false
+	}
+	params := gjson.GetBytes(m.Raw, "params")
+	name := params.Get("name").String()
+	handler := h.ToolCall(c.Session, name, json.RawMessage(params.Raw))
+	if handler == nil {
+		return Action{}, false
+	}
+	ex.Local = true
+	return Action{Local: func(ctx context.Context) []byte {
+		result, err := handler(ctx)
+		var resp []byte
+		if err != nil {
+			resp = ErrorResponse(m.ID, CodeInternalError, err.Error())
+		} else {
+			resp = ResultResponse(m.ID, result)
+		}
+		ex.Response, ex.Ended = resp, time.Now()
+		c.emit(ex)
+		return resp
+	}}, true
+}
+
+func (c *Conn) track(m *map[string]*Exchange, key string, ex *Exchange) {
+	if *m == nil {
+		*m = make(map[string]*Exchange)
+	}
+	(*m)[key] = ex
+}
+
+// complete matches a response to its request in table, rewrites it at the
+// interception points and emits the exchange.
+func (c *Conn) complete(table *map[string]*Exchange, m Message, now time.Time) []byte {
+	c.mu.Lock()
+	ex := (*table)[m.IDKey()]
+	if ex != nil {
+		delete(*table, m.IDKey())
+		if ex.progressToken != "" {
+			delete(c.progress, ex.progressToken)
+		}
+	}
+	c.mu.Unlock()
+	if ex == nil {
+		return m.Raw // an answer to nothing we saw, or after a cancel: relay as is
+	}
+	out := m.Raw
+	if ex.Direction == hindsight.ClientToServer {
+		out = c.rewrite(ex, m.Raw)
+	}
+	ex.Response, ex.Ended = out, now
+	c.emit(ex)
+	return out
+}
+
+func (c *Conn) rewrite(ex *Exchange, raw []byte) []byte {
+	h := c.hooks()
+	var fn func(ctx context.Context, result json.RawMessage) json.RawMessage
+	switch ex.Method {
+	case "initialize", "server/discover":
+		if h.Initialize != nil {
+			fn = func(ctx context.Context, r json.RawMessage) json.RawMessage { return h.Initialize(ctx, c.Session, r) }
+		}
+	case "tools/list":
+		if h.ToolsList != nil {
+			fn = func(ctx context.Context, r json.RawMessage) json.RawMessage { return h.ToolsList(ctx, c.Session, r) }
+		}
+	case "tools/call":
+		if h.ToolResult != nil {
+			fn = func(ctx context.Context, r json.RawMessage) json.RawMessage { return h.ToolResult(ctx, ex, r) }
+		}
+	}
+	if fn == nil {
+		return raw
+	}
+	result := gjson.GetBytes(raw, "result")
+	if !result.IsObject() {
+		return raw // an error response: nothing to rewrite
+	}
+	ctx, cancel := c.hookCtx()
+	defer cancel()
+	replaced := c.safeHook(ex.Method, func() json.RawMessage { return fn(ctx, json.RawMessage(result.Raw)) })
+	if replaced == nil {
+		return raw
+	}
+	out, err := sjson.SetRawBytes(raw, "result", replaced)
+	if err != nil {
+		c.logger().Error("rewrite result", "method", ex.Method, "err", err)
+		return raw
+	}
+	return out
+}
+
+// safeHook runs a rewriting hook; a panicking hook is logged and its
+// rewrite dropped, so hooks can never break the relay.
+func (c *Conn) safeHook(method string, fn func() json.RawMessage) (out json.RawMessage) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.logger().Error("hook panicked; relaying unchanged", "method", method, "panic", fmt.Sprint(r))
+			out = nil
+		}
+	}()
+	out = fn()
+	if out != nil && !json.Valid(out) {
+		c.logger().Error("hook returned invalid JSON; relaying unchanged", "method", method)
+		return nil
+	}
+	return out
+}
+
+func (c *Conn) cancelled(raw []byte, table *map[string]*Exchange) {
+	id := gjson.GetBytes(raw, "params.requestId")
+	if !id.Exists() {
+		return
+	}
+	c.mu.Lock()
+	ex := (*table)[id.Raw]
+	if ex != nil {
+		delete(*table, id.Raw)
+		if ex.progressToken != "" {
+			delete(c.progress, ex.progressToken)
+		}
+	}
+	c.mu.Unlock()
+	if ex != nil {
+		ex.Cancelled, ex.Ended = true, time.Now()
+		c.emit(ex)
+	}
+}
+
+func (c *Conn) emit(ex *Exchange) {
+	h := c.hooks()
+	if h.Exchange == nil {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.logger().Error("exchange hook panicked", "method", ex.Method, "panic", fmt.Sprint(r))
+		}
+	}()
+	h.Exchange(ex)
+}
+
+func (c *Conn) noteClient(raw []byte) {
+	r := gjson.GetManyBytes(raw, "params.clientInfo.name", "params.clientInfo.version", "params.protocolVersion")
+	c.Session.SetClient(r[0].String(), r[1].String(), r[2].String())
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
