@@ -1,0 +1,53 @@
+# Hindsight's build and test entry points. `make test` is what CI runs.
+
+GO        ?= go
+CACHE     ?= $(HOME)/.cache/hindsight
+WEAVIATE  ?= $(CACHE)/bin/weaviate-server
+WEAVIATE_VERSION := v1.39.3
+NPM_DIR   := internal/testdeps/npm
+
+.PHONY: all build demo test test-short deps npm-deps weaviate vet fmt bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o bin/hindsight ./cmd/hindsight
+
+## demo: the main job on the embedded default (no external service).
+demo: build
+	./bin/hindsight demo
+
+## deps: everything the test suite needs that is not Go code: the MCP
+## servers from npm and a real Weaviate server built from the Go module proxy.
+deps: npm-deps weaviate
+
+npm-deps: $(NPM_DIR)/node_modules/.package-lock.json
+
+$(NPM_DIR)/node_modules/.package-lock.json: $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
+	cd $(NPM_DIR) && npm ci --no-audit --no-fund
+
+weaviate: $(WEAVIATE)
+
+$(WEAVIATE):
+	GOBIN=$(CACHE)/bin $(GO) install github.com/weaviate/weaviate/cmd/weaviate-server@$(WEAVIATE_VERSION)
+
+## test: the whole suite, race detector on.
+test: deps
+	HINDSIGHT_WEAVIATE_BIN=$(WEAVIATE) $(GO) test -race -timeout 45m ./...
+
+## test-short: unit tests only, no external processes.
+test-short:
+	$(GO) test -short ./...
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -l -w .
+
+## bench: Go benchmarks (see README, Performance, for the harness).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin
