@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,11 +29,12 @@ type Conn struct {
 	HookTimeout time.Duration // bounds rewriting hooks; 0: DefaultHookTimeout
 
 	mu          sync.Mutex
-	fromClient  map[string]*Exchange // agent → server requests in flight
-	fromServer  map[string]*Exchange // server → agent requests in flight
-	progress    map[string]*Exchange // progress token → agent request
-	initRequest []byte               // last initialize request, for replay
-	initialized []byte               // last notifications/initialized
+	fromClient  map[string]*Exchange  // agent → server requests in flight
+	fromServer  map[string]*Exchange  // server → agent requests in flight
+	progress    map[string]*Exchange  // progress token → agent request
+	local       map[string]*localCall // agent requests answered by the sidecar
+	initRequest []byte                // last initialize request, for replay
+	initialized []byte                // last notifications/initialized
 }
 
 // Action is what a transport does with a message from the agent. At most one
@@ -42,8 +44,16 @@ type Action struct {
 	Forward []byte // send to the server
 	Reply   []byte // send to the agent now
 	// Local produces the reply off the read loop: call it on a goroutine of
-	// its own and send what it returns to the agent.
+	// its own and send what it returns to the agent. It returns nil when
+	// the agent cancelled the request meanwhile: nothing is to be sent.
 	Local func(ctx context.Context) []byte
+}
+
+// localCall is a request the sidecar answers itself.
+type localCall struct {
+	ex     *Exchange
+	cancel context.CancelFunc // set once the handler runs
+	gone   bool               // cancelled before the handler started
 }
 
 func (c *Conn) logger() *slog.Logger {
@@ -104,6 +114,9 @@ func (c *Conn) FromClient(raw []byte) Action {
 	case KindNotification:
 		switch m.Method {
 		case "notifications/cancelled":
+			if c.cancelLocal(m.Raw) {
+				return Action{} // the server never saw that request
+			}
 			c.cancelled(m.Raw, &c.fromClient) // the agent gives up on its own request
 		case "notifications/initialized":
 			c.mu.Lock()
@@ -120,9 +133,16 @@ func (c *Conn) FromClient(raw []byte) Action {
 // deliver to the agent, or nil when nothing is to be delivered.
 func (c *Conn) FromServer(raw []byte) []byte {
 	m, err := Parse(raw)
+	if err == ErrParse {
+		// Not JSON at all: typically a server that logs to stdout. It
+		// would only break the agent's reader; log it and skip it.
+		c.logger().Warn("server wrote a line that is not JSON; skipped", "server", c.Session.Server,
+			"bytes", len(m.Raw), "line", truncate(string(m.Raw), 200))
+		return nil
+	}
 	if err != nil {
-		// The agent's SDK will reject it just as well; say why in our log
-		// and pass it on, so the proxy does not hide a server bug.
+		// JSON, but not JSON-RPC as we know it: the agent's SDK decides;
+		// the proxy does not hide a server's bug or a newer protocol.
 		c.logger().Warn("server sent a malformed message", "server", c.Session.Server, "err", err, "bytes", len(m.Raw))
 		return m.Raw
 	}
@@ -206,23 +226,98 @@ func (c *Conn) localToolCall(m Message, ex *Exchange) (Action, bool) {
 	}
 	params := gjson.GetBytes(m.Raw, "params")
 	name := params.Get("name").String()
-	handler := h.ToolCall(c.Session, name, json.RawMessage(params.Raw))
+	var handler LocalHandler
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				c.logger().Error("tools/call hook panicked; forwarding", "tool", name, "panic", fmt.Sprint(r))
+				handler = nil
+			}
+		}()
+		handler = h.ToolCall(c.Session, name, json.RawMessage(params.Raw))
+	}()
 	if handler == nil {
 		return Action{}, false
 	}
 	ex.Local = true
+	lc := &localCall{ex: ex}
+	key := m.IDKey()
+	c.mu.Lock()
+	if c.local == nil {
+		c.local = make(map[string]*localCall)
+	}
+	c.local[key] = lc
+	c.mu.Unlock()
 	return Action{Local: func(ctx context.Context) []byte {
-		result, err := handler(ctx)
-		var resp []byte
-		if err != nil {
-			resp = ErrorResponse(m.ID, CodeInternalError, err.Error())
-		} else {
-			resp = ResultResponse(m.ID, result)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		c.mu.Lock()
+		if lc.gone {
+			c.mu.Unlock()
+			return nil
+		}
+		lc.cancel = cancel
+		c.mu.Unlock()
+		resp := c.runLocal(ctx, m.ID, name, handler)
+		c.mu.Lock()
+		mine := c.local[key] == lc
+		if mine {
+			delete(c.local, key)
+		}
+		c.mu.Unlock()
+		if !mine {
+			return nil // cancelled meanwhile; the exchange was emitted then
 		}
 		ex.Response, ex.Ended = resp, time.Now()
 		c.emit(ex)
 		return resp
 	}}, true
+}
+
+// runLocal runs a local handler and encodes its answer. A handler that
+// panics or returns something that is not JSON gets an internal error.
+func (c *Conn) runLocal(ctx context.Context, id json.RawMessage, tool string, handler LocalHandler) (resp []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.logger().Error("local tool handler panicked", "tool", tool, "panic", fmt.Sprint(r))
+			resp = ErrorResponse(id, CodeInternalError, "hindsight: "+tool+" failed")
+		}
+	}()
+	result, err := handler(ctx)
+	if err != nil {
+		return ErrorResponse(id, CodeInternalError, err.Error())
+	}
+	result = compact(result)
+	if len(result) == 0 || !json.Valid(result) {
+		c.logger().Error("local tool handler returned invalid JSON", "tool", tool, "bytes", len(result))
+		return ErrorResponse(id, CodeInternalError, "hindsight: "+tool+" returned an invalid result")
+	}
+	return ResultResponse(id, result)
+}
+
+// cancelLocal handles the agent's cancellation of a request the sidecar
+// answers itself, and reports whether it was one.
+func (c *Conn) cancelLocal(raw []byte) bool {
+	id := gjson.GetBytes(raw, "params.requestId")
+	if !id.Exists() {
+		return false
+	}
+	c.mu.Lock()
+	lc := c.local[id.Raw]
+	if lc != nil {
+		delete(c.local, id.Raw)
+		lc.gone = true
+		if lc.cancel != nil {
+			lc.cancel()
+		}
+	}
+	c.mu.Unlock()
+	if lc == nil {
+		return false
+	}
+	lc.ex.Cancelled, lc.ex.Ended = true, time.Now()
+	c.emit(lc.ex)
+	return true
 }
 
 func (c *Conn) track(m *map[string]*Exchange, key string, ex *Exchange) {
@@ -303,7 +398,7 @@ func (c *Conn) safeHook(method string, fn func() json.RawMessage) (out json.RawM
 			out = nil
 		}
 	}()
-	out = fn()
+	out = compact(fn())
 	if out != nil && !json.Valid(out) {
 		c.logger().Error("hook returned invalid JSON; relaying unchanged", "method", method)
 		return nil
@@ -347,6 +442,19 @@ func (c *Conn) emit(ex *Exchange) {
 func (c *Conn) noteClient(raw []byte) {
 	r := gjson.GetManyBytes(raw, "params.clientInfo.name", "params.clientInfo.version", "params.protocolVersion")
 	c.Session.SetClient(r[0].String(), r[1].String(), r[2].String())
+}
+
+// compact removes the line breaks a hook's pretty-printed JSON may hold:
+// on stdio a newline ends the message.
+func compact(b []byte) []byte {
+	if bytes.IndexByte(b, '\n') < 0 && bytes.IndexByte(b, '\r') < 0 {
+		return b
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return b // invalid: the caller's validation says so
+	}
+	return buf.Bytes()
 }
 
 func truncate(s string, n int) string {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -77,11 +79,33 @@ func Parse(raw []byte) (Message, error) {
 	default:
 		return m, ErrInvalid
 	}
-	res := gjson.GetManyBytes(raw, "id", "method", "result", "error", "jsonrpc")
-	id, method, result, rpcErr, version := res[0], res[1], res[2], res[3], res[4]
+	// One pass over the top-level members; values are skipped, not decoded.
+	var id, method, result, rpcErr, version gjson.Result
+	gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw))).ForEach(func(key, value gjson.Result) bool {
+		var dst *gjson.Result
+		switch key.Str {
+		case "id":
+			dst = &id
+		case "method":
+			dst = &method
+		case "result":
+			dst = &result
+		case "error":
+			dst = &rpcErr
+		case "jsonrpc":
+			dst = &version
+		default:
+			return true
+		}
+		if !dst.Exists() { // the first of duplicate members wins
+			*dst = value
+		}
+		return true
+	})
 	if id.Exists() {
 		switch id.Type {
 		case gjson.String, gjson.Number, gjson.Null:
+			// Copy: the id outlives nothing else of raw, and raw stays ours.
 			m.ID = json.RawMessage(id.Raw)
 		default:
 			return m, ErrInvalid
@@ -95,7 +119,7 @@ func Parse(raw []byte) (Message, error) {
 		if method.Type != gjson.String {
 			return m, ErrInvalid
 		}
-		m.Method = method.Str
+		m.Method = strings.Clone(method.Str)
 		if id.Exists() {
 			m.Kind = KindRequest
 		} else {

@@ -12,7 +12,6 @@ import (
 var errNotBuilt = errors.New("not built yet")
 
 func runDemo(ctx context.Context, g *globals, args []string) error        { return errNotBuilt }
-func runWrap(ctx context.Context, g *globals, args []string) error        { return errNotBuilt }
 func runServe(ctx context.Context, g *globals, args []string) error       { return errNotBuilt }
 func runDaemon(ctx context.Context, g *globals, args []string) error      { return errNotBuilt }
 func runStatus(ctx context.Context, g *globals, args []string) error      { return errNotBuilt }

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight/proxy"
+)
+
+// runWrap is `hindsight wrap [--name N] -- CMD [ARGS…]`: the stdio sidecar.
+// The agent host starts it in place of the server's command; it starts the
+// server as a child and relays the protocol on stdin and stdout. Logs go to
+// $HINDSIGHT_HOME/logs/wrap-NAME.log.
+func runWrap(ctx context.Context, g *globals, args []string) error {
+	fs := flag.NewFlagSet("wrap", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	name := fs.String("name", "", "the server's name in traces and logs (default: the command's base name)")
+	grace := fs.Duration("grace", proxy.DefaultGracePeriod, "how long the server may take to exit after stdin closes, and after SIGTERM")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: hindsight wrap [--name N] [--grace D] -- CMD [ARGS…]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	cmdline := fs.Args()
+	if len(cmdline) == 0 {
+		fs.Usage()
+		return fmt.Errorf("%w: wrap needs the server's command after --", errUsage)
+	}
+	if *name == "" {
+		*name = filepath.Base(cmdline[0])
+	}
+	logger, closer, err := openLog(g.home, "wrap-"+logName(*name))
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+
+	// A broken stdout must surface as EPIPE, not kill the sidecar before it
+	// stops its child. (A caught signal, unlike an ignored one, is reset
+	// for the child on exec.)
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
+
+	sc, err := newSidecar(ctx, g, *name, "stdio", logger)
+	if err != nil {
+		logger.Error("start sidecar", "server", *name, "err", err)
+		return fmt.Errorf("start sidecar: %w", err)
+	}
+	defer sc.Close()
+
+	st := &proxy.Stdio{
+		Command:     cmdline[0],
+		Args:        cmdline[1:],
+		Server:      *name,
+		Hooks:       sc.Hooks,
+		Logger:      logger,
+		GracePeriod: *grace,
+	}
+	start := time.Now()
+	logger.Info("wrap starting", "server", *name, "command", cmdline, "pid", os.Getpid(), "host_pid", os.Getppid())
+	err = st.Run(ctx, os.Stdin, os.Stdout)
+	if err != nil {
+		logger.Error("wrap stopped", "server", *name, "err", err, "ran", time.Since(start).Round(time.Millisecond).String())
+		return fmt.Errorf("wrap %s: %w", *name, err)
+	}
+	logger.Info("wrap stopped", "server", *name, "ran", time.Since(start).Round(time.Millisecond).String())
+	return nil
+}
+
+// logName makes a server name safe as part of a file name.
+func logName(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, name)
+}

@@ -1,0 +1,115 @@
+package proxy
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// MaxLineBytes is the default limit on one newline-delimited message. MCP
+// results of tens of megabytes (file contents, images) must pass, so the
+// limit is generous; it only keeps a runaway peer from exhausting memory.
+const MaxLineBytes = 64 << 20
+
+// LineTooLongError reports a line longer than the reader's limit. The line
+// was read to its end and dropped; the next ReadLine continues after it.
+type LineTooLongError struct {
+	Limit int   // the reader's limit
+	Size  int64 // bytes dropped, without the newline
+}
+
+func (e *LineTooLongError) Error() string {
+	return fmt.Sprintf("message of %d bytes exceeds the limit of %d bytes; dropped", e.Size, e.Limit)
+}
+
+// LineReader reads newline-delimited JSON-RPC messages (the MCP stdio
+// framing). Lines may end in "\n" or "\r\n"; the terminator is not
+// returned.
+type LineReader struct {
+	r   *bufio.Reader
+	max int
+}
+
+// NewLineReader returns a LineReader on r that accepts lines of up to max
+// bytes (MaxLineBytes when max <= 0).
+func NewLineReader(r io.Reader, max int) *LineReader {
+	if max <= 0 {
+		max = MaxLineBytes
+	}
+	return &LineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// ReadLine returns the next line, in a slice the caller owns. A last line
+// without a newline is returned before io.EOF. A line over the limit is
+// skipped and reported as a *LineTooLongError; reading may continue.
+func (lr *LineReader) ReadLine() ([]byte, error) {
+	var long []byte // a line longer than the bufio buffer, gathered
+	for {
+		frag, err := lr.r.ReadSlice('\n')
+		n := len(long) + len(frag)
+		if err == nil {
+			n-- // the newline
+		}
+		if n > lr.max {
+			return nil, lr.skip(int64(len(long)+len(frag)), err)
+		}
+		switch {
+		case err == nil:
+			frag = frag[:len(frag)-1]
+			if long == nil {
+				line := make([]byte, len(frag))
+				copy(line, frag)
+				return line, nil
+			}
+			return append(long, frag...), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			if long == nil {
+				long = make([]byte, 0, 4*len(frag))
+			}
+			long = append(long, frag...)
+		case errors.Is(err, io.EOF) && n > 0:
+			return append(long, frag...), nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// skip discards the rest of an over-long line.
+func (lr *LineReader) skip(size int64, err error) error {
+	for errors.Is(err, bufio.ErrBufferFull) {
+		var frag []byte
+		frag, err = lr.r.ReadSlice('\n')
+		size += int64(len(frag))
+	}
+	if err == nil {
+		size-- // the newline
+	}
+	return &LineTooLongError{Limit: lr.max, Size: size}
+}
+
+// LineWriter writes newline-delimited messages. Each WriteMessage writes one
+// message and its newline and flushes, so a message is never split by or
+// interleaved with another; it is safe for concurrent use. After a write
+// error every later write fails with the same error.
+type LineWriter struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+// NewLineWriter returns a LineWriter on w.
+func NewLineWriter(w io.Writer) *LineWriter {
+	return &LineWriter{w: bufio.NewWriterSize(w, 64<<10)}
+}
+
+// WriteMessage writes msg followed by a newline and flushes. msg must not
+// contain a newline (compact JSON never does).
+func (lw *LineWriter) WriteMessage(msg []byte) error {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.w.Write(msg) // a large msg goes straight through; errors stick
+	lw.w.WriteByte('\n')
+	return lw.w.Flush()
+}
