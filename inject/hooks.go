@@ -1,0 +1,385 @@
+package inject
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// Initialize appends the top lessons for the session's server and a pointer
+// to query_hindsight to the instructions of an initialize or server/discover
+// result, creating the member when the server sent none. It waits for the
+// lessons at most until ctx ends, then injects what it has.
+func (in *Injector) Initialize(ctx context.Context, s *proxy.Session, result json.RawMessage) json.RawMessage {
+	if in.NoInstructions {
+		return nil
+	}
+	instr := gjson.GetBytes(result, "instructions")
+	if instr.Exists() && instr.Type != gjson.String {
+		return nil // not ours to fix
+	}
+	st := in.state(s)
+	var lessons []hindsight.ScoredExperience
+	if in.Source != nil {
+		var err error
+		if lessons, err = in.lessonsFor(ctx, s.Server); err != nil {
+			in.logger().Debug("no lessons for instructions", "server", s.Server, "err", err)
+		}
+	}
+	sep := "\n\n"
+	if instr.Str == "" {
+		sep = ""
+	}
+	var pointer string
+	if !in.NoQueryTool {
+		pointer = fmt.Sprintf("Before a tool you are unsure of, and after an error, call the %s tool with the situation to get lessons from past runs.", QueryToolName)
+	}
+	budget := orDefault(in.SessionBudget, DefaultSessionBudget)
+	text, ids, tokens := "", []string(nil), 0
+	for range 3 { // retried when a concurrent hook spent the budget first
+		text, ids, tokens = in.instructionsBlock(sep, lessons, pointer, st.remaining(budget))
+		if text == "" || st.spend(tokens, budget) {
+			break
+		}
+		text = ""
+	}
+	if text == "" {
+		return nil
+	}
+	out, err := sjson.SetBytes(result, "instructions", instr.Str+text)
+	if err != nil {
+		in.logger().Error("inject instructions", "err", err)
+		return nil
+	}
+	st.addPending("init", hindsight.Injection{Channel: ChannelInstructions, ExperienceIDs: ids, Tokens: tokens})
+	return out
+}
+
+// instructionsBlock builds the text appended to the instructions within
+// limit tokens: lessons when any fit, else the pointer alone.
+func (in *Injector) instructionsBlock(sep string, lessons []hindsight.ScoredExperience, pointer string, limit int) (string, []string, int) {
+	perLesson := orDefault(in.MaxTokensPerLesson, DefaultMaxTokensPerLesson)
+	var blocks []block
+	seen := map[string]bool{}
+	for i := range lessons {
+		if len(blocks) == orDefault(in.MaxInstructionLessons, DefaultMaxInstructionLessons) {
+			break
+		}
+		bl := lessonLine(&lessons[i], true, perLesson)
+		if seen[bl.text] || oneLine(lessons[i].Lesson) == "" {
+			continue
+		}
+		seen[bl.text] = true
+		blocks = append(blocks, bl)
+	}
+	footer := ""
+	if pointer != "" {
+		footer = "\n" + pointer
+	}
+	if text, ids, n := assemble(sep+Marker+" Lessons learned in past runs with this server:\n", blocks, "\n", footer, limit); text != "" {
+		return text, ids, n
+	}
+	if pointer == "" {
+		return "", nil, 0
+	}
+	text := sep + Marker + " " + pointer
+	if n := CountTokens(text); n <= limit {
+		return text, nil, n
+	}
+	return "", nil, 0
+}
+
+// ToolsList adds the query_hindsight tool to the last page of a tools/list
+// result. When an upstream tool already has the name, it takes the first
+// free one of query_hindsight_2, query_hindsight_3… and logs the clash.
+func (in *Injector) ToolsList(ctx context.Context, s *proxy.Session, result json.RawMessage) json.RawMessage {
+	if in.NoQueryTool {
+		return nil
+	}
+	tools := gjson.GetBytes(result, "tools")
+	if !tools.IsArray() {
+		return nil
+	}
+	st := in.state(s)
+	st.mu.Lock()
+	if st.seen == nil {
+		st.seen = make(map[string]bool)
+	}
+	for _, t := range tools.Array() {
+		st.seen[t.Get("name").String()] = true
+	}
+	if c := gjson.GetBytes(result, "nextCursor"); c.Exists() && c.String() != "" {
+		st.mu.Unlock()
+		return nil // more pages follow; the tool goes on the last
+	}
+	name := QueryToolName
+	for i := 2; st.seen[name]; i++ {
+		name = fmt.Sprintf("%s_%d", QueryToolName, i)
+	}
+	st.toolName, st.seen = name, nil
+	st.mu.Unlock()
+	if name != QueryToolName {
+		in.logger().Warn("server has a tool named query_hindsight; Hindsight's is renamed", "server", s.Server, "name", name)
+	}
+	out, err := sjson.SetRawBytes(result, "tools.-1", queryTool(name))
+	if err != nil {
+		in.logger().Error("add query tool", "err", err)
+		return nil
+	}
+	return out
+}
+
+// queryTool returns the JSON definition of the query tool called name.
+func queryTool(name string) []byte {
+	type prop struct {
+		Type        string `json:"type"`
+		Description string `json:"description"`
+	}
+	type schema struct {
+		Type       string          `json:"type"`
+		Properties map[string]prop `json:"properties"`
+		Required   []string        `json:"required"`
+	}
+	tool := struct {
+		Name        string          `json:"name"`
+		Title       string          `json:"title"`
+		Description string          `json:"description"`
+		InputSchema schema          `json:"inputSchema"`
+		Annotations map[string]bool `json:"annotations"`
+	}{
+		Name:  name,
+		Title: "Query Hindsight",
+		Description: "Hindsight's memory of past runs with this server: lessons learned from earlier failures and recoveries. " +
+			"Call it before a tool you are unsure of, and after an error, describing the situation; " +
+			"it answers with at most 3 past experiences, most relevant first, or says there is none.",
+		InputSchema: schema{
+			Type: "object",
+			Properties: map[string]prop{
+				"situation": {"string", "What you are about to do, or what just went wrong, in a sentence or two."},
+				"tool_name": {"string", "The tool you are about to call or that just failed, if any."},
+				"task_type": {"string", "The kind of task, e.g. \"monthly billing\", if known."},
+			},
+			Required: []string{"situation"},
+		},
+		Annotations: map[string]bool{"readOnlyHint": true, "openWorldHint": false},
+	}
+	b, _ := json.Marshal(tool)
+	return b
+}
+
+// ToolCall answers calls of the session's query tool in the sidecar; every
+// other call is forwarded.
+func (in *Injector) ToolCall(s *proxy.Session, name string, params json.RawMessage) proxy.LocalHandler {
+	if in.NoQueryTool {
+		return nil
+	}
+	st := in.state(s)
+	if name != st.queryTool() {
+		return nil
+	}
+	return func(ctx context.Context) (json.RawMessage, error) {
+		text, inj := in.answer(ctx, s, st, params)
+		if inj != nil {
+			st.addPending("call:"+string(params), *inj)
+		}
+		return toolResult(text, false), nil
+	}
+}
+
+// answer runs a query_hindsight call and returns its text and what it
+// injected (nil when no experience was shown).
+func (in *Injector) answer(ctx context.Context, s *proxy.Session, st *session, params json.RawMessage) (string, *hindsight.Injection) {
+	args := gjson.GetManyBytes(params, "arguments.situation", "arguments.tool_name", "arguments.task_type")
+	situation, tool, taskType := strings.TrimSpace(args[0].String()), strings.TrimSpace(args[1].String()), strings.TrimSpace(args[2].String())
+	if situation == "" && tool == "" {
+		return Marker + " Describe the situation (argument \"situation\") to get past experience.", nil
+	}
+	if in.Source == nil {
+		return UnavailableText, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, orDefault(in.QueryTimeout, DefaultQueryTimeout))
+	defer cancel()
+	max := orDefault(in.MaxExperiences, DefaultMaxExperiences)
+	q := hindsight.Query{
+		Text:      strings.TrimSpace(strings.Join([]string{situation, tool, taskType}, " ")),
+		Namespace: in.namespace(),
+		Server:    s.Server,
+		Tool:      tool,
+		K:         max,
+		NoHit:     true,
+	}
+	found, err := in.Source.Search(ctx, q)
+	if err == nil && len(found) == 0 && tool != "" {
+		q.Tool = "" // nothing about this tool: anything on this server
+		found, err = in.Source.Search(ctx, q)
+	}
+	if err != nil {
+		in.logger().Warn("query_hindsight: search failed", "server", s.Server, "err", err)
+		return UnavailableText, nil
+	}
+	found = usable(found)
+	if len(found) == 0 {
+		return NoExperienceText, nil
+	}
+	if len(found) > max {
+		found = found[:max]
+	}
+	perLesson := orDefault(in.MaxTokensPerLesson, DefaultMaxTokensPerLesson)
+	blocks := make([]block, len(found))
+	for i := range found {
+		blocks[i] = experienceBlock(i+1, &found[i], perLesson)
+	}
+	header := Marker + " Past experience with this server, most relevant first:\n\n"
+	budget := orDefault(in.SessionBudget, DefaultSessionBudget)
+	for range 3 {
+		text, ids, tokens := assemble(header, blocks, "\n\n", "", st.remaining(budget))
+		if text == "" {
+			break
+		}
+		if st.spend(tokens, budget) {
+			return text, &hindsight.Injection{Channel: ChannelQuery, ExperienceIDs: ids, Tokens: tokens}
+		}
+	}
+	return BudgetSpentText, nil
+}
+
+// usable drops experiences without a lesson and sorts the rest best first.
+func usable(list []hindsight.ScoredExperience) []hindsight.ScoredExperience {
+	out := list[:0:0]
+	for _, e := range list {
+		if oneLine(e.Lesson) != "" && !e.Deleted {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	return out
+}
+
+// toolResult encodes a CallToolResult with one text item.
+func toolResult(text string, isError bool) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Content []textItem `json:"content"`
+		IsError bool       `json:"isError"`
+	}{[]textItem{{"text", text}}, isError})
+	return b
+}
+
+type textItem struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// ToolResult appends, to a tools/call result with isError true, one text
+// item with at most MaxErrorLessons lessons about that tool and that error.
+// Everything else in the result, structuredContent included, is kept byte
+// for byte. What it added is recorded in ex.Injected.
+func (in *Injector) ToolResult(ctx context.Context, ex *proxy.Exchange, result json.RawMessage) json.RawMessage {
+	if in.NoErrorResults || in.Source == nil || ex == nil || ex.Session == nil {
+		return nil
+	}
+	r := gjson.GetManyBytes(result, "isError", "content")
+	if !r[0].Bool() || !r[1].IsArray() {
+		return nil
+	}
+	tool := gjson.GetBytes(ex.Request, "params.name").String()
+	st := in.state(ex.Session)
+	budget := orDefault(in.SessionBudget, DefaultSessionBudget)
+	if st.remaining(budget) <= 0 {
+		return nil
+	}
+	errText := errorText(r[1])
+	found, err := in.Source.Search(ctx, hindsight.Query{
+		Text:      strings.TrimSpace(tool + " " + errText),
+		Namespace: in.namespace(),
+		Server:    ex.Session.Server,
+		Tool:      tool,
+		K:         2 * orDefault(in.MaxErrorLessons, DefaultMaxErrorLessons),
+		NoHit:     true,
+	})
+	if err != nil {
+		in.logger().Debug("no lessons for error result", "server", ex.Session.Server, "tool", tool, "err", err)
+		return nil
+	}
+	perLesson := orDefault(in.MaxTokensPerLesson, DefaultMaxTokensPerLesson)
+	var blocks []block
+	seen := map[string]bool{}
+	for _, e := range usable(found) {
+		if len(blocks) == orDefault(in.MaxErrorLessons, DefaultMaxErrorLessons) {
+			break
+		}
+		if (e.Tool != "" && e.Tool != tool) || !sameError(e.ErrorCode, errText) {
+			continue
+		}
+		bl := lessonLine(&e, false, perLesson)
+		if !seen[bl.text] {
+			seen[bl.text] = true
+			blocks = append(blocks, bl)
+		}
+	}
+	if len(blocks) == 0 {
+		return nil
+	}
+	header := fmt.Sprintf("%s Lessons from past runs about %s and this error:\n", Marker, tool)
+	for range 3 {
+		text, ids, tokens := assemble(header, blocks, "\n", "", st.remaining(budget))
+		if text == "" {
+			return nil
+		}
+		if !st.spend(tokens, budget) {
+			continue
+		}
+		item, _ := json.Marshal(textItem{"text", text})
+		out, err := sjson.SetRawBytes(result, "content.-1", item)
+		if err != nil {
+			in.logger().Error("inject error lessons", "err", err)
+			return nil
+		}
+		ex.Injected = append(ex.Injected, hindsight.Injection{Channel: ChannelErrorResult, ExperienceIDs: ids, Tokens: tokens})
+		return out
+	}
+	return nil
+}
+
+// errorText joins the text items of a result's content, up to 2 KB.
+func errorText(content gjson.Result) string {
+	var b strings.Builder
+	for _, c := range content.Array() {
+		if c.Get("type").String() == "text" {
+			b.WriteString(c.Get("text").String())
+			b.WriteByte(' ')
+		}
+		if b.Len() > 2048 {
+			break
+		}
+	}
+	s := b.String()
+	if len(s) > 2048 {
+		s = validPrefix(s[:2048])
+	}
+	return strings.TrimSpace(s)
+}
+
+// sameError reports whether an experience with error code code is about the
+// error described by text: experiences without a code match any error;
+// otherwise the code's significant part ("401" of "http_401", "ENOENT")
+// must appear in the text.
+func sameError(code, text string) bool {
+	code = strings.TrimSpace(code)
+	if code == "" {
+		return true
+	}
+	fields := strings.FieldsFunc(code, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	if len(fields) == 0 {
+		return true
+	}
+	key := fields[len(fields)-1]
+	return strings.Contains(strings.ToLower(text), strings.ToLower(key))
+}

@@ -1,0 +1,89 @@
+package inject
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/pkoukk/tiktoken-go"
+	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+)
+
+// Encoding is the tokenizer every cap is counted with: OpenAI's cl100k_base,
+// loaded from the copy compiled into the binary (no network).
+const Encoding = "cl100k_base"
+
+var (
+	encOnce sync.Once
+	enc     *tiktoken.Tiktoken
+	encErr  error
+)
+
+// encoder returns the shared tokenizer, loading it on first use (about
+// 80 ms). It is safe for concurrent use.
+func encoder() (*tiktoken.Tiktoken, error) {
+	encOnce.Do(func() {
+		tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
+		enc, encErr = tiktoken.GetEncoding(Encoding)
+		if encErr != nil {
+			encErr = fmt.Errorf("load tokenizer %s: %w", Encoding, encErr)
+		}
+	})
+	return enc, encErr
+}
+
+// CountTokens returns the number of cl100k_base tokens in s. When the
+// tokenizer cannot be loaded it overestimates (one token per byte), so caps
+// still hold.
+func CountTokens(s string) int {
+	e, err := encoder()
+	if err != nil {
+		return len(s)
+	}
+	return len(e.EncodeOrdinary(s))
+}
+
+// ellipsis marks text that was cut to fit a cap.
+const ellipsis = "…"
+
+// TruncateTokens returns s cut to at most max tokens. A cut string ends in
+// "…" (counted within max) and never splits a UTF-8 sequence.
+func TruncateTokens(s string, max int) string {
+	if max <= 0 {
+		return ""
+	}
+	e, err := encoder()
+	if err != nil {
+		if len(s) <= max {
+			return s
+		}
+		return validPrefix(s[:max])
+	}
+	toks := e.EncodeOrdinary(s)
+	if len(toks) <= max {
+		return s
+	}
+	// Leave room for the ellipsis, then make sure the decoded prefix, which
+	// may re-tokenize differently, still fits.
+	for n := max - CountTokens(ellipsis); n > 0; n-- {
+		out := strings.TrimRight(validPrefix(e.Decode(toks[:n])), " \t\n") + ellipsis
+		if CountTokens(out) <= max {
+			return out
+		}
+	}
+	return ""
+}
+
+// validPrefix drops a trailing partial UTF-8 sequence (a token boundary may
+// fall inside a multi-byte character) and any invalid bytes.
+func validPrefix(s string) string {
+	for len(s) > 0 {
+		r, size := utf8.DecodeLastRuneInString(s)
+		if r != utf8.RuneError || size > 1 {
+			break
+		}
+		s = s[:len(s)-1]
+	}
+	return strings.ToValidUTF8(s, "")
+}
