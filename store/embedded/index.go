@@ -1,0 +1,525 @@
+package embedded
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/store"
+	"github.com/hindsight-proxy/hindsight/store/rank"
+	"github.com/hindsight-proxy/hindsight/store/tokenize"
+)
+
+// BM25 parameters (the usual Lucene defaults).
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+	// exactScan is the candidate count up to which vectors are compared
+	// exactly; above it a binary-quantised pass picks rescore candidates.
+	exactScan = 4096
+	rescore   = 512
+)
+
+type posting struct {
+	slot int32
+	tf   uint16
+}
+
+// doc is one slot of the index. A replaced or re-indexed experience leaves
+// a dead slot behind; dead slots are skipped and dropped by compact.
+type doc struct {
+	exp    *hindsight.Experience
+	live   bool
+	hasVec bool
+	length int32
+	// interned filter values, compared as integers when filtering.
+	ns, server, tool, task, code int32
+	superseded, deleted          bool
+	lastActive                   int64 // unix seconds, see rank.LastActive
+}
+
+// index is the in-memory search structure of a Store: BM25 postings, a
+// float32 vector slab with a ternary bit code per vector for fast
+// pre-selection, and exact-match filter lists. It is rebuilt from Badger at
+// open. It is not safe for concurrent use; Store guards it.
+type index struct {
+	dim      int
+	words    int // uint64 words per bit-code half
+	docs     []doc
+	byKey    map[string]int32
+	postings map[string][]posting
+	filters  map[filterKey][]int32
+	intern   map[string]int32
+	vecs     []float32 // dim per slot
+	codes    []uint64  // 2*words per slot: positive bits, then negative bits
+	live     int
+	dead     int
+	totalLen int64
+}
+
+type filterKey struct {
+	field byte
+	value int32
+}
+
+func newIndex(dim int) *index {
+	return &index{
+		dim:      dim,
+		words:    (dim + 63) / 64,
+		byKey:    map[string]int32{},
+		postings: map[string][]posting{},
+		filters:  map[filterKey][]int32{},
+		intern:   map[string]int32{"": 0},
+	}
+}
+
+func key(ns, id string) string { return ns + "\x00" + id }
+
+// id interns s; 0 is the empty string.
+func (x *index) id(s string) int32 {
+	if v, ok := x.intern[s]; ok {
+		return v
+	}
+	v := int32(len(x.intern))
+	x.intern[s] = v
+	return v
+}
+
+// lookup returns the interned id of s, or -1 when no document has it.
+func (x *index) lookup(s string) int32 {
+	if v, ok := x.intern[s]; ok {
+		return v
+	}
+	return -1
+}
+
+func (x *index) get(ns, id string) (int32, bool) {
+	s, ok := x.byKey[key(ns, id)]
+	return s, ok
+}
+
+// add indexes e (which the index now owns) in a new slot and retires the
+// slot it replaces, if any.
+func (x *index) add(e *hindsight.Experience, embID string, terms []string) {
+	k := key(e.Namespace, e.ID)
+	if old, ok := x.byKey[k]; ok {
+		x.kill(old)
+	}
+	slot := int32(len(x.docs))
+	d := doc{exp: e, live: true,
+		ns: x.id(e.Namespace), server: x.id(e.Server), tool: x.id(e.Tool),
+		task: x.id(e.TaskType), code: x.id(e.ErrorCode)}
+	x.setMeta(&d)
+	terms = tokenize.IndexTerms(terms[:0], store.Text(e))
+	d.length = int32(len(terms))
+	slices.Sort(terms)
+	for i := 0; i < len(terms); {
+		j := i + 1
+		for j < len(terms) && terms[j] == terms[i] {
+			j++
+		}
+		tf := min(j-i, math.MaxUint16)
+		x.postings[terms[i]] = append(x.postings[terms[i]], posting{slot: slot, tf: uint16(tf)})
+		i = j
+	}
+	for f, v := range [...]int32{d.ns, d.server, d.tool, d.task, d.code} {
+		fk := filterKey{byte(f), v}
+		x.filters[fk] = append(x.filters[fk], slot)
+	}
+	x.vecs = append(x.vecs, make([]float32, x.dim)...)
+	x.codes = append(x.codes, make([]uint64, 2*x.words)...)
+	if len(e.Vector) == x.dim && e.Embedder == embID {
+		d.hasVec = true
+		x.setVector(slot, e.Vector)
+	}
+	// The index keeps its own copy of the vector in the slab.
+	e.Vector = nil
+	x.docs = append(x.docs, d)
+	x.byKey[k] = slot
+	x.live++
+	x.totalLen += int64(d.length)
+}
+
+func (x *index) setMeta(d *doc) {
+	d.superseded = d.exp.SupersededBy != ""
+	d.deleted = d.exp.Deleted
+	d.lastActive = rank.LastActive(d.exp).Unix()
+}
+
+// setVector stores v scaled to unit length, so that the inner product is
+// the cosine, and its ternary sign code.
+func (x *index) setVector(slot int32, v []float32) {
+	dst := x.vecs[int(slot)*x.dim : (int(slot)+1)*x.dim]
+	copy(dst, v)
+	normalize(dst)
+	code := x.codes[int(slot)*2*x.words : (int(slot)+1)*2*x.words]
+	clear(code)
+	for i, f := range dst {
+		switch {
+		case f > 0:
+			code[i/64] |= 1 << (i % 64)
+		case f < 0:
+			code[x.words+i/64] |= 1 << (i % 64)
+		}
+	}
+}
+
+// vector returns a copy of slot's vector, or nil.
+func (x *index) vector(slot int32) []float32 {
+	if !x.docs[slot].hasVec {
+		return nil
+	}
+	return slices.Clone(x.vecs[int(slot)*x.dim : (int(slot)+1)*x.dim])
+}
+
+// replaceMeta swaps the experience of a slot whose text and filter fields
+// did not change (hits, supersede, forget, restore, confidence…).
+func (x *index) replaceMeta(slot int32, e *hindsight.Experience) {
+	e.Vector = nil
+	d := &x.docs[slot]
+	d.exp = e
+	x.setMeta(d)
+}
+
+func (x *index) kill(slot int32) {
+	d := &x.docs[slot]
+	if !d.live {
+		return
+	}
+	d.live = false
+	d.exp = nil
+	x.live--
+	x.dead++
+	x.totalLen -= int64(d.length)
+}
+
+// needsCompact reports whether dead slots outweigh live ones.
+func (x *index) needsCompact() bool { return x.dead > 1024 && x.dead > x.live }
+
+// compact rebuilds the index from its live slots.
+func (x *index) compact(embID string) *index {
+	nx := newIndex(x.dim)
+	var terms []string
+	for slot := range x.docs {
+		d := &x.docs[slot]
+		if !d.live {
+			continue
+		}
+		e := d.exp
+		if d.hasVec {
+			e.Vector = x.vecs[slot*x.dim : (slot+1)*x.dim]
+		}
+		nx.add(e, embID, terms)
+	}
+	return nx
+}
+
+// filter is a query's exact-match filter as interned ids (-1: no document
+// has the value, so nothing matches).
+type filter struct {
+	ns, server, tool, task, code int32 // 0: any (namespace is always set)
+	superseded, deleted, cold   bool   // include
+	coldBefore                  int64  // lastActive before this is cold
+}
+
+func (x *index) compile(q *hindsight.Query, opt rank.Options, now time.Time) filter {
+	f := filter{ns: x.lookup(rank.Namespace(q.Namespace)),
+		superseded: q.IncludeSuperseded, deleted: q.IncludeDeleted, cold: q.IncludeCold}
+	pick := func(v string) int32 {
+		if v == "" {
+			return 0
+		}
+		return x.lookup(v)
+	}
+	f.server, f.tool, f.task, f.code = pick(q.Server), pick(q.Tool), pick(q.TaskType), pick(q.ErrorCode)
+	f.coldBefore = now.Add(-coldAfter(opt)).Unix()
+	return f
+}
+
+func coldAfter(opt rank.Options) time.Duration {
+	if opt.ColdAfter > 0 {
+		return opt.ColdAfter
+	}
+	return rank.DefaultColdAfter
+}
+
+func (f *filter) empty() bool {
+	return f.ns < 0 || f.server < 0 || f.tool < 0 || f.task < 0 || f.code < 0
+}
+
+func (f *filter) match(d *doc) bool {
+	return d.live && d.ns == f.ns &&
+		(f.server == 0 || d.server == f.server) &&
+		(f.tool == 0 || d.tool == f.tool) &&
+		(f.task == 0 || d.task == f.task) &&
+		(f.code == 0 || d.code == f.code) &&
+		(f.superseded || !d.superseded) &&
+		(f.deleted || !d.deleted) &&
+		(f.cold || d.lastActive > f.coldBefore)
+}
+
+// candidates returns the smallest filter list that contains every match.
+func (x *index) candidates(f *filter) []int32 {
+	best := x.filters[filterKey{0, f.ns}]
+	for i, v := range [...]int32{f.server, f.tool, f.task, f.code} {
+		if v == 0 {
+			continue
+		}
+		if l := x.filters[filterKey{byte(i + 1), v}]; len(l) < len(best) {
+			best = l
+		}
+	}
+	return best
+}
+
+type scored struct {
+	slot  int32
+	score float32
+}
+
+// scratch holds per-query buffers, pooled across queries.
+type scratch struct {
+	acc     []float32
+	touched []int32
+	allowed []uint64
+	dist    []uint16
+	terms   []string
+	top     []scored
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// allow marks the slots of cand that pass f in sc.allowed.
+func (x *index) allow(sc *scratch, f *filter, cand []int32) []int32 {
+	n := (len(x.docs) + 63) / 64
+	if cap(sc.allowed) < n {
+		sc.allowed = make([]uint64, n)
+	}
+	sc.allowed = sc.allowed[:n]
+	clear(sc.allowed)
+	var ok []int32 = sc.touched[:0]
+	for _, s := range cand {
+		if f.match(&x.docs[s]) {
+			sc.allowed[s/64] |= 1 << (s % 64)
+			ok = append(ok, s)
+		}
+	}
+	sc.touched = ok
+	return ok
+}
+
+// bm25 returns the best n allowed slots for the query terms, best first.
+func (x *index) bm25(sc *scratch, text string, n int) []scored {
+	sc.terms = tokenize.IndexTerms(sc.terms[:0], text)
+	if len(sc.terms) == 0 || x.live == 0 {
+		return nil
+	}
+	if cap(sc.acc) < len(x.docs) {
+		sc.acc = make([]float32, len(x.docs))
+	}
+	acc := sc.acc[:len(x.docs)]
+	var hit []int32
+	avgdl := float64(x.totalLen) / float64(max(x.live, 1))
+	slices.Sort(sc.terms)
+	terms := slices.Compact(sc.terms)
+	N := float64(x.live)
+	for _, t := range terms {
+		ps := x.postings[t]
+		if len(ps) == 0 {
+			continue
+		}
+		df := float64(min(len(ps), x.live))
+		idf := float32(math.Log(1 + (N-df+0.5)/(df+0.5)))
+		for _, p := range ps {
+			if sc.allowed[p.slot/64]&(1<<(p.slot%64)) == 0 {
+				continue
+			}
+			tf := float32(p.tf)
+			dl := float32(x.docs[p.slot].length)
+			norm := tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*dl/float32(avgdl)))
+			if acc[p.slot] == 0 {
+				hit = append(hit, p.slot)
+			}
+			acc[p.slot] += idf * norm
+		}
+	}
+	top := sc.top[:0]
+	for _, s := range hit {
+		top = append(top, scored{s, acc[s]})
+		acc[s] = 0
+	}
+	top = selectTop(top, n)
+	sc.top = top
+	return slices.Clone(top)
+}
+
+// selectTop returns the best n of all, best first (ties: lower slot, which
+// is the older document).
+func selectTop(all []scored, n int) []scored {
+	less := func(a, b scored) int {
+		if a.score != b.score {
+			if a.score > b.score {
+				return -1
+			}
+			return 1
+		}
+		return int(a.slot - b.slot)
+	}
+	if len(all) > 4*n {
+		// Find the n-th best score by quickselect-free thresholding:
+		// a partial sort is plenty at these sizes.
+		all = partialTop(all, n, less)
+	}
+	slices.SortFunc(all, less)
+	if len(all) > n {
+		all = all[:n]
+	}
+	return all
+}
+
+// partialTop keeps a bounded min-ordered buffer of the best n.
+func partialTop(all []scored, n int, less func(a, b scored) int) []scored {
+	h := make([]scored, 0, n)
+	// h is a min-heap by goodness: h[0] is the worst kept.
+	worse := func(i, j int) bool { return less(h[i], h[j]) > 0 }
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= len(h) {
+				return
+			}
+			m := l
+			if r := l + 1; r < len(h) && worse(r, l) {
+				m = r
+			}
+			if !worse(m, i) {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	for _, s := range all {
+		if len(h) < n {
+			h = append(h, s)
+			for i := len(h) - 1; i > 0; {
+				p := (i - 1) / 2
+				if !worse(i, p) {
+					break
+				}
+				h[i], h[p] = h[p], h[i]
+				i = p
+			}
+			continue
+		}
+		if less(s, h[0]) < 0 {
+			h[0] = s
+			down(0)
+		}
+	}
+	return h
+}
+
+// knn returns the best n allowed slots by cosine similarity to q (unit
+// length), best first. ok is the allowed slots.
+func (x *index) knn(sc *scratch, q []float32, ok []int32, n int) []scored {
+	if len(q) != x.dim {
+		return nil
+	}
+	cand := ok
+	if len(ok) > exactScan {
+		cand = x.preselect(sc, q, ok, rescore)
+	}
+	top := make([]scored, 0, len(cand))
+	for _, s := range cand {
+		if !x.docs[s].hasVec {
+			continue
+		}
+		v := x.vecs[int(s)*x.dim : (int(s)+1)*x.dim]
+		top = append(top, scored{s, dot(q, v)})
+	}
+	return selectTop(top, n)
+}
+
+// preselect picks about r of ok whose ternary codes are nearest to q's
+// (Hamming distance over the positive and negative sign bits), using a
+// histogram of distances instead of sorting.
+func (x *index) preselect(sc *scratch, q []float32, ok []int32, r int) []int32 {
+	w := x.words
+	qc := make([]uint64, 2*w)
+	for i, f := range q {
+		switch {
+		case f > 0:
+			qc[i/64] |= 1 << (i % 64)
+		case f < 0:
+			qc[w+i/64] |= 1 << (i % 64)
+		}
+	}
+	if cap(sc.dist) < len(ok) {
+		sc.dist = make([]uint16, len(ok))
+	}
+	dist := sc.dist[:len(ok)]
+	hist := make([]int, 2*x.dim+2)
+	for i, s := range ok {
+		if !x.docs[s].hasVec {
+			dist[i] = uint16(2*x.dim + 1)
+			continue
+		}
+		c := x.codes[int(s)*2*w : (int(s)+1)*2*w]
+		d := 0
+		for k, v := range c {
+			d += bits.OnesCount64(v ^ qc[k])
+		}
+		dist[i] = uint16(d)
+		hist[d]++
+	}
+	limit, sum := 0, 0
+	for limit = 0; limit < len(hist)-1; limit++ {
+		sum += hist[limit]
+		if sum >= r {
+			break
+		}
+	}
+	out := make([]int32, 0, sum)
+	for i, s := range ok {
+		if int(dist[i]) <= limit {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// dot is the inner product of two equal-length vectors.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		s0 += a[i]*b[i] + a[i+4]*b[i+4]
+		s1 += a[i+1]*b[i+1] + a[i+5]*b[i+5]
+		s2 += a[i+2]*b[i+2] + a[i+6]*b[i+6]
+		s3 += a[i+3]*b[i+3] + a[i+7]*b[i+7]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return s0 + s1 + s2 + s3
+}
+
+// normalize scales v to unit length in place (the zero vector stays zero).
+func normalize(v []float32) {
+	var n float64
+	for _, f := range v {
+		n += float64(f) * float64(f)
+	}
+	if n == 0 {
+		return
+	}
+	inv := float32(1 / math.Sqrt(n))
+	for i := range v {
+		v[i] *= inv
+	}
+}

@@ -1,0 +1,130 @@
+// Package store holds what Hindsight's experience store backends share: the
+// text an experience is indexed and embedded by, the embedder identity
+// recorded with each vector, and near-duplicate detection for reflection.
+//
+// The backends are store/embedded (Badger on disk, indexes in memory; the
+// default) and store/weaviate. Both implement hindsight.ExperienceStore,
+// rank with store/rank and pass the conformance suite in store/storetest.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// ErrDimension is returned when a vector does not fit the store: its length
+// differs from the store's embedder, or it was made by another embedder.
+// Vectors of different embedders are never mixed in one index.
+var ErrDimension = errors.New("vector dimension or embedder mismatch")
+
+// EmbedderID is what a store records with each vector: the embedder's name
+// and dimension, e.g. "hindsight-hash-v1/512".
+func EmbedderID(emb hindsight.Embedder) string {
+	return fmt.Sprintf("%s/%d", emb.Name(), emb.Dim())
+}
+
+// Text is the text of e that is indexed and embedded: tool, error code,
+// situation, action, result and lesson.
+func Text(e *hindsight.Experience) string {
+	var b strings.Builder
+	for _, s := range []string{e.Tool, e.ErrorCode, e.Situation, e.Action, e.Result, e.Lesson} {
+		if s == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// Reembedder is implemented by stores that can recompute every vector with
+// a new embedder (after the configured embedder changed). progress, if not
+// nil, is called as vectors are written.
+type Reembedder interface {
+	Reembed(ctx context.Context, emb hindsight.Embedder, progress func(done, total int)) error
+}
+
+// Cosine returns the cosine similarity of a and b (0 when either is zero or
+// their lengths differ).
+func Cosine(a, b []float32) float64 {
+	if len(a) != len(b) || len(a) == 0 {
+		return 0
+	}
+	var dot, na, nb float64
+	for i := range a {
+		x, y := float64(a[i]), float64(b[i])
+		dot += x * y
+		na += x * x
+		nb += y * y
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / math.Sqrt(na*nb)
+}
+
+// DefaultDuplicateThreshold is the cosine similarity above which reflection
+// treats two experiences as the same lesson.
+const DefaultDuplicateThreshold = 0.9
+
+// FindSimilar returns the live experiences of e's namespace whose vectors
+// have cosine similarity of at least threshold (DefaultDuplicateThreshold
+// when threshold <= 0) with e, most similar first; Score holds the cosine.
+// e itself (same id) is left out.
+//
+// It asks s for the best lexical and vector candidates with e's text,
+// server and tool (without counting hits) and compares vectors exactly, so
+// it works on every backend. Reflection calls it before inserting a lesson
+// and merges into (or supersedes) a near-duplicate instead.
+func FindSimilar(ctx context.Context, s hindsight.ExperienceStore, emb hindsight.Embedder, e *hindsight.Experience, threshold float64) ([]hindsight.ScoredExperience, error) {
+	if threshold <= 0 {
+		threshold = DefaultDuplicateThreshold
+	}
+	vec := e.Vector
+	if len(vec) != emb.Dim() {
+		vs, err := emb.Embed(ctx, []string{Text(e)})
+		if err != nil {
+			return nil, fmt.Errorf("find similar: %w", err)
+		}
+		vec = vs[0]
+	}
+	cands, err := s.Search(ctx, hindsight.Query{
+		Text: Text(e), Namespace: e.Namespace, Server: e.Server, Tool: e.Tool,
+		K: 50, NoHit: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find similar: %w", err)
+	}
+	var out []hindsight.ScoredExperience
+	for _, c := range cands {
+		if c.ID == e.ID {
+			continue
+		}
+		cv := c.Vector
+		if len(cv) != len(vec) {
+			vs, err := emb.Embed(ctx, []string{Text(&c.Experience)})
+			if err != nil {
+				return nil, fmt.Errorf("find similar: %w", err)
+			}
+			cv = vs[0]
+		}
+		if sim := Cosine(vec, cv); sim >= threshold {
+			c.Score = sim
+			c.Explain = nil
+			out = append(out, c)
+		}
+	}
+	for i := 1; i < len(out); i++ { // insertion sort: a handful of results
+		for j := i; j > 0 && out[j].Score > out[j-1].Score; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out, nil
+}
