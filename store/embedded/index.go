@@ -221,8 +221,8 @@ func (x *index) compact(embID string) *index {
 // has the value, so nothing matches).
 type filter struct {
 	ns, server, tool, task, code int32 // 0: any (namespace is always set)
-	superseded, deleted, cold   bool   // include
-	coldBefore                  int64  // lastActive before this is cold
+	superseded, deleted, cold    bool  // include
+	coldBefore                   int64 // lastActive before this is cold
 }
 
 func (x *index) compile(q *hindsight.Query, opt rank.Options, now time.Time) filter {

@@ -633,7 +633,15 @@ func (s *Store) Close() error {
 // badgerLogger sends Badger's log lines to slog (never to stdout).
 type badgerLogger struct{ l *slog.Logger }
 
-func (b badgerLogger) Errorf(f string, a ...any)   { b.l.Error("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...))) }
-func (b badgerLogger) Warningf(f string, a ...any) { b.l.Warn("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...))) }
-func (b badgerLogger) Infof(f string, a ...any)    { b.l.Debug("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...))) }
-func (b badgerLogger) Debugf(f string, a ...any)   { b.l.Debug("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...))) }
+func (b badgerLogger) Errorf(f string, a ...any) {
+	b.l.Error("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+func (b badgerLogger) Warningf(f string, a ...any) {
+	b.l.Warn("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+func (b badgerLogger) Infof(f string, a ...any) {
+	b.l.Debug("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+func (b badgerLogger) Debugf(f string, a ...any) {
+	b.l.Debug("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
