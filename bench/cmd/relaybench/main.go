@@ -1,0 +1,181 @@
+// Command relaybench measures what `hindsight wrap` costs an agent: a stdio
+// tools/call echo round trip direct to an echo MCP server, through a plain
+// byte relay (the floor), and through the sidecar with capture on and off,
+// all in one run with the variants interleaved. It prints a Markdown table
+// and the design's targets.
+//
+// Usage:
+//
+//	relaybench [flags]             run the comparison (from the module's root)
+//	relaybench echo                be the echo MCP server on stdin/stdout
+//	relaybench relay -- CMD [ARGS] be a plain byte relay in front of CMD
+//
+// With no -hindsight flag it builds ./cmd/hindsight into a temporary
+// directory first, so run it from the module's root:
+//
+//	go run ./bench/cmd/relaybench
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight/bench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "relaybench:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// dispatch runs one of the program's modes.
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "echo":
+			return bench.ServeEcho(os.Stdin, os.Stdout)
+		case "relay":
+			rest := args[1:]
+			if len(rest) > 0 && rest[0] == "--" {
+				rest = rest[1:]
+			}
+			return bench.Relay(ctx, rest, os.Stdin, os.Stdout, os.Stderr)
+		}
+	}
+	return run(ctx, args, stdout, stderr)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("relaybench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		rounds   = fs.Int("rounds", 5, "rounds of interleaved measurements (medians are taken over them)")
+		duration = fs.Duration("duration", 800*time.Millisecond, "length of one measurement (0: -calls only)")
+		calls    = fs.Int("calls", 0, "cap on calls per measurement (0: none)")
+		concList = fs.String("concurrency", "1,64", "calls in flight, comma-separated")
+		payload  = fs.Int("payload", 256, "bytes of text in each echo call")
+		warmup   = fs.Int("warmup", 500, "calls per variant before the first round")
+		variants = fs.String("variants", strings.Join([]string{bench.Direct, bench.ByteRelay, bench.Sidecar, bench.SidecarNoCapture}, ","),
+			"variants to measure, in order")
+		hindsightBin = fs.String("hindsight", "", "hindsight binary (default: build ./cmd/hindsight)")
+		verbose      = fs.Bool("v", false, "print every measurement to stderr")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	concs, err := parseInts(*concList)
+	if err != nil {
+		return fmt.Errorf("parse -concurrency: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own executable: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "relaybench-")
+	if err != nil {
+		return fmt.Errorf("create temp dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+
+	names := strings.Split(*variants, ",")
+	bin := *hindsightBin
+	if bin == "" && wantsSidecar(names) {
+		fmt.Fprintln(stderr, "building ./cmd/hindsight …")
+		if bin, err = buildHindsight(ctx, tmp); err != nil {
+			return err
+		}
+	}
+	vs, err := makeVariants(names, self, bin, filepath.Join(tmp, "home"))
+	if err != nil {
+		return err
+	}
+	opts := bench.Options{Variants: vs, Rounds: *rounds, Concurrency: concs, Duration: *duration,
+		Calls: *calls, Warmup: *warmup, Payload: *payload}
+	if *verbose {
+		opts.Progress = stderr
+	}
+	rep, err := bench.Run(ctx, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Command: `go run ./bench/cmd/relaybench %s`\n\n", strings.Join(args, " "))
+	rep.WriteMarkdown(stdout)
+	return nil
+}
+
+// makeVariants builds the named variants around this program's echo mode.
+func makeVariants(names []string, self, hindsightBin, home string) ([]bench.Variant, error) {
+	echo := []string{self, "echo"}
+	sidecarArgv := []string{hindsightBin, "wrap", "--name", "echo", "--"}
+	var out []bench.Variant
+	for _, n := range names {
+		v := bench.Variant{Name: n}
+		switch n {
+		case bench.Direct:
+			v.Argv = echo
+		case bench.ByteRelay:
+			v.Argv = append([]string{self, "relay", "--"}, echo...)
+		case bench.Sidecar:
+			v.Argv = append(sidecarArgv, echo...)
+			v.Env = []string{"HINDSIGHT_HOME=" + home}
+		case bench.SidecarNoCapture:
+			v.Argv = append(sidecarArgv, echo...)
+			v.Env = []string{"HINDSIGHT_HOME=" + home, "HINDSIGHT_CAPTURE=off"}
+		default:
+			return nil, fmt.Errorf("unknown variant %q (want %s, %s, %s or %s)", n,
+				bench.Direct, bench.ByteRelay, bench.Sidecar, bench.SidecarNoCapture)
+		}
+		v.Argv = append([]string(nil), v.Argv...)
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func wantsSidecar(names []string) bool {
+	for _, n := range names {
+		if strings.HasPrefix(n, bench.Sidecar) {
+			return true
+		}
+	}
+	return false
+}
+
+// buildHindsight builds ./cmd/hindsight into dir.
+func buildHindsight(ctx context.Context, dir string) (string, error) {
+	out := filepath.Join(dir, "hindsight")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/hindsight")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build ./cmd/hindsight (run from the module's root, or pass -hindsight): %w\n%s", err, b)
+	}
+	return out, nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

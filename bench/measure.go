@@ -1,0 +1,261 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// Variant is one path from the driver to the echo server: a command whose
+// stdio speaks MCP, such as the echo server itself, a relay in front of it,
+// or `hindsight wrap` in front of it.
+type Variant struct {
+	Name string
+	Argv []string
+	Env  []string // added to the environment, KEY=VALUE
+}
+
+// Options say what Run measures. Zero fields take the defaults noted.
+type Options struct {
+	Variants    []Variant
+	Rounds      int           // rounds of interleaved measurements; default 5
+	Concurrency []int         // calls in flight; default 1 and 64
+	Duration    time.Duration // length of one measurement; default 800ms unless Calls is set
+	Calls       int           // cap on calls per measurement; 0: none
+	Warmup      int           // calls per variant before the first round; default 500
+	Payload     int           // bytes of text in each echo call's arguments; default 256
+	Progress    io.Writer     // one line per measurement when set
+}
+
+func (o *Options) defaults() {
+	if o.Rounds <= 0 {
+		o.Rounds = 5
+	}
+	if len(o.Concurrency) == 0 {
+		o.Concurrency = []int{1, 64}
+	}
+	if o.Duration <= 0 && o.Calls <= 0 {
+		o.Duration = 800 * time.Millisecond
+	}
+	if o.Warmup <= 0 {
+		o.Warmup = 500
+	}
+	if o.Payload <= 0 {
+		o.Payload = 256
+	}
+}
+
+// Sample is one measurement: Calls calls of the echo tool with a fixed
+// number in flight.
+type Sample struct {
+	Calls    int
+	Elapsed  time.Duration
+	P50, P99 time.Duration
+}
+
+// Rate returns the calls completed per second.
+func (s Sample) Rate() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(s.Calls) / s.Elapsed.Seconds()
+}
+
+// Report holds every measurement of a Run.
+type Report struct {
+	Options Options
+	// Samples[variant][concurrency] lists one sample per round.
+	Samples map[string]map[int][]Sample
+	// PeakRSS is each variant's process's peak resident set size in bytes
+	// (VmHWM) at the end of the run; for a relay or a sidecar that is the
+	// relay's own process, not the server behind it.
+	PeakRSS map[string]int64
+	Started time.Time
+	Took    time.Duration
+}
+
+// Run starts every variant, checks that it echoes, warms it up, then
+// measures in rounds: in each round, for each concurrency, every variant in
+// turn (A B C A B C…, the starting variant rotating by round), so that
+// slow drift of a noisy machine hits all variants alike. Processes stay up
+// for the whole run and are closed at the end, after their peak RSS is read.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	opts.defaults()
+	if len(opts.Variants) == 0 {
+		return nil, errors.New("run: no variants")
+	}
+	rep := &Report{Options: opts, Samples: map[string]map[int][]Sample{}, PeakRSS: map[string]int64{}, Started: time.Now()}
+	procs := make([]*Process, len(opts.Variants))
+	defer func() {
+		for _, p := range procs {
+			if p != nil {
+				p.Close(5 * time.Second)
+			}
+		}
+	}()
+	args := echoArgs(opts.Payload)
+	for i, v := range opts.Variants {
+		p, err := Start(v.Argv, v.Env)
+		if err != nil {
+			return nil, fmt.Errorf("variant %s: %w", v.Name, err)
+		}
+		procs[i] = p
+		if err := Prepare(ctx, p.Client, args, opts.Warmup); err != nil {
+			return nil, fmt.Errorf("variant %s: %w (stderr: %s)", v.Name, err, strings.TrimSpace(p.Stderr()))
+		}
+		rep.Samples[v.Name] = map[int][]Sample{}
+	}
+	n := len(opts.Variants)
+	for round := range opts.Rounds {
+		for _, conc := range opts.Concurrency {
+			for k := range n {
+				i := (round + k) % n
+				v := opts.Variants[i]
+				runtime.GC() // the driver's own garbage is nobody's cost
+				s, err := Measure(ctx, procs[i].Client, args, conc, opts.Duration, opts.Calls)
+				if err != nil {
+					return nil, fmt.Errorf("variant %s, round %d, %d in flight: %w (stderr: %s)",
+						v.Name, round+1, conc, err, strings.TrimSpace(procs[i].Stderr()))
+				}
+				rep.Samples[v.Name][conc] = append(rep.Samples[v.Name][conc], s)
+				if opts.Progress != nil {
+					fmt.Fprintf(opts.Progress, "round %d  %-18s %3d in flight  %8.0f calls/s  p50 %-9v p99 %v\n",
+						round+1, v.Name, conc, s.Rate(), s.P50, s.P99)
+				}
+			}
+		}
+	}
+	for i, v := range opts.Variants {
+		if rss, err := procs[i].PeakRSS(); err == nil {
+			rep.PeakRSS[v.Name] = rss
+		}
+		err := procs[i].Close(5 * time.Second)
+		procs[i] = nil
+		if err != nil {
+			return nil, fmt.Errorf("variant %s: %w", v.Name, err)
+		}
+	}
+	rep.Took = time.Since(rep.Started)
+	return rep, nil
+}
+
+// echoArgs returns tools/call params for the echo tool carrying size bytes
+// of text.
+func echoArgs(size int) []byte {
+	text := strings.Repeat("hindsight ", size/10+1)[:size]
+	b, _ := json.Marshal(map[string]any{"name": EchoTool, "arguments": map[string]string{"text": text}})
+	return b
+}
+
+// Prepare initializes an MCP session on c, checks that the server lists the
+// echo tool and echoes args exactly, then makes warmup calls.
+func Prepare(ctx context.Context, c *Client, args []byte, warmup int) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := c.Initialize(ctx); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	list, err := c.Call(ctx, "tools/list", []byte(`{}`))
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	if !gjson.GetBytes(list, `tools.#(name=="`+EchoTool+`")`).Exists() {
+		return fmt.Errorf("prepare: tools/list has no %q tool: %s", EchoTool, list)
+	}
+	res, err := c.Call(ctx, "tools/call", args)
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	want := gjson.GetBytes(args, "arguments").Raw
+	if got := gjson.GetBytes(res, "content.0.text").String(); got != want {
+		return fmt.Errorf("prepare: echo returned %q, want %q", truncate(got, 200), truncate(want, 200))
+	}
+	if _, err := Measure(ctx, c, args, 8, 0, warmup); err != nil {
+		return fmt.Errorf("prepare: warm up: %w", err)
+	}
+	return nil
+}
+
+// Measure keeps conc echo calls in flight on c until d has passed (d > 0)
+// and/or maxCalls calls were started (maxCalls > 0), and returns their
+// latency percentiles and rate. Calls that fail end the measurement with
+// an error.
+func Measure(ctx context.Context, c *Client, args []byte, conc int, d time.Duration, maxCalls int) (Sample, error) {
+	if conc < 1 {
+		conc = 1
+	}
+	if d <= 0 && maxCalls <= 0 {
+		return Sample{}, errors.New("measure: neither a duration nor a call count")
+	}
+	var (
+		started  atomic.Int64
+		wg       sync.WaitGroup
+		firstErr atomic.Pointer[error]
+		lats     = make([][]time.Duration, conc)
+	)
+	start := time.Now()
+	var deadline time.Time
+	if d > 0 {
+		deadline = start.Add(d)
+	}
+	for w := range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := make([]time.Duration, 0, 1024)
+			for {
+				if maxCalls > 0 && started.Add(1) > int64(maxCalls) {
+					break
+				}
+				t0 := time.Now()
+				if !deadline.IsZero() && t0.After(deadline) {
+					break
+				}
+				if _, err := c.Call(ctx, "tools/call", args); err != nil {
+					firstErr.CompareAndSwap(nil, &err)
+					break
+				}
+				l = append(l, time.Since(t0))
+				if firstErr.Load() != nil {
+					break
+				}
+			}
+			lats[w] = l
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if p := firstErr.Load(); p != nil {
+		return Sample{}, fmt.Errorf("measure: %w", *p)
+	}
+	all := slices.Concat(lats...)
+	if len(all) == 0 {
+		return Sample{}, errors.New("measure: no call completed")
+	}
+	slices.Sort(all)
+	return Sample{Calls: len(all), Elapsed: elapsed, P50: percentile(all, 50), P99: percentile(all, 99)}, nil
+}
+
+// percentile returns the nearest-rank percentile of sorted.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	return sorted[max(rank, 1)-1]
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

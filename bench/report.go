@@ -1,0 +1,243 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"slices"
+	"time"
+)
+
+// Variant names the driver and the checks know.
+const (
+	Direct           = "direct"            // the driver speaks to the echo server itself
+	ByteRelay        = "relay"             // through Relay: the floor
+	Sidecar          = "sidecar"           // through `hindsight wrap`, as configured by default
+	SidecarNoCapture = "sidecar-nocapture" // through `hindsight wrap` with HINDSIGHT_CAPTURE=off
+)
+
+// Median returns, for one variant and concurrency, the median over rounds
+// of each of p50, p99 and rate (each taken on its own). Calls and Elapsed
+// are the sums over rounds. ok is false when there is no sample.
+func (r *Report) Median(variant string, conc int) (m Sample, rate float64, ok bool) {
+	ss := r.Samples[variant][conc]
+	if len(ss) == 0 {
+		return Sample{}, 0, false
+	}
+	p50 := make([]time.Duration, len(ss))
+	p99 := make([]time.Duration, len(ss))
+	rates := make([]float64, len(ss))
+	for i, s := range ss {
+		p50[i], p99[i], rates[i] = s.P50, s.P99, s.Rate()
+		m.Calls += s.Calls
+		m.Elapsed += s.Elapsed
+	}
+	m.P50, m.P99 = median(p50), median(p99)
+	return m, median(rates), true
+}
+
+func median[T int64 | float64 | time.Duration](xs []T) T {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Check is one target from the design, evaluated on a report.
+type Check struct {
+	Name     string
+	Measured string
+	Target   string
+	Pass     bool
+	NA       bool // the measurement cannot decide (Pass is false)
+}
+
+// Verdict returns "ok", "missed", "n/a", or "reported" for a figure that
+// has no target.
+func (c Check) Verdict() string {
+	switch {
+	case c.NA && c.Target == "–":
+		return "reported"
+	case c.NA:
+		return "n/a"
+	case c.Pass:
+		return "ok"
+	}
+	return "missed"
+}
+
+// paired returns the median over rounds of f applied to the samples of a
+// and b taken in the same round: variants measured back to back share the
+// machine's state, so their difference or ratio is steadier than that of
+// their separate medians.
+func (r *Report) paired(a, b string, conc int, f func(x, y Sample) float64) float64 {
+	xs, ys := r.Samples[a][conc], r.Samples[b][conc]
+	n := min(len(xs), len(ys))
+	v := make([]float64, n)
+	for i := range n {
+		v[i] = f(xs[i], ys[i])
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return median(v)
+}
+
+func p50Diff(x, y Sample) float64   { return float64(x.P50 - y.P50) }
+func rateRatio(x, y Sample) float64 { return x.Rate() / y.Rate() }
+
+// Checks evaluates the targets the variants present allow. Each compares
+// samples of the same round (see paired) and takes the median over rounds.
+//   - The sidecar's added p50 over direct is at most 1.5× the relay's, at
+//     every concurrency measured. Where the relay measured no slower than
+//     direct (common with one call in flight, where process wake-ups
+//     dominate) the ratio is undefined and the check says n/a.
+//   - The sidecar's throughput at the highest concurrency is at least 70%
+//     of the relay's.
+//   - The sidecar's peak RSS is under 40 MB.
+//   - Capture adds under 10% to the sidecar's p50 with one call in flight
+//     (and, reported beside it, what it costs in throughput).
+func (r *Report) Checks() []Check {
+	var out []Check
+	has := func(names ...string) bool {
+		for _, n := range names {
+			if r.Samples[n] == nil {
+				return false
+			}
+		}
+		return true
+	}
+	concs := r.Options.Concurrency
+	top := slices.Max(concs)
+	if has(Direct, ByteRelay, Sidecar) {
+		for _, c := range concs {
+			relayAdded := time.Duration(r.paired(ByteRelay, Direct, c, p50Diff))
+			sideAdded := time.Duration(r.paired(Sidecar, Direct, c, p50Diff))
+			ch := Check{Name: fmt.Sprintf("sidecar's added p50 vs relay's, %d in flight", c), Target: "≤ 1.5×"}
+			if relayAdded <= 0 {
+				ch.NA = true
+				ch.Measured = fmt.Sprintf("sidecar %s, relay %s over direct: relay within noise of direct",
+					signed(sideAdded), signed(relayAdded))
+			} else {
+				ratio := float64(sideAdded) / float64(relayAdded)
+				ch.Measured = fmt.Sprintf("%.2f× (sidecar %s, relay %s over direct)", ratio, signed(sideAdded), signed(relayAdded))
+				ch.Pass = ratio <= 1.5
+			}
+			out = append(out, ch)
+		}
+	}
+	if has(ByteRelay, Sidecar) {
+		ratio := r.paired(Sidecar, ByteRelay, top, rateRatio)
+		_, sc, _ := r.Median(Sidecar, top)
+		_, rl, _ := r.Median(ByteRelay, top)
+		out = append(out, Check{
+			Name:     fmt.Sprintf("sidecar's throughput vs relay's, %d in flight", top),
+			Measured: fmt.Sprintf("%.0f%% (medians %.0f vs %.0f calls/s)", 100*ratio, sc, rl),
+			Target:   "≥ 70%", Pass: ratio >= 0.7,
+		})
+	}
+	if rss, ok := r.PeakRSS[Sidecar]; ok && has(Sidecar) {
+		out = append(out, Check{Name: "sidecar's peak RSS", Measured: mb(rss), Target: "< 40 MB", Pass: rss < 40e6})
+	}
+	if has(Sidecar, SidecarNoCapture) {
+		if slices.Contains(concs, 1) {
+			added := r.paired(Sidecar, SidecarNoCapture, 1, func(x, y Sample) float64 { return float64(x.P50)/float64(y.P50) - 1 })
+			on, _, _ := r.Median(Sidecar, 1)
+			off, _, _ := r.Median(SidecarNoCapture, 1)
+			out = append(out, Check{
+				Name:     "capture's cost in p50, 1 in flight",
+				Measured: fmt.Sprintf("%+.1f%% (medians %s on, %s off)", 100*added, us(on.P50), us(off.P50)),
+				Target:   "< 10%", Pass: added < 0.10,
+			})
+		}
+		ratio := r.paired(Sidecar, SidecarNoCapture, top, rateRatio)
+		_, onRate, _ := r.Median(Sidecar, top)
+		_, offRate, _ := r.Median(SidecarNoCapture, top)
+		out = append(out, Check{
+			Name:     fmt.Sprintf("capture's cost in throughput, %d in flight", top),
+			Measured: fmt.Sprintf("%+.1f%% (medians %.0f on, %.0f off calls/s)", 100*(ratio-1), onRate, offRate),
+			Target:   "–", NA: true, // reported, not a target
+		})
+	}
+	return out
+}
+
+// WriteMarkdown writes the results as a Markdown table, throughput at the
+// highest concurrency first, then the checks.
+func (r *Report) WriteMarkdown(w io.Writer) {
+	o := r.Options
+	concs := slices.Clone(o.Concurrency)
+	slices.SortFunc(concs, func(a, b int) int { return b - a })
+	per := o.Duration.String()
+	switch {
+	case o.Calls > 0 && o.Duration > 0:
+		per = fmt.Sprintf("%v or %d calls", o.Duration, o.Calls)
+	case o.Calls > 0:
+		per = fmt.Sprintf("%d calls", o.Calls)
+	}
+	fmt.Fprintf(w, "%d rounds, variants interleaved, %s per measurement, medians over rounds; "+
+		"echo payload %d B; %d CPUs, %s %s/%s; took %v.\n\n",
+		o.Rounds, per, o.Payload, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH,
+		r.Took.Round(time.Second))
+	fmt.Fprint(w, "| path |")
+	for _, c := range concs {
+		fmt.Fprintf(w, " calls/s (%d in flight) | p50 | p99 |", c)
+	}
+	fmt.Fprintln(w, " peak RSS |")
+	fmt.Fprint(w, "|---|")
+	for range concs {
+		fmt.Fprint(w, "--:|--:|--:|")
+	}
+	fmt.Fprintln(w, "--:|")
+	for _, v := range o.Variants {
+		fmt.Fprintf(w, "| %s |", v.Name)
+		for _, c := range concs {
+			m, rate, ok := r.Median(v.Name, c)
+			if !ok {
+				fmt.Fprint(w, " – | – | – |")
+				continue
+			}
+			fmt.Fprintf(w, " %.0f | %s | %s |", rate, us(m.P50), us(m.P99))
+		}
+		rss := "–"
+		if b, ok := r.PeakRSS[v.Name]; ok {
+			rss = mb(b)
+		}
+		fmt.Fprintf(w, " %s |\n", rss)
+	}
+	checks := r.Checks()
+	if len(checks) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n| check | measured | target | |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, c := range checks {
+		verdict := c.Verdict()
+		if verdict == "missed" {
+			verdict = "**missed**"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", c.Name, c.Measured, c.Target, verdict)
+	}
+}
+
+// us formats a latency: microseconds, or milliseconds from 10 ms up.
+func us(d time.Duration) string {
+	if d >= 10*time.Millisecond || d <= -10*time.Millisecond {
+		return fmt.Sprintf("%.1f ms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.1f µs", float64(d)/1e3)
+}
+
+// signed formats a latency difference with its sign.
+func signed(d time.Duration) string {
+	if d >= 0 {
+		return "+" + us(d)
+	}
+	return "−" + us(-d)
+}
+
+func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
