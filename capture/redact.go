@@ -1,0 +1,578 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+	"github.com/zricethezav/gitleaks/v8/detect"
+	gllog "github.com/zricethezav/gitleaks/v8/logging"
+)
+
+// Placeholder returns the text that replaces a secret found by rule id.
+func Placeholder(id string) string { return "[REDACTED:" + id + "]" }
+
+// Pattern is a user rule: text matching Regex is secret. When Regex has a
+// capture group only the first group is replaced, so a rule can keep its
+// context ("ticket=(\w+)").
+type Pattern struct {
+	Name  string // rule id shown in the placeholder
+	Regex string
+}
+
+// RedactorConfig adds user rules to the built-in ones. The zero value gives
+// the built-in rules only.
+type RedactorConfig struct {
+	// Keys are JSON key names whose values are secret, matched like the
+	// built-in names: case-insensitively, ignoring '-', '_', '.' and spaces.
+	Keys []string
+	// Patterns are regular expressions (RE2 syntax) for secrets in text.
+	Patterns []Pattern
+}
+
+// A Redactor removes secrets from JSON-RPC messages and text. It is safe
+// for concurrent use; build one per process and share it.
+//
+// Secrets are found by, in this order:
+//
+//   - key names: the value of a JSON member whose key is sensitive
+//     (password, token, authorization, api_key, secret, cookie…, at any
+//     depth; every string and number below it) becomes [REDACTED:key:NAME];
+//   - the gitleaks default rule set (v8), run once per message over its
+//     string values, each preceded by its key so that rules which need
+//     context ("heroku … key = …") still fire; a finding becomes
+//     [REDACTED:<gitleaks rule id>];
+//   - built-in text rules: PEM private keys, JWTs, bearer and basic
+//     credentials, passwords in URLs and connection strings, key=value
+//     pairs with sensitive keys, Cookie headers;
+//   - the user's patterns.
+//
+// JSON stays JSON: only the contents of string values change (a sensitive
+// number becomes a string placeholder), and strings that themselves hold a
+// JSON document are redacted as JSON. Input that is not JSON is redacted as
+// text.
+type Redactor struct {
+	keys     map[string]string // extra normalised key → rule id
+	patterns []textRule
+	detector *detect.Detector
+}
+
+// textRule replaces the first capture group of re (or the whole match)
+// with the placeholder for id.
+type textRule struct {
+	id         string
+	re         *regexp.Regexp
+	keyGroup   int // group naming the key, for "key:NAME" ids; 0: none
+	valueGroup int // group holding the secret; 0: see group
+	// check, when set, vetoes a match given its key (keyGroup's text) and
+	// secret.
+	check func(key, secret string) bool
+	// parts, when set, splits a match into the secrets it holds (cookie
+	// values), each also removed from the rest of the message.
+	parts func(secret string) []string
+	// keywords, when set, must occur in the lower-cased text for the rule
+	// to run: a cheap prefilter, as gitleaks does.
+	keywords []string
+}
+
+var (
+	gitleaksOnce sync.Once
+	gitleaksDet  *detect.Detector
+	gitleaksErr  error
+)
+
+// defaultDetector loads the gitleaks default configuration once per
+// process: compiling its 200-odd rules takes tens of milliseconds.
+func defaultDetector() (*detect.Detector, error) {
+	gitleaksOnce.Do(func() {
+		// gitleaks logs through a global zerolog logger to stderr, at trace
+		// level with the secrets it skips: silence it.
+		gllog.Logger = gllog.Logger.Level(zerolog.Disabled)
+		gitleaksDet, gitleaksErr = detect.NewDetectorDefaultConfig()
+		if gitleaksErr != nil {
+			gitleaksErr = fmt.Errorf("load gitleaks rules: %w", gitleaksErr)
+		}
+	})
+	return gitleaksDet, gitleaksErr
+}
+
+// NewRedactor returns a Redactor with the built-in rules and those of cfg.
+func NewRedactor(cfg RedactorConfig) (*Redactor, error) {
+	det, err := defaultDetector()
+	if err != nil {
+		return nil, err
+	}
+	r := &Redactor{detector: det, keys: map[string]string{}}
+	for _, k := range cfg.Keys {
+		n := normalizeKey(k)
+		if n == "" {
+			return nil, fmt.Errorf("redact key %q: empty after normalisation", k)
+		}
+		r.keys[n] = "key:" + n
+	}
+	for _, p := range cfg.Patterns {
+		if p.Name == "" {
+			return nil, fmt.Errorf("redact pattern %q: missing name", p.Regex)
+		}
+		re, err := regexp.Compile(p.Regex)
+		if err != nil {
+			return nil, fmt.Errorf("compile redact pattern %s: %w", p.Name, err)
+		}
+		r.patterns = append(r.patterns, textRule{id: p.Name, re: re})
+	}
+	return r, nil
+}
+
+// maxJSONDepth bounds the recursion into strings holding JSON documents.
+const maxJSONDepth = 4
+
+// Redact returns data with every secret replaced and the number of
+// replacements. Valid JSON is redacted as JSON and stays valid; anything
+// else is redacted as text.
+//
+// A secret found anywhere in data is also removed wherever else it occurs
+// in data, so a password recognised inside a URL does not survive as a bare
+// value under an innocent key.
+func (r *Redactor) Redact(data []byte) ([]byte, int) {
+	seen := found{}
+	if json.Valid(data) {
+		out, n := r.redactJSON(data, 0, seen)
+		return propagateJSON(out, n, seen)
+	}
+	s, n := r.redactString(string(data), seen)
+	return []byte(s), n
+}
+
+// RedactString redacts free text (an error message, a log line).
+func (r *Redactor) RedactString(s string) (string, int) {
+	return r.redactString(s, found{})
+}
+
+func (r *Redactor) redactString(s string, seen found) (string, int) {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	s, n := r.redactText(s, r.scan(s), seen)
+	s, m := seen.replace(s)
+	return s, n + m
+}
+
+// found maps each secret redacted so far in one message to its rule id.
+type found map[string]string
+
+// minPropagate is the shortest secret removed from the rest of a message:
+// shorter values ("x1") would hit innocent text.
+const minPropagate = 6
+
+func (f found) add(secret, id string) {
+	if len(secret) >= minPropagate && !strings.HasPrefix(secret, "[REDACTED:") {
+		f[secret] = id
+	}
+}
+
+// replace removes every known secret from s, longest first.
+func (f found) replace(s string) (string, int) {
+	if len(f) == 0 {
+		return s, 0
+	}
+	n := 0
+	for _, sec := range f.sorted() {
+		if c := strings.Count(s, sec); c > 0 {
+			s = strings.ReplaceAll(s, sec, Placeholder(f[sec]))
+			n += c
+		}
+	}
+	return s, n
+}
+
+func (f found) sorted() []string {
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if len(keys[i]) != len(keys[j]) {
+			return len(keys[i]) > len(keys[j])
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}
+
+// propagateJSON removes the secrets of seen from the rest of a redacted
+// document: raw, and as they appear escaped once or twice (JSON inside
+// JSON strings). It keeps out when a replacement would break the JSON.
+func propagateJSON(out []byte, n int, seen found) ([]byte, int) {
+	if len(seen) == 0 {
+		return out, n
+	}
+	s, extra := string(out), 0
+	for _, sec := range seen.sorted() {
+		ph := Placeholder(seen[sec])
+		forms := []string{sec}
+		if e := escapeJSON(sec); e != sec {
+			forms = append(forms, e, escapeJSON(e))
+		}
+		for _, form := range forms {
+			if c := strings.Count(s, form); c > 0 {
+				s = strings.ReplaceAll(s, form, ph)
+				extra += c
+			}
+		}
+	}
+	if extra == 0 || !json.Valid([]byte(s)) {
+		return out, n
+	}
+	return []byte(s), n + extra
+}
+
+func escapeJSON(s string) string {
+	b := appendJSONString(nil, s)
+	return string(b[1 : len(b)-1])
+}
+
+// scan runs the gitleaks rules over text and returns what they found,
+// longest first.
+func (r *Redactor) scan(text string) []finding {
+	if len(text) < minSecretLen {
+		return nil
+	}
+	var out []finding
+	for _, f := range r.detector.DetectString(text) {
+		if len(f.Secret) < 4 || strings.HasPrefix(f.Secret, "[REDACTED:") {
+			continue
+		}
+		out = append(out, finding{id: f.RuleID, secret: f.Secret})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i].secret) > len(out[j].secret) })
+	return out
+}
+
+type finding struct{ id, secret string }
+
+// minSecretLen is the shortest text worth scanning: no rule matches less.
+const minSecretLen = 8
+
+// redactText replaces the gitleaks findings in s, then applies the
+// built-in and user text rules, noting what it removed in seen.
+func (r *Redactor) redactText(s string, secrets []finding, seen found) (string, int) {
+	n := 0
+	for _, f := range secrets {
+		if c := strings.Count(s, f.secret); c > 0 {
+			s = strings.ReplaceAll(s, f.secret, Placeholder(f.id))
+			n += c
+			seen.add(f.secret, f.id)
+		}
+	}
+	if len(s) < minSecretLen {
+		return s, n
+	}
+	lower := strings.ToLower(s)
+	for _, rule := range builtinText {
+		if rule.wanted(lower) {
+			s = rule.apply(s, &n, seen)
+		}
+	}
+	for _, rule := range r.patterns {
+		s = rule.apply(s, &n, seen)
+	}
+	return s, n
+}
+
+func (t textRule) apply(s string, n *int, seen found) string {
+	locs := t.re.FindAllStringSubmatchIndex(s, -1)
+	if len(locs) == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	last := 0
+	for _, loc := range locs {
+		start, end := loc[0], loc[1]
+		if g := t.group(); len(loc) > 2*g+1 && loc[2*g] >= 0 {
+			start, end = loc[2*g], loc[2*g+1]
+		}
+		if start < last || start == end || strings.HasPrefix(s[start:], "[REDACTED:") {
+			continue
+		}
+		id, key := t.id, ""
+		if t.keyGroup > 0 && loc[2*t.keyGroup] >= 0 {
+			ks := loc[2*t.keyGroup]
+			for ks > 0 && isKeyByte(s[ks-1]) {
+				ks-- // the whole key name: "DB_PASSWORD", "progressToken"
+			}
+			key = s[ks:loc[2*t.keyGroup+1]]
+			id = "key:" + canonicalKey(normalizeKey(key))
+		}
+		if t.check != nil && !t.check(key, s[start:end]) {
+			continue
+		}
+		seen.add(s[start:end], id)
+		if t.parts != nil {
+			for _, p := range t.parts(s[start:end]) {
+				seen.add(p, id)
+			}
+		}
+		b.WriteString(s[last:start])
+		b.WriteString(Placeholder(id))
+		last = end
+		*n++
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+func isKeyByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.'
+}
+
+// wanted reports whether one of the rule's keywords occurs in lower.
+func (t textRule) wanted(lower string) bool {
+	if len(t.keywords) == 0 {
+		return true
+	}
+	for _, k := range t.keywords {
+		if strings.Contains(lower, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// group is the capture group holding the secret: valueGroup, else the first
+// group when the expression has one, else the whole match.
+func (t textRule) group() int {
+	if t.valueGroup > 0 {
+		return t.valueGroup
+	}
+	if t.re.NumSubexp() > 0 {
+		return 1
+	}
+	return 0
+}
+
+// leaf is one JSON string (or a number under a sensitive key) to redact.
+type leaf struct {
+	start, end int    // byte range of the token in the document
+	key        string // the member's key, "" in arrays and for keys
+	value      string // decoded string
+	sensitive  string // rule id when under a sensitive key
+	isKey      bool
+	isNumber   bool
+	plumbing   bool // a progress token or cursor: left alone
+}
+
+// redactJSON redacts a valid JSON document, keeping its layout: only the
+// tokens that change are rewritten.
+func (r *Redactor) redactJSON(doc []byte, depth int, seen found) ([]byte, int) {
+	leaves := r.collect(doc)
+	if len(leaves) == 0 {
+		return doc, 0
+	}
+	// One gitleaks pass over all values, each line "key: value", gives
+	// the rules their context at the cost of a single scan.
+	var frag strings.Builder
+	for _, l := range leaves {
+		if l.sensitive != "" || l.isNumber || l.plumbing || len(l.value) < 4 {
+			continue
+		}
+		if l.key != "" {
+			frag.WriteString(l.key)
+			frag.WriteString(": ")
+		}
+		frag.WriteString(l.value)
+		frag.WriteByte('\n')
+	}
+	secrets := r.scan(frag.String())
+	out := make([]byte, 0, len(doc)+64)
+	last, total := 0, 0
+	for _, l := range leaves {
+		var repl string
+		var n int
+		switch {
+		case l.plumbing:
+			continue
+		case l.sensitive != "" && !l.isKey:
+			if l.value == Placeholder(l.sensitive) || (!l.isNumber && l.value == "") {
+				continue
+			}
+			seen.add(l.value, l.sensitive)
+			repl, n = Placeholder(l.sensitive), 1
+		default:
+			repl, n = r.redactValue(l.value, secrets, depth, seen)
+		}
+		if n == 0 {
+			continue
+		}
+		out = append(out, doc[last:l.start]...)
+		out = appendJSONString(out, repl)
+		last = l.end
+		total += n
+	}
+	if total == 0 {
+		return doc, 0
+	}
+	out = append(out, doc[last:]...)
+	return out, total
+}
+
+// redactValue redacts one decoded string: as JSON when it holds a JSON
+// object or array, else as text. A finding that spans more than the string
+// (its key was part of the match) replaces the whole string.
+func (r *Redactor) redactValue(v string, secrets []finding, depth int, seen found) (string, int) {
+	if t := strings.TrimSpace(v); depth < maxJSONDepth && len(t) > 1 && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
+		out, n := r.redactJSON([]byte(v), depth+1, seen)
+		return string(out), n
+	}
+	for _, f := range secrets {
+		if len(v) >= minSecretLen && !strings.Contains(v, f.secret) && strings.Contains(f.secret, v) {
+			seen.add(v, f.id)
+			return Placeholder(f.id), 1
+		}
+	}
+	return r.redactText(v, secrets, seen)
+}
+
+// frame is an open object or array while collecting leaves.
+type frame struct {
+	object    bool
+	expectKey bool
+	key       string
+	sensitive string // inherited rule id
+}
+
+// collect walks a valid JSON document and returns its string tokens (and
+// the numbers below sensitive keys) in order.
+func (r *Redactor) collect(doc []byte) []leaf {
+	var (
+		leaves []leaf
+		stack  []frame
+	)
+	// valueSensitive is the rule id applying to the value about to start.
+	valueSensitive := func() string {
+		if len(stack) == 0 {
+			return ""
+		}
+		top := &stack[len(stack)-1]
+		if top.object {
+			if id := r.sensitiveKey(top.key); id != "" {
+				return id
+			}
+		}
+		return top.sensitive
+	}
+	currentKey := func() string {
+		if len(stack) == 0 || !stack[len(stack)-1].object {
+			return ""
+		}
+		return stack[len(stack)-1].key
+	}
+	for i := 0; i < len(doc); i++ {
+		c := doc[i]
+		switch c {
+		case '{', '[':
+			stack = append(stack, frame{object: c == '{', expectKey: c == '{', sensitive: valueSensitive()})
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+		case ',':
+			if len(stack) > 0 && stack[len(stack)-1].object {
+				stack[len(stack)-1].expectKey = true
+			}
+		case '"':
+			end := stringEnd(doc, i)
+			raw := doc[i : end+1]
+			val := decodeJSONString(raw)
+			if len(stack) > 0 && stack[len(stack)-1].object && stack[len(stack)-1].expectKey {
+				top := &stack[len(stack)-1]
+				top.key, top.expectKey = val, false
+				if len(val) >= minSecretLen {
+					leaves = append(leaves, leaf{start: i, end: end + 1, value: val, isKey: true, sensitive: top.sensitive})
+				}
+			} else {
+				k := currentKey()
+				leaves = append(leaves, leaf{start: i, end: end + 1, key: k, value: val, sensitive: valueSensitive(),
+					plumbing: k != "" && notSensitive[normalizeKey(k)]})
+			}
+			i = end
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			j := i
+			for j < len(doc) && strings.IndexByte("+-.eE0123456789", doc[j]) >= 0 {
+				j++
+			}
+			if id := valueSensitive(); id != "" {
+				leaves = append(leaves, leaf{start: i, end: j, key: currentKey(), value: string(doc[i:j]), sensitive: id, isNumber: true})
+			}
+			i = j - 1
+		}
+	}
+	return leaves
+}
+
+// stringEnd returns the index of the quote closing the string that opens
+// at doc[start].
+func stringEnd(doc []byte, start int) int {
+	for i := start + 1; i < len(doc); i++ {
+		switch doc[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return len(doc) - 1
+}
+
+func decodeJSONString(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return string(raw[1 : len(raw)-1])
+	}
+	return s
+}
+
+// appendJSONString appends s as a JSON string without HTML escaping.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c == '\n':
+				dst = append(dst, '\\', 'n')
+			case c == '\r':
+				dst = append(dst, '\\', 'r')
+			case c == '\t':
+				dst = append(dst, '\\', 't')
+			case c < 0x20 || c == 0x7f:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(dst, '"')
+}

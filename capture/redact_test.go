@@ -1,0 +1,172 @@
+package capture
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+)
+
+type corpusCase struct {
+	Name           string          `json:"name"`
+	Kind           string          `json:"kind"`
+	MustNotContain []string        `json:"must_not_contain"`
+	Message        json.RawMessage `json:"message"`
+}
+
+func loadCorpus(t testing.TB) []corpusCase {
+	t.Helper()
+	b, err := os.ReadFile("testdata/secrets/corpus.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Kinds int          `json:"kinds"`
+		Cases []corpusCase `json:"cases"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Kinds < 30 {
+		t.Fatalf("corpus has %d kinds, want at least 30", c.Kinds)
+	}
+	return c.Cases
+}
+
+var (
+	testRedactorOnce sync.Once
+	testRedactorVal  *Redactor
+)
+
+func testRedactor(t testing.TB) *Redactor {
+	t.Helper()
+	testRedactorOnce.Do(func() {
+		r, err := NewRedactor(RedactorConfig{
+			Keys:     []string{"X-Internal-Ticket"},
+			Patterns: []Pattern{{Name: "employee-id", Regex: `\bEMP-(\d{6})\b`}},
+		})
+		if err != nil {
+			panic(err)
+		}
+		testRedactorVal = r
+	})
+	return testRedactorVal
+}
+
+// TestRedactCorpus plants every fake secret of the corpus in arguments,
+// results, error messages and nested JSON: none may survive.
+func TestRedactCorpus(t *testing.T) {
+	r := testRedactor(t)
+	kinds := map[string]bool{}
+	for _, c := range loadCorpus(t) {
+		kinds[c.Kind] = true
+		t.Run(c.Name, func(t *testing.T) {
+			out, n := r.Redact(c.Message)
+			if !json.Valid(out) {
+				t.Fatalf("output is not JSON: %s", out)
+			}
+			if n == 0 {
+				t.Errorf("no redaction counted")
+			}
+			for _, s := range c.MustNotContain {
+				if strings.Contains(string(out), s) || strings.Contains(string(out), jsonEscaped(s)) {
+					t.Errorf("secret %.12s… survived in %s", s, out)
+				}
+			}
+			// Redacting again finds nothing new.
+			again, n2 := r.Redact(out)
+			if n2 != 0 || string(again) != string(out) {
+				t.Errorf("second pass redacted %d more: %s", n2, again)
+			}
+		})
+	}
+	if len(kinds) < 30 {
+		t.Errorf("corpus covers %d kinds", len(kinds))
+	}
+}
+
+func jsonEscaped(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}
+
+func TestRedactPlaceholders(t *testing.T) {
+	r := testRedactor(t)
+	cases := []struct {
+		name, in, want string
+		n              int
+	}{
+		{"github pat typed", `{"text":"use ghp_Zx81kq0LmN3vB7cR2tY5wP9sD4fG6hJ1kL0a"}`,
+			`{"text":"use [REDACTED:github-pat]"}`, 1},
+		{"password key any depth", `{"a":{"b":[{"Password":"hunter2"}]}}`,
+			`{"a":{"b":[{"Password":"[REDACTED:key:password]"}]}}`, 1},
+		{"key separators normalised", `{"API-Key":"abc","client_secret":"x1","refreshToken":"r"}`,
+			`{"API-Key":"[REDACTED:key:apikey]","client_secret":"[REDACTED:key:clientsecret]","refreshToken":"[REDACTED:key:refreshtoken]"}`, 3},
+		{"sensitive subtree and number", `{"credentials":{"user":"bob","pin":1234},"n":5}`,
+			`{"credentials":{"user":"[REDACTED:key:credentials]","pin":"[REDACTED:key:pin]"},"n":5}`, 2},
+		{"progress token kept", `{"_meta":{"progressToken":"abc-123-def-456"},"nextPageToken":"p2"}`,
+			`{"_meta":{"progressToken":"abc-123-def-456"},"nextPageToken":"p2"}`, 0},
+		{"layout kept", "{ \"token\" : \"t0k3n\",\n  \"ok\": true }",
+			"{ \"token\" : \"[REDACTED:key:token]\",\n  \"ok\": true }", 1},
+		{"user key", `{"x_internal_ticket":"T-99"}`, `{"x_internal_ticket":"[REDACTED:key:xinternalticket]"}`, 1},
+		{"user pattern group", `{"who":"EMP-123456 asked"}`, `{"who":"EMP-[REDACTED:employee-id] asked"}`, 1},
+		{"bearer in text", `curl -H "Authorization: Bearer abcdefgh12345678" x`,
+			`curl -H "Authorization: Bearer [REDACTED:curl-auth-header]" x`, 1},
+		{"kv in text", `login failed for bob: password=s3cr3t!x`,
+			`login failed for bob: password=[REDACTED:key:password]`, 1},
+		{"url password", `dial postgres://app:pa55word@db:5432/x`, `dial postgres://app:[REDACTED:url-password]@db:5432/x`, 1},
+		{"embedded json", `{"text":"{\"password\":\"pw1\"}"}`, `{"text":"{\"password\":\"[REDACTED:key:password]\"}"}`, 1},
+		{"prose untouched", `{"text":"basic authentication failed: the token expired"}`,
+			`{"text":"basic authentication failed: the token expired"}`, 0},
+		{"max tokens untouched", `{"max_tokens":100,"input_tokens":7}`, `{"max_tokens":100,"input_tokens":7}`, 0},
+		{"empty value", `{"password":""}`, `{"password":""}`, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, n := r.Redact([]byte(c.in))
+			if string(out) != c.want || n != c.n {
+				t.Errorf("Redact(%s)\n got %s (%d)\nwant %s (%d)", c.in, out, n, c.want, c.n)
+			}
+		})
+	}
+}
+
+func TestRedactBadPattern(t *testing.T) {
+	if _, err := NewRedactor(RedactorConfig{Patterns: []Pattern{{Name: "x", Regex: "("}}}); err == nil {
+		t.Error("bad regex accepted")
+	}
+	if _, err := NewRedactor(RedactorConfig{Patterns: []Pattern{{Regex: "x"}}}); err == nil {
+		t.Error("unnamed pattern accepted")
+	}
+}
+
+// FuzzRedact checks that redaction never panics, keeps JSON valid, and
+// removes a planted secret wherever it lands.
+func FuzzRedact(f *testing.F) {
+	r := testRedactor(f)
+	for _, c := range loadCorpus(f)[:12] {
+		f.Add(string(c.Message), "")
+	}
+	f.Add(`{"a":"b"}`, "password")
+	f.Add(`["x",1,{"k":[null,true]}]`, "token")
+	f.Add(`not json at all`, "authorization")
+	f.Add(`{"s":"\u2028\ud800"}`, "")
+	const planted = "ghp_Qm7Tz2XcV9bN4kL8pR1sW6yH3jF5dA0gE2uI"
+	f.Fuzz(func(t *testing.T, doc, key string) {
+		out, _ := r.Redact([]byte(doc))
+		if json.Valid([]byte(doc)) && !json.Valid(out) {
+			t.Fatalf("valid JSON became invalid: %q → %q", doc, out)
+		}
+		// Plant a secret as a value under key, inside the fuzzed document.
+		if !json.Valid([]byte(doc)) {
+			return
+		}
+		k, _ := json.Marshal(key)
+		planted := `{"wrap":` + doc + `,` + string(k) + `:"` + planted + `"}`
+		out, _ = r.Redact([]byte(planted))
+		if strings.Contains(string(out), planted[len(planted)-42:len(planted)-2]) {
+			t.Fatalf("planted secret survived: %s", out)
+		}
+	})
+}

@@ -1,0 +1,171 @@
+package capture
+
+import (
+	"encoding/base64"
+	"regexp"
+	"strings"
+)
+
+// normalizeKey lower-cases a key name and drops separators, so that
+// "API-Key", "api_key" and "apiKey" are one name.
+func normalizeKey(k string) string {
+	var b strings.Builder
+	b.Grow(len(k))
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c == '-' || c == '_' || c == '.' || c == ' ' || c == '$' || c == '@':
+		case 'A' <= c && c <= 'Z':
+			b.WriteByte(c + 'a' - 'A')
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// sensitiveExact are normalised key names that are secret only as a whole.
+var sensitiveExact = map[string]bool{
+	"auth": true, "pass": true, "pwd": true, "session": true, "sid": true,
+	"jwt": true, "otp": true, "pin": true, "cvv": true, "ssn": true,
+	"dsn": true, "connectionstring": true, "databaseurl": true,
+}
+
+// sensitiveSuffixes are normalised endings of secret key names, longest
+// first so the placeholder names the most specific one.
+var sensitiveSuffixes = []string{
+	"secretaccesskey", "clientsecret", "refreshtoken", "accesstoken", "privatekey",
+	"passphrase", "credentials", "authorization", "sessionid", "setcookie",
+	"passwords", "password", "passwd", "secretkey", "accesskey", "credential",
+	"secrets", "secret", "apikey", "cookies", "cookie", "token",
+}
+
+// notSensitive are names that end like secrets but are protocol plumbing
+// (MCP progress tokens, pagination cursors).
+var notSensitive = map[string]bool{
+	"progresstoken": true, "pagetoken": true, "nextpagetoken": true, "prevpagetoken": true,
+	"previouspagetoken": true, "nexttoken": true, "continuationtoken": true, "cursor": true,
+	"nextcursor": true, "tokentype": true, "tokens": true,
+}
+
+// canonicalKey names the sensitive part of a normalised key ("dbpassword"
+// → "password"), for placeholders.
+func canonicalKey(n string) string {
+	if sensitiveExact[n] {
+		return n
+	}
+	for _, s := range sensitiveSuffixes {
+		if strings.HasSuffix(n, s) {
+			return s
+		}
+	}
+	return n
+}
+
+func builtinSensitive(n string) bool {
+	if n == "" || notSensitive[n] {
+		return false
+	}
+	if sensitiveExact[n] {
+		return true
+	}
+	for _, s := range sensitiveSuffixes {
+		if strings.HasSuffix(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// sensitiveKey returns the rule id for the value of key, or "".
+func (r *Redactor) sensitiveKey(key string) string {
+	if key == "" || len(key) > 64 {
+		return ""
+	}
+	n := normalizeKey(key)
+	if id, ok := r.keys[n]; ok {
+		return id
+	}
+	if builtinSensitive(n) {
+		return "key:" + canonicalKey(n)
+	}
+	return ""
+}
+
+// builtinText are the text rules run after gitleaks, in order.
+var builtinText = []textRule{
+	{
+		// PEM private keys, whole or cut short (no END line).
+		id:       "private-key",
+		keywords: []string{"private key"},
+		re:       regexp.MustCompile(`-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:,-]*)`),
+	},
+	{
+		id:       "jwt",
+		keywords: []string{"eyj"},
+		re:       regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`),
+	},
+	{
+		// user:password@ in URLs (database DSNs, git remotes, proxies).
+		id:       "url-password",
+		keywords: []string{"://"},
+		re:       regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@"'<>]*:([^\s/@"'<>]+)@`),
+	},
+	{
+		id:       "authorization",
+		keywords: []string{"authorization"},
+		re:       regexp.MustCompile(`(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|token|basic|digest|apikey|sso-key|dpop)\s+)?([^\s"',;]{6,})`),
+	},
+	{
+		id:       "bearer",
+		keywords: []string{"bearer"},
+		re:       regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{8,}=*)`),
+	},
+	{
+		id:       "basic-auth",
+		keywords: []string{"basic"},
+		re:       regexp.MustCompile(`(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})`),
+		check:    basicCredentials,
+	},
+	{
+		id:       "key:cookie",
+		keywords: []string{"cookie"},
+		re:       regexp.MustCompile(`(?i)\b(?:set-)?cookie["']?\s*:\s*["']?([^\r\n"']{4,})`),
+		parts:    cookieValues,
+	},
+	{
+		// ADO/ODBC connection strings: ";Pwd=…;".
+		id:       "key:password",
+		keywords: []string{"pwd"},
+		re:       regexp.MustCompile(`(?i)(?:^|[;\s])pwd\s*=\s*([^;"'\s]+)`),
+	},
+	{
+		// key=value and "key": "value" in text, with a sensitive key.
+		id:         "key:secret",
+		keywords:   []string{"pass", "secret", "token", "key", "auth", "session"},
+		re:         regexp.MustCompile(`(?i)(password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|session[_-]?id|auth)\b["']?\s*[:=]\s*["']?([^\s"'&,;<>{}\[\]]{3,})`),
+		keyGroup:   1,
+		valueGroup: 2,
+		check:      func(key, _ string) bool { return !notSensitive[normalizeKey(key)] },
+	},
+}
+
+// basicCredentials reports whether v is base64 of "user:password".
+func basicCredentials(_, v string) bool {
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		b, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(v, "="))
+	}
+	return err == nil && strings.IndexByte(string(b), ':') > 0
+}
+
+// cookieValues returns the values of a Cookie or Set-Cookie header.
+func cookieValues(h string) []string {
+	var out []string
+	for _, kv := range strings.Split(h, ";") {
+		if _, v, ok := strings.Cut(kv, "="); ok {
+			out = append(out, strings.Trim(strings.TrimSpace(v), `"`))
+		}
+	}
+	return out
+}

@@ -1,0 +1,299 @@
+package capture
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/tidwall/gjson"
+)
+
+// DefaultMaxBodyBytes is the size above which a stored body (arguments,
+// result, request, response) is truncated when Options.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 64 << 10
+
+// TaskMetaKey is the _meta member of a request that names its task
+// explicitly; it wins over HINDSIGHT_TASK_ID.
+const TaskMetaKey = "io.hindsight/task"
+
+// oversize is how many times MaxBodyBytes a body may be and still be
+// redacted whole. A larger body is cut to MaxBodyBytes first and only the
+// kept part is redacted (as text), so one huge result cannot stall capture;
+// its Truncation then hashes the bytes as relayed, since the redacted whole
+// was never computed.
+const oversize = 16
+
+// BuildStep turns one relayed exchange into a step: the request and
+// response are redacted, bodies over maxBody bytes are truncated, and the
+// error code and a causal tag are derived. The tag is the step's own
+// outcome (success, failure, timeout, cancelled); a Tagger refines it with
+// the session's history (recovery, retry). Source and Seq are left for the
+// outbox to assign.
+func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBodyBytes
+	}
+	s := hindsight.Step{
+		Direction:     ex.Direction,
+		Method:        ex.Method,
+		StartedAt:     ex.Started,
+		EndedAt:       ex.Ended,
+		Notifications: ex.Notifications,
+		Local:         ex.Local,
+		Injected:      ex.Injected,
+	}
+	if !ex.Ended.IsZero() && !ex.Started.IsZero() {
+		s.LatencyMS = float64(ex.Ended.Sub(ex.Started).Microseconds()) / 1000
+	}
+	if sess := ex.Session; sess != nil {
+		s.SessionID, s.Server, s.Transport, s.HostPID, s.ExplicitTask = sess.ID, sess.Server, sess.Transport, sess.HostPID, sess.TaskID
+		s.ClientName, s.ClientVersion, s.ProtocolVersion = sess.Client()
+	}
+
+	req, nreq, reqCut := redactBody(r, ex.Request, maxBody)
+	resp, nresp, respCut := redactBody(r, ex.Response, maxBody)
+	s.Redactions = nreq + nresp
+
+	if reqCut == nil {
+		params := gjson.GetBytes(req, "params")
+		if ex.Method == "tools/call" {
+			s.Tool = params.Get("name").String()
+			if a := params.Get("arguments"); a.Exists() {
+				s.Arguments = json.RawMessage(a.Raw)
+			}
+		} else if params.Exists() {
+			s.Arguments = json.RawMessage(params.Raw)
+		}
+		if t := params.Get("_meta." + gjsonEscape(TaskMetaKey)); t.Type == gjson.String && t.Str != "" {
+			s.ExplicitTask = t.Str
+		}
+	} else if ex.Method == "tools/call" {
+		s.Tool = gjson.GetBytes(ex.Request, "params.name").String() // a tool name is no secret
+		if n, _ := r.RedactString(s.Tool); n != s.Tool {
+			s.Tool = n
+		}
+	}
+	if respCut == nil && len(resp) > 0 {
+		res := gjson.GetManyBytes(resp, "result", "error")
+		if res[0].Exists() {
+			s.Result = json.RawMessage(res[0].Raw)
+			s.IsError = res[0].Get("isError").Bool()
+		}
+		if e := res[1]; e.IsObject() {
+			s.Error = &hindsight.RPCError{Code: int(e.Get("code").Int()), Message: e.Get("message").String()}
+			if d := e.Get("data"); d.Exists() {
+				s.Error.Data = json.RawMessage(d.Raw)
+			}
+		}
+	} else if respCut != nil {
+		// The response was too large to redact whole: keep what can be
+		// known safely from the bytes as relayed.
+		s.IsError = gjson.GetBytes(ex.Response, "result.isError").Bool()
+		if e := gjson.GetBytes(ex.Response, "error"); e.IsObject() {
+			msg, _ := r.RedactString(e.Get("message").String())
+			s.Error = &hindsight.RPCError{Code: int(e.Get("code").Int()), Message: msg}
+		}
+	}
+
+	s.ErrorCode = errorCode(&s, ex.Failure)
+	s.CausalTag = baseTag(&s, ex)
+
+	s.Request, s.Arguments = truncateField(&s, "request", req, reqCut, maxBody), truncateField(&s, "arguments", s.Arguments, nil, maxBody)
+	s.Response, s.Result = truncateField(&s, "response", resp, respCut, maxBody), truncateField(&s, "result", s.Result, nil, maxBody)
+	if s.Error != nil && len(s.Error.Data) > maxBody {
+		s.Error.Data = preview(s.Error.Data, maxBody)
+	}
+	return s
+}
+
+func gjsonEscape(path string) string {
+	return strings.NewReplacer(".", `\.`, "*", `\*`, "?", `\?`).Replace(path)
+}
+
+// redactBody redacts raw. A body larger than oversize×maxBody is cut first;
+// the returned Truncation then describes the original.
+func redactBody(r *Redactor, raw []byte, maxBody int) ([]byte, int, *hindsight.Truncation) {
+	if len(raw) == 0 {
+		return nil, 0, nil
+	}
+	if len(raw) <= oversize*maxBody {
+		out, n := r.Redact(raw)
+		return out, n, nil
+	}
+	sum := sha256.Sum256(raw)
+	text, n := r.RedactString(validPrefix(raw, maxBody))
+	return appendJSONString(nil, text+"…"), n, &hindsight.Truncation{OriginalSize: len(raw), SHA256: hex.EncodeToString(sum[:])}
+}
+
+// truncateField returns body, or a JSON string holding its first maxBody
+// bytes when it is longer, and notes the truncation on s.
+func truncateField(s *hindsight.Step, field string, body []byte, cut *hindsight.Truncation, maxBody int) json.RawMessage {
+	if cut != nil {
+		t := *cut
+		t.Field = field
+		s.Truncated = append(s.Truncated, t)
+		return body
+	}
+	if len(body) <= maxBody {
+		return body
+	}
+	sum := sha256.Sum256(body)
+	s.Truncated = append(s.Truncated, hindsight.Truncation{Field: field, OriginalSize: len(body), SHA256: hex.EncodeToString(sum[:])})
+	return preview(body, maxBody)
+}
+
+// preview is the first max bytes of b (cut at a rune boundary) as a JSON
+// string, so a truncated body is still valid JSON.
+func preview(b []byte, max int) json.RawMessage {
+	return appendJSONString(nil, validPrefix(b, max)+"…")
+}
+
+func validPrefix(b []byte, max int) string {
+	if len(b) > max {
+		b = b[:max]
+		// Drop a rune cut in half rather than turn it into U+FFFD.
+		for i := 0; i < utf8.UTFMax-1 && len(b) > 0 && !utf8.FullRune(b[lastRuneStart(b):]); i++ {
+			b = b[:lastRuneStart(b)]
+		}
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+func lastRuneStart(b []byte) int {
+	i := len(b) - 1
+	for i > 0 && !utf8.RuneStart(b[i]) {
+		i--
+	}
+	return i
+}
+
+// Error codes. A step's ErrorCode is the most specific of, in order:
+//
+//	http-NNN        an HTTP status 4xx/5xx named in the error text
+//	                ("HTTP 404", "status code: 429", "503 Service Unavailable")
+//	errno-NAME      an errno name or its usual wording ("ENOENT", "EACCES",
+//	                "connection refused" → errno-ECONNREFUSED)
+//	timeout         "timed out", "timeout", "deadline exceeded"
+//	jsonrpc-N       the JSON-RPC error code when nothing above matched
+//	                (-32602 → "jsonrpc-32602")
+//	transport       the sidecar ended the request itself (the server exited)
+//
+// The text searched is the JSON-RPC error's message and data, or for an
+// isError result its text content and structuredContent. Successful steps
+// have no code.
+var (
+	httpStatusRe = regexp.MustCompile(`(?i)\b(?:https?(?:/[\d.]+)?|status(?:[ _-]?code)?|response[ _-]?code|error|code)["']?\s*[:=]?\s*\(?([45]\d\d)\b`)
+	httpReasonRe = regexp.MustCompile(`(?i)\b([45]\d\d)[ -]+(?:bad request|unauthori[sz]ed|payment required|forbidden|not found|method not allowed|not acceptable|request time-?out|conflict|gone|payload too large|unprocessable (?:entity|content)|too many requests|internal server error|not implemented|bad gateway|service unavailable|gateway time-?out)\b`)
+	errnoRe      = regexp.MustCompile(`\b(E(?:NOENT|ACCES|PERM|EXIST|NOTDIR|ISDIR|NOTEMPTY|NOSPC|ROFS|MFILE|NFILE|BUSY|INVAL|PIPE|AGAIN|CONNREFUSED|CONNRESET|CONNABORTED|HOSTUNREACH|NETUNREACH|ADDRINUSE|ADDRNOTAVAIL|TIMEDOUT|NOTFOUND|AI_AGAIN|NOTCONN|XDEV|LOOP|NAMETOOLONG|FBIG|DQUOT|NOMEM|NOSYS|NOTSUP|OPNOTSUPP|BADF|CANCELED|SHUTDOWN|PROTO))\b`)
+	timeoutRe    = regexp.MustCompile(`(?i)\b(?:timed? ?out|time-out|timeout|deadline exceeded)\b`)
+	errnoWords   = []struct{ phrase, name string }{
+		{"no such file or directory", "ENOENT"},
+		{"permission denied", "EACCES"},
+		{"access denied", "EACCES"},
+		{"operation not permitted", "EPERM"},
+		{"connection refused", "ECONNREFUSED"},
+		{"connection reset", "ECONNRESET"},
+		{"file exists", "EEXIST"},
+		{"already exists", "EEXIST"},
+		{"not a directory", "ENOTDIR"},
+		{"is a directory", "EISDIR"},
+		{"directory not empty", "ENOTEMPTY"},
+		{"no space left on device", "ENOSPC"},
+		{"read-only file system", "EROFS"},
+		{"too many open files", "EMFILE"},
+		{"broken pipe", "EPIPE"},
+		{"no such host", "ENOTFOUND"},
+		{"network is unreachable", "ENETUNREACH"},
+		{"address already in use", "EADDRINUSE"},
+	}
+)
+
+// errorText is the text of a failed step that error codes are read from,
+// at most 16 KiB of it.
+func errorText(s *hindsight.Step) string {
+	var b strings.Builder
+	if s.Error != nil {
+		b.WriteString(s.Error.Message)
+		if len(s.Error.Data) > 0 {
+			b.WriteByte('\n')
+			b.Write(s.Error.Data)
+		}
+	}
+	if s.IsError && len(s.Result) > 0 {
+		res := gjson.ParseBytes(s.Result)
+		res.Get("content").ForEach(func(_, item gjson.Result) bool {
+			if t := item.Get("text"); t.Exists() {
+				b.WriteByte('\n')
+				b.WriteString(t.String())
+			}
+			return b.Len() < 16<<10
+		})
+		if sc := res.Get("structuredContent"); sc.Exists() {
+			b.WriteByte('\n')
+			b.WriteString(sc.Raw)
+		}
+	}
+	t := b.String()
+	if len(t) > 16<<10 {
+		t = t[:16<<10]
+	}
+	return t
+}
+
+// ErrorCode returns the error code of a step (see the scheme above), and
+// "" for a step that did not fail.
+func ErrorCode(s *hindsight.Step) string { return errorCode(s, "") }
+
+func errorCode(s *hindsight.Step, failure string) string {
+	if s.Error == nil && !s.IsError {
+		return ""
+	}
+	text := errorText(s)
+	if m := httpReasonRe.FindStringSubmatch(text); m != nil {
+		return "http-" + m[1]
+	}
+	if m := httpStatusRe.FindStringSubmatch(text); m != nil {
+		return "http-" + m[1]
+	}
+	if m := errnoRe.FindStringSubmatch(text); m != nil {
+		return "errno-" + m[1]
+	}
+	lower := strings.ToLower(text)
+	for _, w := range errnoWords {
+		if strings.Contains(lower, w.phrase) {
+			return "errno-" + w.name
+		}
+	}
+	if timeoutRe.MatchString(text) {
+		return "timeout"
+	}
+	if failure != "" {
+		return "transport"
+	}
+	if s.Error != nil {
+		return "jsonrpc" + strconv.Itoa(s.Error.Code)
+	}
+	return ""
+}
+
+// timeoutCodes are the error codes that make a failed step a timeout.
+var timeoutCodes = map[string]bool{"timeout": true, "errno-ETIMEDOUT": true, "http-408": true, "http-504": true}
+
+// baseTag is a step's own outcome, before the session's history is known.
+func baseTag(s *hindsight.Step, ex *proxy.Exchange) hindsight.CausalTag {
+	switch {
+	case ex.Cancelled:
+		return hindsight.TagCancelled
+	case timeoutCodes[s.ErrorCode]:
+		return hindsight.TagTimeout
+	case s.Error != nil || s.IsError || ex.Failure != "":
+		return hindsight.TagFailure
+	}
+	return hindsight.TagSuccess
+}

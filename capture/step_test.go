@@ -1,0 +1,132 @@
+package capture
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/proxy"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/golden")
+
+// trafficLine is one recorded exchange in testdata/traffic/*.jsonl.
+type trafficLine struct {
+	Session   string `json:"session"`
+	Server    string `json:"server"`
+	Transport string `json:"transport"`
+	HostPID   int    `json:"host_pid"`
+	TaskEnv   string `json:"task_env"`
+	Client    struct {
+		Name, Version, Protocol string
+	} `json:"client"`
+	Direction     hindsight.Direction   `json:"direction"`
+	Method        string                `json:"method"`
+	Request       json.RawMessage       `json:"request"`
+	Response      json.RawMessage       `json:"response"`
+	Start         time.Time             `json:"start"`
+	LatencyMS     float64               `json:"latency_ms"`
+	Cancelled     bool                  `json:"cancelled"`
+	Failure       string                `json:"failure"`
+	Notifications int                   `json:"notifications"`
+	Local         bool                  `json:"local"`
+	Injected      []hindsight.Injection `json:"injected"`
+}
+
+// bigText stands in for "BIG" in recorded traffic: a body over the golden
+// tests' MaxBodyBytes.
+var bigText = strings.Repeat("entity observation line; ", 200)
+
+// loadTraffic reads a recorded traffic file into exchanges, sharing one
+// Session per session id as the proxy does.
+func loadTraffic(t testing.TB, path string) []*proxy.Exchange {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sessions := map[string]*proxy.Session{}
+	var out []*proxy.Exchange
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var l trafficLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		s := sessions[l.Session]
+		if s == nil {
+			s = &proxy.Session{ID: l.Session, Server: l.Server, Transport: l.Transport, HostPID: l.HostPID, TaskID: l.TaskEnv}
+			s.SetClient(l.Client.Name, l.Client.Version, l.Client.Protocol)
+			sessions[l.Session] = s
+		}
+		ex := &proxy.Exchange{Session: s, Direction: l.Direction, Method: l.Method,
+			Request: l.Request, Started: l.Start, Ended: l.Start.Add(time.Duration(l.LatencyMS * float64(time.Millisecond))),
+			Cancelled: l.Cancelled, Failure: l.Failure, Notifications: l.Notifications, Local: l.Local, Injected: l.Injected}
+		if len(l.Response) > 0 && string(l.Response) != "null" {
+			ex.Response = bytes.Replace(l.Response, []byte(`"BIG"`), appendJSONString(nil, bigText), 1)
+		}
+		out = append(out, ex)
+	}
+	return out
+}
+
+// TestStepsGolden builds and tags the steps of recorded traffic and
+// compares them with testdata/golden (go test -run TestStepsGolden -update).
+func TestStepsGolden(t *testing.T) {
+	files, _ := filepath.Glob("testdata/traffic/*.jsonl")
+	if len(files) == 0 {
+		t.Fatal("no recorded traffic")
+	}
+	r := testRedactor(t)
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".jsonl")
+		t.Run(name, func(t *testing.T) {
+			tagger := NewTagger()
+			var steps []hindsight.Step
+			for _, ex := range loadTraffic(t, file) {
+				s := BuildStep(ex, r, 2048)
+				tagger.Tag(&s)
+				steps = append(steps, s)
+			}
+			got, err := json.MarshalIndent(steps, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			golden := filepath.Join("testdata", "golden", name+".json")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("steps differ from %s (run with -update after checking):\n%s", golden, firstDiff(got, want))
+			}
+		})
+	}
+}
+
+func firstDiff(a, b []byte) string {
+	al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	for i := 0; i < len(al) && i < len(bl); i++ {
+		if al[i] != bl[i] {
+			return "line " + itoa(i+1) + ":\n got: " + al[i] + "\nwant: " + bl[i]
+		}
+	}
+	return "lengths differ"
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }

@@ -1,0 +1,122 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// A Tagger refines the causal tags of a session's steps with what came
+// before them. Steps must be given in the order they completed. It is not
+// safe for concurrent use.
+//
+// The rules, for a step of session S calling tool (or method) T:
+//
+//	cancelled  the requester cancelled it (kept as is)
+//	retry      the same call (T and the same redacted arguments) as the
+//	           previous step of S with the same method, if it failed again
+//	           or succeeded with no failure of T to recover from
+//	recovery   a success of T after a failure of T in S, with no success
+//	           of T in between (a successful retry is a recovery)
+//	failure,   the step's own outcome otherwise
+//	timeout,
+//	success
+type Tagger struct {
+	sessions map[string]*history
+	order    []string // session ids, oldest first, to bound memory
+	max      int
+}
+
+// maxTaggedSessions bounds the sessions a Tagger remembers.
+const maxTaggedSessions = 4096
+
+type history struct {
+	last   map[string]callKey // method+direction → the previous call
+	failed map[string]bool    // call target → failed since its last success
+}
+
+type callKey struct {
+	target string
+	args   []byte
+}
+
+// NewTagger returns an empty Tagger.
+func NewTagger() *Tagger {
+	return &Tagger{sessions: map[string]*history{}, max: maxTaggedSessions}
+}
+
+// Tag sets s.CausalTag from its own outcome (set by BuildStep) and the
+// session's history, and records s in that history.
+func (t *Tagger) Tag(s *hindsight.Step) {
+	h := t.session(s.SessionID)
+	target := string(s.Direction) + " " + s.Method
+	if s.Tool != "" {
+		target += " " + s.Tool
+	}
+	slot := string(s.Direction) + " " + s.Method
+	args := compact(s.Arguments)
+	prev, hasPrev := h.last[slot]
+	same := hasPrev && prev.target == target && bytes.Equal(prev.args, args)
+	h.last[slot] = callKey{target: target, args: args}
+
+	switch s.CausalTag {
+	case hindsight.TagCancelled:
+		return
+	case hindsight.TagFailure, hindsight.TagTimeout:
+		h.failed[target] = true
+		if same {
+			s.CausalTag = hindsight.TagRetry
+		}
+	default:
+		switch {
+		case h.failed[target]:
+			s.CausalTag = hindsight.TagRecovery
+		case same:
+			s.CausalTag = hindsight.TagRetry
+		default:
+			s.CausalTag = hindsight.TagSuccess
+		}
+		delete(h.failed, target)
+	}
+}
+
+// Forget drops the history of a session that ended.
+func (t *Tagger) Forget(sessionID string) {
+	delete(t.sessions, sessionID)
+}
+
+func (t *Tagger) session(id string) *history {
+	if h, ok := t.sessions[id]; ok {
+		return h
+	}
+	if len(t.order) >= 2*t.max {
+		// Drop ids of sessions already forgotten.
+		live := t.order[:0]
+		for _, id := range t.order {
+			if _, ok := t.sessions[id]; ok {
+				live = append(live, id)
+			}
+		}
+		t.order = live
+	}
+	for len(t.order) > 0 && len(t.sessions) >= t.max {
+		delete(t.sessions, t.order[0])
+		t.order = t.order[1:]
+	}
+	h := &history{last: map[string]callKey{}, failed: map[string]bool{}}
+	t.sessions[id] = h
+	t.order = append(t.order, id)
+	return h
+}
+
+func compact(raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return raw
+	}
+	return b.Bytes()
+}
