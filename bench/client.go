@@ -271,6 +271,29 @@ func (p *Process) Close(grace time.Duration) error {
 	return nil
 }
 
+// Syscalls returns how many read and write system calls the child has made
+// so far (syscr + syscw from /proc/PID/io, all its threads). It works on
+// Linux only.
+func (p *Process) Syscalls() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", p.PID()))
+	if err != nil {
+		return 0, fmt.Errorf("read syscall counts: %w", err)
+	}
+	var n int64
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "syscr" && k != "syscw") {
+			continue
+		}
+		c, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read syscall counts: %q: %w", line, err)
+		}
+		n += c
+	}
+	return n, nil
+}
+
 func peakRSS(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

@@ -62,6 +62,17 @@ type Sample struct {
 	Calls    int
 	Elapsed  time.Duration
 	P50, P99 time.Duration
+	// Syscalls counts the read and write system calls the variant's
+	// process made meanwhile; -1 when unknown.
+	Syscalls int64
+}
+
+// SyscallsPerCall returns Syscalls / Calls, or -1 when unknown.
+func (s Sample) SyscallsPerCall() float64 {
+	if s.Syscalls < 0 || s.Calls == 0 {
+		return -1
+	}
+	return float64(s.Syscalls) / float64(s.Calls)
 }
 
 // Rate returns the calls completed per second.
@@ -123,15 +134,20 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				i := (round + k) % n
 				v := opts.Variants[i]
 				runtime.GC() // the driver's own garbage is nobody's cost
+				sys0, sysErr := procs[i].Syscalls()
 				s, err := Measure(ctx, procs[i].Client, args, conc, opts.Duration, opts.Calls)
 				if err != nil {
 					return nil, fmt.Errorf("variant %s, round %d, %d in flight: %w (stderr: %s)",
 						v.Name, round+1, conc, err, strings.TrimSpace(procs[i].Stderr()))
 				}
+				s.Syscalls = -1
+				if sys1, err := procs[i].Syscalls(); err == nil && sysErr == nil {
+					s.Syscalls = sys1 - sys0
+				}
 				rep.Samples[v.Name][conc] = append(rep.Samples[v.Name][conc], s)
 				if opts.Progress != nil {
-					fmt.Fprintf(opts.Progress, "round %d  %-18s %3d in flight  %8.0f calls/s  p50 %-9v p99 %v\n",
-						round+1, v.Name, conc, s.Rate(), s.P50, s.P99)
+					fmt.Fprintf(opts.Progress, "round %d  %-18s %3d in flight  %8.0f calls/s  p50 %-9v p99 %-9v %.2f syscalls/call\n",
+						round+1, v.Name, conc, s.Rate(), s.P50.Round(100*time.Nanosecond), s.P99.Round(100*time.Nanosecond), s.SyscallsPerCall())
 				}
 			}
 		}

@@ -19,7 +19,7 @@ const (
 
 // Median returns, for one variant and concurrency, the median over rounds
 // of each of p50, p99 and rate (each taken on its own). Calls and Elapsed
-// are the sums over rounds. ok is false when there is no sample.
+// and Syscalls are the sums over rounds. ok is false when there is no sample.
 func (r *Report) Median(variant string, conc int) (m Sample, rate float64, ok bool) {
 	ss := r.Samples[variant][conc]
 	if len(ss) == 0 {
@@ -34,6 +34,13 @@ func (r *Report) Median(variant string, conc int) (m Sample, rate float64, ok bo
 		m.Elapsed += s.Elapsed
 	}
 	m.P50, m.P99 = median(p50), median(p99)
+	for _, s := range ss {
+		if s.Syscalls < 0 {
+			m.Syscalls = -1
+			break
+		}
+		m.Syscalls += s.Syscalls
+	}
 	return m, median(rates), true
 }
 
@@ -187,12 +194,12 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 	for _, c := range concs {
 		fmt.Fprintf(w, " calls/s (%d in flight) | p50 | p99 |", c)
 	}
-	fmt.Fprintln(w, " peak RSS |")
+	fmt.Fprintf(w, " syscalls/call (%d in flight) | peak RSS |\n", concs[0])
 	fmt.Fprint(w, "|---|")
 	for range concs {
 		fmt.Fprint(w, "--:|--:|--:|")
 	}
-	fmt.Fprintln(w, "--:|")
+	fmt.Fprintln(w, "--:|--:|")
 	for _, v := range o.Variants {
 		fmt.Fprintf(w, "| %s |", v.Name)
 		for _, c := range concs {
@@ -203,11 +210,15 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 			}
 			fmt.Fprintf(w, " %.0f | %s | %s |", rate, us(m.P50), us(m.P99))
 		}
+		sys := "–"
+		if m, _, ok := r.Median(v.Name, concs[0]); ok && m.Syscalls >= 0 {
+			sys = fmt.Sprintf("%.2f", m.SyscallsPerCall())
+		}
 		rss := "–"
 		if b, ok := r.PeakRSS[v.Name]; ok {
 			rss = mb(b)
 		}
-		fmt.Fprintf(w, " %s |\n", rss)
+		fmt.Fprintf(w, " %s | %s |\n", sys, rss)
 	}
 	checks := r.Checks()
 	if len(checks) == 0 {
@@ -224,10 +235,10 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 	}
 }
 
-// us formats a latency: microseconds, or milliseconds from 10 ms up.
+// us formats a latency: microseconds, or milliseconds from 1 ms up.
 func us(d time.Duration) string {
-	if d >= 10*time.Millisecond || d <= -10*time.Millisecond {
-		return fmt.Sprintf("%.1f ms", float64(d)/1e6)
+	if d >= time.Millisecond || d <= -time.Millisecond {
+		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
 	}
 	return fmt.Sprintf("%.1f µs", float64(d)/1e3)
 }
