@@ -1,0 +1,474 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight/internal/fakeserver"
+)
+
+// TestStdioFakeServer is not a test: it is the fake MCP server the stdio
+// tests start as a child (this test binary, re-executed).
+func TestStdioFakeServer(t *testing.T) { fakeserver.Main() }
+
+// fakeStdio returns a Stdio running the fake server in mode, with short
+// delays, logging to the returned buffer. The fake server's received lines
+// go to record and its pids to pids (files in a temp dir).
+func fakeStdio(t *testing.T, mode string) (st *Stdio, logs *syncBuffer, record, pids string) {
+	t.Helper()
+	dir := t.TempDir()
+	record, pids = filepath.Join(dir, "record"), filepath.Join(dir, "pids")
+	logs = &syncBuffer{}
+	st = &Stdio{
+		Command:         os.Args[0],
+		Args:            fakeserver.Args("TestStdioFakeServer"),
+		Env:             fakeserver.Env(mode, record, pids),
+		Server:          "fake",
+		Logger:          slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		GracePeriod:     300 * time.Millisecond,
+		MinRestartDelay: 10 * time.Millisecond,
+		MaxRestartDelay: 100 * time.Millisecond,
+	}
+	return st, logs, record, pids
+}
+
+// stdioAgent plays the agent on the other end of a running Stdio.
+type stdioAgent struct {
+	t     *testing.T
+	in    *io.PipeWriter
+	lines chan []byte
+	done  chan error
+}
+
+func runStdio(t *testing.T, st *Stdio) *stdioAgent {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	a := &stdioAgent{t: t, in: inW, lines: make(chan []byte, 1024), done: make(chan error, 1)}
+	go func() {
+		a.done <- st.Run(context.Background(), inR, outW)
+		outW.Close()
+	}()
+	go func() {
+		defer close(a.lines)
+		lr := NewLineReader(outR, 0)
+		for {
+			line, err := lr.ReadLine()
+			if err != nil {
+				return
+			}
+			a.lines <- line
+		}
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		select {
+		case <-a.done:
+		case <-time.After(30 * time.Second):
+			t.Error("Stdio.Run did not return after the agent closed stdin")
+		}
+	})
+	return a
+}
+
+func (a *stdioAgent) send(msg string) {
+	a.t.Helper()
+	if _, err := io.WriteString(a.in, msg+"\n"); err != nil {
+		a.t.Fatalf("write to sidecar: %v", err)
+	}
+}
+
+func (a *stdioAgent) recv() string {
+	a.t.Helper()
+	select {
+	case l, ok := <-a.lines:
+		if !ok {
+			a.t.Fatal("sidecar closed its output")
+		}
+		return string(l)
+	case <-time.After(30 * time.Second):
+		a.t.Fatal("no message from the sidecar in 30s")
+	}
+	return ""
+}
+
+// stop closes the agent's stdin and returns Run's result.
+func (a *stdioAgent) stop() error {
+	a.t.Helper()
+	a.in.Close()
+	select {
+	case err := <-a.done:
+		a.done <- err // for Cleanup
+		return err
+	case <-time.After(30 * time.Second):
+		a.t.Fatal("Stdio.Run did not return after the agent closed stdin")
+	}
+	return nil
+}
+
+const fakeInit = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"agent","version":"1"}}}`
+
+func (a *stdioAgent) initialize() {
+	a.t.Helper()
+	a.send(fakeInit)
+	if got := a.recv(); !strings.Contains(got, `"serverInfo":{"name":"fakeserver"`) {
+		a.t.Fatalf("initialize answered %s", got)
+	}
+	a.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// TestStdioRelaysBytes checks that unknown methods and members pass both
+// ways byte for byte, and that stderr goes to the log.
+func TestStdioRelaysBytes(t *testing.T) {
+	st, logs, record, _ := fakeStdio(t, fakeserver.ModeMCP)
+	a := runStdio(t, st)
+	a.initialize()
+
+	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"x-agent":[1,2]}}}`)
+	if got, want := a.recv(), `{"jsonrpc":"2.0","id":1,"result":`+fakeserver.ToolsList+`}`; got != want {
+		t.Fatalf("tools/list\n got %s\nwant %s", got, want)
+	}
+	// Agent → server: the server echoes the exact line it received.
+	odd := `{ "id" : "ü-1", "jsonrpc":"2.0","method":"fake/echo","params":{"x-unknown":{"n":1.50e3,"s":"\u00fc\ud83d\ude00"},"_meta":{"vendor/k":null}},"x-top":true }`
+	a.send(odd)
+	var echo struct {
+		ID     string
+		Result struct{ Line string }
+	}
+	if err := json.Unmarshal([]byte(a.recv()), &echo); err != nil || echo.Result.Line != odd || echo.ID != "ü-1" {
+		t.Fatalf("server received %q (%v), want %q", echo.Result.Line, err, odd)
+	}
+	// Server → agent: notifications, requests and responses of any shape.
+	sent := []string{
+		`{"jsonrpc":"2.0","method":"notifications/vendor/new","params":{"_meta":{"a":1},"x":[{}]}}`,
+		`{"jsonrpc":"2.0","id":"srv-1","method":"sampling/createMessage","params":{"messages":[],"x-future":{"deep":[null]}},"x-top":1}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"é"}}`,
+		`{"method":"notifications/resources/updated","jsonrpc":"2.0","params":{"uri":"file:///x"}}`,
+	}
+	say, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "fake/say", "params": map[string]any{"lines": sent}})
+	a.send(string(say))
+	for _, want := range sent {
+		if got := a.recv(); got != want {
+			t.Fatalf("agent got %s\nwant %s", got, want)
+		}
+	}
+	answer := `{"jsonrpc":"2.0","id":"srv-1","result":{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m","x-client":{"k":"v"}}}`
+	a.send(answer)
+	a.send(`{"jsonrpc":"2.0","method":"fake/stderr","params":{"lines":["a line on stderr"]}}`)
+	a.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if got := a.recv(); got != `{"jsonrpc":"2.0","id":2,"result":{}}` {
+		t.Fatalf("ping: %s", got)
+	}
+	if err := a.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	rec := readLines(t, record)
+	found := false
+	for _, l := range rec {
+		found = found || l == answer
+	}
+	if !found {
+		t.Errorf("the agent's answer did not reach the server byte for byte; server got:\n%s", strings.Join(rec, "\n"))
+	}
+	if !strings.Contains(logs.String(), "a line on stderr") {
+		t.Errorf("stderr not in the log:\n%s", logs)
+	}
+}
+
+// TestStdioCrash crashes the child with requests in flight: they get an
+// error naming the server and the exit status, the child is started again
+// with the agent's handshake replayed, and the next call works.
+func TestStdioCrash(t *testing.T) {
+	st, logs, record, _ := fakeStdio(t, fakeserver.ModeMCP)
+	a := runStdio(t, st)
+	a.initialize()
+	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000}}}`)
+	a.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"crash","arguments":{"status":3}}}`)
+	got := map[string]string{}
+	for range 2 {
+		var r struct {
+			ID    json.RawMessage
+			Error struct {
+				Code    int
+				Message string
+			}
+		}
+		line := a.recv()
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		got[string(r.ID)] = r.Error.Message
+		if r.Error.Code != CodeServerUnavailable {
+			t.Errorf("error code %d in %s", r.Error.Code, line)
+		}
+	}
+	for _, id := range []string{"1", "2"} {
+		if msg := got[id]; !strings.Contains(msg, `"fake"`) || !strings.Contains(msg, "exit status 3") {
+			t.Errorf("request %s: error %q does not name the server and exit status", id, msg)
+		}
+	}
+	// Sent at once after the crash: held until the new child is ready.
+	a.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"again"}}}`)
+	if got := a.recv(); got != `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"again"}]}}` {
+		t.Fatalf("call after the restart: %s (the replayed initialize's answer must not reach the agent)", got)
+	}
+	if err := a.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	rec := readLines(t, record)
+	var inits, initialized []string
+	for _, l := range rec {
+		if strings.Contains(l, `"method":"initialize"`) {
+			inits = append(inits, l)
+		}
+		if strings.Contains(l, `notifications/initialized`) {
+			initialized = append(initialized, l)
+		}
+	}
+	wantReplay := strings.Replace(fakeInit, `"id":0`, `"id":"hindsight-replay-1"`, 1)
+	if len(inits) != 2 || inits[0] != fakeInit || inits[1] != wantReplay || len(initialized) != 2 {
+		t.Fatalf("server saw initialize %q and initialized %d times", inits, len(initialized))
+	}
+	if !strings.Contains(logs.String(), "exit status 3") {
+		t.Errorf("crash not logged:\n%s", logs)
+	}
+}
+
+// TestStdioCrashLoop checks that a server that dies at start is restarted
+// with a growing, capped delay and that the log is rate-limited.
+func TestStdioCrashLoop(t *testing.T) {
+	st, logs, _, pids := fakeStdio(t, fakeserver.ModeFailStart)
+	st.MinRestartDelay, st.MaxRestartDelay = 5*time.Millisecond, 40*time.Millisecond
+	a := runStdio(t, st)
+	a.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	if got := a.recv(); !strings.Contains(got, "exit status 1") {
+		t.Fatalf("ping during a crash loop: %s", got)
+	}
+	time.Sleep(time.Second)
+	if err := a.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	starts := len(readLines(t, pids))
+	// 5ms, 10ms, 20ms, then 40ms: at most ~30 starts in a second, even
+	// with jitter; a spinning loop would start hundreds.
+	if starts < 3 || starts > 60 {
+		t.Errorf("%d starts in a second", starts)
+	}
+	crashLogs := strings.Count(logs.String(), "server exited unexpectedly")
+	if crashLogs > 6 || crashLogs < 1 {
+		t.Errorf("%d crash log lines for %d starts; want a burst of at most 5 (+1)", crashLogs, starts)
+	}
+}
+
+func TestStdioStartFailure(t *testing.T) {
+	st := &Stdio{Command: filepath.Join(t.TempDir(), "no-such-server"), Server: "missing",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	err := st.Run(context.Background(), strings.NewReader(""), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("Run = %v, want an error naming the server", err)
+	}
+}
+
+// processGone reports whether pid has exited (a zombie counts as gone).
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] == 'Z'
+	}
+	return false
+}
+
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !processGone(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still alive", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func pidsOf(t *testing.T, path string, n int) []int {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var pids []int
+		for _, l := range readLines(t, path) {
+			if p, err := strconv.Atoi(l); err == nil {
+				pids = append(pids, p)
+			}
+		}
+		if len(pids) >= n {
+			return pids
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pids recorded, want %d", len(pids), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestStdioStop covers children that do not exit when their stdin closes:
+// one that obeys SIGTERM, one that ignores it, and one with a grandchild.
+func TestStdioStop(t *testing.T) {
+	tests := []struct {
+		mode    string
+		pids    int
+		wantLog []string
+	}{
+		{fakeserver.ModeHang, 1, []string{"sending SIGTERM", "signal: terminated"}},
+		{fakeserver.ModeStubborn, 1, []string{"sending SIGTERM", "sending SIGKILL", "signal: killed"}},
+		{fakeserver.ModeGrandchild, 2, []string{"exit status 0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			st, logs, _, pidFile := fakeStdio(t, tt.mode)
+			a := runStdio(t, st)
+			pids := pidsOf(t, pidFile, tt.pids)
+			a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000}}}`)
+			if err := a.stop(); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			for _, p := range pids {
+				waitGone(t, p)
+			}
+			// The request in flight was answered before Run returned.
+			select {
+			case l := <-a.lines:
+				if !strings.Contains(string(l), `"id":1,"error"`) || !strings.Contains(string(l), "shutting down") {
+					t.Errorf("pending request answered %s", l)
+				}
+			default:
+				t.Errorf("pending request not answered")
+			}
+			for _, w := range tt.wantLog {
+				if !strings.Contains(logs.String(), w) {
+					t.Errorf("log lacks %q:\n%s", w, logs)
+				}
+			}
+		})
+	}
+}
+
+// TestStdioBadInput sends garbage and an over-long line between good ones.
+func TestStdioBadInput(t *testing.T) {
+	st, logs, _, _ := fakeStdio(t, fakeserver.ModeMCP)
+	st.MaxLineBytes = 4 << 10
+	a := runStdio(t, st)
+	a.initialize()
+	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call"`)
+	if got := a.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,`) {
+		t.Fatalf("garbage answered %s", got)
+	}
+	a.send(`{"id":2,"method":"ping"}`)
+	if got := a.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":2,"error":{"code":-32600,`) {
+		t.Fatalf("invalid request answered %s", got)
+	}
+	a.send("")
+	a.send("   ")
+	a.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 5<<10) + `"}}}`)
+	a.send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+	if got := a.recv(); got != `{"jsonrpc":"2.0","id":4,"result":{}}` {
+		t.Fatalf("after bad input: %s", got)
+	}
+	if !strings.Contains(logs.String(), "exceeds the limit") {
+		t.Errorf("over-long line not logged:\n%s", logs)
+	}
+	// The server's over-long answer is dropped and logged too.
+	a.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"big","arguments":{"size":8192}}}`)
+	a.send(`{"jsonrpc":"2.0","method":"fake/say","params":{"lines":["not json at all"]}}`)
+	a.send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+	if got := a.recv(); got != `{"jsonrpc":"2.0","id":6,"result":{}}` {
+		t.Fatalf("after a dropped answer: %s", got)
+	}
+	if !strings.Contains(logs.String(), "server message too long") || !strings.Contains(logs.String(), "not json at all") {
+		t.Errorf("dropped server lines not logged:\n%s", logs)
+	}
+}
+
+// TestStdioLarge passes 20 MB each way.
+func TestStdioLarge(t *testing.T) {
+	st, _, _, _ := fakeStdio(t, fakeserver.ModeMCP)
+	a := runStdio(t, st)
+	a.initialize()
+	const size = 20 << 20
+	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{"size":` + strconv.Itoa(size) + `}}}`)
+	want := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", size) + `"}]}}`
+	if got := a.recv(); got != want {
+		t.Fatalf("20 MB result: got %d bytes, want %d", len(got), len(want))
+	}
+	text := strings.Repeat("0123456789", size/10)
+	a.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + text + `"}}}`)
+	if got := a.recv(); got != `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"`+text+`"}]}}` {
+		t.Fatalf("20 MB request: answer of %d bytes", len(got))
+	}
+}
+
+// TestStdioLocalCall answers a tools/call in the sidecar.
+func TestStdioLocalCall(t *testing.T) {
+	st, _, record, _ := fakeStdio(t, fakeserver.ModeMCP)
+	release := make(chan struct{})
+	st.Hooks = &Hooks{ToolCall: func(s *Session, name string, params json.RawMessage) LocalHandler {
+		if name != "query_hindsight" {
+			return nil
+		}
+		return func(ctx context.Context) (json.RawMessage, error) {
+			<-release
+			return json.RawMessage(`{"content":[{"type":"text","text":"local"}]}`), nil
+		}
+	}}
+	a := runStdio(t, st)
+	a.initialize()
+	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"query_hindsight","arguments":{}}}`)
+	// The relay is not blocked by a slow local handler.
+	a.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if got := a.recv(); got != `{"jsonrpc":"2.0","id":2,"result":{}}` {
+		t.Fatalf("ping behind a local call: %s", got)
+	}
+	close(release)
+	if got := a.recv(); got != `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"local"}]}}` {
+		t.Fatalf("local call: %s", got)
+	}
+	a.stop()
+	if strings.Contains(strings.Join(readLines(t, record), "\n"), "query_hindsight") {
+		t.Errorf("the local call reached the server")
+	}
+}
+
+func TestNewStdioSession(t *testing.T) {
+	t.Setenv("HINDSIGHT_TASK_ID", "task-7")
+	a, b := NewStdioSession("srv"), NewStdioSession("srv")
+	if a.ID == "" || a.ID == b.ID {
+		t.Errorf("ids %q %q: want random, distinct", a.ID, b.ID)
+	}
+	if a.HostPID != os.Getppid() || a.TaskID != "task-7" || a.Transport != "stdio" || a.Server != "srv" {
+		t.Errorf("session %+v", a)
+	}
+}
