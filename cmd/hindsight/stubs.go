@@ -11,10 +11,4 @@ import (
 
 var errNotBuilt = errors.New("not built yet")
 
-func runDemo(ctx context.Context, g *globals, args []string) error        { return errNotBuilt }
-func runServe(ctx context.Context, g *globals, args []string) error       { return errNotBuilt }
-func runDaemon(ctx context.Context, g *globals, args []string) error      { return errNotBuilt }
-func runStatus(ctx context.Context, g *globals, args []string) error      { return errNotBuilt }
-func runTraces(ctx context.Context, g *globals, args []string) error      { return errNotBuilt }
-func runExperiences(ctx context.Context, g *globals, args []string) error { return errNotBuilt }
-func runReflect(ctx context.Context, g *globals, args []string) error     { return errNotBuilt }
+func runDemo(ctx context.Context, g *globals, args []string) error { return errNotBuilt }

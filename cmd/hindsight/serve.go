@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight/proxy"
+)
+
+// headerFlags collects repeated --upstream-header 'K: V' options.
+type headerFlags struct{ h http.Header }
+
+func (f *headerFlags) String() string { return "" }
+
+func (f *headerFlags) Set(v string) error {
+	k, val, ok := strings.Cut(v, ":")
+	k = strings.TrimSpace(k)
+	if !ok || k == "" {
+		return fmt.Errorf("want 'Name: value', got %q", v)
+	}
+	if f.h == nil {
+		f.h = http.Header{}
+	}
+	f.h.Add(k, strings.TrimSpace(val))
+	return nil
+}
+
+// serveOptions is the parsed command line of `hindsight serve`.
+type serveOptions struct {
+	listen      string
+	upstream    string
+	transport   string
+	name        string
+	authToken   string
+	allowRemote bool
+	headers     http.Header
+	command     []string
+}
+
+func parseServe(args []string) (*serveOptions, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	o := &serveOptions{}
+	var hdr headerFlags
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8931", "address to serve on (loopback unless --allow-remote)")
+	fs.StringVar(&o.upstream, "upstream", "", "URL of the MCP server (or give a command after --)")
+	fs.StringVar(&o.transport, "upstream-transport", proxy.TransportAuto, "auto, streamable-http or sse")
+	fs.StringVar(&o.name, "name", "", "the server's name in traces and logs (default: from the URL or command)")
+	fs.StringVar(&o.authToken, "auth-token", os.Getenv("HINDSIGHT_AUTH_TOKEN"), "bearer token agents must present (default $HINDSIGHT_AUTH_TOKEN); the agent's Authorization is then not forwarded")
+	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow listening on a non-loopback address")
+	fs.Var(&hdr, "upstream-header", "'Name: value' sent to the upstream on every request (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: hindsight serve --listen ADDR (--upstream URL | -- CMD [ARGS…]) [options]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	o.headers, o.command = hdr.h, fs.Args()
+	switch {
+	case o.upstream == "" && len(o.command) == 0:
+		return nil, fmt.Errorf("%w: serve needs --upstream URL or a command after --", errUsage)
+	case o.upstream != "" && len(o.command) > 0:
+		return nil, fmt.Errorf("%w: serve takes --upstream or a command, not both", errUsage)
+	}
+	switch o.transport {
+	case proxy.TransportAuto, proxy.TransportStreamable, proxy.TransportSSE:
+	default:
+		return nil, fmt.Errorf("%w: --upstream-transport must be auto, streamable-http or sse, not %q", errUsage, o.transport)
+	}
+	if o.upstream != "" {
+		u, err := url.Parse(o.upstream)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("%w: --upstream must be an http(s) URL, not %q", errUsage, o.upstream)
+		}
+		if o.name == "" {
+			o.name = u.Hostname()
+		}
+	} else if o.name == "" {
+		o.name = filepath.Base(o.command[0])
+	}
+	if !o.allowRemote && !isLoopback(o.listen) {
+		return nil, fmt.Errorf("%w: refusing to listen on %s, which is not a loopback address: the sidecar relays your agent's credentials; pass --allow-remote (and set --auth-token) to expose it", errUsage, o.listen)
+	}
+	return o, nil
+}
+
+// isLoopback reports whether addr (host:port) binds to loopback only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// runServe is `hindsight serve`: the HTTP sidecar.
+func runServe(ctx context.Context, g *globals, args []string) error {
+	o, err := parseServe(args)
+	if err != nil {
+		return err
+	}
+	logger, logFile, err := openLog(g.home, "serve-"+o.name)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	sc, err := newSidecar(ctx, g, o.name, "streamable-http", logger)
+	if err != nil {
+		return fmt.Errorf("start sidecar: %w", err)
+	}
+	defer sc.Close()
+
+	var up proxy.Upstream
+	if len(o.command) > 0 {
+		up = &proxy.CommandUpstream{Path: o.command[0], Args: o.command[1:], Server: o.name, Logger: logger}
+	} else {
+		up = &proxy.HTTPUpstream{
+			URL: o.upstream, Transport: o.transport, Header: o.headers, Logger: logger,
+			Client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		}
+	}
+	h := &proxy.HTTPHandler{
+		Upstream: up, Server: o.name, Hooks: sc.Hooks, Logger: logger,
+		TaskID: os.Getenv("HINDSIGHT_TASK_ID"), AuthToken: o.authToken, AllowRemote: o.allowRemote,
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	if o.allowRemote && o.authToken == "" {
+		fmt.Fprintln(os.Stderr, "hindsight serve: warning: listening beyond loopback without --auth-token")
+	}
+	target := o.upstream
+	if target == "" {
+		target = strings.Join(o.command, " ")
+	}
+	logger.Info("serving", "addr", ln.Addr().String(), "upstream", target, "transport", o.transport)
+	fmt.Fprintf(os.Stderr, "hindsight serve: %s on http://%s/mcp (legacy SSE at /sse) → %s\n", o.name, ln.Addr(), target)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err = <-served:
+		err = fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+		logger.Info("shutting down", "reason", context.Cause(ctx))
+	}
+	// End the sessions first: their open streams would hold Shutdown.
+	h.Close()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(sctx); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		srv.Close()
+	}
+	return err
+}

@@ -1,0 +1,307 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// HTTPHandler is the agent-facing side of the HTTP sidecar. It serves MCP
+// Streamable HTTP (spec 2025-11-25) at /mcp and the legacy HTTP+SSE
+// transport at /sse, with its message endpoint at /message, and relays each
+// agent session to a session of its own with Upstream through a Conn.
+//
+// Sessions: an initialize POST to /mcp without Mcp-Session-Id, or a GET of
+// /sse, opens a session with an id of the sidecar's (the Mcp-Session-Id
+// the agent then sends, or the sessionId of the SSE endpoint); the upstream
+// session behind it keeps the upstream's own id. A POST without a session
+// that is not an initialize (spec 2026-07-28's server/discover and its
+// sessionless requests) goes through one shared session that is never
+// announced. DELETE ends a session; so does the upstream ending it (the
+// agent then gets 404 and initializes again).
+//
+// Messages pass unchanged except where Hooks rewrite them. Answers to a
+// POSTed request go back on that POST, as JSON or as an event stream
+// mirroring the upstream's choice; server messages outside a request go to
+// the agent's GET stream (queued until one is open, or sent on an open
+// request stream when there is none).
+type HTTPHandler struct {
+	Upstream Upstream // required
+	Server   string   // the server's name, for sessions and logs
+	Hooks    *Hooks
+	Logger   *slog.Logger
+	// HookTimeout bounds rewriting hooks (see Conn.HookTimeout).
+	HookTimeout time.Duration
+	// TaskID is the explicit task id of every session, if any.
+	TaskID string
+
+	// AuthToken, when set, is the bearer token every agent request must
+	// carry; the agent's Authorization is then not passed upstream.
+	// Otherwise the agent's headers, Authorization included, reach the
+	// upstream unchanged.
+	AuthToken string
+	// AllowRemote skips the check that a browser's Origin is a loopback
+	// address (a guard against DNS rebinding for a sidecar on loopback).
+	AllowRemote bool
+	// MaxBodyBytes bounds one POST body; 0: DefaultMaxMessageBytes.
+	MaxBodyBytes int64
+
+	mu          sync.Mutex
+	sessions    map[string]*httpSession
+	sessionless *httpSession
+	closed      bool
+}
+
+func (h *HTTPHandler) logger() *slog.Logger {
+	if h.Logger != nil {
+		return h.Logger
+	}
+	return slog.Default()
+}
+
+func (h *HTTPHandler) maxBody() int64 {
+	if h.MaxBodyBytes > 0 {
+		return h.MaxBodyBytes
+	}
+	return DefaultMaxMessageBytes
+}
+
+// ServeHTTP routes a request to the Streamable HTTP or the SSE transport.
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="hindsight"`)
+		http.Error(w, "unauthorized: this sidecar wants its bearer token", http.StatusUnauthorized)
+		return
+	}
+	if !h.AllowRemote && !loopbackOrigin(r.Header.Get("Origin")) {
+		http.Error(w, "forbidden: Origin is not a loopback address", http.StatusForbidden)
+		return
+	}
+	switch r.URL.Path {
+	case "/mcp", "/mcp/":
+		switch r.Method {
+		case http.MethodPost:
+			h.post(w, r)
+		case http.MethodGet:
+			h.listen(w, r)
+		case http.MethodDelete:
+			h.delete(w, r)
+		default:
+			w.Header().Set("Allow", "GET, POST, DELETE")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		}
+	case "/sse":
+		switch r.Method {
+		case http.MethodGet:
+			h.sseOpen(w, r)
+		case http.MethodPost:
+			h.sseMessage(w, r)
+		default:
+			w.Header().Set("Allow", "GET, POST")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		}
+	case "/message", "/messages":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		h.sseMessage(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// authorized checks the agent's bearer token in constant time.
+func (h *HTTPHandler) authorized(r *http.Request) bool {
+	if h.AuthToken == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	// Hash both so the comparison takes the same time whatever the length.
+	a, b := sha256.Sum256([]byte(strings.TrimSpace(got))), sha256.Sum256([]byte(h.AuthToken))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+// loopbackOrigin reports whether a browser's Origin names a loopback host.
+// Requests without Origin (not from a browser) pass.
+func loopbackOrigin(origin string) bool {
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func newSessionID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// newSession opens a session and its upstream session.
+func (h *HTTPHandler) newSession(ctx context.Context, transport string, hdr http.Header, announce bool) (*httpSession, error) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, errors.New("sidecar is shutting down")
+	}
+	h.mu.Unlock()
+	id := newSessionID()
+	s := &httpSession{
+		h: h, id: id, transport: transport, done: make(chan struct{}),
+		waiters: make(map[string]*waiter), progress: make(map[string]*waiter),
+	}
+	s.conn = &Conn{
+		Hooks:       h.Hooks,
+		Session:     &Session{ID: id, Server: h.Server, Transport: transport, TaskID: h.TaskID},
+		Logger:      h.logger(),
+		HookTimeout: h.HookTimeout,
+	}
+	up, err := h.Upstream.Dial(ctx, hdr, UpstreamSink{
+		Message: s.fromServer,
+		Closed: func(err error) {
+			go h.endSession(s, err.Error())
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.up = up
+	if announce {
+		h.mu.Lock()
+		if h.sessions == nil {
+			h.sessions = make(map[string]*httpSession)
+		}
+		h.sessions[id] = s
+		h.mu.Unlock()
+	}
+	h.logger().Info("session opened", "session", id, "transport", transport)
+	return s, nil
+}
+
+func (h *HTTPHandler) session(id string) *httpSession {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[id]
+}
+
+// shared returns the session of sessionless requests, opening it once.
+func (h *HTTPHandler) shared(ctx context.Context, hdr http.Header) (*httpSession, error) {
+	h.mu.Lock()
+	if s := h.sessionless; s != nil {
+		h.mu.Unlock()
+		return s, nil
+	}
+	h.mu.Unlock()
+	s, err := h.newSession(ctx, TransportStreamable, hdr, false)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sessionless != nil { // lost a race: keep the first
+		go s.end("duplicate")
+		return h.sessionless, nil
+	}
+	h.sessionless = s
+	return s, nil
+}
+
+// endSession forgets s, fails its pending requests and closes its upstream.
+func (h *HTTPHandler) endSession(s *httpSession, reason string) {
+	h.mu.Lock()
+	if h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+	}
+	if h.sessionless == s {
+		h.sessionless = nil
+	}
+	h.mu.Unlock()
+	if s.end(reason) {
+		h.logger().Info("session ended", "session", s.id, "reason", reason)
+	}
+}
+
+// Close ends every session, closing their upstream sessions (children are
+// stopped), and refuses new ones. Streams to agents end.
+func (h *HTTPHandler) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	all := make([]*httpSession, 0, len(h.sessions)+1)
+	for _, s := range h.sessions {
+		all = append(all, s)
+	}
+	if h.sessionless != nil {
+		all = append(all, h.sessionless)
+	}
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.endSession(s, "the sidecar is shutting down")
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// readBody reads a POST body up to the limit, answering the agent itself
+// when it cannot.
+func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody()))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, ErrorResponse(nil, CodeInvalidRequest, "message too large"))
+		} else {
+			http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
+		}
+		return nil, false
+	}
+	return body, true
+}
+
+func writeJSON(w http.ResponseWriter, status int, msg []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(msg)
+}
+
+// acceptsSSE reports whether the agent takes an event stream.
+func acceptsSSE(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
+			if mt == "text/event-stream" || mt == "*/*" || mt == "text/*" {
+				return true
+			}
+		}
+	}
+	return false
+}

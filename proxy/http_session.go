@@ -1,0 +1,198 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/tidwall/gjson"
+)
+
+// maxQueued bounds the server messages held for an agent that has no
+// stream open to take them; past it the oldest are dropped (and logged).
+const maxQueued = 1024
+
+// httpSession is one agent session of the HTTP sidecar: its Conn, its
+// upstream session and the agent's open streams.
+type httpSession struct {
+	h         *HTTPHandler
+	id        string
+	transport string
+	conn      *Conn
+	up        UpstreamSession
+	done      chan struct{} // closed when the session ended
+	endOnce   sync.Once
+
+	mu        sync.Mutex
+	waiters   map[string]*waiter // request id → the POST waiting for its answer
+	progress  map[string]*waiter // progress token → the request stream that gets its progress
+	streams   []*waiter          // open request streams, oldest first
+	listeners []*waiter          // open GET (or legacy SSE) streams, oldest first
+	queue     [][]byte           // messages for a listener that is not there yet
+}
+
+// waiter is an open agent stream that server messages are routed to: a
+// POST awaiting its answer, a GET listening stream or a legacy SSE stream.
+type waiter struct {
+	id     json.RawMessage // the request awaited; nil for a listener
+	token  string          // its progress token
+	stream bool            // an event stream: takes more than the answer
+	ch     chan []byte
+	quit   chan struct{} // closed when the stream is gone
+}
+
+// fromServer takes one message the upstream sent outside a reply.
+func (s *httpSession) fromServer(raw []byte) {
+	if out := s.conn.FromServer(raw); out != nil {
+		s.route(out)
+	}
+}
+
+// route delivers a message for the agent to the stream that should carry
+// it: the POST awaiting a response, the request stream of a progress
+// token, else a listening stream, else an open request stream, else the
+// queue. Responses no one awaits go to a listener or are dropped.
+func (s *httpSession) route(msg []byte) {
+	r := gjson.GetManyBytes(msg, "id", "method", "params.progressToken")
+	isResp := r[0].Exists() && !r[1].Exists()
+	s.mu.Lock()
+	var w *waiter
+	switch {
+	case isResp:
+		w = s.waiters[r[0].Raw]
+	case r[1].Str == "notifications/progress" && r[2].Exists():
+		w = s.progress[r[2].Raw]
+	}
+	if w == nil && len(s.listeners) > 0 {
+		w = s.listeners[0]
+	}
+	if w == nil && !isResp && len(s.streams) > 0 {
+		w = s.streams[0]
+	}
+	if w == nil {
+		if isResp {
+			s.mu.Unlock()
+			s.h.logger().Warn("dropped a response no one awaits", "session", s.id, "id", r[0].Raw)
+			return
+		}
+		if len(s.queue) >= maxQueued {
+			s.h.logger().Warn("agent has no stream open; dropped the oldest queued message", "session", s.id)
+			s.queue = s.queue[1:]
+		}
+		s.queue = append(s.queue, msg)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	select {
+	case w.ch <- msg:
+	case <-w.quit:
+		if !isResp {
+			s.route(msg) // the stream closed under us: find another
+		}
+	case <-s.done:
+	}
+}
+
+// addWaiter registers a POST awaiting the answer to request id.
+func (s *httpSession) addWaiter(id json.RawMessage, token string, stream bool) *waiter {
+	w := &waiter{id: id, token: token, stream: stream, ch: make(chan []byte, 64), quit: make(chan struct{})}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waiters[string(id)] = w
+	if stream {
+		s.streams = append(s.streams, w)
+		if token != "" {
+			s.progress[token] = w
+		}
+	}
+	return w
+}
+
+func (s *httpSession) removeWaiter(w *waiter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiters[string(w.id)] == w {
+		delete(s.waiters, string(w.id))
+	}
+	if w.token != "" && s.progress[w.token] == w {
+		delete(s.progress, w.token)
+	}
+	s.streams = without(s.streams, w)
+	close(w.quit)
+}
+
+// addListener opens a listening stream; queued messages go to it first.
+func (s *httpSession) addListener() *waiter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := &waiter{stream: true, ch: make(chan []byte, max(64, len(s.queue)+16)), quit: make(chan struct{})}
+	for _, m := range s.queue {
+		w.ch <- m
+	}
+	s.queue = nil
+	s.listeners = append(s.listeners, w)
+	return w
+}
+
+// removeListener closes a listening stream; what it did not send yet is
+// queued again for the next one.
+func (s *httpSession) removeListener(w *waiter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listeners = without(s.listeners, w)
+	close(w.quit)
+	var left [][]byte
+drain:
+	for {
+		select {
+		case m := <-w.ch:
+			left = append(left, m)
+		default:
+			break drain
+		}
+	}
+	s.queue = append(left, s.queue...)
+}
+
+func without(list []*waiter, w *waiter) []*waiter {
+	for i, x := range list {
+		if x == w {
+			return append(list[:i:i], list[i+1:]...)
+		}
+	}
+	return list
+}
+
+// end fails the requests in flight, closes the agent's streams and the
+// upstream session. It reports whether this call ended the session.
+func (s *httpSession) end(reason string) bool {
+	first := false
+	s.endOnce.Do(func() {
+		first = true
+		for _, resp := range s.conn.FailPending(reason) {
+			s.route(resp)
+		}
+		close(s.done)
+		if s.up != nil {
+			if err := s.up.Close(); err != nil {
+				s.h.logger().Warn("close upstream session", "session", s.id, "err", err)
+			}
+		}
+	})
+	return first
+}
+
+// context returns a context that ends with the session, for work that
+// outlives the agent request that started it.
+func (s *httpSession) context() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}

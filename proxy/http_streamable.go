@@ -1,0 +1,271 @@
+package proxy
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// keepAlive is how often an idle agent stream gets an SSE comment, so that
+// intermediaries do not time it out.
+const keepAlive = 25 * time.Second
+
+// post handles a POST to /mcp: one JSON-RPC message from the agent.
+func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
+	body, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+	m, perr := Parse(body)
+	isInit := perr == nil && m.Kind == KindRequest && m.Method == "initialize"
+	var s *httpSession
+	var err error
+	switch sid := r.Header.Get("Mcp-Session-Id"); {
+	case sid != "":
+		if s = h.session(sid); s == nil {
+			writeJSON(w, http.StatusNotFound, ErrorResponse(m.ID, CodeInvalidRequest, "session not found; initialize again"))
+			return
+		}
+	case isInit:
+		s, err = h.newSession(r.Context(), TransportStreamable, ForwardHeader(r.Header, h.AuthToken != ""), true)
+		if err == nil {
+			w.Header().Set("Mcp-Session-Id", s.id)
+		}
+	default:
+		// 2026-07-28 (server/discover and requests without a session).
+		s, err = h.shared(r.Context(), ForwardHeader(r.Header, h.AuthToken != ""))
+	}
+	if err != nil {
+		writeJSON(w, http.StatusOK, ErrorResponse(m.ID, CodeServerUnavailable, err.Error()))
+		return
+	}
+	out := s.post(w, r, body)
+	if isInit && !gjson.GetBytes(out, "result").Exists() {
+		h.endSession(s, "initialize failed")
+	}
+}
+
+// post relays one agent message and answers the POST. It returns the
+// response delivered to the agent, if any.
+func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte) []byte {
+	act := s.conn.FromClient(body)
+	switch {
+	case act.Reply != nil:
+		writeJSON(w, http.StatusOK, act.Reply)
+		return act.Reply
+	case act.Local != nil:
+		out := act.Local(r.Context())
+		writeJSON(w, http.StatusOK, out)
+		return out
+	case act.Forward == nil:
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	}
+	m, _ := Parse(act.Forward)
+	hdr := ForwardHeader(r.Header, s.h.AuthToken != "")
+	if m.Kind == KindRequest {
+		return s.request(w, r, m, act.Forward)
+	}
+	reply, err := s.up.Send(r.Context(), act.Forward, hdr)
+	if err != nil {
+		s.h.logger().Warn("upstream refused a message", "session", s.id, "method", m.Method, "err", err)
+		status := http.StatusBadGateway
+		var se *StatusError
+		if errors.As(err, &se) {
+			status = se.Code
+		}
+		writeJSON(w, status, ErrorResponse(nil, CodeServerUnavailable, err.Error()))
+		return nil
+	}
+	if reply != nil { // not expected for a notification or response; pass on what it says
+		for {
+			msg, err := reply.Next()
+			if err != nil {
+				break
+			}
+			s.fromServer(msg)
+		}
+		reply.Close()
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+// request forwards a request and answers the POST with the server's
+// messages for it, ending with its response.
+func (s *httpSession) request(w http.ResponseWriter, r *http.Request, m Message, fwd []byte) []byte {
+	token := gjson.GetBytes(fwd, "params._meta.progressToken").Raw
+	wt := s.addWaiter(m.ID, token, acceptsSSE(r))
+	defer s.removeWaiter(wt)
+	reply, err := s.up.Send(r.Context(), fwd, ForwardHeader(r.Header, s.h.AuthToken != ""))
+	if err != nil {
+		var se *StatusError
+		if errors.As(err, &se) && se.Code == http.StatusNotFound && s.h.session(s.id) == s {
+			go s.h.endSession(s, err.Error()) // the upstream forgot the session
+		}
+		s.h.logger().Warn("upstream request failed", "session", s.id, "method", m.Method, "err", err)
+		out := s.conn.FromServer(ErrorResponse(m.ID, CodeServerUnavailable, err.Error()))
+		writeJSON(w, http.StatusOK, out)
+		return out
+	}
+	if reply != nil {
+		return s.relayReply(w, r, m, reply)
+	}
+	return s.await(w, r, wt)
+}
+
+// relayReply passes the upstream's reply to a request on, as JSON or as an
+// event stream like the upstream's, each message through the Conn.
+func (s *httpSession) relayReply(w http.ResponseWriter, r *http.Request, m Message, reply *Reply) []byte {
+	defer reply.Close()
+	copyReplyHeader(w.Header(), reply.Header)
+	if !reply.Stream {
+		msg, err := reply.Next()
+		if err != nil {
+			msg = ErrorResponse(m.ID, CodeServerUnavailable, "upstream sent no response")
+		}
+		out := s.conn.FromServer(msg)
+		writeJSON(w, http.StatusOK, out)
+		return out
+	}
+	sw := startSSE(w)
+	for {
+		msg, err := reply.Next()
+		if err != nil {
+			if r.Context().Err() != nil {
+				return nil // the agent left
+			}
+			out := s.conn.FromServer(ErrorResponse(m.ID, CodeServerUnavailable,
+				"upstream stream ended before the response: "+err.Error()))
+			sw.Send("message", out)
+			return out
+		}
+		out := s.conn.FromServer(msg)
+		if out == nil {
+			continue
+		}
+		if err := sw.Send("message", out); err != nil {
+			return nil
+		}
+		if isResponseTo(out, m.ID) {
+			return out
+		}
+	}
+}
+
+// await answers a request whose answer arrives through the session's
+// router (stdio and legacy SSE upstreams).
+func (s *httpSession) await(w http.ResponseWriter, r *http.Request, wt *waiter) []byte {
+	var sw *sseWriter
+	if wt.stream {
+		sw = startSSE(w)
+	}
+	deliver := func(msg []byte) (bool, []byte) {
+		resp := isResponseTo(msg, wt.id)
+		switch {
+		case sw != nil:
+			if err := sw.Send("message", msg); err != nil {
+				return true, nil
+			}
+		case resp:
+			writeJSON(w, http.StatusOK, msg)
+		}
+		if resp {
+			return true, msg
+		}
+		return false, nil
+	}
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case msg := <-wt.ch:
+			if done, out := deliver(msg); done {
+				return out
+			}
+		case <-tick.C:
+			if sw != nil {
+				sw.comment()
+			}
+		case <-r.Context().Done():
+			return nil
+		case <-s.done:
+		drain: // what end routed before closing done
+			for {
+				select {
+				case msg := <-wt.ch:
+					if done, out := deliver(msg); done {
+						return out
+					}
+				default:
+					break drain
+				}
+			}
+			_, out := deliver(ErrorResponse(wt.id, CodeServerUnavailable, "session ended"))
+			return out
+		}
+	}
+}
+
+// listen serves GET /mcp: the agent's stream for server messages outside
+// its requests.
+func (h *HTTPHandler) listen(w http.ResponseWriter, r *http.Request) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		http.Error(w, "Mcp-Session-Id required", http.StatusBadRequest)
+		return
+	}
+	s := h.session(sid)
+	if s == nil {
+		http.Error(w, "session not found; initialize again", http.StatusNotFound)
+		return
+	}
+	if !acceptsSSE(r) {
+		http.Error(w, "Accept must include text/event-stream", http.StatusNotAcceptable)
+		return
+	}
+	l := s.addListener()
+	defer s.removeListener(l)
+	s.pump(startSSE(w), r, l)
+}
+
+// pump writes routed messages to an agent stream until it or the session
+// ends.
+func (s *httpSession) pump(sw *sseWriter, r *http.Request, l *waiter) {
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case msg := <-l.ch:
+			if err := sw.Send("message", msg); err != nil {
+				return
+			}
+		case <-tick.C:
+			if sw.comment() != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// delete serves DELETE /mcp: the agent ends its session.
+func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		http.Error(w, "Mcp-Session-Id required", http.StatusBadRequest)
+		return
+	}
+	s := h.session(sid)
+	if s == nil {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	h.endSession(s, "the agent ended the session")
+	w.WriteHeader(http.StatusOK)
+}

@@ -1,0 +1,305 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/tidwall/gjson"
+)
+
+// recorder is a small Streamable HTTP upstream that records what reaches it
+// and answers with canned bytes.
+type recorder struct {
+	mu      sync.Mutex
+	headers []http.Header
+	bodies  [][]byte
+	// answer returns the status, content type and body for a POSTed body.
+	answer func(body []byte) (int, string, []byte)
+}
+
+func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	rec.mu.Lock()
+	rec.headers = append(rec.headers, r.Header.Clone())
+	rec.bodies = append(rec.bodies, body)
+	rec.mu.Unlock()
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	if gjson.GetBytes(body, "method").Str == "initialize" {
+		w.Header().Set("Mcp-Session-Id", "upstream-session-1")
+	}
+	if !gjson.GetBytes(body, "id").Exists() {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	status, ct, out := http.StatusOK, "application/json", []byte(nil)
+	if rec.answer != nil {
+		status, ct, out = rec.answer(body)
+	} else {
+		out = []byte(`{"jsonrpc":"2.0","id":` + gjson.GetBytes(body, "id").Raw + `,"result":{}}`)
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(status)
+	w.Write(out)
+}
+
+func (rec *recorder) last() (http.Header, []byte) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return rec.headers[len(rec.headers)-1], rec.bodies[len(rec.bodies)-1]
+}
+
+// sidecar serves h in front of rec and returns its /mcp URL.
+func sidecar(t *testing.T, rec http.Handler, configure func(h *proxy.HTTPHandler)) string {
+	t.Helper()
+	up := httptest.NewServer(rec)
+	t.Cleanup(up.Close)
+	h := &proxy.HTTPHandler{Upstream: &proxy.HTTPUpstream{URL: up.URL + "/mcp", Transport: proxy.TransportStreamable}, Server: "rec"}
+	if configure != nil {
+		configure(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { h.Close(); srv.Close() })
+	return srv.URL + "/mcp"
+}
+
+// postMCP sends one message to the sidecar.
+func postMCP(t *testing.T, url, sid string, body []byte, hdr map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// initialize opens a session and returns its id.
+func initialize(t *testing.T, url string, hdr map[string]string) string {
+	t.Helper()
+	resp := postMCP(t, url, "", []byte(initBody), hdr)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: status %d, session %q: %s", resp.StatusCode, sid, body)
+	}
+	return sid
+}
+
+func TestHTTPHeaderPassThrough(t *testing.T) {
+	rec := &recorder{}
+	url := sidecar(t, rec, nil)
+	agent := map[string]string{
+		"Authorization":        "Bearer agent-secret",
+		"X-Custom":             "kept",
+		"MCP-Protocol-Version": "2025-11-25",
+		"Connection":           "X-Hop",
+		"X-Hop":                "dropped",
+		"Keep-Alive":           "timeout=5",
+	}
+	sid := initialize(t, url, agent)
+	if sid == "upstream-session-1" {
+		t.Error("the agent got the upstream's session id; want the sidecar's own")
+	}
+	resp := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`), agent)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	got, _ := rec.last()
+	for k, want := range map[string]string{
+		"Authorization":        "Bearer agent-secret",
+		"X-Custom":             "kept",
+		"Mcp-Protocol-Version": "2025-11-25",
+		"Mcp-Session-Id":       "upstream-session-1",
+		"X-Hop":                "",
+		"Keep-Alive":           "",
+	} {
+		if g := got.Get(k); g != want {
+			t.Errorf("upstream saw %s = %q, want %q", k, g, want)
+		}
+	}
+}
+
+func TestHTTPAuthToken(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		upstream  string // --upstream-header Authorization
+		agentAuth string
+		status    int
+		upAuth    string // what the upstream must see
+	}{
+		{"missing", "", "", http.StatusUnauthorized, ""},
+		{"wrong", "", "Bearer nope", http.StatusUnauthorized, ""},
+		{"prefix of the token", "", "Bearer sidecar-tok", http.StatusUnauthorized, ""},
+		{"right, agent's not forwarded", "", "Bearer sidecar-token", http.StatusOK, ""},
+		{"right, upstream's own", "Bearer upstream-cred", "Bearer sidecar-token", http.StatusOK, "Bearer upstream-cred"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{}
+			url := sidecar(t, rec, func(h *proxy.HTTPHandler) {
+				h.AuthToken = "sidecar-token"
+				if tc.upstream != "" {
+					h.Upstream.(*proxy.HTTPUpstream).Header = http.Header{"Authorization": {tc.upstream}}
+				}
+			})
+			hdr := map[string]string{}
+			if tc.agentAuth != "" {
+				hdr["Authorization"] = tc.agentAuth
+			}
+			resp := postMCP(t, url, "", []byte(initBody), hdr)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+			if tc.status != http.StatusOK {
+				if len(rec.bodies) != 0 {
+					t.Error("an unauthorized request reached the upstream")
+				}
+				if resp.Header.Get("WWW-Authenticate") == "" {
+					t.Error("401 without WWW-Authenticate")
+				}
+				return
+			}
+			got, _ := rec.last()
+			if g := got.Get("Authorization"); g != tc.upAuth {
+				t.Errorf("upstream saw Authorization %q, want %q", g, tc.upAuth)
+			}
+		})
+	}
+}
+
+func TestHTTPUpstreamErrorStatus(t *testing.T) {
+	rec := &recorder{answer: func(body []byte) (int, string, []byte) {
+		if gjson.GetBytes(body, "method").Str == "initialize" {
+			return 200, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"r","version":"1"}}}`)
+		}
+		return http.StatusBadGateway, "text/plain", []byte("the backend is down")
+	}}
+	url := sidecar(t, rec, nil)
+	sid := initialize(t, url, nil)
+	resp := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","id":"call-9","method":"tools/call","params":{"name":"x"}}`), nil)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	msg := gjson.GetBytes(body, "error.message").Str
+	if gjson.GetBytes(body, "id").Raw != `"call-9"` || !strings.Contains(msg, "upstream HTTP 502") || !strings.Contains(msg, "the backend is down") {
+		t.Fatalf("got %d %s; want a JSON-RPC error for id call-9 naming HTTP 502", resp.StatusCode, body)
+	}
+}
+
+// TestHTTPUnknownBytes checks that an unknown method and unknown fields pass
+// both ways byte for byte, in JSON and in event-stream replies.
+func TestHTTPUnknownBytes(t *testing.T) {
+	const reqBody = `{"jsonrpc":"2.0", "id":7,"method":"x/unknown","params":{"weird":[1,2.50,{"z":null}],"_meta":{"k":"v"}},"extra":true}`
+	const respBody = `{"jsonrpc":"2.0","id":7,"result":{"zzz" : 1,"nested":{"a":[]},"_meta":{"m":1}},"unknownTop":"x"}`
+	for _, ct := range []string{"application/json", "text/event-stream"} {
+		t.Run(ct, func(t *testing.T) {
+			rec := &recorder{answer: func(body []byte) (int, string, []byte) {
+				if gjson.GetBytes(body, "method").Str == "initialize" {
+					return 200, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+				}
+				if ct == "text/event-stream" {
+					return 200, ct, []byte("id: 1\ndata: \n\nevent: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/x-unknown","params":{"q":[true]}}` + "\n\nevent: message\ndata: " + respBody + "\n\n")
+				}
+				return 200, ct, []byte(respBody)
+			}}
+			url := sidecar(t, rec, nil)
+			sid := initialize(t, url, nil)
+			resp := postMCP(t, url, sid, []byte(reqBody), nil)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if _, got := rec.last(); string(got) != reqBody {
+				t.Errorf("upstream got %s\nwant %s", got, reqBody)
+			}
+			if ct == "application/json" {
+				if string(body) != respBody {
+					t.Errorf("agent got %s\nwant %s", body, respBody)
+				}
+				return
+			}
+			if resp.Header.Get("Content-Type") != "text/event-stream" {
+				t.Errorf("content type %q, want the upstream's event stream", resp.Header.Get("Content-Type"))
+			}
+			want := "event: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/x-unknown","params":{"q":[true]}}` + "\n\nevent: message\ndata: " + respBody + "\n\n"
+			if string(body) != want {
+				t.Errorf("agent got %q\nwant %q", body, want)
+			}
+		})
+	}
+}
+
+// TestHTTPServerDiscover relays a sessionless 2026-07-28 server/discover
+// and applies the Initialize hook to its result.
+func TestHTTPServerDiscover(t *testing.T) {
+	rec := &recorder{answer: func(body []byte) (int, string, []byte) {
+		return 200, "application/json", []byte(`{"jsonrpc":"2.0","id":3,"result":{"supportedVersions":["2026-07-28"],"capabilities":{},"serverInfo":{"name":"r","version":"1"},"instructions":"upstream says hi","future":{"x":1}}}`)
+	}}
+	url := sidecar(t, rec, func(h *proxy.HTTPHandler) {
+		h.Hooks = &proxy.Hooks{Initialize: func(ctx context.Context, s *proxy.Session, result json.RawMessage) json.RawMessage {
+			out := strings.Replace(string(result), "upstream says hi", "upstream says hi\\n[hindsight] lesson", 1)
+			return json.RawMessage(out)
+		}}
+	})
+	resp := postMCP(t, url, "", []byte(`{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`), map[string]string{"MCP-Protocol-Version": "2026-07-28"})
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.Header.Get("Mcp-Session-Id") != "" {
+		t.Error("server/discover opened a session")
+	}
+	if got := gjson.GetBytes(body, "result.instructions").Str; got != "upstream says hi\n[hindsight] lesson" {
+		t.Errorf("instructions %q; the Initialize hook did not apply (%s)", got, body)
+	}
+	if gjson.GetBytes(body, "result.future.x").Int() != 1 {
+		t.Errorf("unknown result field lost: %s", body)
+	}
+	hdr, _ := rec.last()
+	if hdr.Get("Mcp-Session-Id") != "" || hdr.Get("Mcp-Protocol-Version") != "2026-07-28" {
+		t.Errorf("upstream saw session %q, protocol %q", hdr.Get("Mcp-Session-Id"), hdr.Get("Mcp-Protocol-Version"))
+	}
+}
+
+// TestHTTPLargeBodies carries a 65 MiB request and a 20 MB result.
+func TestHTTPLargeBodies(t *testing.T) {
+	big := strings.Repeat("a", 20<<20)
+	rec := &recorder{answer: func(body []byte) (int, string, []byte) {
+		id := gjson.GetBytes(body, "id").Raw
+		n := len(gjson.GetBytes(body, "params.arguments.blob").Str)
+		return 200, "text/event-stream", []byte(`data: {"jsonrpc":"2.0","id":` + id + `,"result":{"n":` + itoa(n) + `,"content":[{"type":"text","text":"` + big + `"}]}}` + "\n\n")
+	}}
+	url := sidecar(t, rec, nil)
+	sid := initialize(t, url, nil)
+	blob := strings.Repeat("b", 65<<20)
+	resp := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","arguments":{"blob":"`+blob+`"}}}`), nil)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	data := strings.TrimSuffix(strings.TrimPrefix(string(body), "event: message\ndata: "), "\n\n")
+	r := gjson.Parse(data)
+	if r.Get("result.n").Int() != 65<<20 || len(r.Get("result.content.0.text").Str) != len(big) {
+		t.Fatalf("request or result cut: n=%d, text=%d bytes (%d bytes of body)", r.Get("result.n").Int(), len(r.Get("result.content.0.text").Str), len(body))
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }

@@ -1,0 +1,179 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+)
+
+// DefaultMaxMessageBytes bounds one JSON-RPC message read from an HTTP body,
+// a server-sent event or a child's output line: well above the 64 MiB the
+// sidecar promises to carry.
+const DefaultMaxMessageBytes = 256 << 20
+
+// errTooLarge reports a message above the size bound.
+var errTooLarge = errors.New("message too large")
+
+// sseEvent is one server-sent event.
+type sseEvent struct {
+	Event string // the event type; "" means "message"
+	ID    string
+	Data  []byte // the data lines joined with "\n"
+}
+
+// sseReader reads server-sent events (the text/event-stream format) of any
+// size up to max bytes.
+type sseReader struct {
+	r   *bufio.Reader
+	max int
+}
+
+func newSSEReader(r io.Reader, max int) *sseReader {
+	if max <= 0 {
+		max = DefaultMaxMessageBytes
+	}
+	return &sseReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// line returns the next line without its terminator. The slice is valid
+// until the next call.
+func (s *sseReader) line() ([]byte, error) {
+	var long []byte
+	for {
+		chunk, err := s.r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long = append(long, chunk...)
+			if len(long) > s.max {
+				return nil, errTooLarge
+			}
+			continue
+		}
+		if long != nil {
+			long = append(long, chunk...)
+			chunk = long
+		}
+		if err != nil {
+			if err == io.EOF && len(chunk) > 0 {
+				return bytes.TrimRight(chunk, "\r"), nil
+			}
+			return nil, err
+		}
+		chunk = chunk[:len(chunk)-1]
+		if n := len(chunk); n > 0 && chunk[n-1] == '\r' {
+			chunk = chunk[:n-1]
+		}
+		return chunk, nil
+	}
+}
+
+// Next returns the next event that carries data. Events without data (such
+// as the priming event of a resumable stream) and comments are skipped. An
+// event cut off by the end of the stream is dropped, as the format says.
+func (s *sseReader) Next() (sseEvent, error) {
+	var ev sseEvent
+	var data []byte
+	lines := 0
+	for {
+		line, err := s.line()
+		if err != nil {
+			return sseEvent{}, err
+		}
+		if len(line) == 0 {
+			if lines > 0 && len(data) > 0 {
+				ev.Data = data
+				return ev, nil
+			}
+			ev, data, lines = sseEvent{}, nil, 0
+			continue
+		}
+		if line[0] == ':' {
+			continue // comment (keep-alive)
+		}
+		field, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		switch string(field) {
+		case "data":
+			if lines > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, value...)
+			lines++
+			if len(data) > s.max {
+				return sseEvent{}, errTooLarge
+			}
+		case "event":
+			ev.Event = string(value)
+		case "id":
+			ev.ID = string(value)
+		}
+	}
+}
+
+// appendSSE appends one event carrying data to b. Data containing newlines
+// is split over several data lines, which the reader joins back unchanged.
+func appendSSE(b []byte, event string, data []byte) []byte {
+	if event != "" {
+		b = append(b, "event: "...)
+		b = append(b, event...)
+		b = append(b, '\n')
+	}
+	for {
+		i := bytes.IndexByte(data, '\n')
+		b = append(b, "data: "...)
+		if i < 0 {
+			b = append(b, data...)
+			b = append(b, '\n')
+			break
+		}
+		b = append(b, data[:i]...)
+		b = append(b, '\n')
+		data = data[i+1:]
+	}
+	return append(b, '\n')
+}
+
+// sseWriter writes events to an agent and flushes each one at once.
+type sseWriter struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	buf []byte
+}
+
+// startSSE sends the headers of an event stream.
+func startSSE(w http.ResponseWriter) *sseWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	s := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	_ = s.rc.Flush()
+	return s
+}
+
+// Send writes one event and flushes it.
+func (s *sseWriter) Send(event string, data []byte) error {
+	s.buf = appendSSE(s.buf[:0], event, data)
+	if _, err := s.w.Write(s.buf); err != nil {
+		return err
+	}
+	if cap(s.buf) > 1<<20 {
+		s.buf = nil // do not pin a large buffer for the stream's life
+	}
+	return s.rc.Flush()
+}
+
+// comment writes a keep-alive comment and flushes it.
+func (s *sseWriter) comment() error {
+	if _, err := s.w.Write([]byte(": keep-alive\n\n")); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}

@@ -1,0 +1,444 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// Upstream transports.
+const (
+	TransportAuto       = "auto"
+	TransportStreamable = "streamable-http"
+	TransportSSE        = "sse"
+)
+
+// HTTPUpstream is an MCP server reached over HTTP: Streamable HTTP, or the
+// legacy HTTP+SSE transport of spec 2024-11-05. In auto mode each session
+// first POSTs to URL and falls back to SSE on 404 or 405, as the spec's
+// backwards-compatibility section describes; the first answer decides for
+// the sessions that follow.
+type HTTPUpstream struct {
+	URL       string
+	Transport string      // TransportAuto ("" too), TransportStreamable or TransportSSE
+	Header    http.Header // set on every request, replacing the agent's (the upstream's credentials)
+	Client    *http.Client
+	Logger    *slog.Logger
+	MaxBytes  int // bounds one message; 0: DefaultMaxMessageBytes
+
+	mu       sync.Mutex
+	detected string
+}
+
+func (u *HTTPUpstream) client() *http.Client {
+	if u.Client != nil {
+		return u.Client
+	}
+	return http.DefaultClient
+}
+
+func (u *HTTPUpstream) logger() *slog.Logger {
+	if u.Logger != nil {
+		return u.Logger
+	}
+	return slog.Default()
+}
+
+func (u *HTTPUpstream) maxBytes() int {
+	if u.MaxBytes > 0 {
+		return u.MaxBytes
+	}
+	return DefaultMaxMessageBytes
+}
+
+func (u *HTTPUpstream) mode() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.detected != "" {
+		return u.detected
+	}
+	switch u.Transport {
+	case TransportStreamable, TransportSSE:
+		return u.Transport
+	}
+	return TransportAuto
+}
+
+func (u *HTTPUpstream) detect(t string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.detected == "" {
+		u.detected = t
+		u.logger().Info("upstream transport detected", "url", u.URL, "transport", t)
+	}
+}
+
+// newRequest builds a request carrying the agent's headers, with the
+// configured upstream headers on top.
+func (u *HTTPUpstream) newRequest(ctx context.Context, method, target string, body []byte, hdr http.Header) (*http.Request, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, r)
+	if err != nil {
+		return nil, err
+	}
+	for k, vv := range hdr {
+		req.Header[k] = append([]string(nil), vv...)
+	}
+	for k, vv := range u.Header {
+		req.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vv...)
+	}
+	return req, nil
+}
+
+// Dial opens a session with the server.
+func (u *HTTPUpstream) Dial(ctx context.Context, hdr http.Header, sink UpstreamSink) (UpstreamSession, error) {
+	switch u.mode() {
+	case TransportSSE:
+		return u.dialSSE(ctx, hdr, sink)
+	case TransportStreamable:
+		return &streamableSession{u: u, sink: sink}, nil
+	}
+	return &autoSession{u: u, sink: sink}, nil
+}
+
+// autoSession picks the transport at the first Send.
+type autoSession struct {
+	u    *HTTPUpstream
+	sink UpstreamSink
+
+	mu     sync.Mutex
+	inner  UpstreamSession
+	closed bool
+}
+
+func (s *autoSession) Send(ctx context.Context, msg []byte, hdr http.Header) (*Reply, error) {
+	s.mu.Lock()
+	if s.inner != nil {
+		inner := s.inner
+		s.mu.Unlock()
+		return inner.Send(ctx, msg, hdr)
+	}
+	defer s.mu.Unlock() // the first Send decides; others wait for it
+	if s.closed {
+		return nil, errors.New("session closed")
+	}
+	st := &streamableSession{u: s.u, sink: s.sink}
+	reply, err := st.Send(ctx, msg, hdr)
+	var se *StatusError
+	if errors.As(err, &se) && (se.Code == http.StatusNotFound || se.Code == http.StatusMethodNotAllowed) {
+		s.u.logger().Info("upstream refused a Streamable HTTP POST; trying the legacy SSE transport", "url", s.u.URL, "status", se.Code)
+		sse, derr := s.u.dialSSE(ctx, hdr, s.sink)
+		if derr != nil {
+			return nil, fmt.Errorf("%w (SSE fallback: %v)", err, derr)
+		}
+		s.u.detect(TransportSSE)
+		s.inner = sse
+		return sse.Send(ctx, msg, hdr)
+	}
+	if err == nil {
+		s.u.detect(TransportStreamable)
+		s.inner = st
+	}
+	return reply, err
+}
+
+func (s *autoSession) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.inner != nil {
+		return s.inner.Close()
+	}
+	return nil
+}
+
+// streamableSession is a session over Streamable HTTP (spec 2025-03-26 on).
+type streamableSession struct {
+	u    *HTTPUpstream
+	sink UpstreamSink
+
+	mu        sync.Mutex
+	sessionID string      // the upstream's Mcp-Session-Id
+	hdr       http.Header // the agent's latest headers, for the listening stream
+	listening bool
+	stop      context.CancelFunc
+	closed    bool
+}
+
+func (s *streamableSession) Send(ctx context.Context, msg []byte, hdr http.Header) (*Reply, error) {
+	req, err := s.u.newRequest(ctx, http.MethodPost, s.u.URL, msg, hdr)
+	if err != nil {
+		return nil, fmt.Errorf("build upstream request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	s.mu.Lock()
+	if s.sessionID != "" {
+		req.Header.Set("Mcp-Session-Id", s.sessionID)
+	}
+	s.hdr = hdr
+	s.mu.Unlock()
+	resp, err := s.u.client().Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("post to upstream: %w", err)
+	}
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+		s.mu.Lock()
+		if s.sessionID == "" {
+			s.sessionID = id
+		}
+		s.mu.Unlock()
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		return nil, statusError(resp)
+	}
+	if gjson.GetBytes(msg, "method").Str == "notifications/initialized" {
+		s.startListening()
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		return nil, nil
+	case ct == "text/event-stream":
+		return &Reply{Header: resp.Header, Stream: true, events: newSSEReader(resp.Body, s.u.maxBytes()), body: resp.Body}, nil
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, int64(s.u.maxBytes())+1))
+	if err != nil {
+		return nil, fmt.Errorf("read upstream reply: %w", err)
+	}
+	if len(b) > s.u.maxBytes() {
+		return nil, fmt.Errorf("read upstream reply: %w", errTooLarge)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, nil
+	}
+	return &Reply{Header: resp.Header, single: b}, nil
+}
+
+// startListening opens the GET stream for server-initiated messages once.
+func (s *streamableSession) startListening() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listening || s.closed {
+		return
+	}
+	s.listening = true
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	go s.listen(ctx)
+}
+
+// listen keeps a GET stream open, reconnecting with capped backoff, until
+// the session closes or the server says it offers none (405).
+func (s *streamableSession) listen(ctx context.Context) {
+	backoff := 250 * time.Millisecond
+	for ctx.Err() == nil {
+		s.mu.Lock()
+		hdr, sid := s.hdr, s.sessionID
+		s.mu.Unlock()
+		req, err := s.u.newRequest(ctx, http.MethodGet, s.u.URL, nil, hdr)
+		if err != nil {
+			return
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		resp, err := s.u.client().Do(req)
+		switch {
+		case err != nil:
+		case resp.StatusCode == http.StatusMethodNotAllowed:
+			resp.Body.Close()
+			return
+		case resp.StatusCode == http.StatusNotFound && sid != "":
+			err := statusError(resp)
+			resp.Body.Close()
+			s.gone(fmt.Errorf("upstream session ended: %w", err))
+			return
+		case resp.StatusCode/100 != 2:
+			s.u.logger().Warn("upstream listening stream refused", "status", resp.StatusCode)
+			resp.Body.Close()
+		default:
+			r := newSSEReader(resp.Body, s.u.maxBytes())
+			for {
+				ev, err := r.Next()
+				if err != nil {
+					break
+				}
+				if ev.Event == "" || ev.Event == "message" {
+					s.sink.Message(ev.Data)
+					backoff = 250 * time.Millisecond
+				}
+			}
+			resp.Body.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+func (s *streamableSession) gone(err error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if !closed && s.sink.Closed != nil {
+		s.sink.Closed(err)
+	}
+}
+
+// Close stops the listening stream and ends the upstream session with a
+// DELETE, as the spec asks of a client that leaves.
+func (s *streamableSession) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	if s.stop != nil {
+		s.stop()
+	}
+	sid, hdr := s.sessionID, s.hdr
+	s.mu.Unlock()
+	if sid == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := s.u.newRequest(ctx, http.MethodDelete, s.u.URL, nil, hdr)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := s.u.client().Do(req)
+	if err != nil {
+		return fmt.Errorf("end upstream session: %w", err)
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// sseSession is a session over the legacy HTTP+SSE transport: one GET
+// stream carries every server message, POSTs to the announced endpoint
+// carry the agent's.
+type sseSession struct {
+	u        *HTTPUpstream
+	sink     UpstreamSink
+	endpoint string
+	cancel   context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+}
+
+func (u *HTTPUpstream) dialSSE(ctx context.Context, hdr http.Header, sink UpstreamSink) (*sseSession, error) {
+	streamCtx, cancel := context.WithCancel(context.Background())
+	stopAfter := context.AfterFunc(ctx, cancel) // the opening is bounded by ctx
+	fail := func(err error) (*sseSession, error) {
+		cancel()
+		return nil, err
+	}
+	req, err := u.newRequest(streamCtx, http.MethodGet, u.URL, nil, hdr)
+	if err != nil {
+		return fail(fmt.Errorf("build upstream request: %w", err))
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := u.client().Do(req)
+	if err != nil {
+		return fail(fmt.Errorf("open upstream SSE stream: %w", err))
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return fail(statusError(resp))
+	}
+	r := newSSEReader(resp.Body, u.maxBytes())
+	ev, err := r.Next()
+	if err == nil && ev.Event != "endpoint" {
+		err = fmt.Errorf("first event is %q, want \"endpoint\"", ev.Event)
+	}
+	var ep *url.URL
+	if err == nil {
+		ep, err = resp.Request.URL.Parse(string(bytes.TrimSpace(ev.Data)))
+	}
+	if err != nil || !stopAfter() {
+		resp.Body.Close()
+		if err == nil {
+			err = ctx.Err()
+		}
+		return fail(fmt.Errorf("open upstream SSE stream: %w", err))
+	}
+	s := &sseSession{u: u, sink: sink, endpoint: ep.String(), cancel: cancel}
+	go s.read(r, resp.Body)
+	return s, nil
+}
+
+func (s *sseSession) read(r *sseReader, body io.Closer) {
+	defer body.Close()
+	var err error
+	for {
+		var ev sseEvent
+		ev, err = r.Next()
+		if err != nil {
+			break
+		}
+		if ev.Event == "" || ev.Event == "message" {
+			s.sink.Message(ev.Data)
+		}
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if !closed && s.sink.Closed != nil {
+		if err == io.EOF {
+			err = errors.New("the server closed it")
+		}
+		s.sink.Closed(fmt.Errorf("upstream SSE stream ended: %w", err))
+	}
+}
+
+func (s *sseSession) Send(ctx context.Context, msg []byte, hdr http.Header) (*Reply, error) {
+	req, err := s.u.newRequest(ctx, http.MethodPost, s.endpoint, msg, hdr)
+	if err != nil {
+		return nil, fmt.Errorf("build upstream request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.u.client().Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("post to upstream: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return nil, statusError(resp)
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	return nil, nil
+}
+
+func (s *sseSession) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	return nil
+}
