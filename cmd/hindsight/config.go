@@ -16,8 +16,9 @@ import (
 
 // globals are the options every command takes.
 type globals struct {
-	home   hindsight.Home
-	config *Config
+	home       hindsight.Home
+	config     *Config
+	configFile string // the file config was read from; "" when none
 }
 
 // Config is the YAML configuration file (see configs/hindsight.yaml). Every
@@ -95,6 +96,7 @@ func parseGlobals(args []string, stderr io.Writer) (*globals, []string, error) {
 		return nil, nil, err
 	}
 	g.config = cfg
+	g.configFile = path
 	return g, fs.Args(), nil
 }
 

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// runExperiences is `hindsight experiences list | search QUERY | forget ID |
+// restore ID | import FILE | export`.
+func runExperiences(ctx context.Context, g *globals, args []string) error {
+	if len(args) == 0 {
+		return usageErr("experiences list | search QUERY | forget ID | restore ID | import FILE | export")
+	}
+	switch args[0] {
+	case "list":
+		return experiencesList(ctx, g, args[1:])
+	case "search":
+		return experiencesSearch(ctx, g, args[1:])
+	case "forget":
+		return experiencesForget(ctx, g, args[1:], true)
+	case "restore":
+		return experiencesForget(ctx, g, args[1:], false)
+	case "import":
+		return experiencesImport(ctx, g, args[1:])
+	case "export":
+		return experiencesExport(ctx, g, args[1:])
+	}
+	return usageErr("experiences: unknown subcommand %q", args[0])
+}
+
+func experiencesList(ctx context.Context, g *globals, args []string) error {
+	fs := newFlags("experiences list", "experiences list [--json] [--namespace NS] [--server S] [--tool T] [--all] [--limit N]")
+	asJSON := fs.Bool("json", false, "print JSON")
+	var opt hindsight.ListOptions
+	fs.StringVar(&opt.Namespace, "namespace", "", "only this namespace (default: all)")
+	fs.StringVar(&opt.Server, "server", "", "only this server")
+	fs.StringVar(&opt.Tool, "tool", "", "only this tool")
+	all := fs.Bool("all", false, "include superseded and forgotten experiences")
+	fs.IntVar(&opt.Limit, "limit", 0, "at most this many (0: all)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 || opt.Limit < 0 {
+		fs.Usage()
+		return usageErr("experiences list takes no arguments")
+	}
+	opt.IncludeDeleted, opt.IncludeSuperseded = *all, *all
+	c, err := connect(ctx, g)
+	if err != nil {
+		return err
+	}
+	list, err := c.Experiences(ctx, opt)
+	if err != nil {
+		return fmt.Errorf("list experiences: %w", err)
+	}
+	if *asJSON {
+		return printJSON(stdout, list)
+	}
+	t := newTable(stdout, "ID", "NAMESPACE", "SERVER", "TOOL", "ERROR", "CONF", "EVIDENCE", "HITS", "STATE", "LESSON")
+	for _, e := range list {
+		t.row(e.ID, e.Namespace, dash(e.Server), dash(e.Tool), dash(e.ErrorCode), fmt.Sprintf("%.2f", e.Confidence),
+			strconv.Itoa(e.EvidenceCount), strconv.Itoa(e.HitCount), state(&e), clip(e.Lesson, 80))
+	}
+	return t.flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func state(e *hindsight.Experience) string {
+	switch {
+	case e.Deleted:
+		return "forgotten"
+	case e.SupersededBy != "":
+		return "superseded"
+	}
+	return "active"
+}
+
+func experiencesSearch(ctx context.Context, g *globals, args []string) error {
+	fs := newFlags("experiences search", "experiences search QUERY [--server S] [--tool T] [--error-code C] [--task-type T] [--namespace NS] [-k N] [--explain] [--json]")
+	asJSON := fs.Bool("json", false, "print JSON, best first, each with its score")
+	var q hindsight.Query
+	fs.StringVar(&q.Server, "server", "", "only experiences of this server")
+	fs.StringVar(&q.Tool, "tool", "", "only experiences of this tool")
+	fs.StringVar(&q.ErrorCode, "error-code", "", "only experiences of this error code")
+	fs.StringVar(&q.TaskType, "task-type", "", "only experiences of this task type")
+	fs.StringVar(&q.Namespace, "namespace", "", "namespace (default: the configured one)")
+	fs.IntVar(&q.K, "k", 5, "how many results")
+	fs.BoolVar(&q.Explain, "explain", false, "show how each score was made")
+	fs.BoolVar(&q.NoHit, "no-hit", false, "do not count this search as a hit")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 || q.K <= 0 {
+		fs.Usage()
+		return usageErr("experiences search needs a query")
+	}
+	q.Text = strings.Join(pos, " ")
+	c, err := connect(ctx, g)
+	if err != nil {
+		return err
+	}
+	res, err := c.Search(ctx, q)
+	if err != nil {
+		return fmt.Errorf("search experiences: %w", err)
+	}
+	if *asJSON {
+		return printJSON(stdout, res)
+	}
+	header := []string{"#", "SCORE", "ID", "SERVER", "TOOL", "ERROR", "CONF", "LESSON"}
+	if q.Explain {
+		header = append(header[:7], "BM25", "VECTOR", "RRF", "W_CONF", "W_RECENT", "W_EVID", "W_HITS", "W_COLD", "LESSON")
+	}
+	t := newTable(stdout, header...)
+	for i, e := range res {
+		row := []string{strconv.Itoa(i + 1), fmt.Sprintf("%.4f", e.Score), e.ID, dash(e.Server), dash(e.Tool), dash(e.ErrorCode), fmt.Sprintf("%.2f", e.Confidence)}
+		if x := e.Explain; q.Explain && x != nil {
+			row = append(row, rank(x.BM25Rank), rank(x.VectorRank), fmt.Sprintf("%.4f", x.RRF),
+				fmt.Sprintf("%.2f", x.Confidence), fmt.Sprintf("%.2f", x.Recency), fmt.Sprintf("%.2f", x.Evidence),
+				fmt.Sprintf("%.2f", x.Hits), fmt.Sprintf("%.2f", x.Cold))
+		} else if q.Explain {
+			row = append(row, "-", "-", "-", "-", "-", "-", "-", "-")
+		}
+		t.row(append(row, clip(e.Lesson, 80))...)
+	}
+	if len(res) == 0 {
+		fmt.Fprintln(stdout, "no matching experience")
+		return nil
+	}
+	return t.flush()
+}
+
+func rank(r int) string {
+	if r == 0 {
+		return "-"
+	}
+	return strconv.Itoa(r)
+}
+
+func experiencesForget(ctx context.Context, g *globals, args []string, forget bool) error {
+	verb := "restore"
+	if forget {
+		verb = "forget"
+	}
+	fs := newFlags("experiences "+verb, "experiences "+verb+" ID [--namespace NS] [--json]")
+	asJSON := fs.Bool("json", false, "print the experience as JSON")
+	ns := fs.String("namespace", "", "namespace of the experience (default: the configured one, then any)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageErr("experiences %s takes one experience id", verb)
+	}
+	c, err := connect(ctx, g)
+	if err != nil {
+		return err
+	}
+	var e *hindsight.Experience
+	if forget {
+		e, err = c.Forget(ctx, *ns, pos[0])
+	} else {
+		e, err = c.Restore(ctx, *ns, pos[0])
+	}
+	if err != nil {
+		return notFound(err, "experience "+pos[0])
+	}
+	if *asJSON {
+		return printJSON(stdout, e)
+	}
+	done := "restored"
+	if forget {
+		done = "forgotten (restore with `hindsight experiences restore " + e.ID + "`)"
+	}
+	fmt.Fprintf(stdout, "experience %s %s\n", e.ID, done)
+	return nil
+}
+
+func experiencesImport(ctx context.Context, g *globals, args []string) error {
+	fs := newFlags("experiences import", "experiences import FILE|- [--json]")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageErr("experiences import takes one JSONL file (- for stdin)")
+	}
+	var r io.Reader = os.Stdin
+	if pos[0] != "-" {
+		f, err := os.Open(pos[0])
+		if err != nil {
+			return fmt.Errorf("open import: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	c, err := connect(ctx, g)
+	if err != nil {
+		return err
+	}
+	res, err := c.Import(ctx, r)
+	if err != nil {
+		return fmt.Errorf("import experiences: %w", err)
+	}
+	if *asJSON {
+		if err := printJSON(stdout, res); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "imported %d, updated %d, skipped %d (not newer)\n", res.Imported, res.Updated, res.Skipped)
+		for _, e := range res.Errors {
+			fmt.Fprintln(stdout, "error:", e)
+		}
+	}
+	if len(res.Errors) > 0 {
+		return fmt.Errorf("import experiences: %d failed", len(res.Errors))
+	}
+	return nil
+}
+
+func experiencesExport(ctx context.Context, g *globals, args []string) error {
+	fs := newFlags("experiences export", "experiences export [--out FILE] [--namespace NS] [--all]")
+	out := fs.String("out", "", "write to FILE (mode 0600) instead of stdout")
+	var opt hindsight.ListOptions
+	fs.StringVar(&opt.Namespace, "namespace", "", "only this namespace (default: all)")
+	fs.StringVar(&opt.Server, "server", "", "only this server")
+	fs.StringVar(&opt.Tool, "tool", "", "only this tool")
+	all := fs.Bool("all", false, "include superseded and forgotten experiences")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		fs.Usage()
+		return usageErr("experiences export takes no arguments")
+	}
+	opt.IncludeDeleted, opt.IncludeSuperseded = *all, *all
+	c, err := connect(ctx, g)
+	if err != nil {
+		return err
+	}
+	return writeOut(*out, func(w io.Writer) error { return c.ExportExperiences(ctx, w, opt) })
+}

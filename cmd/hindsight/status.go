@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight/daemon"
+)
+
+// errDaemonDown makes `hindsight status` exit 1 when no daemon answers,
+// after it printed what it could see without one.
+var errDaemonDown = errors.New("the daemon is not running")
+
+// runStatus shows daemon health, outbox depths, the reflection queue and
+// store sizes. It does not start the daemon.
+func runStatus(ctx context.Context, g *globals, args []string) error {
+	fs := newFlags("status", "status [--json]")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("status takes no arguments")
+	}
+	c := daemon.NewClient(g.home.Socket())
+	defer c.CloseIdle()
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := c.Status(cctx)
+	if err != nil {
+		st = &daemon.Status{Running: false}
+		if pid := daemon.LockHolder(g.home); pid > 0 {
+			// A daemon holds the lock but does not answer.
+			st.Daemon = &daemon.Health{PID: pid, Home: string(g.home)}
+		}
+	}
+	st.Outboxes = daemon.ScanOutboxes(g.home.Outboxes())
+	if *asJSON {
+		if err := printJSON(stdout, st); err != nil {
+			return err
+		}
+	} else if err := printStatus(stdout, g, st, err); err != nil {
+		return err
+	}
+	if !st.Running {
+		return errDaemonDown
+	}
+	return nil
+}
+
+func printStatus(w io.Writer, g *globals, st *daemon.Status, cause error) error {
+	t := newTable(w)
+	now := time.Now()
+	if st.Running {
+		d := st.Daemon
+		t.row("daemon", "running", fmt.Sprintf("pid %d, up %s, %s", d.PID, ago(d.StartedAt, now), g.home.Socket()))
+	} else {
+		detail := g.home.Socket()
+		if cause != nil {
+			detail = cause.Error()
+		}
+		t.row("daemon", "not running", detail)
+	}
+	if tr := st.Traces; tr != nil {
+		t.row("traces", fmt.Sprintf("%d tasks", tr.Tasks), fmt.Sprintf("%d open, %d final, %d steps, %s",
+			tr.OpenTasks, tr.FinalTasks, tr.Steps, humanBytes(tr.DiskBytes)))
+	}
+	switch q := st.Reflection; {
+	case q != nil:
+		detail := fmt.Sprintf("%d running, %d done, %d failed", q.Running, q.Done, q.Failed)
+		if q.LastError != "" {
+			detail += ", last error: " + clip(q.LastError, 80)
+		}
+		t.row("reflection", fmt.Sprintf("%d pending", q.Pending), detail)
+	case st.Running:
+		waiting := 0
+		if st.Traces != nil {
+			waiting = st.Traces.Unqueued
+		}
+		t.row("reflection", "off", fmt.Sprintf("no reflection queue; %d final tasks waiting", waiting))
+	}
+	if e := st.Experiences; e != nil {
+		if e.Available {
+			t.row("experiences", fmt.Sprintf("%d active", e.Active), fmt.Sprintf("%s, %d total, %d superseded, %d deleted",
+				e.Backend, e.Total, e.Superseded, e.Deleted))
+		} else {
+			t.row("experiences", "unavailable", e.Backend+": "+e.Error)
+		}
+	}
+	names := make([]string, 0, len(st.Disk))
+	for n := range st.Disk {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t.row("disk", n, humanBytes(st.Disk[n]))
+	}
+	live, orphan := 0, 0
+	var bytes int64
+	for _, o := range st.Outboxes {
+		if o.Live {
+			live++
+		} else {
+			orphan++
+		}
+		bytes += o.Bytes
+	}
+	t.row("outboxes", strconv.Itoa(len(st.Outboxes)), fmt.Sprintf("%d live, %d left by dead sidecars, %s", live, orphan, humanBytes(bytes)))
+	for _, o := range st.Outboxes {
+		state := "live"
+		if !o.Live {
+			state = "orphan"
+		}
+		t.row("  outbox", o.Name, fmt.Sprintf("%s, %s, modified %s", state, humanBytes(o.Bytes), when(o.ModifiedAt)))
+	}
+	return t.flush()
+}

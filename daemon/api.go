@@ -1,0 +1,160 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// The daemon's HTTP API, served on its Unix socket. Bodies are JSON with the
+// hindsight types; exports are JSON Lines. Errors are {"error": "…"} with a
+// status code: 400 bad input, 404 unknown id, 409 version conflict, 503 a
+// part of the daemon that is not configured (no experience store, no
+// reflection).
+//
+//	GET  /v1/health                      Health
+//	GET  /v1/status                      Status
+//	POST /v1/steps                       StepBatch → IngestResult
+//	POST /v1/sessions/close              SessionClose → SessionCloseResult
+//	GET  /v1/tasks?final=&limit=         []hindsight.Task (no steps), newest first
+//	GET  /v1/tasks/{id}                  hindsight.Task with steps
+//	GET  /v1/export?task=ID…             steps, JSON Lines, tasks oldest first
+//	GET  /v1/experiences?namespace=&server=&tool=&deleted=1&superseded=1&limit=
+//	                                     []hindsight.Experience
+//	POST /v1/experiences/search          hindsight.Query → []hindsight.ScoredExperience
+//	GET  /v1/experiences/{id}?namespace= hindsight.Experience
+//	POST /v1/experiences/{id}/forget     hindsight.Experience (soft-deleted)
+//	POST /v1/experiences/{id}/restore    hindsight.Experience
+//	POST /v1/experiences/import          experiences, JSON Lines → ImportResult
+//	GET  /v1/experiences/export?namespace=  experiences, JSON Lines
+//	POST /v1/reflect                     ReflectRequest → ReflectProgress lines
+const apiVersion = "v1"
+
+// ReflectionQueue takes final tasks for reflection. The reflect package
+// implements it; a nil queue means the daemon does not reflect (final tasks
+// wait and are handed over once a queue is configured).
+type ReflectionQueue interface {
+	// Enqueue adds a final task. It must be idempotent: a task may be
+	// enqueued again after a late step reopened it.
+	Enqueue(ctx context.Context, taskID string) error
+	// Stats describes the queue for `hindsight status`.
+	Stats(ctx context.Context) (QueueStats, error)
+	// RunNow reflects the tasks ids, and every pending task when pending
+	// is set, before returning; progress reports each task done.
+	RunNow(ctx context.Context, ids []string, pending bool, progress func(done, total int)) error
+}
+
+// QueueStats describes the reflection queue.
+type QueueStats struct {
+	Pending   int        `json:"pending"`
+	Running   int        `json:"running"`
+	Done      int        `json:"done"`
+	Failed    int        `json:"failed"`
+	LastError string     `json:"last_error,omitempty"`
+	LastRunAt *time.Time `json:"last_run_at,omitempty"`
+}
+
+// Health is the daemon's answer to "are you there?".
+type Health struct {
+	OK        bool      `json:"ok"`
+	PID       int       `json:"pid"`
+	Version   string    `json:"version"`
+	StartedAt time.Time `json:"started_at"`
+	Home      string    `json:"home"`
+}
+
+// StoreStats describes the experience store.
+type StoreStats struct {
+	Backend    string `json:"backend"`
+	Available  bool   `json:"available"`
+	Total      int    `json:"total"`
+	Active     int    `json:"active"`
+	Deleted    int    `json:"deleted"`
+	Superseded int    `json:"superseded"`
+	Error      string `json:"error,omitempty"`
+}
+
+// Status is what `hindsight status` shows.
+type Status struct {
+	Daemon      *Health          `json:"daemon"` // nil when the daemon does not answer
+	Running     bool             `json:"running"`
+	Traces      *TraceStats      `json:"traces,omitempty"`
+	Reflection  *QueueStats      `json:"reflection"` // nil: reflection not configured
+	Experiences *StoreStats      `json:"experiences,omitempty"`
+	Disk        map[string]int64 `json:"disk,omitempty"` // bytes per directory under the daemon's data
+	Outboxes    []OutboxInfo     `json:"outboxes"`
+}
+
+// StepBatch is the body of POST /v1/steps.
+type StepBatch struct {
+	Steps []hindsight.Step `json:"steps"`
+}
+
+// SessionClose is the body of POST /v1/sessions/close. Source and LastSeq,
+// when given, make the close wait for the session's last step.
+type SessionClose struct {
+	SessionID string  `json:"session_id"`
+	Source    string  `json:"source,omitempty"`
+	LastSeq   *uint64 `json:"last_seq,omitempty"`
+}
+
+// SessionCloseResult lists the tasks the close made final.
+type SessionCloseResult struct {
+	Final []string `json:"final"`
+}
+
+// ImportResult says what an import did.
+type ImportResult struct {
+	Imported int      `json:"imported"` // new experiences
+	Updated  int      `json:"updated"`  // newer versions of known ones
+	Skipped  int      `json:"skipped"`  // known, not newer
+	Errors   []string `json:"errors,omitempty"`
+}
+
+// ReflectRequest is the body of POST /v1/reflect.
+type ReflectRequest struct {
+	TaskIDs []string `json:"task_ids,omitempty"`
+	Pending bool     `json:"pending,omitempty"`
+}
+
+// ReflectProgress is one line of the answer to POST /v1/reflect: progress
+// lines, then one with Finished set.
+type ReflectProgress struct {
+	Done     int    `json:"done"`
+	Total    int    `json:"total"`
+	Finished bool   `json:"finished,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// APIError is an error answered by the daemon.
+type APIError struct {
+	Status  int
+	Message string
+}
+
+func (e *APIError) Error() string { return fmt.Sprintf("daemon: %s (status %d)", e.Message, e.Status) }
+
+// Unwrap maps statuses to the hindsight errors they stand for.
+func (e *APIError) Unwrap() error {
+	switch e.Status {
+	case 400, 413:
+		return ErrRejected
+	case 404:
+		return hindsight.ErrNotFound
+	case 409:
+		return hindsight.ErrConflict
+	case 503:
+		return ErrUnavailable
+	}
+	return nil
+}
+
+// ErrUnavailable reports a part of the daemon that is not configured.
+var ErrUnavailable = errors.New("not available")
+
+// ErrRejected marks a batch the daemon refused as bad input (status 400):
+// delivering it again will not help.
+var ErrRejected = errors.New("rejected by the daemon")

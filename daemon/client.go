@@ -1,0 +1,314 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// Client speaks to the daemon over its Unix socket. It is safe for
+// concurrent use. Its Deliver method makes it a capture.Deliverer.
+type Client struct {
+	socket string
+	hc     *http.Client
+}
+
+// NewClient returns a client for the daemon listening on socket.
+func NewClient(socket string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+		MaxIdleConns:    4,
+		IdleConnTimeout: 30 * time.Second,
+	}
+	return &Client{socket: socket, hc: &http.Client{Transport: tr}}
+}
+
+// Socket returns the socket's path.
+func (c *Client) Socket() string { return c.socket }
+
+// CloseIdle closes idle connections to the daemon.
+func (c *Client) CloseIdle() { c.hc.CloseIdleConnections() }
+
+// do sends a request and returns the response when its status is 2xx;
+// otherwise it returns the daemon's error as an *APIError.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body io.Reader, ctype string) (*http.Response, error) {
+	u := "http://hindsight/" + apiVersion + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reach daemon at %s: %w", c.socket, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(b, &e) != nil || e.Error == "" {
+		e.Error = string(bytes.TrimSpace(b))
+	}
+	return nil, &APIError{Status: resp.StatusCode, Message: e.Error}
+}
+
+// call sends in as JSON (when not nil) and decodes the answer into out
+// (when not nil).
+func (c *Client) call(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	var body io.Reader
+	ctype := ""
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+		body, ctype = bytes.NewReader(b), "application/json"
+	}
+	resp, err := c.do(ctx, method, path, q, body, ctype)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode daemon answer: %w", err)
+	}
+	return nil
+}
+
+// Health asks whether the daemon is there.
+func (c *Client) Health(ctx context.Context) (*Health, error) {
+	var h Health
+	if err := c.call(ctx, http.MethodGet, "/health", nil, nil, &h); err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+// Status returns the daemon's status (without outboxes: see ScanOutboxes).
+func (c *Client) Status(ctx context.Context) (*Status, error) {
+	var s Status
+	if err := c.call(ctx, http.MethodGet, "/status", nil, nil, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Deliver sends a batch of steps. Delivering the same steps again is
+// harmless. An error wrapping ErrRejected means the daemon refused the
+// batch as bad input.
+func (c *Client) Deliver(ctx context.Context, steps []hindsight.Step) error {
+	_, err := c.Ingest(ctx, steps)
+	return err
+}
+
+// Ingest sends a batch of steps and says how many were new.
+func (c *Client) Ingest(ctx context.Context, steps []hindsight.Step) (IngestResult, error) {
+	var res IngestResult
+	err := c.call(ctx, http.MethodPost, "/steps", nil, StepBatch{Steps: steps}, &res)
+	return res, err
+}
+
+// CloseSession tells the daemon a session ended. With source set, lastSeq
+// is the seq of the session's last step; nil when unknown.
+func (c *Client) CloseSession(ctx context.Context, sessionID, source string, lastSeq *uint64) ([]string, error) {
+	var res SessionCloseResult
+	err := c.call(ctx, http.MethodPost, "/sessions/close", nil, SessionClose{SessionID: sessionID, Source: source, LastSeq: lastSeq}, &res)
+	return res.Final, err
+}
+
+// Tasks lists tasks, newest first, without steps.
+func (c *Client) Tasks(ctx context.Context, f TaskFilter) ([]hindsight.Task, error) {
+	q := url.Values{}
+	if f.Final != nil {
+		q.Set("final", strconv.FormatBool(*f.Final))
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var tasks []hindsight.Task
+	err := c.call(ctx, http.MethodGet, "/tasks", q, nil, &tasks)
+	return tasks, err
+}
+
+// Task returns a task with its steps.
+func (c *Client) Task(ctx context.Context, id string) (*hindsight.Task, error) {
+	var t hindsight.Task
+	if err := c.call(ctx, http.MethodGet, "/tasks/"+url.PathEscape(id), nil, nil, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Export copies the steps of the tasks ids (all when empty) to w as JSON
+// Lines, tasks oldest first.
+func (c *Client) Export(ctx context.Context, w io.Writer, ids ...string) error {
+	resp, err := c.do(ctx, http.MethodGet, "/export", url.Values{"task": ids}, nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("export steps: %w", err)
+	}
+	return nil
+}
+
+func listQuery(opt hindsight.ListOptions) url.Values {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("namespace", opt.Namespace)
+	set("server", opt.Server)
+	set("tool", opt.Tool)
+	if opt.IncludeDeleted {
+		q.Set("deleted", "true")
+	}
+	if opt.IncludeSuperseded {
+		q.Set("superseded", "true")
+	}
+	if opt.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opt.Limit))
+	}
+	return q
+}
+
+// Experiences lists experiences.
+func (c *Client) Experiences(ctx context.Context, opt hindsight.ListOptions) ([]hindsight.Experience, error) {
+	var list []hindsight.Experience
+	err := c.call(ctx, http.MethodGet, "/experiences", listQuery(opt), nil, &list)
+	return list, err
+}
+
+// Search asks which experiences matter for q, best first. It counts as a
+// hit on each unless q.NoHit.
+func (c *Client) Search(ctx context.Context, q hindsight.Query) ([]hindsight.ScoredExperience, error) {
+	var res []hindsight.ScoredExperience
+	err := c.call(ctx, http.MethodPost, "/experiences/search", nil, q, &res)
+	return res, err
+}
+
+func nsQuery(ns string) url.Values {
+	if ns == "" {
+		return nil
+	}
+	return url.Values{"namespace": {ns}}
+}
+
+// Experience returns one experience. An empty namespace looks in the
+// default one, then in all.
+func (c *Client) Experience(ctx context.Context, namespace, id string) (*hindsight.Experience, error) {
+	var e hindsight.Experience
+	if err := c.call(ctx, http.MethodGet, "/experiences/"+url.PathEscape(id), nsQuery(namespace), nil, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// Forget soft-deletes an experience and returns it.
+func (c *Client) Forget(ctx context.Context, namespace, id string) (*hindsight.Experience, error) {
+	var e hindsight.Experience
+	if err := c.call(ctx, http.MethodPost, "/experiences/"+url.PathEscape(id)+"/forget", nsQuery(namespace), nil, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// Restore undoes Forget and returns the experience.
+func (c *Client) Restore(ctx context.Context, namespace, id string) (*hindsight.Experience, error) {
+	var e hindsight.Experience
+	if err := c.call(ctx, http.MethodPost, "/experiences/"+url.PathEscape(id)+"/restore", nsQuery(namespace), nil, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// Import sends experiences as JSON Lines.
+func (c *Client) Import(ctx context.Context, r io.Reader) (ImportResult, error) {
+	var res ImportResult
+	resp, err := c.do(ctx, http.MethodPost, "/experiences/import", nil, r, "application/jsonl")
+	if err != nil {
+		return res, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		return res, fmt.Errorf("decode daemon answer: %w", err)
+	}
+	return res, nil
+}
+
+// ExportExperiences copies experiences to w as JSON Lines.
+func (c *Client) ExportExperiences(ctx context.Context, w io.Writer, opt hindsight.ListOptions) error {
+	resp, err := c.do(ctx, http.MethodGet, "/experiences/export", listQuery(opt), nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("export experiences: %w", err)
+	}
+	return nil
+}
+
+// Reflect runs reflection now on the tasks ids, and on every pending task
+// when pending is set; progress, when not nil, sees each task done.
+func (c *Client) Reflect(ctx context.Context, ids []string, pending bool, progress func(done, total int)) error {
+	b, err := json.Marshal(ReflectRequest{TaskIDs: ids, Pending: pending})
+	if err != nil {
+		return err
+	}
+	resp, err := c.do(ctx, http.MethodPost, "/reflect", nil, bytes.NewReader(b), "application/json")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var p ReflectProgress
+		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+			return fmt.Errorf("decode reflect progress: %w", err)
+		}
+		if p.Finished {
+			if p.Error != "" {
+				return fmt.Errorf("reflect: %s", p.Error)
+			}
+			return nil
+		}
+		if progress != nil {
+			progress(p.Done, p.Total)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read reflect progress: %w", err)
+	}
+	return errors.New("reflect: the daemon ended the answer early")
+}

@@ -1,0 +1,267 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+func (s *Server) store() (hindsight.ExperienceStore, error) {
+	if s.Store == nil {
+		return nil, fmt.Errorf("experiences: %w: the daemon has no experience store open (see its log)", ErrUnavailable)
+	}
+	return s.Store, nil
+}
+
+func boolParam(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, badRequest("%s: %v", name, err)
+	}
+	return b, nil
+}
+
+func listOptions(r *http.Request) (hindsight.ListOptions, error) {
+	q := r.URL.Query()
+	opt := hindsight.ListOptions{Namespace: q.Get("namespace"), Server: q.Get("server"), Tool: q.Get("tool")}
+	var err error
+	if opt.IncludeDeleted, err = boolParam(r, "deleted"); err != nil {
+		return opt, err
+	}
+	if opt.IncludeSuperseded, err = boolParam(r, "superseded"); err != nil {
+		return opt, err
+	}
+	if v := q.Get("limit"); v != "" {
+		if opt.Limit, err = strconv.Atoi(v); err != nil || opt.Limit < 0 {
+			return opt, badRequest("limit: not a count: %q", v)
+		}
+	}
+	return opt, nil
+}
+
+func (s *Server) handleExperiences(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	opt, err := listOptions(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	list, err := st.List(r.Context(), opt)
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("list experiences: %w", err))
+		return
+	}
+	if list == nil {
+		list = []hindsight.Experience{}
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var q hindsight.Query
+	if err := decodeBody(w, r, &q); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q.Namespace = s.namespace(q.Namespace)
+	res, err := st.Search(r.Context(), q)
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("search experiences: %w", err))
+		return
+	}
+	if !q.NoHit && len(res) > 0 {
+		ids := make([]string, len(res))
+		for i := range res {
+			ids[i] = res[i].ID
+		}
+		if err := st.RecordHits(r.Context(), q.Namespace, ids, time.Now()); err != nil {
+			s.Logger.Warn("record experience hits", "err", err)
+		}
+	}
+	if res == nil {
+		res = []hindsight.ScoredExperience{}
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// find returns the experience id: in the namespace asked for, else in the
+// default one, else in any.
+func (s *Server) find(ctx context.Context, st hindsight.ExperienceStore, ns, id string) (*hindsight.Experience, error) {
+	e, err := st.Get(ctx, s.namespace(ns), id)
+	if err == nil || ns != "" || !errors.Is(err, hindsight.ErrNotFound) {
+		return e, err
+	}
+	all, lerr := st.List(ctx, hindsight.ListOptions{IncludeDeleted: true, IncludeSuperseded: true})
+	if lerr != nil {
+		return nil, lerr
+	}
+	for i := range all {
+		if all[i].ID == id {
+			return st.Get(ctx, all[i].Namespace, id)
+		}
+	}
+	return nil, fmt.Errorf("experience %s: %w", id, hindsight.ErrNotFound)
+}
+
+func (s *Server) handleExperience(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	e, err := s.find(r.Context(), st, r.URL.Query().Get("namespace"), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e)
+}
+
+func (s *Server) handleForget(w http.ResponseWriter, r *http.Request)  { s.setDeleted(w, r, true) }
+func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) { s.setDeleted(w, r, false) }
+
+func (s *Server) setDeleted(w http.ResponseWriter, r *http.Request, deleted bool) {
+	st, err := s.store()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	e, err := s.find(r.Context(), st, r.URL.Query().Get("namespace"), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if e.Deleted != deleted {
+		e.Deleted = deleted
+		if err := st.Put(r.Context(), e); err != nil {
+			s.fail(w, r, fmt.Errorf("put experience: %w", err))
+			return
+		}
+		s.Logger.Info("experience changed", "id", e.ID, "namespace", e.Namespace, "deleted", deleted)
+	}
+	writeJSON(w, http.StatusOK, e)
+}
+
+// maxLine bounds one experience in an import.
+const maxLine = 4 << 20
+
+func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	body, err := readAll(w, r)
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("read import: %w", err))
+		return
+	}
+	// Parse everything first: a malformed file imports nothing.
+	var list []hindsight.Experience
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var e hindsight.Experience
+		if err := json.Unmarshal(line, &e); err != nil {
+			s.fail(w, r, badRequest("line %d: %v", n, err))
+			return
+		}
+		if e.ID == "" || e.Lesson == "" {
+			s.fail(w, r, badRequest("line %d: an experience needs an id and a lesson", n))
+			return
+		}
+		list = append(list, e)
+	}
+	if err := sc.Err(); err != nil {
+		s.fail(w, r, badRequest("read import: %v", err))
+		return
+	}
+	res := s.importAll(r.Context(), st, list)
+	writeJSON(w, http.StatusOK, res)
+}
+
+// importAll puts each experience: new ids are inserted, known ones are
+// replaced when the imported copy was updated later.
+func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, list []hindsight.Experience) ImportResult {
+	res := ImportResult{}
+	for i := range list {
+		e := &list[i]
+		if e.Namespace == "" {
+			e.Namespace = s.namespace("")
+		}
+		old, err := st.Get(ctx, e.Namespace, e.ID)
+		switch {
+		case errors.Is(err, hindsight.ErrNotFound):
+			e.Version = 0
+			if err := st.Put(ctx, e); err != nil {
+				res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", e.ID, err))
+				continue
+			}
+			res.Imported++
+		case err != nil:
+			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", e.ID, err))
+		case !e.UpdatedAt.After(old.UpdatedAt):
+			res.Skipped++
+		default:
+			e.Version = old.Version
+			if err := st.Put(ctx, e); err != nil {
+				res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", e.ID, err))
+				continue
+			}
+			res.Updated++
+		}
+	}
+	s.Logger.Info("experiences imported", "imported", res.Imported, "updated", res.Updated, "skipped", res.Skipped, "errors", len(res.Errors))
+	return res
+}
+
+func (s *Server) handleExportExperiences(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	opt, err := listOptions(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	list, err := st.List(r.Context(), opt)
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("list experiences: %w", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/jsonl")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for i := range list {
+		if err := enc.Encode(&list[i]); err != nil {
+			return
+		}
+	}
+}

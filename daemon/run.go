@@ -1,0 +1,169 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// ErrAlreadyRunning reports that another daemon holds the lock.
+var ErrAlreadyRunning = errors.New("another daemon is running")
+
+// Lock is the daemon's single-instance lock: an flock on
+// $HINDSIGHT_HOME/daemon.lock, held for the daemon's life. The kernel
+// releases it when the process dies, however it dies.
+type Lock struct{ f *os.File }
+
+// LockPath returns the lock file of home.
+func LockPath(home hindsight.Home) string { return home.Path("daemon.lock") }
+
+// AcquireLock takes the lock without waiting. It returns an error wrapping
+// ErrAlreadyRunning when another process holds it.
+func AcquireLock(home hindsight.Home) (*Lock, error) {
+	if err := home.Ensure(); err != nil {
+		return nil, fmt.Errorf("create home: %w", err)
+	}
+	f, err := os.OpenFile(LockPath(home), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			pid := LockHolder(home)
+			return nil, fmt.Errorf("lock %s: %w (pid %d)", LockPath(home), ErrAlreadyRunning, pid)
+		}
+		return nil, fmt.Errorf("lock %s: %w", LockPath(home), err)
+	}
+	// The pid is for people and tests; the flock is what counts.
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &Lock{f: f}, nil
+}
+
+// Release drops the lock.
+func (l *Lock) Release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	_ = l.f.Truncate(0)
+	err := l.f.Close() // closing the last descriptor releases the flock
+	l.f = nil
+	return err
+}
+
+// LockHolder returns the pid written in the lock file, or 0.
+func LockHolder(home hindsight.Home) int {
+	b, err := os.ReadFile(LockPath(home))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// maxSocketPath is the longest path a Unix socket address holds on Linux
+// (sun_path is 108 bytes with its NUL).
+const maxSocketPath = 107
+
+// Listen creates the daemon's Unix socket, mode 0600 from the start (the
+// umask is tightened while it is created, then the mode set again). The
+// caller must hold the lock: a socket file left by a dead daemon is
+// removed.
+func Listen(home hindsight.Home, l *Lock) (net.Listener, error) {
+	if l == nil || l.f == nil {
+		return nil, errors.New("listen: the daemon lock is not held")
+	}
+	path := home.Socket()
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("listen: socket path %s is %d bytes, longer than a Unix socket allows (%d); choose a shorter HINDSIGHT_HOME", path, len(path), maxSocketPath)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket: %w", err)
+	}
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod socket: %w", err)
+	}
+	return ln, nil
+}
+
+// StartTimeout bounds how long EnsureRunning waits for a daemon it started
+// when ctx has no deadline.
+const StartTimeout = 15 * time.Second
+
+// EnsureRunning returns a client for the daemon of home, starting one when
+// none answers: exe (the hindsight binary) is run as `exe [globalArgs…]
+// daemon`, detached in a session of its own with stdin, stdout and stderr
+// on /dev/null (it logs to its own file), inheriting the environment with
+// HINDSIGHT_HOME set to home. Concurrent callers may each start one; the
+// lock lets one survive, and every caller waits until it answers.
+func EnsureRunning(ctx context.Context, home hindsight.Home, exe string, globalArgs ...string) (*Client, error) {
+	c := NewClient(home.Socket())
+	if ping(ctx, c) == nil {
+		return c, nil
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, StartTimeout)
+		defer cancel()
+	}
+	if err := home.Ensure(); err != nil {
+		return nil, fmt.Errorf("start daemon: %w", err)
+	}
+	cmd := exec.Command(exe, append(append([]string{}, globalArgs...), "daemon")...)
+	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+string(home))
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start daemon: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }() // reap it if it loses the lock
+	delay := 20 * time.Millisecond
+	var exitErr error
+	for {
+		err := ping(ctx, c)
+		if err == nil {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			msg := "no daemon answers"
+			if exitErr != nil {
+				msg = fmt.Sprintf("the daemon it started exited (%v)", exitErr)
+			}
+			return nil, fmt.Errorf("start daemon: %s on %s; see %s: %w", msg, home.Socket(), home.Path("logs", "daemon.log"), ctx.Err())
+		case exitErr = <-exited:
+			if exitErr == nil {
+				exitErr = errors.New("exit status 0")
+			}
+			exited = nil
+		case <-time.After(delay):
+			delay = min(delay*2, 250*time.Millisecond)
+		}
+	}
+}
+
+func ping(ctx context.Context, c *Client) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := c.Health(ctx)
+	return err
+}

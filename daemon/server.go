@@ -1,0 +1,507 @@
+// Package daemon is Hindsight's per-machine daemon: the trace store that
+// segments steps into tasks, the HTTP/JSON API on a 0600 Unix socket that
+// sidecars and the command line speak to, and the client for it.
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// Server is the daemon: it serves the API and runs the loop that makes idle
+// tasks final and hands final tasks to reflection.
+type Server struct {
+	Traces    *TraceStore               // required
+	Store     hindsight.ExperienceStore // nil: experience endpoints answer 503
+	StoreName string                    // "embedded" or "weaviate", for status
+	Queue     ReflectionQueue           // nil: no reflection
+	Namespace string                    // default namespace; "" means hindsight.DefaultNamespace
+	Home      hindsight.Home
+	Version   string
+	Logger    *slog.Logger  // nil: slog.Default()
+	Tick      time.Duration // period of the finality loop; 0: a tenth of the idle gap, 1s to 30s
+
+	// Drain, when set, is run in the background at start: the daemon
+	// drains outboxes that dead sidecars left behind.
+	Drain func(ctx context.Context)
+
+	startOnce sync.Once
+	started   time.Time
+	mux       *http.ServeMux
+	kick      chan struct{}
+}
+
+func (s *Server) init() {
+	s.startOnce.Do(func() {
+		s.started = time.Now()
+		s.kick = make(chan struct{}, 1)
+		if s.Logger == nil {
+			s.Logger = slog.Default()
+		}
+		s.mux = http.NewServeMux()
+		s.routes()
+	})
+}
+
+func (s *Server) namespace(ns string) string {
+	switch {
+	case ns != "":
+		return ns
+	case s.Namespace != "":
+		return s.Namespace
+	}
+	return hindsight.DefaultNamespace
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.init()
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /v1/health", s.handleHealth)
+	m.HandleFunc("GET /v1/status", s.handleStatus)
+	m.HandleFunc("POST /v1/steps", s.handleSteps)
+	m.HandleFunc("POST /v1/sessions/close", s.handleSessionClose)
+	m.HandleFunc("GET /v1/tasks", s.handleTasks)
+	m.HandleFunc("GET /v1/tasks/{id}", s.handleTask)
+	m.HandleFunc("GET /v1/export", s.handleExport)
+	m.HandleFunc("GET /v1/experiences", s.handleExperiences)
+	m.HandleFunc("POST /v1/experiences/search", s.handleSearch)
+	m.HandleFunc("POST /v1/experiences/import", s.handleImport)
+	m.HandleFunc("GET /v1/experiences/export", s.handleExportExperiences)
+	m.HandleFunc("GET /v1/experiences/{id}", s.handleExperience)
+	m.HandleFunc("POST /v1/experiences/{id}/forget", s.handleForget)
+	m.HandleFunc("POST /v1/experiences/{id}/restore", s.handleRestore)
+	m.HandleFunc("POST /v1/reflect", s.handleReflect)
+}
+
+// Serve answers on ln and runs the finality loop until ctx is done, then
+// shuts down cleanly: in-flight requests finish, a last pass makes idle
+// tasks final and hands them to reflection.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.init()
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.loop(loopCtx) })
+	if s.Drain != nil {
+		wg.Go(func() { s.Drain(loopCtx) })
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		err = fmt.Errorf("serve: %w", err)
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if e := hs.Shutdown(shutCtx); e != nil {
+		s.Logger.Warn("shutdown left requests unfinished", "err", e)
+	}
+	stopLoop()
+	wg.Wait()
+	s.pass(shutCtx) // the final drain
+	return err
+}
+
+func (s *Server) tick() time.Duration {
+	if s.Tick > 0 {
+		return s.Tick
+	}
+	return min(max(s.Traces.IdleGap()/10, time.Second), 30*time.Second)
+}
+
+func (s *Server) loop(ctx context.Context) {
+	t := time.NewTicker(s.tick())
+	defer t.Stop()
+	s.pass(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.kick:
+		}
+		s.pass(ctx)
+	}
+}
+
+// pass makes idle tasks final and hands final tasks to reflection.
+func (s *Server) pass(ctx context.Context) {
+	final, err := s.Traces.FinalizeIdle(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.Logger.Error("finalize idle tasks", "err", err)
+		}
+		return
+	}
+	for _, id := range final {
+		s.Logger.Info("task final", "task", id)
+	}
+	s.enqueue(ctx)
+}
+
+// enqueue hands final tasks to the reflection queue; a task the queue does
+// not take stays waiting for the next pass.
+func (s *Server) enqueue(ctx context.Context) {
+	if s.Queue == nil {
+		return
+	}
+	ids, err := s.Traces.Unqueued(ctx)
+	if err != nil {
+		s.Logger.Error("list final tasks", "err", err)
+		return
+	}
+	for _, id := range ids {
+		if err := s.Queue.Enqueue(ctx, id); err != nil {
+			s.Logger.Warn("hand task to reflection; will retry", "task", id, "err", err)
+			return
+		}
+		if err := s.Traces.MarkQueued(ctx, id); err != nil {
+			s.Logger.Error("mark task queued", "task", id, "err", err)
+		}
+	}
+}
+
+// Kick asks the loop for a pass now.
+func (s *Server) Kick() {
+	s.init()
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// --- helpers ---
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// fail answers err with the status it stands for.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusInternalServerError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.Is(err, hindsight.ErrNotFound):
+		status = http.StatusNotFound
+	case errors.Is(err, hindsight.ErrConflict):
+		status = http.StatusConflict
+	case errors.Is(err, ErrUnavailable):
+		status = http.StatusServiceUnavailable
+	case errors.As(err, &mbe):
+		status = http.StatusRequestEntityTooLarge
+	case errors.Is(err, errBadRequest):
+		status = http.StatusBadRequest
+	case errors.Is(err, context.Canceled):
+		status = 499
+	}
+	if status >= 500 && status != http.StatusServiceUnavailable {
+		s.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeError(w, status, err.Error())
+}
+
+var errBadRequest = errors.New("bad request")
+
+func badRequest(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, a...))
+}
+
+// maxBody bounds request bodies: a step batch or an import file.
+const maxBody = 256 << 20
+
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return badRequest("decode body: %v", err)
+	}
+	return nil
+}
+
+// --- handlers: daemon and traces ---
+
+func (s *Server) health() Health {
+	return Health{OK: true, PID: os.Getpid(), Version: s.Version, StartedAt: s.started, Home: string(s.Home)}
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.health())
+}
+
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
+	h := s.health()
+	st := Status{Daemon: &h, Running: true, Outboxes: []OutboxInfo{}}
+	ts, err := s.Traces.Stats(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	st.Traces = &ts
+	if s.Queue != nil {
+		qs, err := s.Queue.Stats(r.Context())
+		if err != nil {
+			qs.LastError = "stats: " + err.Error()
+		}
+		st.Reflection = &qs
+	}
+	st.Experiences = s.storeStats(r.Context())
+	if s.Home != "" {
+		st.Disk = dirSizes(s.Home.DaemonData())
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Server) storeStats(ctx context.Context) *StoreStats {
+	ss := &StoreStats{Backend: s.StoreName}
+	if s.Store == nil {
+		ss.Error = "no experience store is open"
+		return ss
+	}
+	ss.Available = true
+	all, err := s.Store.List(ctx, hindsight.ListOptions{IncludeDeleted: true, IncludeSuperseded: true})
+	if err != nil {
+		ss.Error = err.Error()
+		return ss
+	}
+	for i := range all {
+		ss.Total++
+		switch {
+		case all[i].Deleted:
+			ss.Deleted++
+		case all[i].SupersededBy != "":
+			ss.Superseded++
+		default:
+			ss.Active++
+		}
+	}
+	return ss
+}
+
+// dirSizes returns the bytes held by each directory directly under dir.
+func dirSizes(dir string) map[string]int64 {
+	out := map[string]int64{}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return out
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			out[e.Name()] = DirSize(filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
+}
+
+// DirSize returns the disk space used by the regular files under dir:
+// allocated blocks, not apparent sizes (Badger preallocates sparse value
+// logs far larger than what they hold).
+func DirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			n += min(st.Blocks*512, fi.Size())
+		} else {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+func (s *Server) handleSteps(w http.ResponseWriter, r *http.Request) {
+	var b StepBatch
+	if err := decodeBody(w, r, &b); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := ValidateSteps(b.Steps); err != nil {
+		s.Logger.Warn("refused a step batch", "steps", len(b.Steps), "err", err)
+		s.fail(w, r, badRequest("%v", err))
+		return
+	}
+	res, err := s.Traces.Ingest(r.Context(), b.Steps)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if res.Duplicates > 0 {
+		s.Logger.Debug("redelivered steps skipped", "duplicates", res.Duplicates)
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) handleSessionClose(w http.ResponseWriter, r *http.Request) {
+	var c SessionClose
+	if err := decodeBody(w, r, &c); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if c.SessionID == "" {
+		s.fail(w, r, badRequest("no session_id"))
+		return
+	}
+	final, err := s.Traces.CloseSession(r.Context(), c.SessionID, c.Source, c.LastSeq)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	for _, id := range final {
+		s.Logger.Info("task final", "task", id, "closed_session", c.SessionID)
+	}
+	if len(final) > 0 {
+		s.Kick()
+	}
+	if final == nil {
+		final = []string{}
+	}
+	writeJSON(w, http.StatusOK, SessionCloseResult{Final: final})
+}
+
+func (s *Server) handleTasks(w http.ResponseWriter, r *http.Request) {
+	var f TaskFilter
+	q := r.URL.Query()
+	if v := q.Get("final"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			s.fail(w, r, badRequest("final: %v", err))
+			return
+		}
+		f.Final = &b
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			s.fail(w, r, badRequest("limit: not a count: %q", v))
+			return
+		}
+		f.Limit = n
+	}
+	tasks, err := s.Traces.Tasks(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if tasks == nil {
+		tasks = []hindsight.Task{}
+	}
+	writeJSON(w, http.StatusOK, tasks)
+}
+
+func (s *Server) handleTask(w http.ResponseWriter, r *http.Request) {
+	task, err := s.Traces.Task(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, task)
+}
+
+func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
+	ids := r.URL.Query()["task"]
+	for _, id := range ids {
+		if _, err := s.Traces.Task(r.Context(), id); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/jsonl")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	err := s.Traces.Steps(r.Context(), ids, func(st *hindsight.Step) error { return enc.Encode(st) })
+	if err != nil {
+		// The status line is gone: break the stream so the client sees
+		// a truncated export, not a complete one.
+		s.Logger.Error("export steps", "err", err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+func (s *Server) handleReflect(w http.ResponseWriter, r *http.Request) {
+	var req ReflectRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if s.Queue == nil {
+		s.fail(w, r, fmt.Errorf("reflect: %w: the daemon has no reflection queue", ErrUnavailable))
+		return
+	}
+	// Hand over tasks that went final but were not queued yet, so
+	// --pending sees them.
+	s.pass(r.Context())
+	w.Header().Set("Content-Type", "application/jsonl")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	flusher, _ := w.(http.Flusher)
+	var mu sync.Mutex
+	var last ReflectProgress
+	send := func(p ReflectProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p.Finished {
+			p.Done, p.Total = last.Done, last.Total
+		}
+		last = p
+		_ = enc.Encode(p)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	err := s.Queue.RunNow(r.Context(), req.TaskIDs, req.Pending, func(done, total int) {
+		send(ReflectProgress{Done: done, Total: total})
+	})
+	fin := ReflectProgress{Finished: true}
+	if err != nil {
+		fin.Error = err.Error()
+	}
+	send(fin)
+}
+
+// readAll is io.ReadAll bounded by maxBody.
+func readAll(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+}

@@ -1,0 +1,372 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// CloseSession records that a sidecar's session ended. When source is set,
+// lastSeq is the seq of the last step the sidecar recorded for it; the close
+// then takes effect once that step has arrived, so a task is never final
+// while its steps still sit in an outbox. It returns the tasks that became
+// final.
+func (t *TraceStore) CloseSession(ctx context.Context, sessionID, source string, lastSeq *uint64) ([]string, error) {
+	if sessionID == "" {
+		return nil, errors.New("close session: no session id")
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	c := closeRec{At: now}
+	err := t.db.Update(func(txn *badger.Txn) error {
+		if source != "" && lastSeq != nil {
+			c.Source, c.LastSeq = source, *lastSeq
+			c.Pending = true
+			item, err := txn.Get(key(pHW, []byte(source)))
+			if err == nil {
+				err = item.Value(func(v []byte) error {
+					if len(v) == 8 && bytesU64(v) >= *lastSeq {
+						c.Pending = false
+					}
+					return nil
+				})
+			}
+			if err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
+				return err
+			}
+		}
+		return setJSON(txn, key(pClosed, []byte(sessionID)), &c)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("close session: %w", err)
+	}
+	return t.finalize(ctx, now)
+}
+
+// FinalizeIdle marks final every open task that has all its sessions closed
+// or has been idle past the gap, and returns their ids. A task's idle time
+// counts from its last step, its last arrival and the store's start,
+// whichever is latest: a daemon that was down gives the sidecars a full gap
+// to deliver what they buffered.
+func (t *TraceStore) FinalizeIdle(ctx context.Context) ([]string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.finalize(ctx, t.now())
+}
+
+// finalize does FinalizeIdle; t.mu is held.
+func (t *TraceStore) finalize(ctx context.Context, now time.Time) ([]string, error) {
+	var final []string
+	err := t.db.Update(func(txn *badger.Txn) error {
+		ids, err := keysUnder(txn, pOpen)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			var rec taskRec
+			if err := getJSON(txn, key(pTask, []byte(id)), &rec); err != nil {
+				if errors.Is(err, badger.ErrKeyNotFound) {
+					_ = txn.Delete(key(pOpen, []byte(id)))
+					continue
+				}
+				return err
+			}
+			changed := false
+			for sid, closed := range rec.Sessions {
+				if !closed {
+					var c closeRec
+					if getJSON(txn, key(pClosed, []byte(sid)), &c) == nil && !c.Pending {
+						rec.Sessions[sid], changed = true, true
+					}
+				}
+			}
+			if !t.isFinal(&rec, now) {
+				if changed {
+					if err := setJSON(txn, key(pTask, []byte(id)), &rec); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			rec.Final = true
+			if err := setJSON(txn, key(pTask, []byte(id)), &rec); err != nil {
+				return err
+			}
+			if err := txn.Delete(key(pOpen, []byte(id))); err != nil {
+				return err
+			}
+			if err := txn.Set(key(pUnq, []byte(id)), nil); err != nil {
+				return err
+			}
+			final = append(final, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finalize tasks: %w", err)
+	}
+	return final, nil
+}
+
+func (t *TraceStore) isFinal(rec *taskRec, now time.Time) bool {
+	if len(rec.Sessions) > 0 {
+		all := true
+		for _, closed := range rec.Sessions {
+			all = all && closed
+		}
+		if all {
+			return true
+		}
+	}
+	last := rec.LastAt
+	for _, at := range []time.Time{rec.IngestedAt, t.started} {
+		if at.After(last) {
+			last = at
+		}
+	}
+	return now.Sub(last) > t.gap
+}
+
+// Unqueued returns final tasks not yet handed to reflection.
+func (t *TraceStore) Unqueued(ctx context.Context) ([]string, error) {
+	var ids []string
+	err := t.db.View(func(txn *badger.Txn) error {
+		var err error
+		ids, err = keysUnder(txn, pUnq)
+		return err
+	})
+	return ids, err
+}
+
+// MarkQueued records that the final task id was handed to reflection.
+func (t *TraceStore) MarkQueued(ctx context.Context, id string) error {
+	return t.update(id, func(txn *badger.Txn, rec *taskRec) error {
+		if rec.Reflection == "" {
+			rec.Reflection = "pending"
+		}
+		return txn.Delete(key(pUnq, []byte(id)))
+	})
+}
+
+// SetReflection records the reflection state of a task: "pending", "done"
+// or "failed". The reflection queue calls it.
+func (t *TraceStore) SetReflection(ctx context.Context, id, state string) error {
+	return t.update(id, func(txn *badger.Txn, rec *taskRec) error {
+		rec.Reflection = state
+		return nil
+	})
+}
+
+func (t *TraceStore) update(id string, fn func(*badger.Txn, *taskRec) error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.db.Update(func(txn *badger.Txn) error {
+		var rec taskRec
+		if err := getJSON(txn, key(pTask, []byte(id)), &rec); err != nil {
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				return fmt.Errorf("task %s: %w", id, hindsight.ErrNotFound)
+			}
+			return err
+		}
+		if err := fn(txn, &rec); err != nil {
+			return err
+		}
+		return setJSON(txn, key(pTask, []byte(id)), &rec)
+	})
+}
+
+// TaskFilter selects tasks to list.
+type TaskFilter struct {
+	Final *bool // only final (true) or open (false) tasks
+	Limit int   // 0: all
+}
+
+// Tasks lists tasks, newest first, without their steps.
+func (t *TraceStore) Tasks(ctx context.Context, f TaskFilter) ([]hindsight.Task, error) {
+	var out []hindsight.Task
+	err := t.db.View(func(txn *badger.Txn) error {
+		opt := badger.DefaultIteratorOptions
+		opt.Prefix = pTask
+		it := txn.NewIterator(opt)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var rec taskRec
+			if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &rec) }); err != nil {
+				return err
+			}
+			if f.Final != nil && rec.Final != *f.Final {
+				continue
+			}
+			out = append(out, publicTask(&rec))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].StartedAt.Equal(out[j].StartedAt) {
+			return out[i].StartedAt.After(out[j].StartedAt)
+		}
+		return out[i].ID > out[j].ID
+	})
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
+func publicTask(rec *taskRec) hindsight.Task {
+	task := rec.Task
+	if task.Servers == nil {
+		task.Servers = []string{}
+	}
+	return task
+}
+
+// Task returns a task with its steps in step order. A missing task is
+// hindsight.ErrNotFound.
+func (t *TraceStore) Task(ctx context.Context, id string) (*hindsight.Task, error) {
+	var task hindsight.Task
+	err := t.db.View(func(txn *badger.Txn) error {
+		var rec taskRec
+		if err := getJSON(txn, key(pTask, []byte(id)), &rec); err != nil {
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				return fmt.Errorf("task %s: %w", id, hindsight.ErrNotFound)
+			}
+			return err
+		}
+		task = publicTask(&rec)
+		task.Steps = make([]hindsight.Step, 0, rec.StepCount)
+		return stepsOf(txn, id, func(s *hindsight.Step) error {
+			task.Steps = append(task.Steps, *s)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read task: %w", err)
+	}
+	return &task, nil
+}
+
+// Steps calls fn for every step of the tasks ids (all tasks when ids is
+// empty), tasks oldest first, steps in step order.
+func (t *TraceStore) Steps(ctx context.Context, ids []string, fn func(*hindsight.Step) error) error {
+	if len(ids) == 0 {
+		tasks, err := t.Tasks(ctx, TaskFilter{})
+		if err != nil {
+			return err
+		}
+		for i := len(tasks) - 1; i >= 0; i-- {
+			ids = append(ids, tasks[i].ID)
+		}
+	}
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := t.db.View(func(txn *badger.Txn) error {
+			if _, err := txn.Get(key(pTask, []byte(id))); err != nil {
+				if errors.Is(err, badger.ErrKeyNotFound) {
+					return fmt.Errorf("task %s: %w", id, hindsight.ErrNotFound)
+				}
+				return err
+			}
+			return stepsOf(txn, id, fn)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func stepsOf(txn *badger.Txn, id string, fn func(*hindsight.Step) error) error {
+	opt := badger.DefaultIteratorOptions
+	opt.Prefix = key(pStep, []byte(id), nil)
+	it := txn.NewIterator(opt)
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		var s hindsight.Step
+		if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &s) }); err != nil {
+			return err
+		}
+		if err := fn(&s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TraceStats summarizes the trace store.
+type TraceStats struct {
+	Tasks      int   `json:"tasks"`
+	OpenTasks  int   `json:"open_tasks"`
+	FinalTasks int   `json:"final_tasks"`
+	Steps      int   `json:"steps"`
+	Unqueued   int   `json:"unqueued"` // final tasks waiting to be handed to reflection
+	DiskBytes  int64 `json:"disk_bytes"`
+}
+
+// Stats counts tasks and steps.
+func (t *TraceStore) Stats(ctx context.Context) (TraceStats, error) {
+	var st TraceStats
+	err := t.db.View(func(txn *badger.Txn) error {
+		opt := badger.DefaultIteratorOptions
+		opt.Prefix = pTask
+		it := txn.NewIterator(opt)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var rec taskRec
+			if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &rec) }); err != nil {
+				return err
+			}
+			st.Tasks++
+			st.Steps += rec.StepCount
+			if rec.Final {
+				st.FinalTasks++
+			} else {
+				st.OpenTasks++
+			}
+		}
+		unq, err := keysUnder(txn, pUnq)
+		st.Unqueued = len(unq)
+		return err
+	})
+	lsm, vlog := t.db.Size()
+	st.DiskBytes = lsm + vlog
+	return st, err
+}
+
+// keysUnder returns the rest of every key under prefix.
+func keysUnder(txn *badger.Txn, prefix []byte) ([]string, error) {
+	opt := badger.DefaultIteratorOptions
+	opt.PrefetchValues = false
+	opt.Prefix = prefix
+	it := txn.NewIterator(opt)
+	defer it.Close()
+	var out []string
+	for it.Rewind(); it.Valid(); it.Next() {
+		out = append(out, string(bytes.TrimPrefix(it.Item().Key(), prefix)))
+	}
+	return out, nil
+}
+
+func bytesU64(b []byte) uint64 {
+	var v uint64
+	for _, c := range b {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}

@@ -1,0 +1,497 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// DefaultIdleGap ends a task after this much quiet.
+const DefaultIdleGap = 10 * time.Minute
+
+// Key layout of the trace store. Separators are NUL bytes, which task ids,
+// sources and group names never contain (see validID).
+//
+//	seq/SOURCE\0SEQ(8)   → TASKID\0INDEX  every step ever ingested (dedupe)
+//	task/TASKID          → taskRec (JSON)
+//	step/TASKID\0IDX(4)  → hindsight.Step (JSON)
+//	grp/GROUP\0START(8)  → TASKID         tasks of a group by start time
+//	open/TASKID          → ""             tasks not final yet
+//	unq/TASKID           → ""             final tasks not yet handed to reflection
+//	closed/SESSION       → closeRec       sessions the sidecars said ended
+//	hw/SOURCE            → SEQ(8)         highest seq ingested from a source
+var (
+	pSeq    = []byte("seq/")
+	pTask   = []byte("task/")
+	pStep   = []byte("step/")
+	pGroup  = []byte("grp/")
+	pOpen   = []byte("open/")
+	pUnq    = []byte("unq/")
+	pClosed = []byte("closed/")
+	pHW     = []byte("hw/")
+)
+
+func key(prefix []byte, parts ...[]byte) []byte {
+	k := append([]byte(nil), prefix...)
+	for i, p := range parts {
+		if i > 0 {
+			k = append(k, 0)
+		}
+		k = append(k, p...)
+	}
+	return k
+}
+
+func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+func u32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
+
+// taskRec is a task as stored: the public Task without its steps, and what
+// segmentation and finality need.
+type taskRec struct {
+	hindsight.Task
+	Group      string          `json:"group"`
+	LastAt     time.Time       `json:"last_at"`     // latest step time
+	IngestedAt time.Time       `json:"ingested_at"` // wall clock of the last step's arrival
+	Sessions   map[string]bool `json:"sessions"`    // session id → closed
+}
+
+// closeRec records that a sidecar said a session ended. When the sidecar
+// named the last seq it sent, the close waits for that step to arrive.
+type closeRec struct {
+	At      time.Time `json:"at"`
+	Source  string    `json:"source,omitempty"`
+	LastSeq uint64    `json:"last_seq,omitempty"`
+	Pending bool      `json:"pending,omitempty"`
+}
+
+// TraceOptions configure a TraceStore.
+type TraceOptions struct {
+	IdleGap time.Duration         // 0: DefaultIdleGap
+	Logger  *slog.Logger          // nil: slog.Default()
+	Now     func() time.Time      // nil: time.Now (tests set a clock)
+	Badger  func(*badger.Options) // adjusts Badger's options; may be nil
+}
+
+// TraceStore keeps steps in Badger and segments them into tasks.
+//
+// Steps are keyed by Source and Seq, so a batch delivered twice is stored
+// once. Segmentation puts a step into a task by, in this order: the explicit
+// task id; the agent host process of a stdio sidecar; the session id. A new
+// task starts after an idle gap. Step indices are assigned in arrival order
+// and never change, so reflection can cite them.
+type TraceStore struct {
+	db      *badger.DB
+	logger  *slog.Logger
+	gap     time.Duration
+	now     func() time.Time
+	started time.Time
+
+	mu sync.Mutex // serializes writes: segmentation reads what it writes
+}
+
+// OpenTraceStore opens (creating) the trace store in dir.
+func OpenTraceStore(dir string, opt TraceOptions) (*TraceStore, error) {
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.IdleGap <= 0 {
+		opt.IdleGap = DefaultIdleGap
+	}
+	bo := badgerOptions(dir, opt.Logger)
+	if opt.Badger != nil {
+		opt.Badger(&bo)
+	}
+	db, err := badger.Open(bo)
+	if err != nil {
+		return nil, fmt.Errorf("open trace store: %w", err)
+	}
+	return &TraceStore{db: db, logger: opt.Logger, gap: opt.IdleGap, now: opt.Now, started: opt.Now()}, nil
+}
+
+// Close closes the store.
+func (t *TraceStore) Close() error { return t.db.Close() }
+
+// DB returns the underlying Badger database, for components of the daemon
+// that keep their own prefixed keys in it (they must not use the prefixes
+// listed in this file).
+func (t *TraceStore) DB() *badger.DB { return t.db }
+
+// IdleGap returns the idle gap that splits tasks.
+func (t *TraceStore) IdleGap() time.Duration { return t.gap }
+
+// IngestResult says what became of a batch.
+type IngestResult struct {
+	Accepted   int `json:"accepted"`
+	Duplicates int `json:"duplicates"`
+}
+
+// Deliver ingests steps; it lets the daemon drain orphaned outboxes into
+// its own store (capture.Deliverer).
+func (t *TraceStore) Deliver(ctx context.Context, steps []hindsight.Step) error {
+	_, err := t.Ingest(ctx, steps)
+	return err
+}
+
+// ValidateSteps reports the first step a store cannot accept.
+func ValidateSteps(steps []hindsight.Step) error {
+	for i := range steps {
+		s := &steps[i]
+		if s.Source == "" {
+			return fmt.Errorf("step %d: no source", i)
+		}
+		if !validID(s.Source) {
+			return fmt.Errorf("step %d: source %q is not a valid id", i, s.Source)
+		}
+	}
+	return nil
+}
+
+// validID accepts ids that fit the key layout.
+func validID(s string) bool {
+	return s != "" && len(s) <= 256 && !bytes.ContainsAny([]byte(s), "\x00/")
+}
+
+// Ingest stores steps, assigning each a task and a step index. Steps seen
+// before (same Source and Seq) are skipped. The batch is all or nothing.
+func (t *TraceStore) Ingest(ctx context.Context, steps []hindsight.Step) (IngestResult, error) {
+	var res IngestResult
+	if err := ValidateSteps(steps); err != nil {
+		return res, fmt.Errorf("validate steps: %w", err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := &ingestTxn{t: t, txn: t.db.NewTransaction(true), recs: map[string]*taskRec{}, now: t.now()}
+	defer func() { w.txn.Discard() }()
+	for i := range steps {
+		if err := ctx.Err(); err != nil {
+			return IngestResult{}, err
+		}
+		s := steps[i] // a copy: the caller's slice is not changed
+		dup, err := w.add(&s)
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			if err = w.commit(); err == nil {
+				dup, err = w.add(&s)
+			}
+		}
+		if err != nil {
+			return IngestResult{}, fmt.Errorf("ingest step %s/%d: %w", s.Source, s.Seq, err)
+		}
+		if dup {
+			res.Duplicates++
+		} else {
+			res.Accepted++
+		}
+	}
+	if err := w.commit(); err != nil {
+		return IngestResult{}, fmt.Errorf("commit steps: %w", err)
+	}
+	return res, nil
+}
+
+// ingestTxn is one write transaction of Ingest, with the task records it
+// touched cached until commit.
+type ingestTxn struct {
+	t    *TraceStore
+	txn  *badger.Txn
+	recs map[string]*taskRec
+	now  time.Time
+}
+
+func (w *ingestTxn) commit() error {
+	for id, rec := range w.recs {
+		if err := setJSON(w.txn, key(pTask, []byte(id)), rec); err != nil {
+			return err
+		}
+	}
+	if err := w.txn.Commit(); err != nil {
+		return err
+	}
+	w.txn = w.t.db.NewTransaction(true)
+	w.recs = map[string]*taskRec{}
+	return nil
+}
+
+func (w *ingestTxn) rec(id string) (*taskRec, error) {
+	if r := w.recs[id]; r != nil {
+		return r, nil
+	}
+	var r taskRec
+	if err := getJSON(w.txn, key(pTask, []byte(id)), &r); err != nil {
+		return nil, err
+	}
+	w.recs[id] = &r
+	return &r, nil
+}
+
+// add stores one step. It reports true for a step stored before.
+func (w *ingestTxn) add(s *hindsight.Step) (dup bool, err error) {
+	sk := key(pSeq, []byte(s.Source), u64(s.Seq))
+	if _, err := w.txn.Get(sk); err == nil {
+		return true, nil
+	} else if !errors.Is(err, badger.ErrKeyNotFound) {
+		return false, err
+	}
+	rec, err := w.segment(s)
+	if err != nil {
+		return false, err
+	}
+	s.TaskID, s.StepIndex = rec.ID, rec.StepCount
+	body, err := json.Marshal(s)
+	if err != nil {
+		return false, fmt.Errorf("encode step: %w", err)
+	}
+	if err := w.txn.Set(key(pStep, []byte(rec.ID), u32(uint32(s.StepIndex))), body); err != nil {
+		return false, err
+	}
+	if err := w.txn.Set(sk, []byte(rec.ID+"\x00"+strconv.Itoa(s.StepIndex))); err != nil {
+		return false, err
+	}
+	if err := w.noteSeq(s); err != nil {
+		return false, err
+	}
+	w.account(rec, s)
+	return false, nil
+}
+
+// account adds s to its task's record.
+func (w *ingestTxn) account(rec *taskRec, s *hindsight.Step) {
+	rec.StepCount++
+	if s.Failed() {
+		rec.FailureCount++
+	}
+	if s.Server != "" && !slices.Contains(rec.Servers, s.Server) {
+		rec.Servers = append(rec.Servers, s.Server)
+		sort.Strings(rec.Servers)
+	}
+	start, end := stepTimes(s, w.now)
+	if rec.StartedAt.IsZero() || start.Before(rec.StartedAt) {
+		rec.StartedAt = start
+	}
+	if end.After(rec.EndedAt) {
+		rec.EndedAt = end
+	}
+	if end.After(rec.LastAt) {
+		rec.LastAt = end
+	}
+	rec.IngestedAt = w.now
+	if s.SessionID != "" {
+		if rec.Sessions == nil {
+			rec.Sessions = map[string]bool{}
+		}
+		if _, known := rec.Sessions[s.SessionID]; !known {
+			rec.Sessions[s.SessionID] = w.sessionClosed(s.SessionID)
+		}
+	}
+	if rec.Final {
+		// A late step (an outbox drained after the task went final):
+		// the task opens again and will be final, and reflected, anew.
+		w.t.logger.Info("late step reopens a final task", "task", rec.ID, "source", s.Source, "seq", s.Seq)
+		rec.Final = false
+		rec.Reflection = ""
+		_ = w.txn.Set(key(pOpen, []byte(rec.ID)), nil)
+		_ = w.txn.Delete(key(pUnq, []byte(rec.ID)))
+	}
+}
+
+func (w *ingestTxn) sessionClosed(id string) bool {
+	var c closeRec
+	if err := getJSON(w.txn, key(pClosed, []byte(id)), &c); err != nil {
+		return false
+	}
+	return !c.Pending
+}
+
+// noteSeq raises the source's high-water mark and applies a close that
+// was waiting for this step.
+func (w *ingestTxn) noteSeq(s *hindsight.Step) error {
+	hk := key(pHW, []byte(s.Source))
+	item, err := w.txn.Get(hk)
+	switch {
+	case err == nil:
+		var old uint64
+		if err := item.Value(func(v []byte) error { old = binary.BigEndian.Uint64(v); return nil }); err != nil {
+			return err
+		}
+		if s.Seq <= old {
+			return nil
+		}
+	case !errors.Is(err, badger.ErrKeyNotFound):
+		return err
+	}
+	if err := w.txn.Set(hk, u64(s.Seq)); err != nil {
+		return err
+	}
+	if s.SessionID == "" {
+		return nil
+	}
+	ck := key(pClosed, []byte(s.SessionID))
+	var c closeRec
+	if err := getJSON(w.txn, ck, &c); err != nil || !c.Pending || c.Source != s.Source || s.Seq < c.LastSeq {
+		return nil
+	}
+	c.Pending = false
+	return setJSON(w.txn, ck, &c)
+}
+
+// stepTimes returns when a step started and ended, falling back on now for
+// a step that carries no time.
+func stepTimes(s *hindsight.Step, now time.Time) (start, end time.Time) {
+	start, end = s.StartedAt, s.EndedAt
+	if start.IsZero() {
+		start = end
+	}
+	if start.IsZero() {
+		start = now
+	}
+	if end.Before(start) {
+		end = start
+	}
+	return start, end
+}
+
+// groupOf names the segmentation group of a step: the explicit task, the
+// agent host process of a stdio sidecar, the HTTP session, or, lacking
+// all, the sidecar that sent it.
+func groupOf(s *hindsight.Step) (group string, explicit bool) {
+	switch {
+	case s.ExplicitTask != "" && validID(s.ExplicitTask):
+		return "explicit:" + s.ExplicitTask, true
+	case s.HostPID > 0 && (s.Transport == "" || s.Transport == "stdio"):
+		return "host:" + strconv.Itoa(s.HostPID), false
+	case s.SessionID != "":
+		return "session:" + s.SessionID, false
+	}
+	return "source:" + s.Source, false
+}
+
+// segment finds or creates the task of s and returns its record.
+func (w *ingestTxn) segment(s *hindsight.Step) (*taskRec, error) {
+	group, explicit := groupOf(s)
+	if s.ExplicitTask != "" && !explicit {
+		w.t.logger.Warn("ignoring an invalid explicit task id", "task", s.ExplicitTask, "source", s.Source)
+	}
+	start, _ := stepTimes(s, w.now)
+	if explicit {
+		rec, err := w.rec(s.ExplicitTask)
+		if err == nil {
+			return rec, nil
+		}
+		if !errors.Is(err, badger.ErrKeyNotFound) {
+			return nil, err
+		}
+		return w.create(s.ExplicitTask, group, start)
+	}
+	prev, next, err := w.neighbours(group, start)
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil && !start.After(prev.LastAt.Add(w.t.gap)) {
+		return prev, nil
+	}
+	if next != nil && !next.StartedAt.After(start.Add(w.t.gap)) {
+		// An earlier step of a task already seen (out-of-order delivery
+		// from another sidecar of the same host): move its start back.
+		if err := w.txn.Delete(groupKey(group, next.StartedAt)); err != nil {
+			return nil, err
+		}
+		if err := w.txn.Set(groupKey(group, start), []byte(next.ID)); err != nil {
+			return nil, err
+		}
+		return next, nil
+	}
+	return w.create(newTaskID(start), group, start)
+}
+
+func groupKey(group string, start time.Time) []byte {
+	return key(pGroup, []byte(group), u64(uint64(start.UnixNano())))
+}
+
+// neighbours returns the task of group that started last at or before t,
+// and the one that started first after it.
+func (w *ingestTxn) neighbours(group string, t time.Time) (prev, next *taskRec, err error) {
+	prefix := key(pGroup, []byte(group), nil)
+	at := groupKey(group, t)
+	find := func(reverse bool) (*taskRec, error) {
+		opt := badger.DefaultIteratorOptions
+		opt.PrefetchValues = false
+		opt.Reverse = reverse
+		opt.Prefix = prefix
+		it := w.txn.NewIterator(opt)
+		defer it.Close()
+		seek := at
+		if reverse {
+			seek = append(append([]byte(nil), at...), 0xff)
+		} else {
+			seek = key(pGroup, []byte(group), u64(uint64(t.UnixNano())+1))
+		}
+		it.Seek(seek)
+		if !it.ValidForPrefix(prefix) {
+			return nil, nil
+		}
+		id, err := it.Item().ValueCopy(nil)
+		if err != nil {
+			return nil, err
+		}
+		return w.rec(string(id))
+	}
+	if prev, err = find(true); err != nil {
+		return nil, nil, err
+	}
+	if next, err = find(false); err != nil {
+		return nil, nil, err
+	}
+	return prev, next, nil
+}
+
+func (w *ingestTxn) create(id, group string, start time.Time) (*taskRec, error) {
+	rec := &taskRec{Task: hindsight.Task{ID: id, StartedAt: start, Servers: []string{}}, Group: group}
+	w.recs[id] = rec
+	if err := w.txn.Set(groupKey(group, start), []byte(id)); err != nil {
+		return nil, err
+	}
+	if err := w.txn.Set(key(pOpen, []byte(id)), nil); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// newTaskID makes a task id that sorts by start time and reads as one:
+// t-20261130-151627-3f9a1c.
+func newTaskID(start time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return "t-" + start.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+func getJSON(txn *badger.Txn, k []byte, v any) error {
+	item, err := txn.Get(k)
+	if err != nil {
+		return err
+	}
+	return item.Value(func(b []byte) error { return json.Unmarshal(b, v) })
+}
+
+func setJSON(txn *badger.Txn, k []byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return txn.Set(k, b)
+}
