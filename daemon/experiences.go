@@ -85,12 +85,16 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.Namespace = s.namespace(q.Namespace)
+	// The daemon records the hits itself, once, whatever the backend does
+	// on its own.
+	noHit := q.NoHit
+	q.NoHit = true
 	res, err := st.Search(r.Context(), q)
 	if err != nil {
 		s.fail(w, r, fmt.Errorf("search experiences: %w", err))
 		return
 	}
-	if !q.NoHit && len(res) > 0 {
+	if !noHit && len(res) > 0 {
 		ids := make([]string, len(res))
 		for i := range res {
 			ids[i] = res[i].ID

@@ -1,0 +1,433 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
+// clock is a settable time source.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func openTestStore(t *testing.T, dir string, clk *clock) *TraceStore {
+	t.Helper()
+	st, err := OpenTraceStore(dir, TraceOptions{IdleGap: 10 * time.Minute, Logger: quiet, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// step makes a tools/call step at t0+at.
+func step(source string, seq uint64, at time.Duration) hindsight.Step {
+	return hindsight.Step{
+		Source: source, Seq: seq, Server: "fs", Method: "tools/call", Tool: "read_file",
+		StartedAt: t0.Add(at), EndedAt: t0.Add(at + 100*time.Millisecond), LatencyMS: 100,
+		CausalTag: hindsight.TagSuccess, Direction: hindsight.ClientToServer,
+	}
+}
+
+func stdio(s hindsight.Step, session string, pid int) hindsight.Step {
+	s.SessionID, s.HostPID, s.Transport = session, pid, "stdio"
+	return s
+}
+
+func httpStep(s hindsight.Step, session string) hindsight.Step {
+	s.SessionID, s.Transport = session, "streamable-http"
+	return s
+}
+
+func explicit(s hindsight.Step, task string) hindsight.Step {
+	s.ExplicitTask = task
+	return s
+}
+
+func ingest(t *testing.T, st *TraceStore, steps ...hindsight.Step) IngestResult {
+	t.Helper()
+	res, err := st.Ingest(context.Background(), steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// placement maps each ingested step (by source/seq) to its task and index.
+func placement(t *testing.T, st *TraceStore) map[string][2]any {
+	t.Helper()
+	out := map[string][2]any{}
+	err := st.Steps(context.Background(), nil, func(s *hindsight.Step) error {
+		out[fmt.Sprintf("%s/%d", s.Source, s.Seq)] = [2]any{s.TaskID, s.StepIndex}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestIngestIsIdempotent(t *testing.T) {
+	clk := &clock{now: t0}
+	st := openTestStore(t, t.TempDir(), clk)
+	defer st.Close()
+	batch := []hindsight.Step{
+		stdio(step("a", 1, 0), "s1", 100),
+		stdio(step("a", 2, time.Second), "s1", 100),
+		stdio(step("a", 3, 2*time.Second), "s1", 100),
+	}
+	if res := ingest(t, st, batch...); res.Accepted != 3 || res.Duplicates != 0 {
+		t.Fatalf("first delivery: %+v", res)
+	}
+	// The same batch again (the outbox did not see the answer), then a
+	// batch overlapping it, then one with a step twice.
+	if res := ingest(t, st, batch...); res.Accepted != 0 || res.Duplicates != 3 {
+		t.Fatalf("redelivery: %+v", res)
+	}
+	four := stdio(step("a", 4, 3*time.Second), "s1", 100)
+	if res := ingest(t, st, batch[2], four); res.Accepted != 1 || res.Duplicates != 1 {
+		t.Fatalf("overlap: %+v", res)
+	}
+	five := stdio(step("a", 5, 4*time.Second), "s1", 100)
+	if res := ingest(t, st, five, five); res.Accepted != 1 || res.Duplicates != 1 {
+		t.Fatalf("twice in a batch: %+v", res)
+	}
+	tasks, err := st.Tasks(context.Background(), TaskFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != 1 || tasks[0].StepCount != 5 {
+		t.Fatalf("tasks = %+v, want one with 5 steps", tasks)
+	}
+	task, err := st.Task(context.Background(), tasks[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range task.Steps {
+		if s.StepIndex != i || s.Seq != uint64(i+1) || s.TaskID != task.ID {
+			t.Errorf("step %d: index %d seq %d task %s", i, s.StepIndex, s.Seq, s.TaskID)
+		}
+	}
+	// The caller's slice is not changed.
+	if batch[0].TaskID != "" {
+		t.Errorf("Ingest changed its input: %+v", batch[0])
+	}
+}
+
+func TestIngestRejectsBadInput(t *testing.T) {
+	st := openTestStore(t, t.TempDir(), &clock{now: t0})
+	defer st.Close()
+	for _, bad := range [][]hindsight.Step{
+		{step("", 1, 0)},
+		{step("a/b", 1, 0)},
+		{step("a", 1, 0), step("x\x00y", 2, 0)},
+	} {
+		if _, err := st.Ingest(context.Background(), bad); err == nil {
+			t.Errorf("Ingest(%q) accepted a bad batch", bad[len(bad)-1].Source)
+		}
+	}
+	// Nothing of a refused batch was stored.
+	if n := len(placement(t, st)); n != 0 {
+		t.Fatalf("%d steps stored from refused batches", n)
+	}
+}
+
+func TestSegmentation(t *testing.T) {
+	min := time.Minute
+	cases := []struct {
+		name string
+		// batches are delivered in order; want names the task of each
+		// step by a letter (same letter, same task) and its index.
+		batches [][]hindsight.Step
+		want    map[string]string // "source/seq" → "A0", "A1", "B0"…
+	}{
+		{
+			name: "one stdio host across servers is one task",
+			batches: [][]hindsight.Step{
+				{stdio(step("fs", 1, 0), "s1", 100), stdio(step("fs", 2, min), "s1", 100)},
+				{stdio(step("git", 1, 30*time.Second), "s2", 100)},
+			},
+			want: map[string]string{"fs/1": "A0", "fs/2": "A1", "git/1": "A2"},
+		},
+		{
+			name: "different hosts are different tasks",
+			batches: [][]hindsight.Step{
+				{stdio(step("fs", 1, 0), "s1", 100), stdio(step("fs2", 1, time.Second), "s2", 200)},
+			},
+			want: map[string]string{"fs/1": "A0", "fs2/1": "B0"},
+		},
+		{
+			name: "an idle gap splits a task",
+			batches: [][]hindsight.Step{
+				{stdio(step("fs", 1, 0), "s1", 100), stdio(step("fs", 2, 9*min), "s1", 100),
+					stdio(step("fs", 3, 20*min), "s1", 100), stdio(step("fs", 4, 21*min), "s1", 100)},
+			},
+			want: map[string]string{"fs/1": "A0", "fs/2": "A1", "fs/3": "B0", "fs/4": "B1"},
+		},
+		{
+			name: "HTTP sessions are tasks of their own",
+			batches: [][]hindsight.Step{
+				{httpStep(step("web", 1, 0), "h1"), httpStep(step("web", 2, time.Second), "h2"), httpStep(step("web", 3, 2*time.Second), "h1")},
+			},
+			want: map[string]string{"web/1": "A0", "web/2": "B0", "web/3": "A1"},
+		},
+		{
+			name: "the host pid of an HTTP step does not group it",
+			batches: [][]hindsight.Step{
+				{stdio(step("fs", 1, 0), "s1", 100), func() hindsight.Step {
+					s := httpStep(step("web", 1, time.Second), "h1")
+					s.HostPID = 100
+					return s
+				}()},
+			},
+			want: map[string]string{"fs/1": "A0", "web/1": "B0"},
+		},
+		{
+			name: "an explicit task wins over host, session and gap",
+			batches: [][]hindsight.Step{
+				{explicit(stdio(step("fs", 1, 0), "s1", 100), "job-7"), stdio(step("fs", 2, time.Second), "s1", 100),
+					explicit(httpStep(step("web", 1, 2*time.Second), "h1"), "job-7"),
+					explicit(stdio(step("fs", 3, 60*min), "s1", 100), "job-7")},
+			},
+			want: map[string]string{"fs/1": "job-70", "web/1": "job-71", "fs/3": "job-72", "fs/2": "A0"},
+		},
+		{
+			name: "a late step from another sidecar joins the task it belongs to",
+			batches: [][]hindsight.Step{
+				{stdio(step("fs", 1, 10*min), "s1", 100), stdio(step("fs", 2, 11*min), "s1", 100)},
+				{stdio(step("git", 1, 5*min), "s2", 100)},  // before the task's start, within the gap
+				{stdio(step("old", 1, -60*min), "s3", 100)}, // far before: a task of its own
+			},
+			want: map[string]string{"fs/1": "A0", "fs/2": "A1", "git/1": "A2", "old/1": "B0"},
+		},
+		{
+			name: "steps without session or host are grouped by their sidecar",
+			batches: [][]hindsight.Step{
+				{step("x", 1, 0), step("x", 2, time.Second), step("y", 1, time.Second)},
+			},
+			want: map[string]string{"x/1": "A0", "x/2": "A1", "y/1": "B0"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := openTestStore(t, t.TempDir(), &clock{now: t0})
+			defer st.Close()
+			for _, b := range tc.batches {
+				ingest(t, st, b...)
+			}
+			got := placement(t, st)
+			if len(got) != len(tc.want) {
+				t.Fatalf("placed %d steps, want %d: %v", len(got), len(tc.want), got)
+			}
+			letters := map[string]string{} // want letter → task id
+			ids := map[string]string{}     // task id → want letter
+			for k, w := range tc.want {
+				p, ok := got[k]
+				if !ok {
+					t.Fatalf("step %s not stored", k)
+				}
+				letter, idx := w[:len(w)-1], w[len(w)-1:]
+				id := p[0].(string)
+				if len(letter) > 1 && id != letter { // an explicit id is the task id
+					t.Errorf("step %s in task %s, want %s", k, id, letter)
+				}
+				if prev, ok := letters[letter]; ok && prev != id {
+					t.Errorf("step %s in task %s, want the task of the other %s steps (%s)", k, id, letter, prev)
+				}
+				if prev, ok := ids[id]; ok && prev != letter {
+					t.Errorf("step %s shares task %s with %s steps, want a task of its own", k, id, prev)
+				}
+				letters[letter], ids[id] = id, letter
+				if fmt.Sprint(p[1]) != idx {
+					t.Errorf("step %s has index %v, want %s", k, p[1], idx)
+				}
+			}
+		})
+	}
+}
+
+func TestFinality(t *testing.T) {
+	ctx := context.Background()
+	final := func(t *testing.T, st *TraceStore, id string) bool {
+		t.Helper()
+		task, err := st.Task(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task.Final
+	}
+	taskOf := func(t *testing.T, st *TraceStore, key string) string {
+		t.Helper()
+		return placement(t, st)[key][0].(string)
+	}
+
+	t.Run("all sessions closed", func(t *testing.T) {
+		clk := &clock{now: t0}
+		st := openTestStore(t, t.TempDir(), clk)
+		defer st.Close()
+		ingest(t, st, stdio(step("fs", 1, 0), "s1", 100), stdio(step("git", 1, 0), "s2", 100))
+		id := taskOf(t, st, "fs/1")
+		if got, _ := st.CloseSession(ctx, "s1", "", nil); len(got) != 0 || final(t, st, id) {
+			t.Fatalf("final with session s2 still open (%v)", got)
+		}
+		got, err := st.CloseSession(ctx, "s2", "", nil)
+		if err != nil || len(got) != 1 || got[0] != id || !final(t, st, id) {
+			t.Fatalf("CloseSession(s2) = %v, %v; want %s final", got, err, id)
+		}
+		if unq, _ := st.Unqueued(ctx); len(unq) != 1 || unq[0] != id {
+			t.Fatalf("Unqueued = %v", unq)
+		}
+		if err := st.MarkQueued(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if unq, _ := st.Unqueued(ctx); len(unq) != 0 {
+			t.Fatalf("Unqueued after MarkQueued = %v", unq)
+		}
+		if task, _ := st.Task(ctx, id); task.Reflection != "pending" {
+			t.Fatalf("reflection = %q, want pending", task.Reflection)
+		}
+	})
+
+	t.Run("idle past the gap", func(t *testing.T) {
+		clk := &clock{now: t0}
+		st := openTestStore(t, t.TempDir(), clk)
+		defer st.Close()
+		ingest(t, st, stdio(step("fs", 1, 0), "s1", 100))
+		id := taskOf(t, st, "fs/1")
+		clk.Set(t0.Add(9 * time.Minute))
+		if got, _ := st.FinalizeIdle(ctx); len(got) != 0 {
+			t.Fatalf("final after 9 minutes: %v", got)
+		}
+		clk.Set(t0.Add(11 * time.Minute))
+		if got, _ := st.FinalizeIdle(ctx); len(got) != 1 || !final(t, st, id) {
+			t.Fatalf("not final after 11 minutes: %v", got)
+		}
+	})
+
+	t.Run("late delivery counts as activity", func(t *testing.T) {
+		// Steps buffered for an hour in an outbox arrive now: the task is
+		// not final until the gap has passed since they arrived.
+		clk := &clock{now: t0.Add(time.Hour)}
+		st := openTestStore(t, t.TempDir(), clk)
+		defer st.Close()
+		ingest(t, st, stdio(step("fs", 1, 0), "s1", 100))
+		if got, _ := st.FinalizeIdle(ctx); len(got) != 0 {
+			t.Fatalf("final right after a late delivery: %v", got)
+		}
+		clk.Set(t0.Add(time.Hour + 11*time.Minute))
+		if got, _ := st.FinalizeIdle(ctx); len(got) != 1 {
+			t.Fatalf("not final a gap after delivery: %v", got)
+		}
+	})
+
+	t.Run("a close waits for the session's last step", func(t *testing.T) {
+		clk := &clock{now: t0}
+		st := openTestStore(t, t.TempDir(), clk)
+		defer st.Close()
+		ingest(t, st, stdio(step("fs", 1, 0), "s1", 100))
+		id := taskOf(t, st, "fs/1")
+		last := uint64(3)
+		if got, _ := st.CloseSession(ctx, "s1", "fs", &last); len(got) != 0 {
+			t.Fatalf("final before step 3 arrived: %v", got)
+		}
+		ingest(t, st, stdio(step("fs", 2, time.Second), "s1", 100))
+		if got, _ := st.FinalizeIdle(ctx); len(got) != 0 {
+			t.Fatalf("final before step 3 arrived: %v", got)
+		}
+		ingest(t, st, stdio(step("fs", 3, 2*time.Second), "s1", 100))
+		if got, _ := st.FinalizeIdle(ctx); len(got) != 1 || !final(t, st, id) {
+			t.Fatalf("not final after the last step: %v", got)
+		}
+	})
+
+	t.Run("a late step reopens a final task", func(t *testing.T) {
+		clk := &clock{now: t0}
+		st := openTestStore(t, t.TempDir(), clk)
+		defer st.Close()
+		ingest(t, st, stdio(step("fs", 1, 0), "s1", 100), stdio(step("git", 1, 0), "s2", 100))
+		id := taskOf(t, st, "fs/1")
+		st.CloseSession(ctx, "s1", "", nil)
+		st.CloseSession(ctx, "s2", "", nil)
+		if !final(t, st, id) {
+			t.Fatal("not final")
+		}
+		st.MarkQueued(ctx, id)
+		// A third sidecar of the same host, within the gap.
+		ingest(t, st, stdio(step("mem", 1, time.Minute), "s3", 100))
+		if taskOf(t, st, "mem/1") != id || final(t, st, id) {
+			t.Fatal("late step did not reopen the task")
+		}
+		if got, _ := st.CloseSession(ctx, "s3", "", nil); len(got) != 1 {
+			t.Fatalf("not final again: %v", got)
+		}
+		if unq, _ := st.Unqueued(ctx); len(unq) != 1 {
+			t.Fatalf("reopened task not handed to reflection again: %v", unq)
+		}
+	})
+}
+
+func TestTraceStoreSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clk := &clock{now: t0}
+	st := openTestStore(t, dir, clk)
+	ingest(t, st, stdio(step("fs", 1, 0), "s1", 100), stdio(step("fs", 2, time.Second), "s1", 100),
+		httpStep(step("web", 1, 0), "h1"))
+	before := placement(t, st)
+	st.CloseSession(ctx, "h1", "", nil)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st = openTestStore(t, dir, clk)
+	defer st.Close()
+	after := placement(t, st)
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Fatalf("steps changed across restart:\n%v\n%v", before, after)
+	}
+	// Dedupe, segmentation and indices carry on where they were.
+	res := ingest(t, st, stdio(step("fs", 2, time.Second), "s1", 100), stdio(step("fs", 3, 2*time.Second), "s1", 100))
+	if res.Accepted != 1 || res.Duplicates != 1 {
+		t.Fatalf("after restart: %+v", res)
+	}
+	p := placement(t, st)
+	if p["fs/3"][0] != p["fs/1"][0] || p["fs/3"][1] != 2 {
+		t.Fatalf("fs/3 placed at %v, want index 2 of %v", p["fs/3"], p["fs/1"][0])
+	}
+	tasks, _ := st.Tasks(ctx, TaskFilter{})
+	finals := 0
+	for _, task := range tasks {
+		if task.Final {
+			finals++
+		}
+	}
+	if len(tasks) != 2 || finals != 1 {
+		t.Fatalf("tasks after restart: %+v", tasks)
+	}
+}
+
+func TestTaskNotFound(t *testing.T) {
+	st := openTestStore(t, t.TempDir(), &clock{now: t0})
+	defer st.Close()
+	if _, err := st.Task(context.Background(), "nope"); !errors.Is(err, hindsight.ErrNotFound) {
+		t.Fatalf("Task(nope) = %v, want ErrNotFound", err)
+	}
+	if err := st.SetReflection(context.Background(), "nope", "done"); !errors.Is(err, hindsight.ErrNotFound) {
+		t.Fatalf("SetReflection(nope) = %v, want ErrNotFound", err)
+	}
+}
