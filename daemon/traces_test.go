@@ -21,7 +21,7 @@ type clock struct {
 	now time.Time
 }
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *clock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -210,7 +210,7 @@ func TestSegmentation(t *testing.T) {
 			name: "a late step from another sidecar joins the task it belongs to",
 			batches: [][]hindsight.Step{
 				{stdio(step("fs", 1, 10*min), "s1", 100), stdio(step("fs", 2, 11*min), "s1", 100)},
-				{stdio(step("git", 1, 5*min), "s2", 100)},  // before the task's start, within the gap
+				{stdio(step("git", 1, 5*min), "s2", 100)},   // before the task's start, within the gap
 				{stdio(step("old", 1, -60*min), "s3", 100)}, // far before: a task of its own
 			},
 			want: map[string]string{"fs/1": "A0", "fs/2": "A1", "git/1": "A2", "old/1": "B0"},
