@@ -39,6 +39,10 @@ const (
 	DefaultLessonsTTL            = 30 * time.Second
 )
 
+// retryFailed is how soon a failed lessons search is tried again (the
+// daemon may have been starting).
+const retryFailed = 500 * time.Millisecond
+
 // QueryToolName is the name of the tool the Injector adds, unless the server
 // already has a tool of that name (then a suffix is added: query_hindsight_2…).
 const QueryToolName = "query_hindsight"
@@ -268,7 +272,7 @@ func (in *Injector) lessonsFor(ctx context.Context, server string) ([]hindsight.
 		f = &lessonsFetch{done: make(chan struct{})}
 		in.lessons[server] = f
 		go in.fetchLessons(server, f, nil)
-	case isDone(f.done) && time.Since(f.at) > ttl && !f.refresh:
+	case isDone(f.done) && !f.refresh && (time.Since(f.at) > ttl || (f.err != nil && time.Since(f.at) > retryFailed)):
 		// Stale: refresh in the background and wait for it like a first
 		// fetch, falling back to what we had.
 		f.refresh = true

@@ -35,6 +35,8 @@ var commands = map[string]command{
 	"experiences": {"experiences list | search QUERY | forget ID | restore ID | import FILE | export", runExperiences},
 	"reflect":     {"run reflection now: reflect [--pending] [--task ID]", runReflect},
 	"version":     {"print the version", runVersion},
+
+	"example-server": {"the demo's example MCP server on stdio (used by demo)", runExampleServer},
 }
 
 // errUsage marks an error caused by a bad command line (exit status 2).

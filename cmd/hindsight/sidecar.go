@@ -53,6 +53,10 @@ func newSidecar(ctx context.Context, g *globals, name, transport string, logger 
 	// The exchange hook notes every session that carried traffic, so the
 	// daemon hears when each ends. Capture's recorder chains after it.
 	s.Hooks.Exchange = s.noteSession
+
+	// Injection goes last: its Exchange hook records what it injected
+	// before the hooks set above (capture's recorder) see the exchange.
+	installInjector(g, name, s.client, s.Hooks, logger)
 	return s, nil
 }
 

@@ -1,14 +1,9 @@
 package main
 
-import (
-	"context"
-	"errors"
-)
+import "errors"
 
 // Commands not built yet. Each moves to a file of its own (wrap.go,
 // serve.go, daemon.go, traces.go, experiences.go, reflect.go, demo.go) and
 // leaves this file.
 
 var errNotBuilt = errors.New("not built yet")
-
-func runDemo(ctx context.Context, g *globals, args []string) error { return errNotBuilt }

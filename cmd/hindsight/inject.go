@@ -1,0 +1,34 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/hindsight-proxy/hindsight/inject"
+	"github.com/hindsight-proxy/hindsight/proxy"
+)
+
+// installInjector adds Hindsight's injection to h for the server called
+// name, configured by the inject section of the configuration, with src
+// (the daemon's client) as its source of experiences. It wraps h.Exchange
+// to record what it injected, so call it after capture set its hook. It
+// starts fetching the server's top lessons at once, so the first
+// initialize does not wait for the daemon.
+func installInjector(g *globals, name string, src inject.Searcher, h *proxy.Hooks, logger *slog.Logger) *inject.Injector {
+	c := g.config.Inject
+	off := func(b *bool) bool { return b != nil && !*b }
+	inj := &inject.Injector{
+		Source:         src,
+		Server:         name,
+		Namespace:      g.config.Store.Namespace,
+		NoInstructions: off(c.Instructions),
+		NoErrorResults: off(c.ErrorResults),
+		NoQueryTool:    off(c.QueryTool),
+		SessionBudget:  c.SessionBudget,
+		MaxExperiences: c.MaxExperiences,
+		Logger:         logger,
+	}
+	inj.Install(h)
+	go inj.Prefetch(context.Background())
+	return inj
+}
