@@ -54,7 +54,12 @@ func Args(test string) []string {
 // built with -race sleeps a second at exit by default; the fake server
 // must exit as promptly as a real one, so GORACE turns that off.
 func Env(mode, record, pids string) []string {
-	return append(os.Environ(), EnvMode+"="+mode, EnvRecord+"="+record, EnvPIDs+"="+pids, "GORACE=atexit_sleep_ms=0")
+	return append(os.Environ(), Vars(mode, record, pids)...)
+}
+
+// Vars returns the variables Env adds to the environment.
+func Vars(mode, record, pids string) []string {
+	return []string{EnvMode + "=" + mode, EnvRecord + "=" + record, EnvPIDs + "=" + pids, "GORACE=atexit_sleep_ms=0"}
 }
 
 // Main runs the fake server and exits when EnvMode is set; otherwise it
