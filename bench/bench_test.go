@@ -63,7 +63,13 @@ func variants(t testing.TB, names ...string) []Variant {
 			v.Argv = append([]string{self, "relay"}, echo...)
 		case Sidecar, SidecarNoCapture:
 			v.Argv = append([]string{testbin.Hindsight(t), "wrap", "--name", "echo", "--"}, echo...)
-			v.Env = []string{"HINDSIGHT_HOME=" + t.TempDir()}
+			home := t.TempDir()
+			v.Env = []string{"HINDSIGHT_HOME=" + home}
+			t.Cleanup(func() {
+				if err := StopDaemons(home, 5*time.Second); err != nil {
+					t.Error(err)
+				}
+			})
 			if n == SidecarNoCapture {
 				v.Env = append(v.Env, "HINDSIGHT_CAPTURE=off")
 			}

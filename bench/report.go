@@ -190,19 +190,39 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		"echo payload %d B; %d CPUs, %s %s/%s; took %v.\n\n",
 		o.Rounds, per, o.Payload, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		r.Took.Round(time.Second))
+	// Beside the highest concurrency's throughput, each variant's share
+	// of the relay's, paired by round.
+	vsRelay := r.Samples[ByteRelay] != nil
 	fmt.Fprint(w, "| path |")
-	for _, c := range concs {
-		fmt.Fprintf(w, " calls/s (%d in flight) | p50 | p99 |", c)
+	for i, c := range concs {
+		fmt.Fprintf(w, " calls/s (%d in flight) |", c)
+		if i == 0 && vsRelay {
+			fmt.Fprint(w, " vs relay |")
+		}
+		fmt.Fprint(w, " p50 | p99 |")
 	}
 	fmt.Fprintf(w, " syscalls/call (%d in flight) | peak RSS |\n", concs[0])
 	fmt.Fprint(w, "|---|")
 	for range concs {
 		fmt.Fprint(w, "--:|--:|--:|")
 	}
+	if vsRelay {
+		fmt.Fprint(w, "--:|")
+	}
 	fmt.Fprintln(w, "--:|--:|")
 	for _, v := range o.Variants {
 		fmt.Fprintf(w, "| %s |", v.Name)
-		for _, c := range concs {
+		for i, c := range concs {
+			if i == 0 && vsRelay {
+				m, rate, ok := r.Median(v.Name, c)
+				if !ok {
+					fmt.Fprint(w, " – | – | – | – |")
+					continue
+				}
+				share := r.paired(v.Name, ByteRelay, c, rateRatio)
+				fmt.Fprintf(w, " %.0f | %.0f%% | %s | %s |", rate, 100*share, us(m.P50), us(m.P99))
+				continue
+			}
 			m, rate, ok := r.Median(v.Name, c)
 			if !ok {
 				fmt.Fprint(w, " – | – | – |")

@@ -76,8 +76,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		variants = fs.String("variants", strings.Join([]string{bench.Direct, bench.ByteRelay, bench.Sidecar, bench.SidecarNoCapture}, ","),
 			"variants to measure, in order")
 		hindsightBin = fs.String("hindsight", "", "hindsight binary (default: build ./cmd/hindsight)")
+		compare      variantFlags
 		verbose      = fs.Bool("v", false, "print every measurement to stderr")
 	)
+	fs.Var(&compare, "compare", "NAME=BINARY: also measure `hindsight wrap` of another build, as variant NAME (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -103,9 +105,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	vs, err := makeVariants(names, self, bin, filepath.Join(tmp, "home"))
+	// A sidecar starts a detached daemon for its home; stop them before
+	// the homes are removed.
+	homes := []string{filepath.Join(tmp, "home")}
+	defer func() {
+		for _, h := range homes {
+			if err := bench.StopDaemons(h, 5*time.Second); err != nil {
+				fmt.Fprintln(stderr, "relaybench:", err)
+			}
+		}
+	}()
+	vs, err := makeVariants(names, self, bin, homes[0])
 	if err != nil {
 		return err
+	}
+	for _, c := range compare {
+		vs = append(vs, bench.Variant{
+			Name: c.name,
+			Argv: []string{c.bin, "wrap", "--name", "echo", "--", self, "echo"},
+			Env:  []string{"HINDSIGHT_HOME=" + filepath.Join(tmp, "home-"+c.name)},
+		})
+		homes = append(homes, filepath.Join(tmp, "home-"+c.name))
 	}
 	opts := bench.Options{Variants: vs, Rounds: *rounds, Concurrency: concs, Duration: *duration,
 		Calls: *calls, Warmup: *warmup, Payload: *payload}
@@ -178,4 +198,22 @@ func parseInts(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// variantFlags collects -compare NAME=BINARY flags.
+type variantFlags []struct{ name, bin string }
+
+func (v *variantFlags) String() string { return "" }
+
+func (v *variantFlags) Set(s string) error {
+	name, bin, ok := strings.Cut(s, "=")
+	if !ok || name == "" || bin == "" {
+		return fmt.Errorf("want NAME=BINARY, got %q", s)
+	}
+	switch name {
+	case bench.Direct, bench.ByteRelay, bench.Sidecar, bench.SidecarNoCapture:
+		return fmt.Errorf("%q is a built-in variant's name", name)
+	}
+	*v = append(*v, struct{ name, bin string }{name, bin})
+	return nil
 }
