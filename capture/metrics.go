@@ -1,0 +1,83 @@
+package capture
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Stats is a snapshot of a Recorder's counters.
+type Stats struct {
+	Captured         int64 // steps built and handed to the outbox
+	Queued           int64 // exchanges waiting for the worker now
+	QueuedBytes      int64 // their size in bytes
+	Dropped          int64 // exchanges lost: queue over its bound, recorder closed, memory bound hit
+	Redactions       int64 // secrets replaced
+	Spilled          int64 // steps written to disk while the daemon was unreachable
+	Held             int64 // steps kept in memory now because the outbox could not be written
+	WriteErrors      int64 // failed outbox writes
+	Corrupt          int64 // outboxes found corrupt and moved aside
+	Delivered        int64 // steps accepted by the daemon
+	DeliveryFailures int64 // failed delivery attempts
+	Rejected         int64 // steps the daemon refused (kept aside until retention)
+	Expired          int64 // undelivered steps removed after the retention period
+	Depth            int64 // undelivered steps in the outbox now (disk and memory)
+}
+
+// counters are the live values behind Stats and the Prometheus metrics.
+type counters struct {
+	captured, queued, queuedBytes, dropped, redactions, spilled, held, writeErrors,
+	corrupt, delivered, deliveryFailures, rejected, expired, depth atomic.Int64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Captured: c.captured.Load(), Queued: c.queued.Load(), QueuedBytes: c.queuedBytes.Load(),
+		Dropped: c.dropped.Load(), Redactions: c.redactions.Load(), Spilled: c.spilled.Load(),
+		Held: c.held.Load(), WriteErrors: c.writeErrors.Load(), Corrupt: c.corrupt.Load(),
+		Delivered: c.delivered.Load(), DeliveryFailures: c.deliveryFailures.Load(),
+		Rejected: c.rejected.Load(), Expired: c.expired.Load(), Depth: c.depth.Load() + c.held.Load(),
+	}
+}
+
+// register exposes c on reg as hindsight_capture_* and hindsight_outbox_*
+// metrics, labelled with the outbox id. A nil reg registers nothing.
+func (c *counters) register(reg prometheus.Registerer, source string) ([]prometheus.Collector, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	labels := prometheus.Labels{"source": source}
+	counter := func(name, help string, v *atomic.Int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(v.Load()) })
+	}
+	gauge := func(name, help string, f func() int64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(f()) })
+	}
+	cs := []prometheus.Collector{
+		counter("hindsight_capture_steps_total", "Steps built from relayed exchanges.", &c.captured),
+		gauge("hindsight_capture_queued", "Exchanges waiting to be redacted and stored.", c.queued.Load),
+		gauge("hindsight_capture_queued_bytes", "Bytes of exchanges waiting to be redacted and stored.", c.queuedBytes.Load),
+		counter("hindsight_capture_dropped_total", "Exchanges that could not be recorded (queue full, closed, memory bound).", &c.dropped),
+		counter("hindsight_capture_redactions_total", "Secrets replaced by placeholders.", &c.redactions),
+		counter("hindsight_outbox_spilled_total", "Steps written to the disk outbox while the daemon was unreachable.", &c.spilled),
+		gauge("hindsight_outbox_held", "Steps held in memory because the outbox could not be written.", c.held.Load),
+		counter("hindsight_outbox_write_errors_total", "Failed writes to the outbox.", &c.writeErrors),
+		counter("hindsight_outbox_corrupt_total", "Outboxes found corrupt and moved aside.", &c.corrupt),
+		counter("hindsight_outbox_delivered_total", "Steps delivered to the daemon.", &c.delivered),
+		counter("hindsight_outbox_delivery_failures_total", "Failed delivery attempts.", &c.deliveryFailures),
+		counter("hindsight_outbox_rejected_total", "Steps the daemon refused.", &c.rejected),
+		counter("hindsight_outbox_expired_total", "Undelivered steps removed after the retention period.", &c.expired),
+		gauge("hindsight_outbox_depth", "Undelivered steps (disk and memory).", func() int64 { return c.depth.Load() + c.held.Load() }),
+	}
+	for i, col := range cs {
+		if err := reg.Register(col); err != nil {
+			for _, done := range cs[:i] {
+				reg.Unregister(done)
+			}
+			return nil, err
+		}
+	}
+	return cs, nil
+}

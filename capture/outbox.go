@@ -1,0 +1,786 @@
+package capture
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/dgraph-io/badger/v4"
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// A Deliverer sends steps to the daemon. Deliver must be idempotent per
+// (Source, Seq): a batch whose answer was lost is sent again. It returns an
+// error wrapping ErrRejected when the daemon received the batch but refuses
+// it for good (bad data); any other error means "try again later".
+type Deliverer interface {
+	Deliver(ctx context.Context, steps []hindsight.Step) error
+}
+
+// ErrRejected marks a batch the daemon will never accept. The outbox then
+// delivers the batch's steps one by one and sets the refused ones aside.
+var ErrRejected = errors.New("steps rejected")
+
+// Outbox defaults.
+const (
+	DefaultRetention    = 7 * 24 * time.Hour
+	DefaultBatchSize    = 256
+	DefaultMaxHeld      = 10000
+	DefaultSyncInterval = 20 * time.Millisecond
+
+	deliverTimeout = 30 * time.Second
+	maxBackoff     = 30 * time.Second
+	lockName       = "sidecar.lock"
+	dbName         = "db"
+	corruptDir     = ".corrupt"
+)
+
+// Key prefixes in an outbox's Badger database.
+const (
+	prefixStep     = 's' // s + seq (big endian): a step to deliver
+	prefixRejected = 'r' // r + seq: a step the daemon refused
+)
+
+// OutboxOptions configure an Outbox.
+type OutboxOptions struct {
+	Home      hindsight.Home
+	Deliverer Deliverer     // nil: steps stay on disk for the next sidecar or the daemon
+	Logger    *slog.Logger  // nil: slog.Default()
+	Retention time.Duration // undelivered steps are kept this long; 0: DefaultRetention
+	BatchSize int           // steps per delivery; 0: DefaultBatchSize
+	MaxHeld   int           // steps kept in memory while the disk fails; 0: DefaultMaxHeld
+	// SyncInterval is how often written steps are fsynced (a write is
+	// already safe from a killed process once Append returns; the sync
+	// guards against a machine crash). 0: DefaultSyncInterval.
+	SyncInterval time.Duration
+}
+
+// An Outbox is one sidecar's durable queue of steps on their way to the
+// daemon: a Badger database under Home.Outboxes()/<id>/, locked by the
+// sidecar that owns it. Steps are numbered by a gap-free sequence (their
+// Seq; their Source is the outbox id) and delivered in that order by a
+// background loop with capped exponential backoff. Delivered steps are
+// removed; a clean Close removes the whole directory.
+//
+// When the disk cannot be written (full, read-only, corrupt) steps are kept
+// in memory up to MaxHeld and delivered from there, and the failure is
+// logged and counted; nothing blocks the caller.
+type Outbox struct {
+	id        string
+	dir       string
+	opts      OutboxOptions
+	log       *slog.Logger
+	c         *counters
+	lock      *os.File
+	db        *badger.DB // nil when the disk could not be opened
+	cancel    context.CancelFunc
+	notify    chan struct{} // a step was appended
+	draining  chan struct{} // closed by Close: deliver what is left, then stop
+	loopDone  chan struct{}
+	syncDone  chan struct{}
+	stopSync  chan struct{}
+	closeOnce sync.Once
+
+	mu         sync.Mutex
+	next       uint64           // seq of the next step
+	held       []hindsight.Step // steps not on disk, in seq order
+	dirty      bool             // written since the last sync
+	lastWarn   time.Time        // last retention warning
+	lastFailed bool             // the last delivery attempt failed
+	closed     bool             // Close has begun shutting the database
+}
+
+// newID returns a fresh outbox id: time-ordered, unique per process.
+func newID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", time.Now().UTC().Format("20060102T150405.000000"), os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// OpenOutbox creates a new outbox for this process and starts its delivery
+// loop. It fails only when the outbox directory cannot be created or
+// locked; a database that cannot be opened leaves the outbox in memory
+// mode (logged, counted in Stats.WriteErrors).
+func OpenOutbox(opts OutboxOptions) (*Outbox, error) {
+	return openOutbox(opts, &counters{})
+}
+
+func openOutbox(opts OutboxOptions, c *counters) (*Outbox, error) {
+	if opts.Home == "" {
+		return nil, errors.New("open outbox: no home directory")
+	}
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = DefaultBatchSize
+	}
+	if opts.MaxHeld <= 0 {
+		opts.MaxHeld = DefaultMaxHeld
+	}
+	if opts.SyncInterval <= 0 {
+		opts.SyncInterval = DefaultSyncInterval
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	id := newID()
+	root := opts.Home.Outboxes()
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("create outbox directory: %w", err)
+	}
+	// Build and lock the directory under a hidden name, then rename it, so
+	// DrainOrphans never sees an outbox without its lock.
+	tmp := filepath.Join(root, "."+id+".new")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("create outbox: %w", err)
+	}
+	lock, err := lockFile(filepath.Join(tmp, lockName))
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("lock outbox: %w", err)
+	}
+	dir := filepath.Join(root, id)
+	if err := os.Rename(tmp, dir); err != nil {
+		lock.Close()
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("create outbox: %w", err)
+	}
+	o := &Outbox{id: id, dir: dir, opts: opts, log: log.With("outbox", id), c: c, lock: lock, next: 1,
+		notify: make(chan struct{}, 1), draining: make(chan struct{}), loopDone: make(chan struct{}),
+		syncDone: make(chan struct{}), stopSync: make(chan struct{})}
+	db, err := openDB(filepath.Join(dir, dbName), o.log)
+	if err != nil {
+		c.writeErrors.Add(1)
+		o.log.Error("cannot open outbox database; keeping steps in memory", "err", err, "max_held", opts.MaxHeld)
+	}
+	o.db = db
+	ctx, cancel := context.WithCancel(context.Background())
+	o.cancel = cancel
+	go o.deliverLoop(ctx)
+	go o.syncLoop()
+	return o, nil
+}
+
+// ID is the outbox id, the Source of its steps.
+func (o *Outbox) ID() string { return o.id }
+
+// Dir is the outbox directory.
+func (o *Outbox) Dir() string { return o.dir }
+
+func openDB(dir string, log *slog.Logger) (*badger.DB, error) {
+	opts := badger.DefaultOptions(dir).
+		WithLogger(badgerLogger{log}).
+		WithLoggingLevel(badger.WARNING).
+		WithSyncWrites(false).
+		WithMemTableSize(8 << 20).
+		WithNumMemtables(2).
+		WithValueLogFileSize(16 << 20).
+		WithValueThreshold(256 << 10).
+		WithBaseTableSize(2 << 20).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		WithNumCompactors(2).
+		WithBlockCacheSize(0).
+		WithCompression(0).
+		WithDetectConflicts(false).
+		WithCompactL0OnClose(false)
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("open badger %s: %w", dir, err)
+	}
+	return db, nil
+}
+
+func stepKey(prefix byte, seq uint64) []byte {
+	k := make([]byte, 9)
+	k[0] = prefix
+	binary.BigEndian.PutUint64(k[1:], seq)
+	return k
+}
+
+// Append numbers steps (setting Source and Seq) and stores them. It
+// returns once they are written: after that a killed process loses none
+// of them. When the disk fails the steps are held in memory instead (the
+// error is logged and counted, and nil is returned); only steps beyond
+// MaxHeld are lost, counted in Stats.Dropped.
+func (o *Outbox) Append(steps []hindsight.Step) {
+	if len(steps) == 0 {
+		return
+	}
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		o.c.dropped.Add(int64(len(steps)))
+		o.log.Error("steps reached a closed outbox; lost", "steps", len(steps))
+		return
+	}
+	for i := range steps {
+		steps[i].Source, steps[i].Seq = o.id, o.next
+		o.next++
+	}
+	pending := steps
+	if len(o.held) > 0 {
+		pending = append(append([]hindsight.Step(nil), o.held...), steps...)
+	}
+	err := o.write(pending)
+	if err == nil {
+		o.c.held.Store(0)
+		o.held = nil
+		o.dirty = true
+	} else {
+		o.c.writeErrors.Add(1)
+		room := o.opts.MaxHeld - len(o.held)
+		keep := steps
+		if room < len(steps) {
+			keep = steps[:max(room, 0)]
+			o.c.dropped.Add(int64(len(steps) - len(keep)))
+		}
+		o.held = append(o.held, keep...)
+		o.c.held.Store(int64(len(o.held)))
+		if len(o.held) == len(keep) || len(keep) < len(steps) {
+			o.log.Error("cannot write outbox; holding steps in memory", "err", err, "held", len(o.held), "max_held", o.opts.MaxHeld, "dropped", len(steps)-len(keep))
+		}
+	}
+	if err == nil && o.lastFailed {
+		o.c.spilled.Add(int64(len(steps)))
+	}
+	o.mu.Unlock()
+	select {
+	case o.notify <- struct{}{}:
+	default:
+	}
+}
+
+// write stores steps in as few transactions as Badger allows.
+func (o *Outbox) write(steps []hindsight.Step) error {
+	if o.db == nil {
+		return errors.New("outbox database not open")
+	}
+	txn := o.db.NewTransaction(true)
+	defer func() { txn.Discard() }()
+	for i := range steps {
+		v, err := json.Marshal(&steps[i])
+		if err != nil {
+			return fmt.Errorf("encode step: %w", err)
+		}
+		k := stepKey(prefixStep, steps[i].Seq)
+		if err := txn.Set(k, v); errors.Is(err, badger.ErrTxnTooBig) {
+			if err := txn.Commit(); err != nil {
+				return fmt.Errorf("commit outbox: %w", err)
+			}
+			txn = o.db.NewTransaction(true)
+			if err := txn.Set(k, v); err != nil {
+				return fmt.Errorf("write outbox: %w", err)
+			}
+		} else if err != nil {
+			return fmt.Errorf("write outbox: %w", err)
+		}
+	}
+	if err := txn.Commit(); err != nil {
+		return fmt.Errorf("commit outbox: %w", err)
+	}
+	o.c.depth.Add(int64(len(steps)))
+	return nil
+}
+
+// syncLoop fsyncs the database every SyncInterval while steps are written.
+func (o *Outbox) syncLoop() {
+	defer close(o.syncDone)
+	t := time.NewTicker(o.opts.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-o.stopSync:
+			return
+		case <-t.C:
+			o.mu.Lock()
+			dirty := o.dirty
+			o.dirty = false
+			o.mu.Unlock()
+			if dirty && o.db != nil {
+				if err := o.db.Sync(); err != nil {
+					o.log.Warn("sync outbox", "err", err)
+				}
+			}
+		}
+	}
+}
+
+// deliverLoop sends stored steps to the Deliverer, in order, until the
+// outbox is closed and empty (or the close deadline passes).
+func (o *Outbox) deliverLoop(ctx context.Context) {
+	defer close(o.loopDone)
+	bo := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(100*time.Millisecond),
+		backoff.WithMaxInterval(maxBackoff),
+		backoff.WithMaxElapsedTime(0))
+	retention := time.NewTicker(time.Minute)
+	defer retention.Stop()
+	o.enforceRetention()
+	draining := false
+	for {
+		if ctx.Err() != nil {
+			return
+		}
+		var batch []hindsight.Step
+		if o.opts.Deliverer != nil {
+			batch = o.nextBatch(o.opts.BatchSize)
+		}
+		if len(batch) == 0 {
+			if draining {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-o.notify:
+			case <-o.draining:
+				draining = true
+			case <-retention.C:
+				o.enforceRetention()
+			}
+			continue
+		}
+		err := o.deliver(ctx, batch)
+		if err == nil {
+			bo.Reset()
+			continue
+		}
+		wait := bo.NextBackOff()
+		select {
+		case <-ctx.Done():
+			return
+		case <-o.draining:
+			draining = true
+			// Keep retrying until the close deadline cancels ctx.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		case <-time.After(wait):
+		case <-retention.C:
+			o.enforceRetention()
+		}
+	}
+}
+
+// deliver sends one batch and removes what was accepted.
+func (o *Outbox) deliver(ctx context.Context, batch []hindsight.Step) error {
+	err := o.send(ctx, batch)
+	switch {
+	case err == nil:
+		o.remove(batch)
+		o.c.delivered.Add(int64(len(batch)))
+		o.setFailed(false, nil)
+		return nil
+	case errors.Is(err, ErrRejected):
+		o.setFailed(false, nil)
+		o.isolate(ctx, batch, err)
+		return nil
+	default:
+		o.c.deliveryFailures.Add(1)
+		o.setFailed(true, err)
+		return err
+	}
+}
+
+func (o *Outbox) send(ctx context.Context, batch []hindsight.Step) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, deliverTimeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("deliverer panicked: %v", r)
+		}
+	}()
+	return o.opts.Deliverer.Deliver(ctx, batch)
+}
+
+// isolate delivers a refused batch one step at a time and sets aside the
+// steps the daemon refuses, so one bad step cannot hold back the rest.
+func (o *Outbox) isolate(ctx context.Context, batch []hindsight.Step, batchErr error) {
+	if len(batch) == 1 {
+		o.reject(batch[0], batchErr)
+		return
+	}
+	for _, s := range batch {
+		err := o.send(ctx, []hindsight.Step{s})
+		switch {
+		case err == nil:
+			o.remove([]hindsight.Step{s})
+			o.c.delivered.Add(1)
+		case errors.Is(err, ErrRejected):
+			o.reject(s, err)
+		default:
+			o.c.deliveryFailures.Add(1)
+			return // the rest stays queued, in order
+		}
+	}
+}
+
+// reject moves a refused step aside (kept until retention, for inspection).
+func (o *Outbox) reject(s hindsight.Step, err error) {
+	o.c.rejected.Add(1)
+	o.log.Error("daemon refused a step; set aside", "seq", s.Seq, "method", s.Method, "tool", s.Tool, "err", err)
+	if o.db != nil {
+		v, _ := json.Marshal(&s)
+		_ = o.db.Update(func(txn *badger.Txn) error { return txn.Set(stepKey(prefixRejected, s.Seq), v) })
+	}
+	o.remove([]hindsight.Step{s})
+}
+
+func (o *Outbox) setFailed(failed bool, err error) {
+	o.mu.Lock()
+	was := o.lastFailed
+	o.lastFailed = failed
+	o.mu.Unlock()
+	switch {
+	case failed && !was:
+		o.log.Warn("daemon unreachable; steps stay in the outbox and delivery retries with backoff", "err", err, "depth", o.c.depth.Load()+o.c.held.Load())
+	case !failed && was:
+		o.log.Info("daemon reachable again; delivering the outbox")
+	}
+}
+
+// nextBatch returns up to n undelivered steps in seq order: from disk
+// first, then from memory.
+func (o *Outbox) nextBatch(n int) []hindsight.Step {
+	var out []hindsight.Step
+	if o.db != nil {
+		err := o.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixStep}, PrefetchValues: true, PrefetchSize: 64})
+			defer it.Close()
+			for it.Rewind(); it.Valid() && len(out) < n; it.Next() {
+				var s hindsight.Step
+				err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &s) })
+				if err != nil {
+					o.log.Error("undecodable step in outbox; removed", "key", hex.EncodeToString(it.Item().Key()), "err", err)
+					k := it.Item().KeyCopy(nil)
+					go o.db.Update(func(txn *badger.Txn) error { return txn.Delete(k) })
+					continue
+				}
+				out = append(out, s)
+			}
+			return nil
+		})
+		if err != nil {
+			o.log.Error("read outbox", "err", err)
+		}
+	}
+	if len(out) < n {
+		o.mu.Lock()
+		for _, s := range o.held {
+			if len(out) >= n {
+				break
+			}
+			if len(out) > 0 && s.Seq <= out[len(out)-1].Seq {
+				continue
+			}
+			out = append(out, s)
+		}
+		o.mu.Unlock()
+	}
+	return out
+}
+
+// remove deletes delivered steps from disk and memory.
+func (o *Outbox) remove(steps []hindsight.Step) {
+	if o.db != nil {
+		wb := o.db.NewWriteBatch()
+		for _, s := range steps {
+			_ = wb.Delete(stepKey(prefixStep, s.Seq))
+		}
+		if err := wb.Flush(); err != nil {
+			o.log.Error("remove delivered steps from outbox", "err", err)
+		}
+	}
+	o.mu.Lock()
+	gone := map[uint64]bool{}
+	for _, s := range steps {
+		gone[s.Seq] = true
+	}
+	kept := o.held[:0]
+	for _, s := range o.held {
+		if !gone[s.Seq] {
+			kept = append(kept, s)
+		}
+	}
+	onDisk := len(steps) - (len(o.held) - len(kept))
+	o.held = kept
+	o.c.held.Store(int64(len(kept)))
+	o.mu.Unlock()
+	o.c.depth.Add(-int64(onDisk))
+}
+
+// enforceRetention drops undelivered steps older than the retention period
+// and warns when the oldest one nears it.
+func (o *Outbox) enforceRetention() {
+	if o.db == nil {
+		return
+	}
+	now := time.Now()
+	var expired [][]byte
+	var oldest time.Time
+	_ = o.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixStep}, PrefetchValues: true, PrefetchSize: 16})
+		defer it.Close()
+		// Steps are stored in time order: stop at the first one still kept.
+		for it.Rewind(); it.Valid(); it.Next() {
+			var s struct {
+				EndedAt time.Time `json:"ended_at"`
+			}
+			_ = it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &s) })
+			if now.Sub(s.EndedAt) <= o.opts.Retention {
+				oldest = s.EndedAt
+				break
+			}
+			expired = append(expired, it.Item().KeyCopy(nil))
+		}
+		return nil
+	})
+	if len(expired) > 0 {
+		wb := o.db.NewWriteBatch()
+		for _, k := range expired {
+			_ = wb.Delete(k)
+		}
+		if err := wb.Flush(); err == nil {
+			o.c.expired.Add(int64(len(expired)))
+			o.c.depth.Add(-int64(len(expired)))
+			o.log.Error("undelivered steps passed the retention period and were removed", "steps", len(expired), "retention", o.opts.Retention.String())
+		}
+	}
+	if !oldest.IsZero() && now.Sub(oldest) > o.opts.Retention*8/10 && now.Sub(o.lastWarn) > time.Hour {
+		o.lastWarn = now
+		o.log.Warn("undelivered steps near the retention period; start the daemon (hindsight daemon) or they will be removed",
+			"oldest", oldest, "removed_after", oldest.Add(o.opts.Retention), "depth", o.c.depth.Load())
+	}
+}
+
+// exportRejected writes the steps the daemon refused to
+// Outboxes()/.rejected/<id>.jsonl (they are redacted already), so an
+// outbox can be removed without losing them silently.
+func (o *Outbox) exportRejected() error {
+	var lines []byte
+	_ = o.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixRejected}, PrefetchValues: true})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			_ = it.Item().Value(func(v []byte) error {
+				lines = append(append(lines, v...), '\n')
+				return nil
+			})
+		}
+		return nil
+	})
+	if len(lines) == 0 {
+		return nil
+	}
+	dir := filepath.Join(filepath.Dir(o.dir), ".rejected")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("export rejected steps: %w", err)
+	}
+	path := filepath.Join(dir, o.id+".jsonl")
+	if err := os.WriteFile(path, lines, 0o600); err != nil {
+		return fmt.Errorf("export rejected steps: %w", err)
+	}
+	o.log.Warn("steps the daemon refused were kept in a file", "path", path)
+	return nil
+}
+
+// Close stops the outbox: it delivers what is left until ctx is done, then
+// closes the database. An emptied outbox is removed; one with undelivered
+// steps stays for the next sidecar or the daemon (DrainOrphans). Steps
+// still held in memory are lost, and counted in Stats.Dropped.
+func (o *Outbox) Close(ctx context.Context) error {
+	var err error
+	o.closeOnce.Do(func() {
+		close(o.draining)
+		select {
+		case <-o.loopDone:
+		case <-ctx.Done():
+			o.cancel()
+			<-o.loopDone
+		}
+		o.cancel()
+		close(o.stopSync)
+		<-o.syncDone
+		err = o.shutdown()
+	})
+	return err
+}
+
+func (o *Outbox) shutdown() error {
+	o.mu.Lock()
+	o.closed = true
+	if n := len(o.held); n > 0 {
+		if o.write(o.held) == nil {
+			o.held = nil
+		} else {
+			o.c.dropped.Add(int64(n))
+			o.log.Error("outbox closed with steps only in memory; they are lost", "steps", n)
+		}
+		o.c.held.Store(int64(len(o.held)))
+	}
+	o.mu.Unlock()
+	empty := true
+	var err error
+	if o.db != nil {
+		empty = countKeys(o.db, prefixStep) == 0
+		if empty {
+			if e := o.exportRejected(); e != nil {
+				empty, err = false, e
+			}
+		}
+		if e := o.db.Sync(); e != nil {
+			err = fmt.Errorf("sync outbox: %w", e)
+		}
+		if e := o.db.Close(); e != nil && err == nil {
+			err = fmt.Errorf("close outbox: %w", e)
+		}
+	}
+	if empty {
+		if e := os.RemoveAll(o.dir); e != nil && err == nil {
+			err = fmt.Errorf("remove outbox: %w", e)
+		}
+	} else {
+		o.log.Warn("outbox closed with undelivered steps; the next sidecar or the daemon will deliver them", "depth", o.c.depth.Load(), "dir", o.dir)
+	}
+	o.lock.Close()
+	return err
+}
+
+func countKeys(db *badger.DB, prefix byte) int {
+	n := 0
+	_ = db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefix}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+// DrainOrphans delivers the outboxes left behind by sidecars that died
+// (their lock is free), in order, and removes each one it empties. Live
+// sidecars' outboxes are left alone. An outbox that cannot be opened is
+// moved aside to Outboxes()/.corrupt/ and logged. It returns how many
+// steps it delivered; it stops at the first delivery error (the daemon is
+// unreachable) and leaves the rest for a later call.
+func DrainOrphans(ctx context.Context, home hindsight.Home, d Deliverer) (int, error) {
+	return drainOrphans(ctx, home, d, slog.Default(), &counters{})
+}
+
+func drainOrphans(ctx context.Context, home hindsight.Home, d Deliverer, log *slog.Logger, c *counters) (int, error) {
+	root := home.Outboxes()
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("list outboxes: %w", err)
+	}
+	total := 0
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		n, err := drainOne(ctx, filepath.Join(root, e.Name()), e.Name(), d, log, c)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+func drainOne(ctx context.Context, dir, id string, d Deliverer, log *slog.Logger, c *counters) (int, error) {
+	lock, err := lockFile(filepath.Join(dir, lockName))
+	if errors.Is(err, errLocked) {
+		return 0, nil // a live sidecar
+	}
+	if err != nil {
+		return 0, fmt.Errorf("lock outbox %s: %w", id, err)
+	}
+	defer lock.Close()
+	log = log.With("outbox", id)
+	if _, err := os.Stat(filepath.Join(dir, dbName)); errors.Is(err, os.ErrNotExist) {
+		return 0, os.RemoveAll(dir) // the sidecar died before writing anything
+	}
+	db, err := openDB(filepath.Join(dir, dbName), log)
+	if err != nil {
+		c.corrupt.Add(1)
+		aside := filepath.Join(filepath.Dir(dir), corruptDir, id+"-"+strconv.FormatInt(time.Now().Unix(), 10))
+		_ = os.MkdirAll(filepath.Dir(aside), 0o700)
+		if rerr := os.Rename(dir, aside); rerr != nil {
+			log.Error("corrupt outbox could not be moved aside", "err", err, "move_err", rerr)
+		} else {
+			log.Error("corrupt outbox moved aside", "err", err, "to", aside)
+		}
+		return 0, nil
+	}
+	o := &Outbox{id: id, dir: dir, db: db, log: log, c: c, opts: OutboxOptions{Deliverer: d, BatchSize: DefaultBatchSize, Retention: DefaultRetention}}
+	o.c.depth.Add(int64(countKeys(db, prefixStep)))
+	o.enforceRetention()
+	delivered := 0
+	for ctx.Err() == nil {
+		batch := o.nextBatch(DefaultBatchSize)
+		if len(batch) == 0 {
+			break
+		}
+		before := c.delivered.Load()
+		err := o.deliver(ctx, batch)
+		delivered += int(c.delivered.Load() - before)
+		if err != nil {
+			db.Close()
+			return delivered, fmt.Errorf("drain outbox %s: %w", id, err)
+		}
+	}
+	empty := countKeys(db, prefixStep) == 0
+	var exportErr error
+	if empty {
+		exportErr = o.exportRejected()
+	}
+	if err := db.Close(); err != nil {
+		return delivered, fmt.Errorf("close outbox %s: %w", id, err)
+	}
+	if exportErr != nil {
+		return delivered, exportErr
+	}
+	if empty {
+		if err := os.RemoveAll(dir); err != nil {
+			return delivered, fmt.Errorf("remove outbox %s: %w", id, err)
+		}
+		log.Info("drained orphaned outbox", "steps", delivered)
+	}
+	return delivered, ctx.Err()
+}
+
+// badgerLogger sends Badger's log lines to slog, never to stdout.
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) Errorf(f string, a ...any) {
+	b.l.Error(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
+}
+func (b badgerLogger) Warningf(f string, a ...any) {
+	b.l.Warn(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
+}
+func (b badgerLogger) Infof(f string, a ...any) {
+	b.l.Debug(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
+}
+func (b badgerLogger) Debugf(f string, a ...any) {}

@@ -1,0 +1,379 @@
+package capture
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// collector is a Deliverer standing in for the daemon client: it keeps
+// what it is given, and can be told to be down or to refuse steps.
+type collector struct {
+	mu     sync.Mutex
+	steps  []hindsight.Step
+	down   bool
+	refuse func(hindsight.Step) bool
+	calls  int
+}
+
+func (c *collector) Deliver(ctx context.Context, steps []hindsight.Step) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	if c.down {
+		return errors.New("dial unix hindsight.sock: connect: connection refused")
+	}
+	for _, s := range steps {
+		if c.refuse != nil && c.refuse(s) {
+			return errors.Join(ErrRejected, errors.New("bad step"))
+		}
+	}
+	c.steps = append(c.steps, steps...)
+	return nil
+}
+
+func (c *collector) setDown(d bool) { c.mu.Lock(); c.down = d; c.mu.Unlock() }
+
+func (c *collector) got() []hindsight.Step {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]hindsight.Step(nil), c.steps...)
+}
+
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(ioDiscard{}, nil))
+}
+
+type ioDiscard struct{}
+
+func (ioDiscard) Write(p []byte) (int, error) { return len(p), nil }
+
+// waitFor polls cond for up to 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// exchanges returns n tools/call exchanges of one session.
+func exchanges(n int) []*proxy.Exchange {
+	sess := &proxy.Session{ID: "s1", Server: "fs", Transport: "stdio", HostPID: 99}
+	base := time.Date(2026, 11, 30, 9, 0, 0, 123456789, time.UTC)
+	var out []*proxy.Exchange
+	for i := range n {
+		req := `{"jsonrpc":"2.0","id":` + itoa(i) + `,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/p/` + itoa(i) + `","token":"tk-` + itoa(i) + `-secret"}}}`
+		resp := `{"jsonrpc":"2.0","id":` + itoa(i) + `,"result":{"content":[{"type":"text","text":"line ` + itoa(i) + `"}]}}`
+		out = append(out, &proxy.Exchange{Session: sess, Direction: hindsight.ClientToServer, Method: "tools/call",
+			Request: []byte(req), Response: []byte(resp),
+			Started: base.Add(time.Duration(i) * time.Second), Ended: base.Add(time.Duration(i)*time.Second + 1500*time.Microsecond)})
+	}
+	return out
+}
+
+func checkInOrder(t *testing.T, got []hindsight.Step, n int, source string) {
+	t.Helper()
+	if len(got) != n {
+		t.Fatalf("delivered %d steps, want %d", len(got), n)
+	}
+	base := time.Date(2026, 11, 30, 9, 0, 0, 123456789, time.UTC)
+	for i, s := range got {
+		if s.Seq != uint64(i+1) || s.Source != source {
+			t.Fatalf("step %d: source %q seq %d, want %q %d", i, s.Source, s.Seq, source, i+1)
+		}
+		if !s.StartedAt.Equal(base.Add(time.Duration(i) * time.Second)) {
+			t.Fatalf("step %d: started_at %v lost its original timestamp", i, s.StartedAt)
+		}
+		if strings.Contains(string(s.Request), "-secret") {
+			t.Fatalf("step %d: token not redacted: %s", i, s.Request)
+		}
+	}
+}
+
+func TestRecorderDeliversInOrder(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	d := &collector{}
+	reg := prometheus.NewRegistry()
+	r, err := New(Options{Home: home, Server: "fs", Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger(), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range exchanges(500) {
+		r.Hook(ex)
+	}
+	waitFor(t, "delivery", func() bool { return len(d.got()) == 500 })
+	st := r.Stats()
+	if st.Captured != 500 || st.Delivered != 500 || st.Redactions != 500 || st.Dropped != 0 || st.Depth != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	mfs, err := reg.Gather()
+	if err != nil || len(mfs) < 10 {
+		t.Errorf("metrics: %d families, %v", len(mfs), err)
+	}
+	dir := filepath.Join(home.Outboxes(), r.Source())
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkInOrder(t, d.got(), 500, r.Source())
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("emptied outbox not removed: %v", err)
+	}
+	r.Hook(exchanges(1)[0]) // after Close: counted, not recorded
+	if r.Stats().Dropped != 1 {
+		t.Errorf("hook after close not counted")
+	}
+}
+
+// TestOutboxOutage: the daemon is down for a while; steps wait in the
+// outbox and arrive exactly once, in order, with their timestamps.
+func TestOutboxOutage(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	d := &collector{down: true}
+	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exs := exchanges(300)
+	for _, ex := range exs[:200] {
+		r.Hook(ex)
+	}
+	if err := r.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "failed attempts", func() bool { return r.Stats().DeliveryFailures >= 2 })
+	for _, ex := range exs[200:] {
+		r.Hook(ex)
+	}
+	r.Sync(context.Background())
+	if st := r.Stats(); st.Depth != 300 || st.Spilled == 0 {
+		t.Errorf("during outage: %+v", st)
+	}
+	d.setDown(false)
+	waitFor(t, "delivery after outage", func() bool { return len(d.got()) == 300 })
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkInOrder(t, d.got(), 300, r.Source())
+}
+
+// TestOutboxRejected: a step the daemon refuses is set aside; the others
+// are delivered, in order, and the refused one is kept in a file.
+func TestOutboxRejected(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	d := &collector{refuse: func(s hindsight.Step) bool { return s.Seq == 7 }}
+	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range exchanges(20) {
+		r.Hook(ex)
+	}
+	waitFor(t, "delivery", func() bool { return len(d.got()) == 19 })
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range d.got() {
+		want := uint64(i + 1)
+		if want >= 7 {
+			want++
+		}
+		if s.Seq != want {
+			t.Fatalf("delivered seq %d at %d, want %d", s.Seq, i, want)
+		}
+	}
+	if st := r.Stats(); st.Rejected != 1 {
+		t.Errorf("rejected %d", st.Rejected)
+	}
+	b, err := os.ReadFile(filepath.Join(home.Outboxes(), ".rejected", r.Source()+".jsonl"))
+	if err != nil || !strings.Contains(string(b), `"seq":7`) {
+		t.Errorf("refused step not kept: %v %s", err, b)
+	}
+}
+
+// TestDrainOrphans: an outbox left by a sidecar that could not deliver is
+// drained by the next one; a live sidecar's outbox is left alone; a
+// corrupt one is moved aside.
+func TestDrainOrphans(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	dead, err := New(Options{Home: home, Redactor: testRedactor(t), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range exchanges(50) {
+		dead.Hook(ex)
+	}
+	dead.Sync(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	dead.Close(ctx) // no deliverer: the steps stay
+	cancel()
+
+	live, err := New(Options{Home: home, Redactor: testRedactor(t), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live.Hook(exchanges(1)[0])
+	live.Sync(context.Background())
+
+	corrupt := filepath.Join(home.Outboxes(), "20260101T000000.000000-1-deadbeef")
+	os.MkdirAll(filepath.Join(corrupt, dbName), 0o700)
+	os.WriteFile(filepath.Join(corrupt, dbName, "MANIFEST"), []byte("not a manifest at all"), 0o600)
+
+	// The daemon is down: nothing is lost, the orphan stays.
+	down := &collector{down: true}
+	if _, err := DrainOrphans(context.Background(), home, down); err == nil {
+		t.Fatal("drain with the daemon down reported success")
+	}
+	d := &collector{}
+	n, err := DrainOrphans(context.Background(), home, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 50 {
+		t.Errorf("drained %d, want 50", n)
+	}
+	checkInOrder(t, d.got(), 50, dead.Source())
+	if _, err := os.Stat(filepath.Join(home.Outboxes(), dead.Source())); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("drained orphan not removed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(home.Outboxes(), live.Source())); err != nil {
+		t.Errorf("live outbox touched: %v", err)
+	}
+	aside, _ := filepath.Glob(filepath.Join(home.Outboxes(), corruptDir, "*"))
+	if len(aside) != 1 {
+		t.Errorf("corrupt outbox not moved aside: %v", aside)
+	}
+	live.Close(ctx)
+}
+
+// TestOutboxHoldsInMemoryWhenDiskFails: with the database gone, steps are
+// held in memory, delivered from there, and the failure is counted.
+func TestOutboxHoldsInMemoryWhenDiskFails(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	d := &collector{down: true}
+	c := &counters{}
+	o, err := openOutbox(OutboxOptions{Home: home, Deliverer: d, Logger: quietLogger(), MaxHeld: 5}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.mu.Lock()
+	o.db.Close()
+	o.mu.Unlock()
+	steps := make([]hindsight.Step, 8)
+	for i := range steps {
+		steps[i] = hindsight.Step{Method: "tools/call", EndedAt: time.Now()}
+	}
+	o.Append(steps)
+	if st := c.snapshot(); st.Held != 5 || st.Dropped != 3 || st.WriteErrors == 0 {
+		t.Errorf("stats %+v", st)
+	}
+	o.mu.Lock()
+	o.db = nil // as if it had never opened
+	o.mu.Unlock()
+	d.setDown(false)
+	waitFor(t, "delivery from memory", func() bool { return len(d.got()) == 5 })
+	for i, s := range d.got() {
+		if s.Seq != uint64(i+1) {
+			t.Fatalf("seq %d at %d", s.Seq, i)
+		}
+	}
+	if err := o.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOutboxRetention(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	c := &counters{}
+	o, err := openOutbox(OutboxOptions{Home: home, Logger: quietLogger(), Retention: time.Hour}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	o.Append([]hindsight.Step{{EndedAt: old}, {EndedAt: old.Add(time.Minute)}, {EndedAt: time.Now()}})
+	o.enforceRetention()
+	if st := c.snapshot(); st.Expired != 2 || st.Depth != 1 {
+		t.Errorf("stats %+v", st)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	o.Close(ctx)
+}
+
+// TestSecretsNeverReachDisk records the whole corpus with no daemon, so
+// every step stays in Badger, then scans every file under the home
+// (value logs, tables, WAL) for each planted secret.
+func TestSecretsNeverReachDisk(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	r, err := New(Options{Home: home, Redactor: testRedactor(t), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := &proxy.Session{ID: "s", Server: "x", Transport: "stdio"}
+	cases := loadCorpus(t)
+	for _, c := range cases {
+		ex := &proxy.Exchange{Session: sess, Direction: hindsight.ClientToServer, Started: time.Now(), Ended: time.Now()}
+		if strings.Contains(string(c.Message), `"method"`) {
+			ex.Method, ex.Request = "tools/call", c.Message
+			ex.Response = []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
+		} else {
+			ex.Method, ex.Request = "tools/call", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}`)
+			ex.Response = c.Message
+		}
+		r.Hook(ex)
+	}
+	if err := r.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	r.Close(ctx)
+	if st := r.Stats(); st.Captured != int64(len(cases)) || st.Depth != int64(len(cases)) {
+		t.Fatalf("stats %+v", st)
+	}
+	var files []string
+	filepath.WalkDir(string(home), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if len(files) < 2 {
+		t.Fatalf("nothing on disk: %v", files)
+	}
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, c := range cases {
+			for _, s := range c.MustNotContain {
+				if strings.Contains(string(b), s) || strings.Contains(string(b), jsonEscaped(s)) {
+					t.Errorf("%s: secret of %s (%.10s…) on disk", filepath.Base(f), c.Name, s)
+				}
+			}
+		}
+	}
+	// The steps themselves are intact JSON.
+	d := &collector{}
+	if n, err := DrainOrphans(context.Background(), home, d); err != nil || n != len(cases) {
+		t.Fatalf("drained %d of %d: %v", n, len(cases), err)
+	}
+	for _, s := range d.got() {
+		if !json.Valid(s.Request) || (len(s.Response) > 0 && !json.Valid(s.Response)) {
+			t.Errorf("step %d: invalid JSON", s.Seq)
+		}
+	}
+}

@@ -1,0 +1,337 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Recorder defaults.
+const (
+	DefaultMaxQueueBytes = 64 << 20
+	maxQueueItems        = 1 << 16
+	commitBatch          = 256
+)
+
+// Options configure a Recorder. Home is required; everything else has a
+// working default.
+type Options struct {
+	Home         hindsight.Home
+	Server       string    // the wrapped server's name, for logs and metric labels
+	Redactor     *Redactor // nil: the built-in rules only
+	MaxBodyBytes int       // bodies above this are truncated; 0: DefaultMaxBodyBytes
+	Deliverer    Deliverer // nil: steps stay in the outbox for DrainOrphans
+	Logger       *slog.Logger
+	Retention    time.Duration // undelivered steps are kept this long; 0: DefaultRetention
+	// Registerer receives the Prometheus metrics (labelled source=<outbox
+	// id>); nil registers none. Stats works either way.
+	Registerer prometheus.Registerer
+	// MaxQueueBytes bounds the exchanges waiting for redaction; 0:
+	// DefaultMaxQueueBytes. See Recorder for what happens beyond it.
+	MaxQueueBytes int64
+	// Workers is the number of redaction goroutines; 0: min(GOMAXPROCS, 4).
+	Workers int
+}
+
+// A Recorder turns the exchanges a sidecar relays into redacted, tagged
+// steps and stores them in the sidecar's Outbox, from which they are
+// delivered to the daemon.
+//
+// Hook is installed as proxy.Hooks.Exchange and returns at once: it only
+// appends the exchange to an in-memory queue. Redaction and step building
+// run on background workers (in parallel), tagging and numbering on one
+// committer goroutine in the order the exchanges completed, and the
+// committer writes each batch to Badger, which is safe from a killed process
+// as soon as the write returns (typically well under a millisecond after
+// redaction; Stats and the hindsight_capture_* metrics show the queue).
+//
+// The queue is bounded by MaxQueueBytes. Spilling unredacted exchanges to
+// disk would put secrets on disk, and redacting on the caller's goroutine
+// would stall the relay, so when the queue is full — capture is more than
+// 64 MiB behind — an exchange is dropped, counted in Stats.Dropped (and
+// hindsight_capture_dropped_total) and logged. Once redacted, steps are
+// always on disk (the outbox is the spill area while the daemon is away);
+// if the disk fails they are held in memory up to a bound.
+type Recorder struct {
+	opts   Options
+	log    *slog.Logger
+	red    *Redactor
+	outbox *Outbox
+	c      *counters
+	tagger *Tagger
+	colls  []prometheus.Collector
+
+	in   chan queued // Hook → dispatcher
+	work chan queued // dispatcher → workers
+
+	mu     sync.RWMutex // guards closed against Hook's send
+	closed bool
+
+	rmu        sync.Mutex
+	ready      *sync.Cond
+	results    map[uint64]*hindsight.Step // arrival → built step (nil: failed)
+	dispatched uint64                     // arrivals handed to workers
+	allIn      bool                       // the dispatcher finished
+	committed  uint64                     // arrivals committed
+	done       chan struct{}              // the committer finished
+
+	accepted  atomic.Int64 // exchanges queued by Hook
+	processed atomic.Int64 // exchanges committed (or lost to a panic)
+
+	dropMu   sync.Mutex
+	lastDrop time.Time
+}
+
+type queued struct {
+	ex      *proxy.Exchange
+	size    int64
+	arrival uint64
+}
+
+// New starts a Recorder with a new outbox under opts.Home.
+func New(opts Options) (*Recorder, error) {
+	if opts.Home == "" {
+		return nil, errors.New("new recorder: no home directory")
+	}
+	if opts.MaxQueueBytes <= 0 {
+		opts.MaxQueueBytes = DefaultMaxQueueBytes
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = min(runtime.GOMAXPROCS(0), 4)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	red := opts.Redactor
+	if red == nil {
+		var err error
+		if red, err = NewRedactor(RedactorConfig{}); err != nil {
+			return nil, fmt.Errorf("new recorder: %w", err)
+		}
+	}
+	c := &counters{}
+	ob, err := openOutbox(OutboxOptions{Home: opts.Home, Deliverer: opts.Deliverer, Logger: log, Retention: opts.Retention}, c)
+	if err != nil {
+		return nil, fmt.Errorf("new recorder: %w", err)
+	}
+	colls, err := c.register(opts.Registerer, ob.ID())
+	if err != nil {
+		ob.Close(context.Background())
+		return nil, fmt.Errorf("register capture metrics: %w", err)
+	}
+	r := &Recorder{opts: opts, log: log.With("component", "capture", "server", opts.Server, "outbox", ob.ID()),
+		red: red, outbox: ob, c: c, tagger: NewTagger(), colls: colls,
+		in: make(chan queued, maxQueueItems), work: make(chan queued, opts.Workers*2),
+		results: map[uint64]*hindsight.Step{}, done: make(chan struct{})}
+	r.ready = sync.NewCond(&r.rmu)
+	go r.dispatch()
+	var wg sync.WaitGroup
+	for range opts.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.worker()
+		}()
+	}
+	go func() {
+		wg.Wait()
+		r.rmu.Lock()
+		r.allIn = true
+		r.ready.Broadcast()
+		r.rmu.Unlock()
+	}()
+	go r.commit()
+	return r, nil
+}
+
+// Source is the outbox id, the Source of every step this Recorder stores.
+func (r *Recorder) Source() string { return r.outbox.ID() }
+
+// Stats returns the Recorder's counters.
+func (r *Recorder) Stats() Stats { return r.c.snapshot() }
+
+// Hook queues a finished exchange for recording. It never blocks and never
+// fails; install it as proxy.Hooks.Exchange.
+func (r *Recorder) Hook(ex *proxy.Exchange) {
+	if ex == nil {
+		return
+	}
+	size := int64(len(ex.Request) + len(ex.Response) + 512)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		r.drop("recorder closed")
+		return
+	}
+	if r.c.queuedBytes.Add(size) > r.opts.MaxQueueBytes && r.c.queued.Load() > 0 {
+		r.c.queuedBytes.Add(-size)
+		r.drop("capture queue full")
+		return
+	}
+	select {
+	case r.in <- queued{ex: ex, size: size}:
+		r.c.queued.Add(1)
+		r.accepted.Add(1)
+	default:
+		r.c.queuedBytes.Add(-size)
+		r.drop("capture queue full")
+	}
+}
+
+// drop counts a lost exchange and logs at most once every ten seconds.
+func (r *Recorder) drop(why string) {
+	n := r.c.dropped.Add(1)
+	r.dropMu.Lock()
+	defer r.dropMu.Unlock()
+	if time.Since(r.lastDrop) > 10*time.Second {
+		r.lastDrop = time.Now()
+		r.log.Warn("exchange not recorded", "reason", why, "dropped_total", n,
+			"queued", r.c.queued.Load(), "queued_bytes", r.c.queuedBytes.Load())
+	}
+}
+
+// dispatch numbers exchanges in the order they were queued.
+func (r *Recorder) dispatch() {
+	defer close(r.work)
+	var n uint64
+	for q := range r.in {
+		q.arrival = n
+		n++
+		r.rmu.Lock()
+		r.dispatched = n
+		r.rmu.Unlock()
+		r.work <- q
+	}
+}
+
+func (r *Recorder) worker() {
+	for q := range r.work {
+		s := r.build(q.ex)
+		r.rmu.Lock()
+		r.results[q.arrival] = s
+		r.ready.Broadcast()
+		r.rmu.Unlock()
+		r.c.queuedBytes.Add(-q.size)
+	}
+}
+
+// build redacts and builds one step; a panic loses only that step.
+func (r *Recorder) build(ex *proxy.Exchange) (s *hindsight.Step) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("building a step panicked; step not recorded", "method", ex.Method, "panic", fmt.Sprint(p))
+			s = nil
+		}
+	}()
+	st := BuildStep(ex, r.red, r.opts.MaxBodyBytes)
+	return &st
+}
+
+// commit takes built steps in arrival order, tags them and appends them to
+// the outbox in batches.
+func (r *Recorder) commit() {
+	defer close(r.done)
+	for {
+		r.rmu.Lock()
+		for !r.readyAt(r.committed) && !(r.allIn && r.committed >= r.dispatched) {
+			r.ready.Wait()
+		}
+		if r.allIn && r.committed >= r.dispatched {
+			r.rmu.Unlock()
+			return
+		}
+		var batch []hindsight.Step
+		lost := 0
+		for len(batch) < commitBatch {
+			s, ok := r.results[r.committed]
+			if !ok {
+				break
+			}
+			delete(r.results, r.committed)
+			r.committed++
+			if s == nil {
+				lost++
+				continue
+			}
+			batch = append(batch, *s)
+		}
+		r.rmu.Unlock()
+
+		for i := range batch {
+			r.tagger.Tag(&batch[i])
+			r.c.redactions.Add(int64(batch[i].Redactions))
+		}
+		r.outbox.Append(batch)
+		r.c.captured.Add(int64(len(batch)))
+		r.c.queued.Add(-int64(len(batch) + lost))
+		r.c.dropped.Add(int64(lost))
+		r.processed.Add(int64(len(batch) + lost))
+	}
+}
+
+// readyAt reports whether arrival a was built (or failed).
+func (r *Recorder) readyAt(a uint64) bool {
+	_, ok := r.results[a]
+	return ok
+}
+
+// Sync waits until every exchange queued before it is in the outbox (safe
+// from a killed process), or ctx is done.
+func (r *Recorder) Sync(ctx context.Context) error {
+	target := r.accepted.Load()
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for r.processed.Load() < target {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sync capture: %w", ctx.Err())
+		case <-r.done:
+			return nil
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Close stops recording: exchanges still queued are recorded, then the
+// outbox delivers what it can until ctx is done and closes. Exchanges
+// handed to Hook after Close are dropped (and counted).
+func (r *Recorder) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	close(r.in)
+	r.mu.Unlock()
+	var err error
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		err = fmt.Errorf("close recorder: %d exchanges not recorded: %w", r.c.queued.Load(), ctx.Err())
+		r.log.Error("capture closed before its queue was recorded", "queued", r.c.queued.Load())
+		// The pipeline keeps running into the outbox below until it is
+		// closed; what it has not reached is lost.
+	}
+	if e := r.outbox.Close(ctx); e != nil && err == nil {
+		err = e
+	}
+	for _, c := range r.colls {
+		r.opts.Registerer.Unregister(c)
+	}
+	return err
+}
