@@ -456,24 +456,33 @@ func benchVariant(b *testing.B, v Variant, conc int) {
 			b.Error(err)
 		}
 	}()
-	ctx := context.Background()
-	args := echoArgs(256)
-	if err := Prepare(ctx, p.Client, args, 500); err != nil {
+	if err := Prepare(context.Background(), p.Client, echoArgs(256), 500); err != nil {
 		b.Fatalf("%v (stderr: %s)", err, p.Stderr())
 	}
+	benchCalls(b, p.Client, conc)
+	if rss, err := p.PeakRSS(); err == nil {
+		b.ReportMetric(float64(rss)/1e6, "peak-RSS-MB")
+	}
+}
+
+// benchCalls makes b.N echo calls on c with conc in flight and reports
+// their p50, p99 and rate.
+func benchCalls(b *testing.B, c *Client, conc int) {
+	ctx := context.Background()
+	args := echoArgs(256)
 	b.ReportAllocs()
 	var lats []time.Duration
 	if conc == 1 {
 		lats = make([]time.Duration, 0, 1<<16)
 		for b.Loop() {
 			t0 := time.Now()
-			if _, err := p.Call(ctx, "tools/call", args); err != nil {
+			if _, err := c.Call(ctx, "tools/call", args); err != nil {
 				b.Fatal(err)
 			}
 			lats = append(lats, time.Since(t0))
 		}
 	} else {
-		lats = benchInFlight(b, ctx, p.Client, args, conc)
+		lats = benchInFlight(b, ctx, c, args, conc)
 	}
 	slices.Sort(lats)
 	if len(lats) > 0 {
@@ -481,8 +490,46 @@ func benchVariant(b *testing.B, v Variant, conc int) {
 		b.ReportMetric(float64(percentile(lats, 99)), "p99-ns")
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
-	if rss, err := p.PeakRSS(); err == nil {
-		b.ReportMetric(float64(rss)/1e6, "peak-RSS-MB")
+}
+
+// BenchmarkStdio runs the proxy's stdio transport (proxy.Stdio, no hooks)
+// inside the benchmark process, on real pipes, in front of a real echo
+// server process, so that -cpuprofile and -memprofile show the sidecar's
+// relay path (the client's work is in the profile too, under Client).
+func BenchmarkStdio(b *testing.B) {
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, conc := range []int{1, 64} {
+		b.Run(fmt.Sprintf("inflight=%d", conc), func(b *testing.B) {
+			inR, inW, err := os.Pipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			outR, outW, err := os.Pipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			st := &proxy.Stdio{Command: self, Args: []string{"echo"}, Server: "echo",
+				Logger: slog.New(slog.DiscardHandler)}
+			done := make(chan error, 1)
+			go func() {
+				done <- st.Run(context.Background(), inR, outW)
+				outW.Close()
+			}()
+			c := NewClient(outR, inW)
+			if err := Prepare(context.Background(), c, echoArgs(256), 500); err != nil {
+				b.Fatal(err)
+			}
+			benchCalls(b, c, conc)
+			inW.Close()
+			if err := <-done; err != nil {
+				b.Error(err)
+			}
+			inR.Close()
+			outR.Close()
+		})
 	}
 }
 

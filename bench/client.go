@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -40,7 +39,7 @@ type Client struct {
 
 	next    atomic.Uint64
 	mu      sync.Mutex
-	pending map[uint64]chan []byte
+	pending map[uint64]chan reply
 
 	done    chan struct{} // closed when the reader stops
 	readErr error         // why it stopped; read after done
@@ -49,7 +48,7 @@ type Client struct {
 // NewClient returns a client writing requests to w and reading responses
 // from r until r fails or reaches EOF.
 func NewClient(r io.Reader, w io.Writer) *Client {
-	c := &Client{w: w, pending: make(map[uint64]chan []byte), done: make(chan struct{})}
+	c := &Client{w: w, pending: make(map[uint64]chan reply), done: make(chan struct{})}
 	go c.readLoop(r)
 	return c
 }
@@ -59,7 +58,7 @@ func NewClient(r io.Reader, w io.Writer) *Client {
 // response, a closed connection or a done ctx.
 func (c *Client) Call(ctx context.Context, method string, params []byte) ([]byte, error) {
 	id := c.next.Add(1)
-	ch := make(chan []byte, 1)
+	ch := make(chan reply, 1)
 	c.mu.Lock()
 	c.pending[id] = ch
 	c.mu.Unlock()
@@ -80,12 +79,11 @@ func (c *Client) Call(ctx context.Context, method string, params []byte) ([]byte
 		return nil, err
 	}
 	select {
-	case resp := <-ch:
-		r := gjson.GetManyBytes(resp, "result", "error")
-		if r[1].Exists() {
-			return nil, fmt.Errorf("%s: server answered with an error: %s", method, r[1].Raw)
+	case r := <-ch:
+		if r.err != nil {
+			return nil, fmt.Errorf("%s: server answered with an error: %s", method, r.err)
 		}
-		return []byte(r[0].Raw), nil
+		return r.result, nil
 	case <-c.done:
 		c.forget(id)
 		return nil, fmt.Errorf("%s: %w", method, c.readErr)
@@ -184,21 +182,45 @@ func (c *Client) readLoop(r io.Reader) {
 	close(c.done)
 }
 
-// dispatch hands a response to its caller. Requests and notifications from
-// the server are ignored: the echo server sends none.
+// reply is a response as its caller receives it.
+type reply struct {
+	result []byte // the "result" member
+	err    []byte // the "error" member; nil for a success
+}
+
+// dispatch hands a response to its caller, decoding its top-level members
+// in one pass. Requests and notifications from the server are ignored: the
+// echo server sends none.
 func (c *Client) dispatch(msg []byte) {
-	f := gjson.GetManyBytes(msg, "id", "method")
-	if f[1].Exists() || f[0].Type != gjson.Number {
+	var id, method, result, rpcErr gjson.Result
+	gjson.ParseBytes(msg).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "id":
+			id = v
+		case "method":
+			method = v
+		case "result":
+			result = v
+		case "error":
+			rpcErr = v
+		}
+		return true
+	})
+	if method.Exists() || id.Type != gjson.Number {
 		return
 	}
-	id := f[0].Uint()
 	c.mu.Lock()
-	ch := c.pending[id]
-	delete(c.pending, id)
+	ch := c.pending[id.Uint()]
+	delete(c.pending, id.Uint())
 	c.mu.Unlock()
-	if ch != nil {
-		ch <- bytes.Clone(msg)
+	if ch == nil {
+		return
 	}
+	r := reply{result: []byte(result.Raw)} // converting copies: msg is reused
+	if rpcErr.Exists() {
+		r.err = []byte(rpcErr.Raw)
+	}
+	ch <- r
 }
 
 // Process is an MCP server running as a child process, reached over its
