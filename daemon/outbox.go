@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -16,9 +17,12 @@ type OutboxInfo struct {
 	ModifiedAt time.Time `json:"modified_at"`
 }
 
+// OutboxLockName is the file in an outbox directory that its sidecar holds
+// an flock on (see capture.OpenOutbox).
+const OutboxLockName = "sidecar.lock"
+
 // ScanOutboxes lists the outbox directories under dir (home.Outboxes()).
-// An outbox is live while its sidecar's Badger holds the flock on its LOCK
-// file; an outbox nobody holds was left by a dead sidecar and waits to be
+// An outbox is live while its sidecar holds the flock on its lock file; an outbox nobody holds was left by a dead sidecar and waits to be
 // drained.
 func ScanOutboxes(dir string) []OutboxInfo {
 	out := []OutboxInfo{}
@@ -27,11 +31,11 @@ func ScanOutboxes(dir string) []OutboxInfo {
 		return out
 	}
 	for _, e := range entries {
-		if !e.IsDir() {
-			continue
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue // being created, or set aside as corrupt
 		}
 		p := filepath.Join(dir, e.Name())
-		info := OutboxInfo{Name: e.Name(), Bytes: DirSize(p), Live: locked(filepath.Join(p, "LOCK"))}
+		info := OutboxInfo{Name: e.Name(), Bytes: DirSize(p), Live: locked(filepath.Join(p, OutboxLockName))}
 		if fi, err := e.Info(); err == nil {
 			info.ModifiedAt = fi.ModTime()
 		}

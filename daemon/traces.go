@@ -173,7 +173,7 @@ func validID(s string) bool {
 func (t *TraceStore) Ingest(ctx context.Context, steps []hindsight.Step) (IngestResult, error) {
 	var res IngestResult
 	if err := ValidateSteps(steps); err != nil {
-		return res, fmt.Errorf("validate steps: %w", err)
+		return res, fmt.Errorf("validate steps: %w: %w", ErrRejected, err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
