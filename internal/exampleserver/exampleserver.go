@@ -44,6 +44,8 @@ const Instructions = "Billing API of Example Corp. Use fetch_report to read a mo
 type Options struct {
 	// RetryAfter is the delay send_invoice asks for; 0 means DefaultRetryAfter.
 	RetryAfter time.Duration
+	// Instructions replaces the server's instructions when not empty.
+	Instructions string
 }
 
 // Usage is one customer's billable amount in a month.
@@ -81,8 +83,12 @@ type invoice struct {
 
 // New returns a server whose every connection starts logged out.
 func New(opt Options) *mcp.Server {
+	instr := Instructions
+	if opt.Instructions != "" {
+		instr = opt.Instructions
+	}
 	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "Example billing API", Version: "1.0.0"},
-		&mcp.ServerOptions{Instructions: Instructions, Capabilities: &mcp.ServerCapabilities{}})
+		&mcp.ServerOptions{Instructions: instr, Capabilities: &mcp.ServerCapabilities{}})
 	retry := opt.RetryAfter
 	if retry <= 0 {
 		retry = DefaultRetryAfter

@@ -1,0 +1,125 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/internal/exampleserver"
+	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// agentOn runs the agent against the example server in memory, without
+// Hindsight; instructions replace the server's.
+func agentOn(t *testing.T, instructions string) *Transcript {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, ct := mcp.NewInMemoryTransports()
+	srv := exampleserver.New(exampleserver.Options{RetryAfter: 20 * time.Millisecond, Instructions: instructions})
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	a := &Agent{Session: cs, Month: "2026-03", Due: time.Date(2026, 4, 15, 0, 0, 0, 0, time.UTC), User: "u", Password: "p"}
+	tr, err := a.Run(ctx)
+	if err != nil {
+		t.Fatalf("agent: %v (steps %+v)", err, tr.Steps)
+	}
+	return tr
+}
+
+// TestAgentRecoversFromErrors: knowing nothing, the agent hits every trap
+// and recovers from each by reading the error.
+func TestAgentRecoversFromErrors(t *testing.T) {
+	tr := agentOn(t, "")
+	if !tr.Done || tr.Failures != 3 {
+		t.Fatalf("done %v, %d failures, want 3: %+v", tr.Done, tr.Failures, tr.Steps)
+	}
+}
+
+// TestAgentFollowsLessons: the agent avoids exactly the traps the lessons
+// it is shown cover; nothing else changes its behaviour.
+func TestAgentFollowsLessons(t *testing.T) {
+	lessons := []string{
+		"- fetch_report: Call login before fetch_report (otherwise it failed with 401).",
+		`- create_invoice: When calling create_invoice, pass due_date in the form NNNN-NN-NN (like "2026-04-15"), not NN/NN/NNNN (like "04/15/2026").`,
+		"- send_invoice: When calling send_invoice, pass pause_ms (e.g. pause_ms=20) (otherwise it failed with 429).",
+	}
+	for n := 0; n <= len(lessons); n++ {
+		instr := "Billing API.\n\n[Hindsight] Lessons learned in past runs with this server:\n" + strings.Join(lessons[:n], "\n")
+		tr := agentOn(t, instr)
+		if want := 3 - n; !tr.Done || tr.Failures != want {
+			t.Errorf("with %d lessons: done %v, %d failures, want %d", n, tr.Done, tr.Failures, want)
+		}
+		if len(tr.Lessons) != n {
+			t.Errorf("with %d lessons the agent used %q", n, tr.Lessons)
+		}
+	}
+}
+
+// TestDemo runs `hindsight demo`'s whole loop with the real binary: the
+// daemon, wrap sidecars over stdio, capture, reflection and injection.
+func TestDemo(t *testing.T) {
+	exe := testbin.Hindsight(t)
+	dir, err := os.MkdirTemp("", "hs-demo-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	var out bytes.Buffer
+	res, err := Demo(context.Background(), Options{Home: hindsight.Home(dir), Exe: exe, Out: &out})
+	t.Logf("demo output:\n%s", out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid := daemon.LockHolder(hindsight.Home(dir)); pid > 0 && syscall.Kill(pid, 0) == nil {
+		t.Errorf("the daemon the demo started (pid %d) still runs", pid)
+	}
+	if len(res.Runs) != 2 {
+		t.Fatalf("%d runs", len(res.Runs))
+	}
+	r1, r2 := res.Runs[0], res.Runs[1]
+	if !r1.Done || r1.Failures < 2 {
+		t.Errorf("run 1: done %v with %d failures, want at least 2", r1.Done, r1.Failures)
+	}
+	if !r2.Done || r2.Failures != 0 {
+		t.Errorf("run 2: done %v with %d failures, want none", r2.Done, r2.Failures)
+	}
+	if len(r2.Steps) >= len(r1.Steps) {
+		t.Errorf("run 2 took %d steps, run 1 %d", len(r2.Steps), len(r1.Steps))
+	}
+	if len(res.Learned) < 2 || len(r2.Lessons) < 2 || r2.Instructions == "" {
+		t.Errorf("learned %d, run 2 used %q, instructions %q", len(res.Learned), r2.Lessons, r2.Instructions)
+	}
+	if r2.TokensInjected <= r1.TokensInjected || r2.TokensInjected > 1000 {
+		t.Errorf("tokens injected: run 1 %d, run 2 %d", r1.TokensInjected, r2.TokensInjected)
+	}
+	asked := 0
+	for _, s := range r2.Steps {
+		if s.Tool == "query_hindsight" {
+			asked++
+		}
+	}
+	if asked != 3 {
+		t.Errorf("run 2 asked Hindsight %d times, want before each of the 3 planned calls", asked)
+	}
+	for _, want := range []string{"failures", "tokens injected", "Hindsight learned"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
