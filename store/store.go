@@ -51,6 +51,23 @@ type Reembedder interface {
 	Reembed(ctx context.Context, emb hindsight.Embedder, progress func(done, total int)) error
 }
 
+// Validate checks what a store cannot keep, before anything is written:
+// ids and namespaces with NUL or over 256 bytes, a confidence outside
+// [0, 1], an experience with no situation, action or lesson.
+func Validate(e *hindsight.Experience) error {
+	switch {
+	case strings.ContainsRune(e.ID, 0) || strings.ContainsRune(e.Namespace, 0):
+		return errors.New("id and namespace must not contain NUL")
+	case len(e.ID) > 256 || len(e.Namespace) > 256:
+		return errors.New("id and namespace are limited to 256 bytes")
+	case math.IsNaN(e.Confidence) || e.Confidence < 0 || e.Confidence > 1:
+		return fmt.Errorf("confidence %v is outside [0, 1]", e.Confidence)
+	case strings.TrimSpace(e.Situation+e.Lesson+e.Action) == "":
+		return errors.New("experience has no situation, action or lesson")
+	}
+	return nil
+}
+
 // Cosine returns the cosine similarity of a and b (0 when either is zero or
 // their lengths differ).
 func Cosine(a, b []float32) float64 {

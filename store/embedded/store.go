@@ -214,21 +214,6 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// validate checks what Put cannot store, before anything is written.
-func validate(e *hindsight.Experience) error {
-	switch {
-	case strings.ContainsRune(e.ID, 0) || strings.ContainsRune(e.Namespace, 0):
-		return errors.New("id and namespace must not contain NUL")
-	case len(e.ID) > 256 || len(e.Namespace) > 256:
-		return errors.New("id and namespace are limited to 256 bytes")
-	case math.IsNaN(e.Confidence) || e.Confidence < 0 || e.Confidence > 1:
-		return fmt.Errorf("confidence %v is outside [0, 1]", e.Confidence)
-	case strings.TrimSpace(e.Situation+e.Lesson+e.Action) == "":
-		return errors.New("experience has no situation, action or lesson")
-	}
-	return nil
-}
-
 // Put inserts or updates e (see hindsight.ExperienceStore). A missing id is
 // generated; an empty namespace is the default one. When e has no vector it
 // is embedded, unless its text is unchanged and the stored vector is still
@@ -241,7 +226,7 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	if e.ID == "" {
 		e.ID = newID()
 	}
-	if err := validate(e); err != nil {
+	if err := store.Validate(e); err != nil {
 		return fmt.Errorf("put experience %q: %w", e.ID, err)
 	}
 	s.mu.RLock()
