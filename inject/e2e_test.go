@@ -268,7 +268,47 @@ func checkLessons(t *testing.T, cs *mcp.ClientSession) {
 func TestEndToEndStdio(t *testing.T) {
 	e := newEnv(t)
 	e.seed(t, demoLessons...)
-	checkLessons(t, e.stdio(t, nil))
+	cs := e.stdio(t, nil)
+	checkLessons(t, cs)
+	cs.Close()
+
+	// What was injected is recorded on the steps that carried it.
+	task := e.finalTask(t, "e2e-"+t.Name())
+	got := map[string]string{}
+	for _, s := range task.Steps {
+		for _, inj := range s.Injected {
+			if inj.Tokens <= 0 || len(inj.ExperienceIDs) == 0 {
+				t.Errorf("step %d (%s %s): injection %+v", s.StepIndex, s.Method, s.Tool, inj)
+			}
+			got[inj.Channel] = s.Method + " " + s.Tool
+		}
+	}
+	want := map[string]string{
+		inject.ChannelInstructions: "server/discover ",
+		inject.ChannelQuery:        "tools/call query_hindsight",
+		inject.ChannelErrorResult:  "tools/call fetch_report",
+	}
+	for ch, where := range want {
+		if got[ch] != where && !(ch == inject.ChannelInstructions && got[ch] == "initialize ") {
+			t.Errorf("%s injection recorded on %q, want %q", ch, got[ch], where)
+		}
+	}
+}
+
+// finalTask waits until the daemon holds task id as final.
+func (e *env) finalTask(t *testing.T, id string) *hindsight.Task {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		task, err := e.client.Task(context.Background(), id)
+		if err == nil && task.Final {
+			return task
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s not final: %+v, %v", id, task, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func TestEndToEndStreamableHTTP(t *testing.T) {

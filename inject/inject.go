@@ -302,7 +302,7 @@ func (in *Injector) fetchLessons(server string, f, prev *lessonsFetch) {
 	defer cancel()
 	n := orDefault(in.MaxInstructionLessons, DefaultMaxInstructionLessons)
 	list, err := in.Source.Search(ctx, hindsight.Query{
-		Text:      server + " lessons errors failures",
+		Text:      "", // no text: the store's best by confidence, evidence, hits and age
 		Namespace: in.namespace(),
 		Server:    server,
 		K:         2 * n,
