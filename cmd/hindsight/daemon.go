@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/capture"
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
@@ -30,6 +32,7 @@ func runDaemon(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer closer.Close()
+	slog.SetDefault(logger) // libraries that log to the default logger
 	err = serveDaemon(ctx, g, logger)
 	if err != nil {
 		logger.Error("daemon stopped", "err", err)
@@ -71,6 +74,7 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 		Home:      g.home,
 		Version:   version,
 		Logger:    logger,
+		Drain:     func(ctx context.Context) { drainLoop(ctx, g.home, traces, logger) },
 	}
 	ln, err := daemon.Listen(g.home, lock)
 	if err != nil {
@@ -100,4 +104,34 @@ func openExperienceStore(g *globals, logger *slog.Logger) (hindsight.ExperienceS
 		return nil, backend, errors.New("the weaviate backend is not built into this binary yet")
 	}
 	return nil, backend, fmt.Errorf("unknown store backend %q (want embedded or weaviate)", backend)
+}
+
+// orphanDrainInterval spaces the daemon's sweeps for outboxes of dead
+// sidecars.
+const orphanDrainInterval = 30 * time.Second
+
+// drainLoop delivers the outboxes that dead sidecars left behind straight
+// into the trace store, at start and every orphanDrainInterval.
+func drainLoop(ctx context.Context, home hindsight.Home, traces *daemon.TraceStore, logger *slog.Logger) {
+	d := storeDeliverer{traces}
+	for {
+		n, err := capture.DrainOrphans(ctx, home, d)
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("drain outboxes of dead sidecars", "delivered", n, "err", err)
+		} else if n > 0 {
+			logger.Info("drained outboxes of dead sidecars", "delivered", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(orphanDrainInterval):
+		}
+	}
+}
+
+// storeDeliverer delivers steps into the daemon's own trace store.
+type storeDeliverer struct{ t *daemon.TraceStore }
+
+func (d storeDeliverer) Deliver(ctx context.Context, steps []hindsight.Step) error {
+	return rejected(d.t.Deliver(ctx, steps))
 }

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/capture"
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/proxy"
 )
@@ -20,9 +22,10 @@ type sidecar struct {
 	Hooks   *proxy.Hooks
 	closers []func()
 
-	client *daemon.Client
-	keeper *daemonKeeper
-	logger *slog.Logger
+	client   *daemon.Client
+	keeper   *daemonKeeper
+	recorder *capture.Recorder // nil until capture started
+	logger   *slog.Logger
 
 	mu       sync.Mutex
 	sessions map[string]bool // sessions seen → ended
@@ -30,6 +33,10 @@ type sidecar struct {
 
 // sessionCloseTimeout bounds telling the daemon that sessions ended.
 const sessionCloseTimeout = 3 * time.Second
+
+// finalDrainTimeout bounds the outbox's last delivery when the sidecar
+// stops; what is left stays on disk for the next sidecar or the daemon.
+const finalDrainTimeout = 3 * time.Second
 
 // newSidecar builds the sidecar for the server called name, speaking
 // transport ("stdio", "streamable-http", "sse").
@@ -47,12 +54,40 @@ func newSidecar(ctx context.Context, g *globals, name, transport string, logger 
 	if err != nil {
 		return nil, err
 	}
-	s.keeper = startKeeper(g, exe, s.client, logger)
+	s.keeper = newKeeper()
+	if rec, err := s.startCapture(g, name, logger); err != nil {
+		// Recording never breaks the relay: the agent keeps its server,
+		// this session is just not recorded.
+		logger.Error("capture disabled for this session", "server", name, "err", err)
+		s.Hooks.Exchange = s.noteSession
+	} else {
+		s.recorder = rec
+		s.Hooks.Exchange = func(ex *proxy.Exchange) {
+			s.noteSession(ex)
+			rec.Hook(ex)
+		}
+		s.keeper.drain = func(ctx context.Context) {
+			n, err := capture.DrainOrphans(ctx, g.home, deliverer{c: s.client, k: s.keeper})
+			if err != nil && ctx.Err() == nil {
+				logger.Warn("drain outboxes of dead sidecars", "delivered", n, "err", err)
+			} else if n > 0 {
+				logger.Info("drained outboxes of dead sidecars", "delivered", n)
+			}
+		}
+	}
+	s.keeper.start(g, exe, logger)
+	// Close runs these backwards: capture's final drain, then the
+	// sessions' ends, then the keeper stops.
 	s.closers = append(s.closers, s.keeper.stop, s.closeSessions)
-
-	// The exchange hook notes every session that carried traffic, so the
-	// daemon hears when each ends. Capture's recorder chains after it.
-	s.Hooks.Exchange = s.noteSession
+	if s.recorder != nil {
+		s.closers = append(s.closers, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), finalDrainTimeout)
+			defer cancel()
+			if err := s.recorder.Close(ctx); err != nil {
+				logger.Warn("close capture", "err", err)
+			}
+		})
+	}
 
 	// Injection goes last: its Exchange hook records what it injected
 	// before the hooks set above (capture's recorder) see the exchange.
@@ -72,7 +107,29 @@ func (d deliverer) Deliver(ctx context.Context, steps []hindsight.Step) error {
 	if err != nil && !errors.Is(err, daemon.ErrRejected) && ctx.Err() == nil {
 		d.k.wake()
 	}
+	return rejected(err)
+}
+
+// rejected maps the daemon's refusal of a batch to capture's, so the outbox
+// sets the refused steps aside instead of retrying them for ever.
+func rejected(err error) error {
+	if err != nil && errors.Is(err, daemon.ErrRejected) && !errors.Is(err, capture.ErrRejected) {
+		return fmt.Errorf("%w: %w", capture.ErrRejected, err)
+	}
 	return err
+}
+
+// newRedactor builds the redactor with the user's rules from the config.
+func newRedactor(g *globals) (*capture.Redactor, error) {
+	cfg := capture.RedactorConfig{Keys: g.config.Capture.Redact.Keys}
+	for _, p := range g.config.Capture.Redact.Patterns {
+		cfg.Patterns = append(cfg.Patterns, capture.Pattern{Name: p.Name, Regex: p.Regex})
+	}
+	red, err := capture.NewRedactor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("redaction rules: %w", err)
+	}
+	return red, nil
 }
 
 func (s *sidecar) noteSession(ex *proxy.Exchange) {
@@ -99,7 +156,19 @@ func (s *sidecar) EndSession(ctx context.Context, id string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, sessionCloseTimeout)
 	defer cancel()
-	if _, err := s.client.CloseSession(ctx, id, "", nil); err != nil {
+	// The close names the last step recorded so far: the daemon waits for
+	// it before it counts the session closed, so the task is not final
+	// while its steps still sit in the outbox.
+	var source string
+	var last *uint64
+	if s.recorder != nil {
+		if err := s.recorder.Sync(ctx); err == nil {
+			if n := s.recorder.Stats().Captured; n > 0 {
+				source, last = s.recorder.Source(), new(uint64(n))
+			}
+		}
+	}
+	if _, err := s.client.CloseSession(ctx, id, source, last); err != nil {
 		// The task still ends by the idle gap.
 		s.logger.Warn("tell the daemon a session ended", "session", id, "err", err)
 	}
@@ -135,14 +204,21 @@ type daemonKeeper struct {
 	kick   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
+	// drain, when set, runs each time the daemon was found answering:
+	// it delivers outboxes left by dead sidecars.
+	drain func(ctx context.Context)
 }
 
 // keeperPause spaces restart attempts.
 const keeperPause = 5 * time.Second
 
-func startKeeper(g *globals, exe string, c *daemon.Client, logger *slog.Logger) *daemonKeeper {
+func newKeeper() *daemonKeeper {
+	return &daemonKeeper{kick: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+func (k *daemonKeeper) start(g *globals, exe string, logger *slog.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
-	k := &daemonKeeper{kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	k.cancel = cancel
 	k.wake()
 	go func() {
 		defer close(k.done)
@@ -152,7 +228,13 @@ func startKeeper(g *globals, exe string, c *daemon.Client, logger *slog.Logger) 
 				return
 			case <-k.kick:
 			}
-			if _, err := daemon.EnsureRunning(ctx, g.home, exe, daemonArgs(g)...); err != nil && ctx.Err() == nil {
+			_, err := daemon.EnsureRunning(ctx, g.home, exe, daemonArgs(g)...)
+			switch {
+			case err == nil:
+				if k.drain != nil {
+					k.drain(ctx)
+				}
+			case ctx.Err() == nil:
 				logger.Warn("daemon not reachable; steps wait in the outbox", "err", err)
 			}
 			select {
@@ -162,7 +244,6 @@ func startKeeper(g *globals, exe string, c *daemon.Client, logger *slog.Logger) 
 			}
 		}
 	}()
-	return k
 }
 
 func (k *daemonKeeper) wake() {
@@ -175,4 +256,26 @@ func (k *daemonKeeper) wake() {
 func (k *daemonKeeper) stop() {
 	k.cancel()
 	<-k.done
+}
+
+// startCapture starts the recorder and its outbox, delivering to the
+// daemon through the keeper.
+func (s *sidecar) startCapture(g *globals, name string, logger *slog.Logger) (*capture.Recorder, error) {
+	red, err := newRedactor(g)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := capture.New(capture.Options{
+		Home:         g.home,
+		Server:       name,
+		Redactor:     red,
+		MaxBodyBytes: g.config.Capture.MaxBodyBytes,
+		Deliverer:    deliverer{c: s.client, k: s.keeper},
+		Logger:       logger,
+		Retention:    g.config.Outbox.Retention,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start capture: %w", err)
+	}
+	return rec, nil
 }
