@@ -62,6 +62,7 @@ type HTTPHandler struct {
 	sessions    map[string]*httpSession
 	sessionless *httpSession
 	closed      bool
+	ending      sync.WaitGroup // sessions ending in the background
 }
 
 func (h *HTTPHandler) logger() *slog.Logger {
@@ -184,7 +185,7 @@ func (h *HTTPHandler) newSession(ctx context.Context, transport string, hdr http
 	up, err := h.Upstream.Dial(ctx, hdr, UpstreamSink{
 		Message: s.fromServer,
 		Closed: func(err error) {
-			go h.endSession(s, err.Error())
+			h.endSessionLater(s, err.Error())
 		},
 	})
 	if err != nil {
@@ -224,7 +225,11 @@ func (h *HTTPHandler) shared(ctx context.Context, hdr http.Header) (*httpSession
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sessionless != nil { // lost a race: keep the first
-		go s.end("duplicate")
+		h.ending.Add(1)
+		go func() {
+			defer h.ending.Done()
+			s.end("duplicate")
+		}()
 		return h.sessionless, nil
 	}
 	h.sessionless = s
@@ -244,6 +249,24 @@ func (h *HTTPHandler) endSession(s *httpSession, reason string) {
 	if s.end(reason) {
 		h.logger().Info("session ended", "session", s.id, "reason", reason)
 	}
+}
+
+// endSessionLater forgets s at once and ends it in the background: closing
+// an upstream session can take a child's grace period. Close waits for it.
+func (h *HTTPHandler) endSessionLater(s *httpSession, reason string) {
+	h.mu.Lock()
+	if h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+	}
+	if h.sessionless == s {
+		h.sessionless = nil
+	}
+	h.ending.Add(1)
+	h.mu.Unlock()
+	go func() {
+		defer h.ending.Done()
+		h.endSession(s, reason)
+	}()
 }
 
 // Close ends every session, closing their upstream sessions (children are
@@ -268,6 +291,7 @@ func (h *HTTPHandler) Close() error {
 		}()
 	}
 	wg.Wait()
+	h.ending.Wait()
 	return nil
 }
 

@@ -2,17 +2,24 @@ package proxy_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -33,9 +40,16 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// proc is a program started by a test.
+type proc struct {
+	cmd    *exec.Cmd
+	stderr io.Reader
+	done   chan struct{} // closed when it exited
+}
+
 // startProcess runs a program in its own process group and stops the group
 // when the test ends.
-func startProcess(t *testing.T, env []string, name string, args ...string) (*exec.Cmd, io.Reader) {
+func startProcess(t *testing.T, env []string, name string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -48,18 +62,18 @@ func startProcess(t *testing.T, env []string, name string, args ...string) (*exe
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
-	waited := make(chan struct{})
-	go func() { cmd.Wait(); close(waited) }()
+	p := &proc{cmd: cmd, stderr: stderr, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
-		case <-waited:
-		case <-time.After(5 * time.Second):
+		case <-p.done:
+		case <-time.After(10 * time.Second):
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-waited
+			<-p.done
 		}
 	})
-	return cmd, stderr
+	return p
 }
 
 // startEverything runs the reference server in mode ("streamableHttp" or
@@ -68,8 +82,8 @@ func startEverything(t *testing.T, mode string) string {
 	t.Helper()
 	bin := testbin.NPM(t, "mcp-server-everything")
 	port := freePort(t)
-	_, stderr := startProcess(t, []string{fmt.Sprintf("PORT=%d", port)}, bin, mode)
-	go io.Copy(io.Discard, stderr)
+	p := startProcess(t, []string{fmt.Sprintf("PORT=%d", port)}, bin, mode)
+	go io.Copy(io.Discard, p.stderr)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -87,14 +101,34 @@ func startEverything(t *testing.T, mode string) string {
 
 var listeningRE = regexp.MustCompile(`on http://([^/\s]+)/mcp`)
 
-// startServe runs the real `hindsight serve` and returns its base URL.
+// relayOnly is a configuration that switches injection off, so that a
+// conversation through the sidecar must equal the direct one.
+const relayOnly = "inject:\n  instructions: false\n  error_results: false\n  query_tool: false\n"
+
+// startServe runs the real `hindsight serve`, relaying only, and returns
+// its base URL.
 func startServe(t *testing.T, args ...string) string {
+	t.Helper()
+	url, _ := startServeProc(t, relayOnly, args...)
+	return url
+}
+
+// startServeProc runs `hindsight serve` with the configuration cfg ("" for
+// the defaults) and returns its base URL and process.
+func startServeProc(t *testing.T, cfg string, args ...string) (string, *proc) {
 	t.Helper()
 	bin := testbin.Hindsight(t)
 	home := t.TempDir()
+	if cfg != "" {
+		if err := os.WriteFile(home+"/config.yaml", []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Runs after the sidecar is stopped: the daemon it started goes too.
+	t.Cleanup(func() { reapDaemons(t, home) })
 	all := append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)
-	cmd, stderr := startProcess(t, []string{"HINDSIGHT_HOME=" + home}, bin, all...)
-	_ = cmd
+	p := startProcess(t, []string{"HINDSIGHT_HOME=" + home}, bin, all...)
+	stderr := p.stderr
 	lines := make(chan string, 16)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -111,8 +145,7 @@ func startServe(t *testing.T, args ...string) string {
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				logs, _ := os.ReadFile(home + "/logs")
-				t.Fatalf("hindsight serve exited before listening %s", logs)
+				t.Fatalf("hindsight serve exited before listening")
 			}
 			if m := listeningRE.FindStringSubmatch(l); m != nil {
 				go func() {
@@ -120,7 +153,7 @@ func startServe(t *testing.T, args ...string) string {
 						t.Log("serve:", l)
 					}
 				}()
-				return "http://" + m[1]
+				return "http://" + m[1], p
 			}
 			t.Log("serve:", l)
 		case <-timeout:
@@ -299,6 +332,21 @@ func TestInteropStreamableHTTP(t *testing.T) {
 	// The agent's legacy SSE transport in front of the same upstream.
 	legacy := converse(t, &mcp.SSEClientTransport{Endpoint: side + "/sse"})
 	compareTranscripts(t, direct, legacy)
+
+	// With the default configuration the sidecar's hooks are in place.
+	hooked, _ := startServeProc(t, "", "--upstream", up+"/mcp")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: hooked + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || !hasTool(tools, "query_hindsight") || !hasTool(tools, "echo") {
+		t.Errorf("tools/list through the default sidecar: %v; want echo and query_hindsight", err)
+	}
 }
 
 func TestInteropSSEUpstream(t *testing.T) {
@@ -318,11 +366,99 @@ func TestInteropCommandUpstream(t *testing.T) {
 	bin := testbin.NPM(t, "mcp-server-everything")
 	direct := converse(t, &mcp.CommandTransport{Command: exec.Command(bin, "stdio")})
 	checkSane(t, direct)
-	side := startServe(t, "--", bin, "stdio")
+	side, serve := startServeProc(t, relayOnly, "--", bin, "stdio")
 	proxied := converse(t, &mcp.StreamableClientTransport{Endpoint: side + "/mcp"})
 	compareTranscripts(t, direct, proxied)
 	legacy := converse(t, &mcp.SSEClientTransport{Endpoint: side + "/sse"})
 	compareTranscripts(t, direct, legacy)
+
+	// A session left open holds a child; SIGTERM ends it with the sidecar.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: side + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	kids := serverChildren(serve.cmd.Process.Pid)
+	if len(kids) == 0 {
+		t.Fatal("no server child under the sidecar")
+	}
+	serve.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-serve.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("hindsight serve did not exit on SIGTERM")
+	}
+	if code := serve.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit status %d after SIGTERM, want 0", code)
+	}
+	for _, pid := range kids {
+		if alive(pid) {
+			t.Errorf("server child %d outlived the sidecar", pid)
+		}
+	}
+}
+
+// serverChildren lists the child processes of pid (started from any
+// thread) that run the everything server.
+func serverChildren(pid int) []int {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, file := range files {
+		b, _ := os.ReadFile(file)
+		for _, f := range strings.Fields(string(b)) {
+			var n int
+			fmt.Sscan(f, &n)
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", n))
+			if bytes.Contains(cmdline, []byte("mcp-server-everything")) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// reapDaemons stops the processes that run with HINDSIGHT_HOME=home: the
+// daemon a sidecar started in the background for a test's home.
+func reapDaemons(t *testing.T, home string) {
+	mark := []byte("\x00HINDSIGHT_HOME=" + home + "\x00")
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var pids []int
+	for _, d := range dirs {
+		env, err := os.ReadFile(d + "/environ")
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), mark) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil && pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
+	}
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range pids {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if alive(pid) {
+			t.Logf("process %d (HINDSIGHT_HOME=%s) ignored SIGTERM; killing it", pid, home)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// alive reports whether pid runs (a zombie does not count).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 // TestServeDeleteSession ends a session with DELETE: the sidecar forgets it
@@ -370,5 +506,103 @@ func TestServeDeleteSession(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("tools/list after DELETE: status %d, want 404", resp.StatusCode)
+	}
+}
+
+// bearer adds a token to every request of an HTTP client.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// TestServeAuthToken runs the real binary with --auth-token and
+// --upstream-header in front of the real server: a client without the token
+// gets 401, one with it works, and the upstream sees its own credentials,
+// never the agent's token.
+func TestServeAuthToken(t *testing.T) {
+	up := startEverything(t, "streamableHttp")
+	var mu sync.Mutex
+	var seen []string
+	target, _ := url.Parse(up)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization")+"|"+r.Header.Get("X-Team"))
+		mu.Unlock()
+		rp.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	side := startServe(t, "--upstream", front.URL+"/mcp", "--auth-token", "s3cret-token",
+		"--upstream-header", "Authorization: Bearer upstream-cred", "--upstream-header", "X-Team: blue")
+
+	resp, err := http.Post(side+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no token: status %d, want 401", resp.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	if _, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: side + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{"wrong", http.DefaultTransport}}}, nil); err == nil {
+		t.Fatal("connected with a wrong token")
+	}
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: side + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{"s3cret-token", http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatalf("connect with the token: %v", err)
+	}
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "authorised"}})
+	if err != nil || r.IsError {
+		t.Fatalf("echo: %v %+v", err, r)
+	}
+	cs.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 {
+		t.Fatal("nothing reached the upstream")
+	}
+	for _, s := range seen {
+		if s != "Bearer upstream-cred|blue" {
+			t.Errorf("upstream saw Authorization|X-Team = %q, want the --upstream-header values", s)
+		}
+	}
+}
+
+// TestServeUpstream5xx turns a dead upstream into a JSON-RPC error that
+// names the failure, through the real binary.
+func TestServeUpstream5xx(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "maintenance window", http.StatusServiceUnavailable)
+	}))
+	defer up.Close()
+	side := startServe(t, "--upstream", up.URL+"/mcp", "--upstream-transport", "streamable-http")
+	resp, err := http.Post(side+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":"a1","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var msg struct {
+		ID    string `json:"id"`
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &msg); err != nil {
+		t.Fatalf("not JSON-RPC: %s", body)
+	}
+	if msg.ID != "a1" || !strings.Contains(msg.Error.Message, "upstream HTTP 503") || !strings.Contains(msg.Error.Message, "maintenance window") {
+		t.Fatalf("got %s", body)
 	}
 }

@@ -103,7 +103,7 @@ func (s *httpSession) request(w http.ResponseWriter, r *http.Request, m Message,
 	if err != nil {
 		var se *StatusError
 		if errors.As(err, &se) && se.Code == http.StatusNotFound && s.h.session(s.id) == s {
-			go s.h.endSession(s, err.Error()) // the upstream forgot the session
+			s.h.endSessionLater(s, err.Error()) // the upstream forgot the session
 		}
 		s.h.logger().Warn("upstream request failed", "session", s.id, "method", m.Method, "err", err)
 		out := s.conn.FromServer(ErrorResponse(m.ID, CodeServerUnavailable, err.Error()))
@@ -266,6 +266,6 @@ func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
-	h.endSession(s, "the agent ended the session")
+	h.endSessionLater(s, "the agent ended the session")
 	w.WriteHeader(http.StatusOK)
 }

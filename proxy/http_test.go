@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -64,7 +65,8 @@ func sidecar(t *testing.T, rec http.Handler, configure func(h *proxy.HTTPHandler
 	t.Helper()
 	up := httptest.NewServer(rec)
 	t.Cleanup(up.Close)
-	h := &proxy.HTTPHandler{Upstream: &proxy.HTTPUpstream{URL: up.URL + "/mcp", Transport: proxy.TransportStreamable}, Server: "rec"}
+	h := &proxy.HTTPHandler{Upstream: &proxy.HTTPUpstream{URL: up.URL + "/mcp", Transport: proxy.TransportStreamable}, Server: "rec",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if configure != nil {
 		configure(h)
 	}

@@ -17,7 +17,7 @@ func (h *HTTPHandler) sseOpen(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	defer h.endSession(s, "the agent closed its SSE stream")
+	defer h.endSessionLater(s, "the agent closed its SSE stream")
 	l := s.addListener()
 	defer s.removeListener(l)
 	sw := startSSE(w)

@@ -138,7 +138,10 @@ func (s *autoSession) Send(ctx context.Context, msg []byte, hdr http.Header) (*R
 	st := &streamableSession{u: s.u, sink: s.sink}
 	reply, err := st.Send(ctx, msg, hdr)
 	var se *StatusError
-	if errors.As(err, &se) && (se.Code == http.StatusNotFound || se.Code == http.StatusMethodNotAllowed) {
+	// Only an initialize decides, as the spec's backwards-compatibility
+	// section has it: a sessionless request may be refused for other reasons.
+	isInit := gjson.GetBytes(msg, "method").Str == "initialize"
+	if isInit && errors.As(err, &se) && (se.Code == http.StatusNotFound || se.Code == http.StatusMethodNotAllowed) {
 		s.u.logger().Info("upstream refused a Streamable HTTP POST; trying the legacy SSE transport", "url", s.u.URL, "status", se.Code)
 		sse, derr := s.u.dialSSE(ctx, hdr, s.sink)
 		if derr != nil {
@@ -148,7 +151,7 @@ func (s *autoSession) Send(ctx context.Context, msg []byte, hdr http.Header) (*R
 		s.inner = sse
 		return sse.Send(ctx, msg, hdr)
 	}
-	if err == nil {
+	if err == nil && isInit {
 		s.u.detect(TransportStreamable)
 		s.inner = st
 	}
@@ -195,7 +198,7 @@ func (s *streamableSession) Send(ctx context.Context, msg []byte, hdr http.Heade
 	if err != nil {
 		return nil, fmt.Errorf("post to upstream: %w", err)
 	}
-	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" && gjson.GetBytes(msg, "method").Str == "initialize" {
 		s.mu.Lock()
 		if s.sessionID == "" {
 			s.sessionID = id

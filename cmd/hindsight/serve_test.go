@@ -1,0 +1,69 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseServe(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string // "" for success
+		check   func(t *testing.T, o *serveOptions)
+	}{
+		{args: []string{"--upstream", "http://127.0.0.1:3001/mcp"}, check: func(t *testing.T, o *serveOptions) {
+			if o.name != "127.0.0.1" || o.transport != "auto" || o.listen != "127.0.0.1:8931" {
+				t.Errorf("defaults: %+v", o)
+			}
+		}},
+		{args: []string{"--listen", "localhost:0", "--name", "fs", "--", "/usr/bin/server", "--flag", "x"}, check: func(t *testing.T, o *serveOptions) {
+			if o.name != "fs" || strings.Join(o.command, " ") != "/usr/bin/server --flag x" {
+				t.Errorf("command: %+v", o)
+			}
+		}},
+		{args: []string{"--listen", "[::1]:9000", "--", "srv"}, check: func(t *testing.T, o *serveOptions) {
+			if o.name != "srv" {
+				t.Errorf("name %q, want srv", o.name)
+			}
+		}},
+		{args: []string{"--upstream", "http://h/mcp", "--upstream-header", "Authorization: Bearer up", "--upstream-header", "X-Team:  blue "}, check: func(t *testing.T, o *serveOptions) {
+			if o.headers.Get("Authorization") != "Bearer up" || o.headers.Get("X-Team") != "blue" {
+				t.Errorf("headers %v", o.headers)
+			}
+		}},
+		{args: []string{"--listen", "0.0.0.0:8931", "--upstream", "http://h/mcp"}, wantErr: "not a loopback address"},
+		{args: []string{"--listen", ":8931", "--upstream", "http://h/mcp"}, wantErr: "--allow-remote"},
+		{args: []string{"--listen", "192.168.1.5:8931", "--upstream", "http://h/mcp"}, wantErr: "not a loopback address"},
+		{args: []string{"--listen", "0.0.0.0:8931", "--allow-remote", "--upstream", "http://h/mcp"}},
+		{args: []string{}, wantErr: "needs --upstream URL or a command"},
+		{args: []string{"--upstream", "http://h/mcp", "--", "srv"}, wantErr: "not both"},
+		{args: []string{"--upstream", "ftp://h/mcp"}, wantErr: "http(s) URL"},
+		{args: []string{"--upstream", "http://h/mcp", "--upstream-transport", "websocket"}, wantErr: "auto, streamable-http or sse"},
+		{args: []string{"--upstream", "http://h/mcp", "--upstream-header", "no colon"}, wantErr: "Name: value"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Setenv("HINDSIGHT_AUTH_TOKEN", "")
+			o, err := parseServe(tc.args)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.check != nil {
+				tc.check(t, o)
+			}
+		})
+	}
+}
+
+func TestParseServeUsageError(t *testing.T) {
+	_, err := parseServe([]string{"--listen", "10.0.0.1:1", "--upstream", "http://h/"})
+	if !errors.Is(err, errUsage) {
+		t.Errorf("a refused address is a usage error (exit 2); got %v", err)
+	}
+}
