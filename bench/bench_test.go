@@ -63,16 +63,15 @@ func variants(t testing.TB, names ...string) []Variant {
 			v.Argv = append([]string{self, "relay"}, echo...)
 		case Sidecar, SidecarNoCapture:
 			v.Argv = append([]string{testbin.Hindsight(t), "wrap", "--name", "echo", "--"}, echo...)
-			home := t.TempDir()
-			v.Env = []string{"HINDSIGHT_HOME=" + home}
+			v.Home = t.TempDir()
+			v.CaptureOff = n == SidecarNoCapture
 			t.Cleanup(func() {
-				if err := StopDaemons(home, 5*time.Second); err != nil {
+				// Run stops them; a benchmark, which starts processes
+				// itself, relies on this.
+				if err := StopDaemons(v.Home, 10*time.Second); err != nil {
 					t.Error(err)
 				}
 			})
-			if n == SidecarNoCapture {
-				v.Env = append(v.Env, "HINDSIGHT_CAPTURE=off")
-			}
 		default:
 			t.Fatalf("unknown variant %q", n)
 		}
@@ -447,12 +446,12 @@ func BenchmarkRelay(b *testing.B) {
 }
 
 func benchVariant(b *testing.B, v Variant, conc int) {
-	p, err := Start(v.Argv, v.Env)
+	p, err := Start(v.Argv, v.env())
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer func() {
-		if err := p.Close(10 * time.Second); err != nil {
+		if err := p.Close(closeGrace); err != nil {
 			b.Error(err)
 		}
 	}()

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -24,7 +26,32 @@ type Variant struct {
 	Name string
 	Argv []string
 	Env  []string // added to the environment, KEY=VALUE
+
+	// Home, when set, is the variant's HINDSIGHT_HOME (an absolute path,
+	// fresh for this run): Run adds it to the environment and, at the end,
+	// stops any daemon the sidecar started for it (see StopDaemons).
+	Home string
+	// CaptureOff asks the sidecar not to record (HINDSIGHT_CAPTURE=off).
+	// At the end Run checks that no outbox appeared under Home, and notes
+	// in the report when one did: then capture was on after all.
+	CaptureOff bool
 }
+
+func (v Variant) env() []string {
+	env := slices.Clone(v.Env)
+	if v.Home != "" {
+		env = append(env, "HINDSIGHT_HOME="+v.Home)
+	}
+	if v.CaptureOff {
+		env = append(env, "HINDSIGHT_CAPTURE=off")
+	}
+	return env
+}
+
+// closeGrace is how long a variant's process may take to exit after its
+// stdin closes: a sidecar drains its capture outbox and tells the daemon
+// its session ended first.
+const closeGrace = 15 * time.Second
 
 // Options say what Run measures. Zero fields take the defaults noted.
 type Options struct {
@@ -94,6 +121,11 @@ type Report struct {
 	PeakRSS map[string]int64
 	Started time.Time
 	Took    time.Duration
+	// Notes are warnings about the run, printed under the tables.
+	Notes []string
+	// CaptureNotOff lists variants with CaptureOff whose sidecar recorded
+	// anyway; capture's checks are then undecided.
+	CaptureNotOff []string
 }
 
 // Run starts every variant, checks that it echoes, warms it up, then
@@ -111,13 +143,20 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	defer func() {
 		for _, p := range procs {
 			if p != nil {
-				p.Close(5 * time.Second)
+				p.Close(closeGrace)
+			}
+		}
+		for _, v := range opts.Variants {
+			if v.Home != "" {
+				if err := StopDaemons(v.Home, 10*time.Second); err != nil {
+					rep.Notes = append(rep.Notes, err.Error())
+				}
 			}
 		}
 	}()
 	args := echoArgs(opts.Payload)
 	for i, v := range opts.Variants {
-		p, err := Start(v.Argv, v.Env)
+		p, err := Start(v.Argv, v.env())
 		if err != nil {
 			return nil, fmt.Errorf("variant %s: %w", v.Name, err)
 		}
@@ -156,10 +195,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if rss, err := procs[i].PeakRSS(); err == nil {
 			rep.PeakRSS[v.Name] = rss
 		}
-		err := procs[i].Close(5 * time.Second)
+		err := procs[i].Close(closeGrace)
 		procs[i] = nil
 		if err != nil {
 			return nil, fmt.Errorf("variant %s: %w", v.Name, err)
+		}
+		if v.CaptureOff && v.Home != "" && hasOutbox(v.Home) {
+			rep.CaptureNotOff = append(rep.CaptureNotOff, v.Name)
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the sidecar recorded although HINDSIGHT_CAPTURE=off "+
+				"(an outbox appeared in its home); capture's cost is not measured", v.Name))
 		}
 	}
 	rep.Took = time.Since(rep.Started)
@@ -168,6 +212,20 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 // echoArgs returns tools/call params for the echo tool carrying size bytes
 // of text.
+// hasOutbox reports whether a sidecar created a capture outbox under home.
+func hasOutbox(home string) bool {
+	ents, err := os.ReadDir(filepath.Join(home, "outbox"))
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), ".") {
+			return true
+		}
+	}
+	return false
+}
+
 func echoArgs(size int) []byte {
 	text := strings.Repeat("hindsight ", size/10+1)[:size]
 	b, _ := json.Marshal(map[string]any{"name": EchoTool, "arguments": map[string]string{"text": text}})

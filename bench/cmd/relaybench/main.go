@@ -105,17 +105,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	// A sidecar starts a detached daemon for its home; stop them before
-	// the homes are removed.
-	homes := []string{filepath.Join(tmp, "home")}
-	defer func() {
-		for _, h := range homes {
-			if err := bench.StopDaemons(h, 5*time.Second); err != nil {
-				fmt.Fprintln(stderr, "relaybench:", err)
-			}
-		}
-	}()
-	vs, err := makeVariants(names, self, bin, homes[0])
+	vs, err := makeVariants(names, self, bin, tmp)
 	if err != nil {
 		return err
 	}
@@ -123,9 +113,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		vs = append(vs, bench.Variant{
 			Name: c.name,
 			Argv: []string{c.bin, "wrap", "--name", "echo", "--", self, "echo"},
-			Env:  []string{"HINDSIGHT_HOME=" + filepath.Join(tmp, "home-"+c.name)},
+			Home: filepath.Join(tmp, "home-"+c.name),
 		})
-		homes = append(homes, filepath.Join(tmp, "home-"+c.name))
 	}
 	opts := bench.Options{Variants: vs, Rounds: *rounds, Concurrency: concs, Duration: *duration,
 		Calls: *calls, Warmup: *warmup, Payload: *payload}
@@ -142,7 +131,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // makeVariants builds the named variants around this program's echo mode.
-func makeVariants(names []string, self, hindsightBin, home string) ([]bench.Variant, error) {
+// Each sidecar gets a fresh HINDSIGHT_HOME under tmp.
+func makeVariants(names []string, self, hindsightBin, tmp string) ([]bench.Variant, error) {
 	echo := []string{self, "echo"}
 	sidecarArgv := []string{hindsightBin, "wrap", "--name", "echo", "--"}
 	var out []bench.Variant
@@ -153,12 +143,10 @@ func makeVariants(names []string, self, hindsightBin, home string) ([]bench.Vari
 			v.Argv = echo
 		case bench.ByteRelay:
 			v.Argv = append([]string{self, "relay", "--"}, echo...)
-		case bench.Sidecar:
+		case bench.Sidecar, bench.SidecarNoCapture:
 			v.Argv = append(sidecarArgv, echo...)
-			v.Env = []string{"HINDSIGHT_HOME=" + home}
-		case bench.SidecarNoCapture:
-			v.Argv = append(sidecarArgv, echo...)
-			v.Env = []string{"HINDSIGHT_HOME=" + home, "HINDSIGHT_CAPTURE=off"}
+			v.Home = filepath.Join(tmp, "home-"+n)
+			v.CaptureOff = n == bench.SidecarNoCapture
 		default:
 			return nil, fmt.Errorf("unknown variant %q (want %s, %s, %s or %s)", n,
 				bench.Direct, bench.ByteRelay, bench.Sidecar, bench.SidecarNoCapture)
