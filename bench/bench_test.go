@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -576,6 +577,37 @@ func BenchmarkConn(b *testing.B) {
 		}
 		if out := c.FromServer(resp); out == nil {
 			b.Fatal("response not relayed")
+		}
+	}
+}
+
+func TestCaptureNotOff(t *testing.T) {
+	home := t.TempDir()
+	if hasOutbox(home) {
+		t.Fatal("outbox found in an empty home")
+	}
+	if err := os.MkdirAll(filepath.Join(home, "outbox", ".rejected"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if hasOutbox(home) {
+		t.Fatal("outbox found where only .rejected exists")
+	}
+	if err := os.MkdirAll(filepath.Join(home, "outbox", "20261130T153314-1238-d6e3b3f4"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if !hasOutbox(home) {
+		t.Fatal("a sidecar's outbox was not found")
+	}
+
+	one := []Sample{{Calls: 100, Elapsed: time.Second, P50: time.Millisecond, P99: 2 * time.Millisecond}}
+	rep := &Report{
+		Options:       Options{Concurrency: []int{1, 64}},
+		Samples:       map[string]map[int][]Sample{Sidecar: {1: one, 64: one}, SidecarNoCapture: {1: one, 64: one}},
+		CaptureNotOff: []string{SidecarNoCapture},
+	}
+	for _, c := range rep.Checks() {
+		if strings.HasPrefix(c.Name, "capture's") && c.Verdict() != "n/a" {
+			t.Errorf("%s: verdict %q with capture on in both variants, want n/a", c.Name, c.Verdict())
 		}
 	}
 }

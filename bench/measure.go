@@ -195,12 +195,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if rss, err := procs[i].PeakRSS(); err == nil {
 			rep.PeakRSS[v.Name] = rss
 		}
+		// Before Close: a sidecar that stops cleanly may remove its
+		// drained outbox.
+		recorded := v.CaptureOff && v.Home != "" && hasOutbox(v.Home)
 		err := procs[i].Close(closeGrace)
 		procs[i] = nil
 		if err != nil {
 			return nil, fmt.Errorf("variant %s: %w", v.Name, err)
 		}
-		if v.CaptureOff && v.Home != "" && hasOutbox(v.Home) {
+		if recorded {
 			rep.CaptureNotOff = append(rep.CaptureNotOff, v.Name)
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the sidecar recorded although HINDSIGHT_CAPTURE=off "+
 				"(an outbox appeared in its home); capture's cost is not measured", v.Name))
