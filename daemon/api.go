@@ -50,11 +50,18 @@ type ReflectionQueue interface {
 // QueueStats describes the reflection queue.
 type QueueStats struct {
 	Pending   int        `json:"pending"`
+	Retrying  int        `json:"retrying"` // of the pending, those that failed before
 	Running   int        `json:"running"`
 	Done      int        `json:"done"`
 	Failed    int        `json:"failed"`
 	LastError string     `json:"last_error,omitempty"`
 	LastRunAt *time.Time `json:"last_run_at,omitempty"`
+
+	Dropped map[string]int `json:"dropped,omitempty"` // candidate experiences dropped, by reason
+	Merged  map[string]int `json:"merged,omitempty"`  // experiences stored, by outcome
+
+	LLMCallsLastHour  int `json:"llm_calls_last_hour"`
+	LLMTokensLastHour int `json:"llm_tokens_last_hour"`
 }
 
 // Health is the daemon's answer to "are you there?".

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"syscall"
@@ -15,6 +15,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
+	"github.com/hindsight-proxy/hindsight/store/weaviate"
 )
 
 // runDaemon runs the daemon in the foreground until SIGINT or SIGTERM.
@@ -56,7 +57,7 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 	}
 	defer traces.Close()
 
-	store, backend, err := openExperienceStore(g, logger)
+	store, backend, err := openExperienceStore(ctx, g, logger)
 	if err != nil {
 		// Traces still flow without an experience store; say why the
 		// experience commands answer 503.
@@ -66,10 +67,22 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 		defer store.Close()
 	}
 
+	var queue daemon.ReflectionQueue
+	if reflectionQueue != nil {
+		q, closer, err := reflectionQueue(ctx, g, traces, store, logger)
+		if err != nil {
+			logger.Error("reflection unavailable", "err", err)
+		} else {
+			queue = q
+			defer closer.Close()
+		}
+	}
+
 	srv := &daemon.Server{
 		Traces:    traces,
 		Store:     store,
 		StoreName: backend,
+		Queue:     queue,
 		Namespace: g.config.Store.Namespace,
 		Home:      g.home,
 		Version:   version,
@@ -87,24 +100,59 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 }
 
 // openExperienceStore opens the configured experience store: embedded (the
-// default) in the daemon's data directory, or Weaviate.
-func openExperienceStore(g *globals, logger *slog.Logger) (hindsight.ExperienceStore, string, error) {
+// default) in the daemon's data directory, or Weaviate. Vectors come from
+// the configured embeddings model, else from the built-in local embedder.
+func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (hindsight.ExperienceStore, string, error) {
 	backend := g.config.Store.Backend
 	if backend == "" {
 		backend = "embedded"
 	}
+	if backend != "embedded" && backend != "weaviate" {
+		return nil, backend, fmt.Errorf("unknown store backend %q (want embedded or weaviate)", backend)
+	}
+	emb, err := newEmbedder(ctx, g)
+	if err != nil {
+		return nil, backend, err
+	}
 	switch backend {
-	case "embedded":
-		st, err := embedded.Open(filepath.Join(g.home.DaemonData(), "experiences"), embed.NewLocal(0), embedded.Options{Logger: logger})
+	case "weaviate":
+		st, err := weaviate.Open(ctx, weaviate.Config{URL: g.config.Store.Weaviate.URL, GRPC: g.config.Store.Weaviate.GRPC, Logger: logger}, emb)
 		if err != nil {
 			return nil, backend, err
 		}
 		return st, backend, nil
-	case "weaviate":
-		return nil, backend, errors.New("the weaviate backend is not built into this binary yet")
+	default:
+		st, err := embedded.Open(filepath.Join(g.home.DaemonData(), "experiences"), emb, embedded.Options{Logger: logger})
+		if err != nil {
+			return nil, backend, err
+		}
+		return st, backend, nil
 	}
-	return nil, backend, fmt.Errorf("unknown store backend %q (want embedded or weaviate)", backend)
 }
+
+// newEmbedder returns the embeddings model of the configuration, or the
+// local embedder when none is configured. A configured model that does not
+// answer is an error, not a silent fallback: the store would re-embed
+// everything with another embedder.
+func newEmbedder(ctx context.Context, g *globals) (hindsight.Embedder, error) {
+	if g.config.LLM.EmbedModel == "" {
+		return embed.NewLocal(0), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	emb, err := embed.NewOpenAI(ctx, embed.OpenAIConfig{BaseURL: g.config.LLM.BaseURL, APIKey: g.config.LLM.APIKey, Model: g.config.LLM.EmbedModel})
+	if err != nil {
+		return nil, fmt.Errorf("embeddings model %s: %w", g.config.LLM.EmbedModel, err)
+	}
+	return emb, nil
+}
+
+// reflectionQueue, when set (by the reflection wiring, in a file of its
+// own), builds and starts the daemon's reflection queue over the trace
+// store and the experience store (which may be nil); the daemon closes it
+// before the stores. Unset, the daemon does not reflect and final tasks
+// wait for a daemon that does.
+var reflectionQueue func(ctx context.Context, g *globals, traces *daemon.TraceStore, store hindsight.ExperienceStore, logger *slog.Logger) (daemon.ReflectionQueue, io.Closer, error)
 
 // orphanDrainInterval spaces the daemon's sweeps for outboxes of dead
 // sidecars.

@@ -73,7 +73,11 @@ func printStatus(w io.Writer, g *globals, st *daemon.Status, cause error) error 
 	}
 	switch q := st.Reflection; {
 	case q != nil:
-		detail := fmt.Sprintf("%d running, %d done, %d failed", q.Running, q.Done, q.Failed)
+		detail := fmt.Sprintf("%d retrying, %d running, %d done, %d failed, LLM last hour: %d calls, %d tokens",
+			q.Retrying, q.Running, q.Done, q.Failed, q.LLMCallsLastHour, q.LLMTokensLastHour)
+		if q.LastRunAt != nil {
+			detail += ", last run " + when(*q.LastRunAt)
+		}
 		if q.LastError != "" {
 			detail += ", last error: " + clip(q.LastError, 80)
 		}
