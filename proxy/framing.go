@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -77,6 +78,18 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 	}
 }
 
+// Pending reports whether a whole line is already buffered, so that the
+// next ReadLine returns without waiting for input. A relay uses it to write
+// a burst of messages with one flush: it flushes only before it would wait.
+func (lr *LineReader) Pending() bool {
+	n := lr.r.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := lr.r.Peek(n)
+	return bytes.IndexByte(b, '\n') >= 0
+}
+
 // skip discards the rest of an over-long line.
 func (lr *LineReader) skip(size int64, err error) error {
 	for errors.Is(err, bufio.ErrBufferFull) {
@@ -92,7 +105,8 @@ func (lr *LineReader) skip(size int64, err error) error {
 
 // LineWriter writes newline-delimited messages. Each WriteMessage writes one
 // message and its newline and flushes, so a message is never split by or
-// interleaved with another; it is safe for concurrent use. After a write
+// interleaved with another; it is safe for concurrent use. Buffer and Flush
+// let a relay write a burst of messages with one system call. After a write
 // error every later write fails with the same error.
 type LineWriter struct {
 	mu sync.Mutex
@@ -111,5 +125,22 @@ func (lw *LineWriter) WriteMessage(msg []byte) error {
 	defer lw.mu.Unlock()
 	lw.w.Write(msg) // a large msg goes straight through; errors stick
 	lw.w.WriteByte('\n')
+	return lw.w.Flush()
+}
+
+// Buffer writes msg followed by a newline without flushing, unless the
+// buffer fills. The caller must call Flush (or WriteMessage) before it
+// waits for anything, or the message may sit in the buffer.
+func (lw *LineWriter) Buffer(msg []byte) error {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.w.Write(msg)
+	return lw.w.WriteByte('\n')
+}
+
+// Flush writes out buffered messages.
+func (lw *LineWriter) Flush() error {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
 	return lw.w.Flush()
 }

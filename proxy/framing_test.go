@@ -266,3 +266,29 @@ func checkParse(t *testing.T, line []byte) {
 		}
 	}
 }
+
+func TestLineReaderPending(t *testing.T) {
+	r, w := io.Pipe()
+	lr := NewLineReader(r, 0)
+	go w.Write([]byte("a\nb\n{\"part"))
+	want := []struct {
+		line    string
+		pending bool
+	}{{"a", true}, {"b", false}}
+	for _, tt := range want {
+		line, err := lr.ReadLine()
+		if err != nil || string(line) != tt.line {
+			t.Fatalf("ReadLine = %q, %v; want %q", line, err, tt.line)
+		}
+		if got := lr.Pending(); got != tt.pending {
+			t.Fatalf("after %q: Pending = %v, want %v", tt.line, got, tt.pending)
+		}
+	}
+	go func() { w.Write([]byte("ial\"}\n")); w.Close() }()
+	if line, err := lr.ReadLine(); err != nil || string(line) != `{"partial"}` {
+		t.Fatalf("ReadLine = %q, %v", line, err)
+	}
+	if lr.Pending() {
+		t.Fatal("Pending at EOF")
+	}
+}

@@ -204,29 +204,38 @@ func (r *relay) readAgent(ctx context.Context, agentIn io.Reader) error {
 			}
 			return err
 		}
-		if blank(line) {
-			continue
+		if !blank(line) {
+			r.fromAgent(ctx, line)
 		}
-		a := r.conn.FromClient(line)
-		switch {
-		case a.Forward != nil:
-			r.send(a.Forward)
-		case a.Reply != nil:
-			r.toAgent(a.Reply)
-		case a.Local != nil:
-			r.locals.Add(1)
-			go func() {
-				defer r.locals.Done()
-				if out := a.Local(ctx); out != nil {
-					r.toAgent(out)
-				}
-			}()
+		// A burst of messages goes to the server in one write; flush
+		// before waiting for more.
+		if !lr.Pending() {
+			r.flushChild()
 		}
 	}
 }
 
-// send delivers a message from the agent to the child, or holds it until a
-// child is ready.
+// fromAgent relays one message from the agent.
+func (r *relay) fromAgent(ctx context.Context, line []byte) {
+	a := r.conn.FromClient(line)
+	switch {
+	case a.Forward != nil:
+		r.send(a.Forward)
+	case a.Reply != nil:
+		r.toAgent(a.Reply)
+	case a.Local != nil:
+		r.locals.Add(1)
+		go func() {
+			defer r.locals.Done()
+			if out := a.Local(ctx); out != nil {
+				r.toAgent(out)
+			}
+		}()
+	}
+}
+
+// send buffers a message from the agent for the child (readAgent flushes),
+// or holds it until a child is ready.
 func (r *relay) send(msg []byte) {
 	r.mu.Lock()
 	if r.cur == nil || !r.ready {
@@ -236,16 +245,32 @@ func (r *relay) send(msg []byte) {
 	}
 	ch := r.cur
 	r.mu.Unlock()
-	if err := ch.in.WriteMessage(msg); err != nil {
+	if err := ch.in.Buffer(msg); err != nil {
 		// The child is gone; its exit fails the request.
 		r.log.Debug("write to server failed", "server", r.name, "err", err)
+	}
+}
+
+// flushChild writes out what send buffered for the current child.
+func (r *relay) flushChild() {
+	r.mu.Lock()
+	ch := r.cur
+	r.mu.Unlock()
+	if ch != nil {
+		if err := ch.in.Flush(); err != nil {
+			r.log.Debug("write to server failed", "server", r.name, "err", err)
+		}
 	}
 }
 
 // toAgent writes one message to the agent. The first failure stops the
 // sidecar.
 func (r *relay) toAgent(msg []byte) {
-	if err := r.agent.WriteMessage(msg); err != nil {
+	r.agentFailed(r.agent.WriteMessage(msg))
+}
+
+func (r *relay) agentFailed(err error) {
+	if err != nil {
 		r.agentOnce.Do(func() {
 			r.agentErr = err
 			close(r.agentGone)
@@ -414,20 +439,29 @@ func (r *relay) readChild(ch *child) {
 			}
 			return
 		}
-		if blank(line) {
-			continue
+		if !blank(line) {
+			r.fromChild(ch, line)
 		}
-		if r.replay.Load() && r.isReplayAnswer(line) {
-			if bytes.Contains(line, []byte(`"error"`)) {
-				r.log.Warn("restarted server rejected the replayed initialize", "server", r.name, "response", truncate(string(line), 300))
-			}
-			_, initialized := r.conn.Handshake()
-			go r.becomeReady(ch, initialized)
-			continue
+		// A burst of messages goes to the agent in one write; flush
+		// before waiting for more.
+		if !lr.Pending() {
+			r.agentFailed(r.agent.Flush())
 		}
-		if out := r.conn.FromServer(line); out != nil {
-			r.toAgent(out)
+	}
+}
+
+// fromChild relays one message from the child to the agent's buffer.
+func (r *relay) fromChild(ch *child, line []byte) {
+	if r.replay.Load() && r.isReplayAnswer(line) {
+		if bytes.Contains(line, []byte(`"error"`)) {
+			r.log.Warn("restarted server rejected the replayed initialize", "server", r.name, "response", truncate(string(line), 300))
 		}
+		_, initialized := r.conn.Handshake()
+		go r.becomeReady(ch, initialized)
+		return
+	}
+	if out := r.conn.FromServer(line); out != nil {
+		r.agentFailed(r.agent.Buffer(out))
 	}
 }
 

@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -359,14 +361,14 @@ func TestStdioStop(t *testing.T) {
 			for _, p := range pids {
 				waitGone(t, p)
 			}
-			// The request in flight was answered before Run returned.
-			select {
-			case l := <-a.lines:
-				if !strings.Contains(string(l), `"id":1,"error"`) || !strings.Contains(string(l), "shutting down") {
-					t.Errorf("pending request answered %s", l)
-				}
-			default:
-				t.Errorf("pending request not answered")
+			// The request in flight was answered before Run returned
+			// (and closed its output, which ends a.lines).
+			var out []string
+			for l := range a.lines {
+				out = append(out, string(l))
+			}
+			if len(out) != 1 || !strings.Contains(out[0], `"id":1,"error"`) || !strings.Contains(out[0], "shutting down") {
+				t.Errorf("pending request answered %q", out)
 			}
 			for _, w := range tt.wantLog {
 				if !strings.Contains(logs.String(), w) {
@@ -424,10 +426,11 @@ func TestStdioLarge(t *testing.T) {
 	if got := a.recv(); got != want {
 		t.Fatalf("20 MB result: got %d bytes, want %d", len(got), len(want))
 	}
-	text := strings.Repeat("0123456789", size/10)
-	a.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + text + `"}}}`)
-	if got := a.recv(); got != `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"`+text+`"}]}}` {
-		t.Fatalf("20 MB request: answer of %d bytes", len(got))
+	req := `{"jsonrpc":"2.0","id":2,"method":"fake/digest","params":{"text":"` + strings.Repeat("0123456789", size/10) + `"}}`
+	sum := sha256.Sum256([]byte(req))
+	a.send(req)
+	if got, want := a.recv(), `{"jsonrpc":"2.0","id":2,"result":{"bytes":`+strconv.Itoa(len(req))+`,"sha256":"`+hex.EncodeToString(sum[:])+`"}}`; got != want {
+		t.Fatalf("20 MB request: the server saw %s, want %s", got, want)
 	}
 }
 
@@ -470,5 +473,30 @@ func TestNewStdioSession(t *testing.T) {
 	}
 	if a.HostPID != os.Getppid() || a.TaskID != "task-7" || a.Transport != "stdio" || a.Server != "srv" {
 		t.Errorf("session %+v", a)
+	}
+}
+
+// TestStdioBurst writes several messages and the start of another in one
+// write: the complete ones must be answered while the last is incomplete,
+// so batching never holds a message back.
+func TestStdioBurst(t *testing.T) {
+	st, _, _, _ := fakeStdio(t, fakeserver.ModeMCP)
+	a := runStdio(t, st)
+	a.initialize()
+	burst := ""
+	for i := 1; i <= 20; i++ {
+		burst += `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"ping"}` + "\n"
+	}
+	if _, err := io.WriteString(a.in, burst+`{"jsonrpc":"2.0","id":21,`); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 20; i++ {
+		if got, want := a.recv(), `{"jsonrpc":"2.0","id":`+strconv.Itoa(i)+`,"result":{}}`; got != want {
+			t.Fatalf("got %s, want %s", got, want)
+		}
+	}
+	a.send(`"method":"ping"}`)
+	if got := a.recv(); got != `{"jsonrpc":"2.0","id":21,"result":{}}` {
+		t.Fatalf("got %s", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -55,6 +56,14 @@ func runWrap(ctx context.Context, g *globals, args []string) error {
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	defer signal.Stop(sigpipe)
 
+	if path := os.Getenv("HINDSIGHT_CPUPROFILE"); path != "" {
+		stop, err := startCPUProfile(path)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+
 	sc, err := newSidecar(ctx, g, *name, "stdio", logger)
 	if err != nil {
 		logger.Error("start sidecar", "server", *name, "err", err)
@@ -79,6 +88,23 @@ func runWrap(ctx context.Context, g *globals, args []string) error {
 	}
 	logger.Info("wrap stopped", "server", *name, "ran", time.Since(start).Round(time.Millisecond).String())
 	return nil
+}
+
+// startCPUProfile writes a CPU profile of the sidecar to path until stop
+// is called (HINDSIGHT_CPUPROFILE, for measuring the relay).
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // logName makes a server name safe as part of a file name.
