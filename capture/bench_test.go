@@ -1,9 +1,15 @@
 package capture
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/proxy"
 )
 
 // typicalPayloads are tools/call traffic of the sizes agents produce: a
@@ -44,4 +50,80 @@ func BenchmarkRedact(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkRecorder measures capture with redaction on, on real Badger:
+//
+//   - hook: the cost Hook adds to the relay's path (queueing only);
+//   - steps: exchanges recorded end to end (redacted, tagged, stored),
+//     reported as steps/s, against redact-only: BuildStep alone on the
+//     same exchanges, the CPU floor of the pipeline;
+//   - commit-latency: one exchange in flight, Hook until durable on disk,
+//     with p50/p99.
+func BenchmarkRecorder(b *testing.B) {
+	red := testRedactor(b)
+	p := typicalPayloads()
+	req := p["call-small"]
+	resp := p["result-4k"]
+	sess := &proxy.Session{ID: "b", Server: "fs", Transport: "stdio"}
+	mk := func() *proxy.Exchange {
+		now := time.Now()
+		return &proxy.Exchange{Session: sess, Direction: hindsight.ClientToServer, Method: "tools/call",
+			Request: req, Response: resp, Started: now, Ended: now}
+	}
+	open := func(b *testing.B) *Recorder {
+		r, err := New(Options{Home: hindsight.Home(b.TempDir()), Redactor: red, Logger: quietLogger(),
+			Deliverer: &collector{}, MaxQueueBytes: 1 << 30})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { r.Close(context.Background()) })
+		return r
+	}
+	b.Run("redact-only", func(b *testing.B) {
+		b.ReportAllocs()
+		t0 := time.Now()
+		for b.Loop() {
+			BuildStep(mk(), red, 0)
+		}
+		b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "steps/s")
+	})
+	b.Run("steps", func(b *testing.B) {
+		r := open(b)
+		b.ReportAllocs()
+		t0 := time.Now()
+		for b.Loop() {
+			r.Hook(mk())
+		}
+		// The queue is drained inside the measured time.
+		if err := r.Sync(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "steps/s")
+		if st := r.Stats(); st.Dropped != 0 {
+			b.Fatalf("dropped %d", st.Dropped)
+		}
+	})
+	b.Run("hook", func(b *testing.B) {
+		r := open(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			r.Hook(mk())
+		}
+		b.StopTimer()
+		r.Sync(context.Background())
+	})
+	b.Run("commit-latency", func(b *testing.B) {
+		r := open(b)
+		var lat []time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			r.Hook(mk())
+			r.Sync(context.Background())
+			lat = append(lat, time.Since(t0))
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	})
 }

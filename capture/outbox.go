@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -164,8 +165,15 @@ func openOutbox(opts OutboxOptions, c *counters) (*Outbox, error) {
 		syncDone: make(chan struct{}), stopSync: make(chan struct{})}
 	db, err := openDB(filepath.Join(dir, dbName), o.log)
 	if err != nil {
-		c.writeErrors.Add(1)
-		o.log.Error("cannot open outbox database; keeping steps in memory", "err", err, "max_held", opts.MaxHeld)
+		// Move whatever is there aside and start fresh once; if that
+		// fails too, run from memory.
+		c.corrupt.Add(1)
+		o.log.Error("cannot open outbox database; starting a fresh one", "err", err)
+		_ = os.Rename(filepath.Join(dir, dbName), filepath.Join(dir, dbName+".corrupt"))
+		if db, err = openDB(filepath.Join(dir, dbName), o.log); err != nil {
+			c.writeErrors.Add(1)
+			o.log.Error("cannot open outbox database; keeping steps in memory", "err", err, "max_held", opts.MaxHeld)
+		}
 	}
 	o.db = db
 	ctx, cancel := context.WithCancel(context.Background())
@@ -215,8 +223,9 @@ func stepKey(prefix byte, seq uint64) []byte {
 // Append numbers steps (setting Source and Seq) and stores them. It
 // returns once they are written: after that a killed process loses none
 // of them. When the disk fails the steps are held in memory instead (the
-// error is logged and counted, and nil is returned); only steps beyond
-// MaxHeld are lost, counted in Stats.Dropped.
+// error is logged and counted); only steps beyond MaxHeld are lost,
+// counted in Stats.Dropped. Append is called from one goroutine at a time
+// in the Recorder, but is safe for concurrent use.
 func (o *Outbox) Append(steps []hindsight.Step) {
 	if len(steps) == 0 {
 		return
@@ -711,8 +720,8 @@ func drainOrphans(ctx context.Context, home hindsight.Home, d Deliverer, log *sl
 
 func drainOne(ctx context.Context, dir, id string, d Deliverer, log *slog.Logger, c *counters) (int, error) {
 	lock, err := lockFile(filepath.Join(dir, lockName))
-	if errors.Is(err, errLocked) {
-		return 0, nil // a live sidecar
+	if errors.Is(err, errLocked) || errors.Is(err, fs.ErrNotExist) {
+		return 0, nil // a live sidecar, or another drainer just removed it
 	}
 	if err != nil {
 		return 0, fmt.Errorf("lock outbox %s: %w", id, err)

@@ -83,6 +83,9 @@ type Recorder struct {
 	allIn      bool                       // the dispatcher finished
 	committed  uint64                     // arrivals committed
 	done       chan struct{}              // the committer finished
+	progress   chan struct{}              // closed and replaced after each commit
+
+	commitDelay prometheus.Histogram // exchange end → durable in the outbox
 
 	accepted  atomic.Int64 // exchanges queued by Hook
 	processed atomic.Int64 // exchanges committed (or lost to a panic)
@@ -135,7 +138,18 @@ func New(opts Options) (*Recorder, error) {
 	r := &Recorder{opts: opts, log: log.With("component", "capture", "server", opts.Server, "outbox", ob.ID()),
 		red: red, outbox: ob, c: c, tagger: NewTagger(), colls: colls,
 		in: make(chan queued, maxQueueItems), work: make(chan queued, opts.Workers*2),
-		results: map[uint64]*hindsight.Step{}, done: make(chan struct{})}
+		results: map[uint64]*hindsight.Step{}, done: make(chan struct{}), progress: make(chan struct{}),
+		commitDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:        "hindsight_capture_commit_delay_seconds",
+			Help:        "Time from an exchange's end to its step being stored in the outbox.",
+			ConstLabels: prometheus.Labels{"source": ob.ID()},
+			Buckets:     []float64{.0005, .001, .0025, .005, .01, .02, .05, .1, .25, 1},
+		})}
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(r.commitDelay); err == nil {
+			r.colls = append(r.colls, r.commitDelay)
+		}
+	}
 	r.ready = sync.NewCond(&r.rmu)
 	go r.dispatch()
 	var wg sync.WaitGroup
@@ -279,6 +293,16 @@ func (r *Recorder) commit() {
 		r.c.queued.Add(-int64(len(batch) + lost))
 		r.c.dropped.Add(int64(lost))
 		r.processed.Add(int64(len(batch) + lost))
+		now := time.Now()
+		for i := range batch {
+			if !batch[i].EndedAt.IsZero() {
+				r.commitDelay.Observe(now.Sub(batch[i].EndedAt).Seconds())
+			}
+		}
+		r.rmu.Lock()
+		close(r.progress)
+		r.progress = make(chan struct{})
+		r.rmu.Unlock()
 	}
 }
 
@@ -292,18 +316,21 @@ func (r *Recorder) readyAt(a uint64) bool {
 // from a killed process), or ctx is done.
 func (r *Recorder) Sync(ctx context.Context) error {
 	target := r.accepted.Load()
-	t := time.NewTicker(time.Millisecond)
-	defer t.Stop()
-	for r.processed.Load() < target {
+	for {
+		r.rmu.Lock()
+		progress := r.progress
+		r.rmu.Unlock()
+		if r.processed.Load() >= target {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("sync capture: %w", ctx.Err())
 		case <-r.done:
 			return nil
-		case <-t.C:
+		case <-progress:
 		}
 	}
-	return nil
 }
 
 // Close stops recording: exchanges still queued are recorded, then the

@@ -273,9 +273,9 @@ func (r *Redactor) redactText(s string, secrets []finding, seen found) (string, 
 	if len(s) < minSecretLen {
 		return s, n
 	}
-	lower := strings.ToLower(s)
-	for _, rule := range builtinText {
-		if rule.wanted(lower) {
+	present := builtinKeywords(s)
+	for i, rule := range builtinText {
+		if len(rule.keywords) == 0 || present&(1<<i) != 0 {
 			s = rule.apply(s, &n, seen)
 		}
 	}
@@ -332,19 +332,6 @@ func isKeyByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.'
 }
 
-// wanted reports whether one of the rule's keywords occurs in lower.
-func (t textRule) wanted(lower string) bool {
-	if len(t.keywords) == 0 {
-		return true
-	}
-	for _, k := range t.keywords {
-		if strings.Contains(lower, k) {
-			return true
-		}
-	}
-	return false
-}
-
 // group is the capture group holding the secret: valueGroup, else the first
 // group when the expression has one, else the whole match.
 func (t textRule) group() int {
@@ -365,7 +352,7 @@ type leaf struct {
 	sensitive  string // rule id when under a sensitive key
 	isKey      bool
 	isNumber   bool
-	plumbing   bool // a progress token or cursor: left alone
+	plumbing   bool // a progress token or cursor: scanned without its key, so "token" gives no context
 }
 
 // redactJSON redacts a valid JSON document, keeping its layout: only the
@@ -379,10 +366,10 @@ func (r *Redactor) redactJSON(doc []byte, depth int, seen found) ([]byte, int) {
 	// the rules their context at the cost of a single scan.
 	var frag strings.Builder
 	for _, l := range leaves {
-		if l.sensitive != "" || l.isNumber || l.plumbing || len(l.value) < 4 {
+		if l.sensitive != "" || l.isNumber || len(l.value) < 4 {
 			continue
 		}
-		if l.key != "" {
+		if l.key != "" && !l.plumbing {
 			frag.WriteString(l.key)
 			frag.WriteString(": ")
 		}
@@ -396,8 +383,6 @@ func (r *Redactor) redactJSON(doc []byte, depth int, seen found) ([]byte, int) {
 		var repl string
 		var n int
 		switch {
-		case l.plumbing:
-			continue
 		case l.sensitive != "" && !l.isKey:
 			if l.value == Placeholder(l.sensitive) || (!l.isNumber && l.value == "") {
 				continue

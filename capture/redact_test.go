@@ -119,6 +119,8 @@ func TestRedactPlaceholders(t *testing.T) {
 		{"embedded json", `{"text":"{\"password\":\"pw1\"}"}`, `{"text":"{\"password\":\"[REDACTED:key:password]\"}"}`, 1},
 		{"prose untouched", `{"text":"basic authentication failed: the token expired"}`,
 			`{"text":"basic authentication failed: the token expired"}`, 0},
+		{"secret as progress token", `{"_meta":{"progressToken":"ghp_Zx81kq0LmN3vB7cR2tY5wP9sD4fG6hJ1kL0a"}}`,
+			`{"_meta":{"progressToken":"[REDACTED:github-pat]"}}`, 1},
 		{"max tokens untouched", `{"max_tokens":100,"input_tokens":7}`, `{"max_tokens":100,"input_tokens":7}`, 0},
 		{"empty value", `{"password":""}`, `{"password":""}`, 0},
 	}

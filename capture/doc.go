@@ -1,0 +1,70 @@
+// Package capture records what a Hindsight sidecar relays: it turns every
+// request/response pair (a proxy.Exchange) into a redacted, tagged
+// hindsight.Step, stores it in the sidecar's own Badger outbox and delivers
+// it to the daemon.
+//
+// # Wiring
+//
+//	red, err := capture.NewRedactor(capture.RedactorConfig{Keys: …, Patterns: …})
+//	rec, err := capture.New(capture.Options{Home: home, Server: name, Redactor: red,
+//		MaxBodyBytes: cfg.Capture.MaxBodyBytes, Deliverer: daemonClient, Logger: log,
+//		Retention: cfg.Outbox.Retention})
+//	hooks.Exchange = rec.Hook
+//	…
+//	rec.Close(ctxWithDeadline) // final drain
+//
+// and, in a sidecar at start or in the daemon, capture.DrainOrphans(ctx,
+// home, deliverer) delivers the outboxes of sidecars that died.
+//
+// # Redaction
+//
+// A Redactor (see its doc) combines the gitleaks v8 default rule set, used
+// as a library with its keyword prefilter and compiled once per process,
+// with sensitive JSON key names, built-in text rules and the user's rules.
+// A secret becomes [REDACTED:<rule id>]: [REDACTED:github-pat],
+// [REDACTED:key:password], [REDACTED:jwt]… JSON stays valid. Redaction
+// happens before a step reaches disk: the outbox, its value log and
+// everything delivered hold redacted data only.
+//
+// # Steps
+//
+// BuildStep fills a Step from an Exchange: method, tool, arguments and
+// result, isError, the JSON-RPC error, an error code, the session's client
+// identity, notifications, injections, the explicit task (the request's
+// _meta["io.hindsight/task"], else the session's HINDSIGHT_TASK_ID), and
+// the redacted request and response as relayed. Bodies over MaxBodyBytes
+// are replaced by a JSON string holding their first MaxBodyBytes bytes; a
+// Truncation keeps the field, the original size and the SHA-256 of the
+// redacted original.
+//
+// Error codes, most specific first: "http-NNN" (an HTTP 4xx/5xx status in
+// the error text), "errno-NAME" (ENOENT, EACCES, ECONNREFUSED… or their
+// usual wording), "timeout", then "jsonrpc-N" for the JSON-RPC code
+// (-32602 → "jsonrpc-32602"), and "transport" when the sidecar ended the
+// request because the server went away.
+//
+// Causal tags: cancelled, timeout (error code timeout, errno-ETIMEDOUT,
+// http-408, http-504), failure, success, refined by a Tagger with the
+// session's history into retry (the same tool and arguments as the
+// previous call) and recovery (a success after a failure of the same
+// tool). See Tagger.
+//
+// # Durability and back-pressure
+//
+// Recorder.Hook only queues. Workers redact in parallel; one committer
+// tags, numbers (Source = outbox id, Seq gap-free from 1) and writes
+// batches to Badger. A write is safe from SIGKILL once it returns (Badger's
+// memtable WAL is a shared file mapping); a sync every 20 ms guards
+// against machine crashes. The hindsight_capture_commit_delay_seconds
+// histogram shows how long after an exchange ends its step is durable.
+//
+// The queue is bounded (64 MiB). Unredacted data may not reach disk and
+// the relay may not wait, so an exchange that finds the queue full is
+// dropped and counted (Stats.Dropped, hindsight_capture_dropped_total),
+// with a log line at most every ten seconds. Once built, steps wait on
+// disk for the daemon as long as needed (hindsight_outbox_spilled_total
+// counts those written while it was away), up to the retention period
+// (default 7 days; a warning at 80%). A disk that cannot be written
+// (full, corrupt) is logged and counted, and steps are held in memory up
+// to a bound and delivered from there.
+package capture
