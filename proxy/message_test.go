@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -101,5 +102,44 @@ func TestErrorResponse(t *testing.T) {
 	}
 	if got := string(ResultResponse(json.RawMessage(`"q"`), json.RawMessage(`{"a":1}`))); got != `{"jsonrpc":"2.0","id":"q","result":{"a":1}}` {
 		t.Errorf("ResultResponse = %s", got)
+	}
+}
+
+// TestParseDeepNesting checks that pathological nesting is rejected (or
+// accepted) without exhausting the stack, on both validation paths.
+func TestParseDeepNesting(t *testing.T) {
+	deep := func(n int) []byte {
+		return []byte(`{"jsonrpc":"2.0","id":1,"method":"x","params":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}`)
+	}
+	tests := []struct {
+		n    int
+		want error
+	}{
+		{100, nil},
+		{maxFastNesting - 10, nil},
+		{20 << 20, ErrParse}, // encoding/json's limit is 10000 levels
+	}
+	for _, tt := range tests {
+		if _, err := Parse(deep(tt.n)); err != tt.want {
+			t.Errorf("nesting %d: err %v, want %v", tt.n, err, tt.want)
+		}
+	}
+	// Many brackets side by side are not deep: still valid.
+	wide := []byte(`{"jsonrpc":"2.0","id":1,"method":"x","params":[` + strings.Repeat("[],", maxFastNesting) + `[]]}`)
+	if _, err := Parse(wide); err != nil {
+		t.Errorf("wide message: %v", err)
+	}
+}
+
+func TestValidJSONAgreesWithEncodingJSON(t *testing.T) {
+	for _, in := range []string{
+		`0`, `-0`, `01`, `1.`, `.5`, `1e5`, `1E+5`, `1e`, `-`, `+1`, `1.5e-3`, `0x10`, `NaN`, `Infinity`,
+		`"\u00e9"`, `"\u00G9"`, `"\x"`, `"\/"`, "\"\t\"", "\"\x01\"", "\"\xff\xfe\"", `"\ud800"`,
+		`true`, `tru`, `null`, `nul`, `[1,]`, `[,1]`, `{"a":1,}`, `{"a" 1}`, `{a:1}`, `{"a":1}{"b":2}`,
+		" \t\r\n{} ", "\v{}", "{}\x00", `[[[]]]`, `[[[]]`, `{"a":[{"b":{"c":[]}}]}`, `""`, `"`, ``, ` `,
+	} {
+		if got, want := validJSON([]byte(in)), json.Valid([]byte(in)); got != want {
+			t.Errorf("validJSON(%q) = %v, encoding/json says %v", in, got, want)
+		}
 	}
 }
