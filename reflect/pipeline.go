@@ -1,0 +1,93 @@
+package reflect
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// A Pipeline reflects on one task: its Reflector proposes experiences, the
+// Validator drops what the trace does not support, and the Merger stores
+// the rest.
+type Pipeline struct {
+	// Reflector proposes experiences: an *LLM, or Rules when no LLM is
+	// configured.
+	Reflector Reflector
+	// CrossCheck, when set (Rules beside an LLM), adds its experiences
+	// about failures the Reflector's accepted experiences do not cover, so
+	// a recovery the model missed or garbled is still learned.
+	CrossCheck Reflector
+	Validator  *Validator
+	Merger     *Merger
+	Logger     *slog.Logger
+}
+
+// Outcome is what reflecting on one task produced.
+type Outcome struct {
+	TaskID     string
+	Candidates int
+	Dropped    []Drop
+	Merged     []MergeResult
+}
+
+// Process reflects on task and stores what survives validation. An error
+// means nothing certain can be said about the task; it should be retried.
+// Merging is idempotent for one task, so a retry after a partial merge does
+// not count evidence twice.
+func (p *Pipeline) Process(ctx context.Context, task *hindsight.Task) (*Outcome, error) {
+	cands, err := p.Reflector.Reflect(ctx, task)
+	if err != nil {
+		return nil, fmt.Errorf("reflect on task %s: %w", task.ID, err)
+	}
+	out := &Outcome{TaskID: task.ID, Candidates: len(cands)}
+	kept, drops := p.Validator.Validate(task, cands)
+	out.Dropped = drops
+	if p.CrossCheck != nil {
+		extra, err := p.CrossCheck.Reflect(ctx, task)
+		if err != nil {
+			return nil, fmt.Errorf("cross-check task %s: %w", task.ID, err)
+		}
+		extra = uncovered(extra, kept)
+		out.Candidates += len(extra)
+		more, drops := p.Validator.Validate(task, extra)
+		kept = append(kept, more...)
+		out.Dropped = append(out.Dropped, drops...)
+	}
+	if len(kept) > 0 {
+		res, err := p.Merger.Merge(ctx, task.EndedAt, kept)
+		out.Merged = res
+		if err != nil {
+			return out, fmt.Errorf("store experiences of task %s: %w", task.ID, err)
+		}
+	}
+	p.logger().Info("reflect: task done", "task", task.ID, "candidates", out.Candidates, "dropped", len(out.Dropped), "stored", len(out.Merged))
+	return out, nil
+}
+
+func (p *Pipeline) logger() *slog.Logger {
+	if p.Logger != nil {
+		return p.Logger
+	}
+	return slog.Default()
+}
+
+// uncovered returns the experiences of extra whose tool has no accepted
+// experience citing any of the same failing steps.
+func uncovered(extra, accepted []hindsight.Experience) []hindsight.Experience {
+	var out []hindsight.Experience
+	for _, x := range extra {
+		covered := slices.ContainsFunc(accepted, func(a hindsight.Experience) bool {
+			if a.Tool != x.Tool {
+				return false
+			}
+			return slices.ContainsFunc(x.SourceSteps, func(i int) bool { return slices.Contains(a.SourceSteps, i) })
+		})
+		if !covered {
+			out = append(out, x)
+		}
+	}
+	return out
+}

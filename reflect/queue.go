@@ -1,0 +1,597 @@
+package reflect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// Reflection states of a task, as hindsight.Task.Reflection shows them.
+const (
+	StatePending = "pending"
+	StateDone    = "done"
+	StateFailed  = "failed"
+)
+
+// Defaults of the Queue's tunables.
+const (
+	DefaultMaxAttempts  = 5
+	DefaultRetryBase    = 30 * time.Second
+	DefaultRetryMax     = 30 * time.Minute
+	DefaultPollInterval = 30 * time.Second
+	DefaultDrainTimeout = 10 * time.Second
+)
+
+// keyPrefix namespaces the queue's keys in a Badger database it may share
+// with the daemon's trace store.
+const keyPrefix = "reflectq/"
+
+func stateKey(state, id string) []byte { return []byte(keyPrefix + state + "/" + id) }
+
+// Entry is one task in the reflection queue.
+type Entry struct {
+	TaskID      string    `json:"task_id"`
+	State       string    `json:"state"`
+	Attempts    int       `json:"attempts"`
+	EnqueuedAt  time.Time `json:"enqueued_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	NextAttempt time.Time `json:"next_attempt,omitzero"`
+	LastError   string    `json:"last_error,omitempty"`
+	Experiences []string  `json:"experiences,omitempty"` // ids stored or reinforced
+}
+
+// QueueStats is what `hindsight status` shows of reflection.
+type QueueStats struct {
+	Pending  int `json:"pending"`  // waiting, Retrying of them after a failure
+	Retrying int `json:"retrying"` //
+	Done     int `json:"done"`
+	Failed   int `json:"failed"`
+
+	LastRun   time.Time `json:"last_run,omitzero"`
+	LastError string    `json:"last_error,omitempty"`
+
+	Dropped map[string]int `json:"dropped,omitempty"` // candidates dropped, by reason
+	Merged  map[string]int `json:"merged,omitempty"`  // experiences stored, by outcome
+
+	LLMCallsLastHour  int `json:"llm_calls_last_hour"`
+	LLMTokensLastHour int `json:"llm_tokens_last_hour"`
+}
+
+// Queue is the reflection queue, kept in Badger. Final tasks enter as
+// pending; a background worker (Start) reflects on them through the
+// Pipeline. A task whose reflection fails stays pending and is retried with
+// a capped exponential delay, and is marked failed after MaxAttempts. No
+// task is lost across restarts: a task leaves pending only once its
+// experiences are stored.
+//
+// Set the exported fields before Start.
+type Queue struct {
+	Source   TaskSource
+	Pipeline *Pipeline
+
+	MaxAttempts  int           // 0 means DefaultMaxAttempts
+	RetryBase    time.Duration // first retry delay; 0 means DefaultRetryBase
+	RetryMax     time.Duration // cap of the retry delay; 0 means DefaultRetryMax
+	PollInterval time.Duration // 0 means DefaultPollInterval
+	DrainTimeout time.Duration // how long Close lets a task finish; 0 means DefaultDrainTimeout
+
+	Logger  *slog.Logger
+	Metrics *Metrics // nil: a fresh one
+
+	db    *badger.DB
+	ownDB bool
+	now   func() time.Time
+
+	procMu sync.Mutex // one reflection at a time
+	wake   chan struct{}
+	stop   context.CancelFunc
+	done   chan struct{}
+
+	mu        sync.Mutex
+	lastRun   time.Time
+	lastErr   string
+	lastLog   time.Time
+	suppessed int
+}
+
+// NewQueue returns a queue kept in db, which the caller owns.
+func NewQueue(db *badger.DB, src TaskSource, p *Pipeline) *Queue {
+	return &Queue{db: db, Source: src, Pipeline: p, wake: make(chan struct{}, 1), now: time.Now}
+}
+
+// OpenQueue opens (creating it) a Badger database in dir for the queue
+// alone; Close closes it.
+func OpenQueue(dir string, src TaskSource, p *Pipeline) (*Queue, error) {
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		return nil, fmt.Errorf("open reflection queue: %w", err)
+	}
+	q := NewQueue(db, src, p)
+	q.ownDB = true
+	return q, nil
+}
+
+func (q *Queue) logger() *slog.Logger {
+	if q.Logger != nil {
+		return q.Logger
+	}
+	return slog.Default()
+}
+
+func (q *Queue) metrics() *Metrics {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.Metrics == nil {
+		q.Metrics = NewMetrics()
+	}
+	return q.Metrics
+}
+
+// Enqueue adds a final task as pending. A task already in the queue, in
+// any state, is left as it is: use RunNow to reflect on it again.
+func (q *Queue) Enqueue(ctx context.Context, taskID string) error {
+	if taskID == "" {
+		return errors.New("enqueue task: empty id")
+	}
+	added := false
+	err := q.update(func(txn *badger.Txn) error {
+		added = false
+		if e, err := q.get(txn, taskID); err != nil || e != nil {
+			return err
+		}
+		now := q.now().UTC()
+		added = true
+		return q.put(txn, "", &Entry{TaskID: taskID, State: StatePending, EnqueuedAt: now, UpdatedAt: now})
+	})
+	if err != nil {
+		return fmt.Errorf("enqueue task %s: %w", taskID, err)
+	}
+	if added {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// Entry returns the queue entry of a task, or an error wrapping
+// hindsight.ErrNotFound.
+func (q *Queue) Entry(ctx context.Context, taskID string) (*Entry, error) {
+	var e *Entry
+	err := q.db.View(func(txn *badger.Txn) error {
+		var err error
+		e, err = q.get(txn, taskID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read queue entry %s: %w", taskID, err)
+	}
+	if e == nil {
+		return nil, fmt.Errorf("read queue entry %s: %w", taskID, hindsight.ErrNotFound)
+	}
+	return e, nil
+}
+
+// State returns the reflection state of a task ("pending", "done",
+// "failed"), or "" for a task not in the queue.
+func (q *Queue) State(ctx context.Context, taskID string) (string, error) {
+	e, err := q.Entry(ctx, taskID)
+	if errors.Is(err, hindsight.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return e.State, nil
+}
+
+// List returns the entries in state, oldest first.
+func (q *Queue) List(ctx context.Context, state string) ([]Entry, error) {
+	var out []Entry
+	err := q.db.View(func(txn *badger.Txn) error {
+		prefix := stateKey(state, "")
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 64})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var e Entry
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &e) }); err != nil {
+				return fmt.Errorf("decode %s: %w", it.Item().Key(), err)
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s tasks: %w", state, err)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].EnqueuedAt.Before(out[j].EnqueuedAt) })
+	return out, nil
+}
+
+// Stats counts the queue's entries and reports what reflection did since
+// the daemon started.
+func (q *Queue) Stats(ctx context.Context) (QueueStats, error) {
+	var s QueueStats
+	pending, err := q.List(ctx, StatePending)
+	if err != nil {
+		return s, err
+	}
+	s.Pending = len(pending)
+	for _, e := range pending {
+		if e.Attempts > 0 {
+			s.Retrying++
+		}
+	}
+	err = q.db.View(func(txn *badger.Txn) error {
+		for _, c := range []struct {
+			state string
+			n     *int
+		}{{StateDone, &s.Done}, {StateFailed, &s.Failed}} {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: stateKey(c.state, "")})
+			for it.Rewind(); it.Valid(); it.Next() {
+				*c.n++
+			}
+			it.Close()
+		}
+		return nil
+	})
+	if err != nil {
+		return s, fmt.Errorf("count queue: %w", err)
+	}
+	m := q.metrics()
+	s.Dropped, s.Merged = m.Dropped(), m.Merged()
+	q.mu.Lock()
+	s.LastRun, s.LastError = q.lastRun, q.lastErr
+	q.mu.Unlock()
+	if q.Pipeline != nil {
+		if b, ok := q.Pipeline.Reflector.(interface{ Budget() *Budget }); ok {
+			s.LLMCallsLastHour, s.LLMTokensLastHour = b.Budget().Used()
+		}
+	}
+	return s, nil
+}
+
+// RunNow reflects at once on the tasks ids and, when pending is true, on
+// every pending task, whatever their retry delay. Tasks in ids are
+// reflected on again even when done or failed. progress, when not nil, is
+// called before the first task and after each one. RunNow returns the
+// errors of the tasks that failed, joined; it stops early when ctx ends or
+// the hourly LLM budget is spent.
+func (q *Queue) RunNow(ctx context.Context, ids []string, pending bool, progress func(done, total int)) error {
+	todo := append([]string(nil), ids...)
+	if pending {
+		entries, err := q.List(ctx, StatePending)
+		if err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, id := range ids {
+			seen[id] = true
+		}
+		for _, e := range entries {
+			if !seen[e.TaskID] {
+				todo = append(todo, e.TaskID)
+			}
+		}
+	}
+	if progress != nil {
+		progress(0, len(todo))
+	}
+	var errs []error
+	for i, id := range todo {
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		err := q.process(ctx, ctx, id)
+		if errors.Is(err, ErrBudget) {
+			return errors.Join(append(errs, err)...)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if progress != nil {
+			progress(i+1, len(todo))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Start runs the worker in the background until Close.
+func (q *Queue) Start(ctx context.Context) {
+	loopCtx, stop := context.WithCancel(ctx)
+	// The work context outlives the loop's by DrainTimeout, so a task in
+	// flight at shutdown can finish.
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	q.stop = stop
+	q.done = make(chan struct{})
+	go func() {
+		defer close(q.done)
+		defer cancelWork()
+		go func() {
+			<-loopCtx.Done()
+			drain := q.DrainTimeout
+			if drain <= 0 {
+				drain = DefaultDrainTimeout
+			}
+			t := time.NewTimer(drain)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				cancelWork()
+			case <-workCtx.Done():
+			}
+		}()
+		q.loop(loopCtx, workCtx)
+	}()
+}
+
+// Close stops the worker, letting a task in flight finish for up to
+// DrainTimeout (then it is cancelled and stays pending), and closes the
+// database if the queue opened it.
+func (q *Queue) Close() error {
+	if q.stop != nil {
+		q.stop()
+		<-q.done
+	}
+	if q.ownDB {
+		return q.db.Close()
+	}
+	return nil
+}
+
+// loop is the worker: it reflects on due pending tasks, then sleeps until
+// the next is due, a task is enqueued, or the poll interval passes. Errors
+// of the queue itself back off exponentially, capped.
+func (q *Queue) loop(loopCtx, workCtx context.Context) {
+	poll := q.PollInterval
+	if poll <= 0 {
+		poll = DefaultPollInterval
+	}
+	failures := 0
+	for {
+		wait, err := q.work(loopCtx, workCtx)
+		switch {
+		case loopCtx.Err() != nil:
+			return
+		case err != nil:
+			failures++
+			wait = min(time.Duration(1<<min(failures, 10))*time.Second, 5*time.Minute)
+			q.logError("reflect: queue error", err, "retry_in", wait)
+		default:
+			failures = 0
+		}
+		if wait <= 0 || wait > poll {
+			wait = poll
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-loopCtx.Done():
+			t.Stop()
+			return
+		case <-q.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// work reflects on every due pending task and returns how long until the
+// next one is due (0: none).
+func (q *Queue) work(loopCtx, workCtx context.Context) (time.Duration, error) {
+	entries, err := q.List(loopCtx, StatePending)
+	if err != nil {
+		return 0, err
+	}
+	var next time.Time
+	for _, e := range entries {
+		if loopCtx.Err() != nil {
+			return 0, nil
+		}
+		now := q.now()
+		if e.NextAttempt.After(now) {
+			if next.IsZero() || e.NextAttempt.Before(next) {
+				next = e.NextAttempt
+			}
+			continue
+		}
+		err := q.process(loopCtx, workCtx, e.TaskID)
+		var be *BudgetError
+		if errors.As(err, &be) {
+			return be.Until.Sub(q.now()), nil
+		}
+		if err != nil && !isTaskError(err) {
+			return 0, err
+		}
+	}
+	if next.IsZero() {
+		return 0, nil
+	}
+	return next.Sub(q.now()), nil
+}
+
+// taskError marks an error that concerns one task and is already recorded
+// on its entry, as opposed to an error of the queue itself.
+type taskError struct{ err error }
+
+func (e *taskError) Error() string { return e.err.Error() }
+func (e *taskError) Unwrap() error { return e.err }
+
+func isTaskError(err error) bool {
+	var te *taskError
+	return errors.As(err, &te)
+}
+
+// process reflects on one task and records the outcome. Cancellation and
+// an exhausted budget leave the task pending without counting an attempt.
+func (q *Queue) process(loopCtx, workCtx context.Context, id string) error {
+	q.procMu.Lock()
+	defer q.procMu.Unlock()
+	if err := loopCtx.Err(); err != nil {
+		return err
+	}
+	m := q.metrics()
+	task, err := q.Source.Task(workCtx, id)
+	var out *Outcome
+	if err == nil {
+		out, err = q.Pipeline.Process(workCtx, task)
+	} else {
+		err = fmt.Errorf("load task %s: %w", id, err)
+	}
+	q.mu.Lock()
+	q.lastRun = q.now().UTC()
+	q.mu.Unlock()
+	switch {
+	case err == nil:
+	case workCtx.Err() != nil:
+		q.logger().Info("reflect: task interrupted; stays pending", "task", id)
+		return workCtx.Err()
+	case errors.Is(err, ErrBudget):
+		q.logger().Warn("reflect: hourly LLM budget reached; task waits", "task", id, "err", err)
+		return err
+	}
+	var recErr error
+	var failed bool
+	uerr := q.update(func(txn *badger.Txn) error {
+		e, gerr := q.get(txn, id)
+		if gerr != nil {
+			return gerr
+		}
+		now := q.now().UTC()
+		if e == nil {
+			e = &Entry{TaskID: id, EnqueuedAt: now}
+		}
+		old := e.State
+		e.UpdatedAt = now
+		if err == nil {
+			e.State, e.LastError, e.NextAttempt = StateDone, "", time.Time{}
+			e.Experiences = nil
+			for _, r := range out.Merged {
+				if r.Outcome != DropStale {
+					e.Experiences = append(e.Experiences, r.ID)
+				}
+			}
+			return q.put(txn, old, e)
+		}
+		e.Attempts++
+		e.LastError = err.Error()
+		max := q.MaxAttempts
+		if max <= 0 {
+			max = DefaultMaxAttempts
+		}
+		failed = e.Attempts >= max
+		if failed {
+			e.State, e.NextAttempt = StateFailed, time.Time{}
+			recErr = fmt.Errorf("task %s failed after %d attempts: %w", id, e.Attempts, err)
+		} else {
+			e.State, e.NextAttempt = StatePending, now.Add(q.retryDelay(e.Attempts))
+			recErr = fmt.Errorf("task %s (attempt %d of %d, next at %s): %w", id, e.Attempts, max, e.NextAttempt.Format(time.RFC3339), err)
+		}
+		return q.put(txn, old, e)
+	})
+	if uerr != nil {
+		return fmt.Errorf("record reflection of task %s: %w", id, uerr)
+	}
+	if err == nil {
+		m.task(StateDone)
+		return nil
+	}
+	q.mu.Lock()
+	q.lastErr = recErr.Error()
+	q.mu.Unlock()
+	if failed {
+		m.task(StateFailed)
+		q.logger().Error("reflect: task marked failed", "task", id, "err", err)
+	} else {
+		m.task("retry")
+		q.logger().Warn("reflect: task reflection failed; will retry", "task", id, "err", recErr)
+	}
+	return &taskError{recErr}
+}
+
+// retryDelay grows exponentially from RetryBase, capped at RetryMax, with
+// jitter so tasks failing together do not retry together.
+func (q *Queue) retryDelay(attempts int) time.Duration {
+	base, cap := q.RetryBase, q.RetryMax
+	if base <= 0 {
+		base = DefaultRetryBase
+	}
+	if cap <= 0 {
+		cap = DefaultRetryMax
+	}
+	d := base << min(attempts-1, 20)
+	if d <= 0 || d > cap {
+		d = cap
+	}
+	return d - time.Duration(rand.Int64N(int64(d)/5+1))
+}
+
+// logError logs queue errors at most once per 30 seconds, saying how many
+// were suppressed in between.
+func (q *Queue) logError(msg string, err error, args ...any) {
+	q.mu.Lock()
+	now := q.now()
+	if !q.lastLog.IsZero() && now.Sub(q.lastLog) < 30*time.Second {
+		q.suppessed++
+		q.mu.Unlock()
+		return
+	}
+	n := q.suppessed
+	q.suppessed, q.lastLog = 0, now
+	q.mu.Unlock()
+	q.logger().Error(msg, append([]any{"err", err, "suppressed", n}, args...)...)
+}
+
+// get returns the entry of id in any state, or nil.
+func (q *Queue) get(txn *badger.Txn, id string) (*Entry, error) {
+	for _, st := range []string{StatePending, StateDone, StateFailed} {
+		item, err := txn.Get(stateKey(st, id))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var e Entry
+		if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &e) }); err != nil {
+			return nil, fmt.Errorf("decode queue entry %s: %w", id, err)
+		}
+		e.State = st
+		return &e, nil
+	}
+	return nil, nil
+}
+
+// put writes e under its state, removing it from oldState.
+func (q *Queue) put(txn *badger.Txn, oldState string, e *Entry) error {
+	if oldState != "" && oldState != e.State {
+		if err := txn.Delete(stateKey(oldState, e.TaskID)); err != nil {
+			return err
+		}
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	return txn.Set(stateKey(e.State, e.TaskID), b)
+}
+
+// update runs fn in a read-write transaction, retrying on conflicts.
+func (q *Queue) update(fn func(txn *badger.Txn) error) error {
+	var err error
+	for range 5 {
+		if err = q.db.Update(fn); !errors.Is(err, badger.ErrConflict) {
+			return err
+		}
+	}
+	return err
+}

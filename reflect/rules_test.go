@@ -1,0 +1,138 @@
+package reflect
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func loadTask(t testing.TB, path string) *hindsight.Task {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task hindsight.Task
+	if err := json.Unmarshal(b, &task); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	task.StepCount = len(task.Steps)
+	return &task
+}
+
+// TestRulesGolden runs the rule-based reflector on recorded traces and
+// compares its experiences, after validation, with the golden files.
+func TestRulesGolden(t *testing.T) {
+	traces, err := filepath.Glob("testdata/rules/*.trace.json")
+	if err != nil || len(traces) == 0 {
+		t.Fatalf("no traces: %v", err)
+	}
+	for _, path := range traces {
+		name := strings.TrimSuffix(filepath.Base(path), ".trace.json")
+		t.Run(name, func(t *testing.T) {
+			task := loadTask(t, path)
+			exps, err := Rules{}.Reflect(context.Background(), task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, _ := Rules{}.Reflect(context.Background(), task)
+			a, _ := json.Marshal(exps)
+			b, _ := json.Marshal(again)
+			if !bytes.Equal(a, b) {
+				t.Fatalf("not deterministic:\n%s\n%s", a, b)
+			}
+			m := NewMetrics()
+			kept, drops := (&Validator{Metrics: m}).Validate(task, exps)
+			for _, d := range drops {
+				t.Errorf("rule experience dropped by validation (%s: %s): %s", d.Reason, d.Detail, d.Experience.Lesson)
+			}
+			got, err := json.MarshalIndent(kept, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			golden := filepath.Join("testdata", "rules", name+".golden.json")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -run TestRulesGolden -update)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("experiences differ from %s (rerun with -update if intended)\ngot:\n%s", golden, got)
+			}
+		})
+	}
+}
+
+// TestRulesLessons checks the substance of the golden cases, so an -update
+// cannot bless a wrong lesson unnoticed.
+func TestRulesLessons(t *testing.T) {
+	cases := []struct {
+		trace   string
+		n       int
+		tool    string
+		steps   []int
+		contain []string
+	}{
+		{"login_401", 1, "list_orders", []int{2, 3, 4}, []string{"Call login before list_orders", "401"}},
+		{"wrong_path", 1, "read_file", []int{0, 1}, []string{`set path to "/data/report.txt", not "/tmp/report.txt"`, "ENOENT"}},
+		{"date_format", 1, "create_event", []int{0, 1}, []string{"date in the form NNNN-NN-NN", `"2026-01-15"`, `not NN/NN/NNNN`}},
+		{"always_fails", 1, "get_forecast", []int{0, 1, 2}, []string{"Avoid get_forecast", "503", "all 3 calls"}},
+		{"repeated_identical", 1, "git_push", []int{0, 1}, []string{"Avoid repeating git_push", "branch=", "GH006"}},
+		{"transient", 1, "search_docs", []int{0, 1}, []string{"retry the identical call", "429"}},
+		{"all_success", 0, "", nil, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.trace, func(t *testing.T) {
+			task := loadTask(t, filepath.Join("testdata", "rules", c.trace+".trace.json"))
+			exps, _ := Rules{}.Reflect(context.Background(), task)
+			if len(exps) != c.n {
+				t.Fatalf("got %d experiences, want %d: %+v", len(exps), c.n, exps)
+			}
+			if c.n == 0 {
+				return
+			}
+			e := exps[0]
+			if e.Tool != c.tool {
+				t.Errorf("tool %q, want %q", e.Tool, c.tool)
+			}
+			if !slicesEqual(e.SourceSteps, c.steps) {
+				t.Errorf("source steps %v, want %v", e.SourceSteps, c.steps)
+			}
+			text := e.Situation + " | " + e.Lesson
+			for _, s := range c.contain {
+				if !strings.Contains(text, s) {
+					t.Errorf("lesson %q lacks %q", text, s)
+				}
+			}
+			if strings.Contains(text, "REDACTED") {
+				t.Errorf("lesson shows a redacted value: %q", text)
+			}
+		})
+	}
+}
+
+func slicesEqual(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
