@@ -130,3 +130,31 @@ func firstDiff(a, b []byte) string {
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// FuzzBuildStep checks that any request/response pair builds a step that
+// encodes as JSON (every raw field stays valid JSON, truncated or not).
+func FuzzBuildStep(f *testing.F) {
+	r := testRedactor(f)
+	for _, ex := range loadTraffic(f, "testdata/traffic/http-retry.jsonl") {
+		f.Add(string(ex.Request), string(ex.Response), 64)
+	}
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":"ééééé"}}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"HTTP 500","data":"ΩΩΩΩ"}}`, 3)
+	f.Fuzz(func(t *testing.T, req, resp string, max int) {
+		if !json.Valid([]byte(req)) || (resp != "" && !json.Valid([]byte(resp))) {
+			return // the proxy hands over valid JSON only
+		}
+		max = max%4096 + 1
+		if max < 1 {
+			max = -max + 1
+		}
+		ex := &proxy.Exchange{Session: &proxy.Session{ID: "f"}, Method: "tools/call", Request: []byte(req), Started: time.Now(), Ended: time.Now()}
+		if resp != "" {
+			ex.Response = []byte(resp)
+		}
+		s := BuildStep(ex, r, max)
+		NewTagger().Tag(&s)
+		if _, err := json.Marshal(&s); err != nil {
+			t.Fatalf("step does not encode: %v", err)
+		}
+	})
+}
