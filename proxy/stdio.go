@@ -113,8 +113,10 @@ func (s *Stdio) Run(ctx context.Context, agentIn io.Reader, agentOut io.Writer) 
 	case err := <-readDone:
 		if err != nil {
 			runErr = fmt.Errorf("read from agent: %w", err)
+			r.log.Error("cannot read from the agent; stopping", "server", r.name, "err", err)
+		} else {
+			r.log.Info("agent closed stdin; stopping", "server", r.name)
 		}
-		r.log.Info("agent closed stdin; stopping", "server", r.name)
 	case <-ctx.Done():
 		r.log.Info("stopping", "server", r.name, "reason", context.Cause(ctx))
 	case <-r.agentGone:
@@ -123,7 +125,10 @@ func (s *Stdio) Run(ctx context.Context, agentIn io.Reader, agentOut io.Writer) 
 	}
 	close(r.stopCh)
 	<-superDone
-	// Local handlers get the rest of a grace period to answer.
+	// Local handlers get a grace period to answer.
+	r.mu.Lock()
+	r.stopped = true // no new ones: WaitGroup.Add must not race Wait
+	r.mu.Unlock()
 	done := make(chan struct{})
 	go func() { r.locals.Wait(); close(done) }()
 	select {
@@ -156,8 +161,11 @@ type relay struct {
 	replayID []byte   // the id of the replayed initialize awaiting its answer
 	replay   atomic.Bool
 	seq      int
+	stopped  bool // Run no longer starts local handlers
+	starts   int  // children started
 
-	crashLog rateLimit
+	crashLog rateLimit // crash and restart failures
+	startLog rateLimit // restarts
 }
 
 func (s *Stdio) newRelay(agentOut io.Writer) *relay {
@@ -184,6 +192,7 @@ func (s *Stdio) newRelay(agentOut io.Writer) *relay {
 		stopCh:    make(chan struct{}),
 		agentGone: make(chan struct{}),
 		crashLog:  rateLimit{burst: 5, every: 30 * time.Second},
+		startLog:  rateLimit{burst: 5, every: 30 * time.Second},
 	}
 }
 
@@ -224,7 +233,13 @@ func (r *relay) fromAgent(ctx context.Context, line []byte) {
 	case a.Reply != nil:
 		r.toAgent(a.Reply)
 	case a.Local != nil:
+		r.mu.Lock()
+		if r.stopped {
+			r.mu.Unlock()
+			return // Run is returning; the agent has gone
+		}
 		r.locals.Add(1)
+		r.mu.Unlock()
 		go func() {
 			defer r.locals.Done()
 			if out := a.Local(ctx); out != nil {
@@ -332,7 +347,15 @@ func (r *relay) start() (*child, error) {
 		cmd: cmd, pgid: cmd.Process.Pid, in: NewLineWriter(inW), stdin: inW, stdout: outR, stderr: errR,
 		started: time.Now(), exited: make(chan struct{}), outDone: make(chan struct{}), errDone: make(chan struct{}),
 	}
-	r.log.Info("server started", "server", r.name, "pid", ch.pgid, "command", r.s.Command)
+	r.mu.Lock()
+	r.starts++
+	n := r.starts
+	r.mu.Unlock()
+	if n == 1 {
+		r.log.Info("server started", "server", r.name, "pid", ch.pgid, "command", r.s.Command)
+	} else if ok, dropped := r.startLog.allow(); ok {
+		r.log.Info("server restarted", "server", r.name, "pid", ch.pgid, "starts", n, "suppressed", dropped)
+	}
 	go func() {
 		ch.waitErr = cmd.Wait()
 		ch.state = cmd.ProcessState
