@@ -19,6 +19,10 @@ import (
 
 // isCJK reports whether r belongs to a script written without spaces.
 func isCJK(r rune) bool {
+	switch r {
+	case 'ー', 'ｰ', '々', '〆':
+		return true
+	}
 	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
 		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r)
 }
@@ -88,7 +92,17 @@ func Terms(dst []string, s string) []string {
 	return dst
 }
 
+// splitJoined appends the parts of a joined identifier: first the
+// segments between '.', '/' and ':' that are themselves joined by '_' or
+// '-' ("fs.read_file" → "read_file"), then every atomic part.
 func splitJoined(dst []string, word string) []string {
+	if strings.ContainsAny(word, "./:") && strings.ContainsAny(word, "_-") {
+		for _, seg := range strings.FieldsFunc(word, func(r rune) bool { return r == '.' || r == '/' || r == ':' }) {
+			if strings.ContainsAny(seg, "_-") && strings.Trim(seg, "_-") == seg {
+				dst = append(dst, seg)
+			}
+		}
+	}
 	start := -1
 	for k, r := range word {
 		if joiner(r) {

@@ -1,0 +1,153 @@
+package embed_test
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hindsight-proxy/hindsight/store"
+	"github.com/hindsight-proxy/hindsight/store/embed"
+)
+
+func TestLocal(t *testing.T) {
+	e := embed.NewLocal(0)
+	if e.Dim() != 512 || e.Name() != "hindsight-hash-v1" {
+		t.Fatalf("Local = %s/%d", e.Name(), e.Dim())
+	}
+	texts := []string{
+		"read_file failed with ENOENT: no such file",
+		"read_file fails with ENOENT, no such file",     // near-paraphrase
+		"git push rejected: permission denied (publickey)", // unrelated
+		"读取文件失败：文件不存在",
+		"读取文件时失败，文件不存在",
+		"",
+	}
+	vs, err := e.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range vs[:5] {
+		var n float64
+		for _, f := range v {
+			n += float64(f) * float64(f)
+		}
+		if math.Abs(n-1) > 1e-5 {
+			t.Errorf("text %d: norm² %v, want 1", i, n)
+		}
+	}
+	for _, f := range vs[5] {
+		if f != 0 {
+			t.Fatal("empty text: non-zero vector")
+		}
+	}
+	para, unrel := store.Cosine(vs[0], vs[1]), store.Cosine(vs[0], vs[2])
+	if para < 0.6 || unrel > 0.2 || para < 3*unrel {
+		t.Errorf("paraphrase %.3f, unrelated %.3f", para, unrel)
+	}
+	if zh := store.Cosine(vs[3], vs[4]); zh < 0.6 {
+		t.Errorf("Chinese paraphrase cosine %.3f", zh)
+	}
+	again, _ := e.Embed(context.Background(), texts[:1])
+	if store.Cosine(again[0], vs[0]) != 1 {
+		t.Error("not deterministic")
+	}
+}
+
+// embeddingsServer speaks the OpenAI embeddings wire format: each text
+// becomes a vector of dim values derived from its length.
+func embeddingsServer(t *testing.T, dim int, calls *atomic.Int32) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/embeddings" || r.Header.Get("Authorization") != "Bearer test-key" {
+			http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusUnauthorized)
+			return
+		}
+		calls.Add(1)
+		var req struct {
+			Input []string `json:"input"`
+			Model string   `json:"model"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if req.Model != "test-embed" {
+			http.Error(w, `{"error":{"message":"unknown model"}}`, http.StatusNotFound)
+			return
+		}
+		type item struct {
+			Object    string    `json:"object"`
+			Index     int       `json:"index"`
+			Embedding []float64 `json:"embedding"`
+		}
+		resp := struct {
+			Object string         `json:"object"`
+			Data   []item         `json:"data"`
+			Model  string         `json:"model"`
+			Usage  map[string]int `json:"usage"`
+		}{Object: "list", Model: req.Model, Usage: map[string]int{"prompt_tokens": 1, "total_tokens": 1}}
+		// Answer in reverse order: the client must place by index.
+		for i := len(req.Input) - 1; i >= 0; i-- {
+			v := make([]float64, dim)
+			v[len(req.Input[i])%dim] = 1
+			resp.Data = append(resp.Data, item{"embedding", i, v})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(resp)
+	}))
+}
+
+func TestOpenAI(t *testing.T) {
+	var calls atomic.Int32
+	srv := embeddingsServer(t, 8, &calls)
+	defer srv.Close()
+	ctx := context.Background()
+	e, err := embed.NewOpenAI(ctx, embed.OpenAIConfig{BaseURL: srv.URL + "/v1", APIKey: "test-key", Model: "test-embed", Batch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Dim() != 8 || e.Name() != "test-embed" || store.EmbedderID(e) != "test-embed/8" {
+		t.Fatalf("embedder %s dim %d", e.Name(), e.Dim())
+	}
+	calls.Store(0)
+	vs, err := e.Embed(ctx, []string{"a", "bb", "ccc", "", "eeeee"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 3 {
+		t.Errorf("%d requests for 5 texts in batches of 2, want 3", calls.Load())
+	}
+	for i, want := range []int{1, 2, 3, 1, 5} {
+		if vs[i][want] != 1 {
+			t.Errorf("text %d: vector %v, want a 1 at %d", i, vs[i], want)
+		}
+	}
+}
+
+func TestOpenAIErrors(t *testing.T) {
+	var calls atomic.Int32
+	srv := embeddingsServer(t, 8, &calls)
+	defer srv.Close()
+	ctx := context.Background()
+	for _, cfg := range []embed.OpenAIConfig{
+		{BaseURL: srv.URL + "/v1", APIKey: "wrong", Model: "test-embed", MaxRetries: 1},
+		{BaseURL: srv.URL + "/v1", APIKey: "test-key", Model: "nope", MaxRetries: 1},
+		{BaseURL: srv.URL + "/v1", APIKey: "test-key"},
+	} {
+		if _, err := embed.NewOpenAI(ctx, cfg); err == nil {
+			t.Errorf("NewOpenAI(%+v) succeeded", cfg)
+		}
+	}
+	// A configured dimension that the server does not return is an error.
+	e, err := embed.NewOpenAI(ctx, embed.OpenAIConfig{BaseURL: srv.URL + "/v1", APIKey: "test-key", Model: "test-embed", Dim: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Embed(ctx, []string{"x"}); err == nil || !strings.Contains(err.Error(), "dimensions") {
+		t.Errorf("dimension mismatch: %v", err)
+	}
+}
