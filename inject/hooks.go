@@ -178,7 +178,7 @@ func queryTool(name string) []byte {
 // ToolCall answers calls of the session's query tool in the sidecar; every
 // other call is forwarded.
 func (in *Injector) ToolCall(s *proxy.Session, name string, params json.RawMessage) proxy.LocalHandler {
-	if in.NoQueryTool {
+	if in.NoQueryTool || !strings.HasPrefix(name, QueryToolName) {
 		return nil
 	}
 	st := in.state(s)

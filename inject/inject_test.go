@@ -766,3 +766,36 @@ func FuzzHooks(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkToolResult measures a tools/call round trip through proxy.Conn:
+// without hooks (the baseline), with the injector on a successful result
+// (it only checks isError), and on a failed one (search, format, splice).
+func BenchmarkToolResult(b *testing.B) {
+	okResp := `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"Billable usage for 2026-03"}],"structuredContent":{"month":"2026-03"},"isError":false}}`
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, bc := range []struct {
+		name string
+		inj  *Injector
+		resp string
+	}{
+		{"baseline-no-hooks", nil, okResp},
+		{"injector-success", &Injector{Source: &fakeSearcher{list: lessons()}, Logger: quiet}, okResp},
+		{"injector-error", &Injector{Source: &fakeSearcher{list: lessons()}, Logger: quiet, SessionBudget: 1 << 30}, errResp},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			hooks := &proxy.Hooks{}
+			if bc.inj != nil {
+				bc.inj.Install(hooks)
+			}
+			conn := &proxy.Conn{Hooks: hooks, Session: &proxy.Session{ID: "b", Server: "example"}, Logger: quiet}
+			req, resp := []byte(fetchReq), []byte(bc.resp)
+			b.ReportAllocs()
+			for b.Loop() {
+				conn.FromClient(req)
+				if out := conn.FromServer(resp); len(out) < len(resp) {
+					b.Fatal("short answer")
+				}
+			}
+		})
+	}
+}
