@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -51,8 +52,9 @@ type Entry struct {
 
 // QueueStats is what `hindsight status` shows of reflection.
 type QueueStats struct {
-	Pending  int `json:"pending"`  // waiting, Retrying of them after a failure
-	Retrying int `json:"retrying"` //
+	Pending  int `json:"pending"`  // waiting, Running of them in reflection now
+	Retrying int `json:"retrying"` // of the pending, those that failed before
+	Running  int `json:"running"`
 	Done     int `json:"done"`
 	Failed   int `json:"failed"`
 
@@ -84,6 +86,10 @@ type Queue struct {
 	PollInterval time.Duration // 0 means DefaultPollInterval
 	DrainTimeout time.Duration // how long Close lets a task finish; 0 means DefaultDrainTimeout
 
+	// OnState, when set, is told each task's new reflection state (the
+	// daemon records it on the task). Errors are logged.
+	OnState func(ctx context.Context, taskID, state string) error
+
 	Logger  *slog.Logger
 	Metrics *Metrics // nil: a fresh one
 
@@ -91,7 +97,8 @@ type Queue struct {
 	ownDB bool
 	now   func() time.Time
 
-	procMu sync.Mutex // one reflection at a time
+	procMu  sync.Mutex // one reflection at a time
+	running atomic.Int32
 	wake   chan struct{}
 	stop   context.CancelFunc
 	done   chan struct{}
@@ -136,8 +143,11 @@ func (q *Queue) metrics() *Metrics {
 	return q.Metrics
 }
 
-// Enqueue adds a final task as pending. A task already in the queue, in
-// any state, is left as it is: use RunNow to reflect on it again.
+// Enqueue adds a final task as pending. Enqueuing a pending task again
+// changes nothing. A task already done or failed becomes pending again
+// with its attempts reset: the daemon enqueues a task again only when late
+// steps reopened it, and merging is idempotent per task, so its evidence
+// is not counted twice.
 func (q *Queue) Enqueue(ctx context.Context, taskID string) error {
 	if taskID == "" {
 		return errors.New("enqueue task: empty id")
@@ -145,23 +155,43 @@ func (q *Queue) Enqueue(ctx context.Context, taskID string) error {
 	added := false
 	err := q.update(func(txn *badger.Txn) error {
 		added = false
-		if e, err := q.get(txn, taskID); err != nil || e != nil {
+		e, err := q.get(txn, taskID)
+		if err != nil || (e != nil && e.State == StatePending) {
 			return err
 		}
 		now := q.now().UTC()
+		old := ""
+		if e == nil {
+			e = &Entry{TaskID: taskID, EnqueuedAt: now}
+		} else {
+			old = e.State
+			e.Attempts, e.LastError, e.NextAttempt = 0, "", time.Time{}
+		}
+		e.State, e.UpdatedAt = StatePending, now
 		added = true
-		return q.put(txn, "", &Entry{TaskID: taskID, State: StatePending, EnqueuedAt: now, UpdatedAt: now})
+		return q.put(txn, old, e)
 	})
 	if err != nil {
 		return fmt.Errorf("enqueue task %s: %w", taskID, err)
 	}
 	if added {
+		q.notify(ctx, taskID, StatePending)
 		select {
 		case q.wake <- struct{}{}:
 		default:
 		}
 	}
 	return nil
+}
+
+// notify tells OnState of a task's new state.
+func (q *Queue) notify(ctx context.Context, id, state string) {
+	if q.OnState == nil {
+		return
+	}
+	if err := q.OnState(context.WithoutCancel(ctx), id, state); err != nil {
+		q.logError("reflect: record task state", err, "task", id, "state", state)
+	}
 }
 
 // Entry returns the queue entry of a task, or an error wrapping
@@ -249,6 +279,7 @@ func (q *Queue) Stats(ctx context.Context) (QueueStats, error) {
 		return s, fmt.Errorf("count queue: %w", err)
 	}
 	m := q.metrics()
+	s.Running = int(q.running.Load())
 	s.Dropped, s.Merged = m.Dropped(), m.Merged()
 	q.mu.Lock()
 	s.LastRun, s.LastError = q.lastRun, q.lastErr
@@ -440,6 +471,8 @@ func (q *Queue) process(loopCtx, workCtx context.Context, id string) error {
 		return err
 	}
 	m := q.metrics()
+	q.running.Add(1)
+	defer q.running.Add(-1)
 	task, err := q.Source.Task(workCtx, id)
 	var out *Outcome
 	if err == nil {
@@ -503,6 +536,7 @@ func (q *Queue) process(loopCtx, workCtx context.Context, id string) error {
 	}
 	if err == nil {
 		m.task(StateDone)
+		q.notify(workCtx, id, StateDone)
 		return nil
 	}
 	q.mu.Lock()
@@ -510,6 +544,7 @@ func (q *Queue) process(loopCtx, workCtx context.Context, id string) error {
 	q.mu.Unlock()
 	if failed {
 		m.task(StateFailed)
+		q.notify(workCtx, id, StateFailed)
 		q.logger().Error("reflect: task marked failed", "task", id, "err", err)
 	} else {
 		m.task("retry")
