@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -293,15 +294,20 @@ func (p *Process) Close(grace time.Duration) error {
 	return nil
 }
 
-// Syscalls returns how many read and write system calls the child has made
-// so far (syscr + syscw from /proc/PID/io, all its threads). It works on
-// Linux only.
-func (p *Process) Syscalls() (int64, error) {
+// Usage is what a process has consumed so far.
+type Usage struct {
+	Syscalls int64         // read and write system calls (syscr + syscw)
+	CPU      time.Duration // user and system time, at clock-tick resolution
+}
+
+// Usage returns the child's system calls and CPU time so far, over all its
+// threads, from /proc/PID/io and /proc/PID/stat. It works on Linux only.
+func (p *Process) Usage() (Usage, error) {
+	var u Usage
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", p.PID()))
 	if err != nil {
-		return 0, fmt.Errorf("read syscall counts: %w", err)
+		return u, fmt.Errorf("read usage: %w", err)
 	}
-	var n int64
 	for _, line := range strings.Split(string(b), "\n") {
 		k, v, ok := strings.Cut(line, ":")
 		if !ok || (k != "syscr" && k != "syscw") {
@@ -309,11 +315,41 @@ func (p *Process) Syscalls() (int64, error) {
 		}
 		c, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("read syscall counts: %q: %w", line, err)
+			return u, fmt.Errorf("read usage: %q: %w", line, err)
 		}
-		n += c
+		u.Syscalls += c
 	}
-	return n, nil
+	if u.CPU, err = cpuTime(p.PID()); err != nil {
+		return u, err
+	}
+	return u, nil
+}
+
+// clockTick is the unit of utime and stime in /proc/PID/stat (USER_HZ,
+// 100 on every Linux this runs on).
+const clockTick = 10 * time.Millisecond
+
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read CPU time: %w", err)
+	}
+	// The command name, in parentheses, may hold spaces: count fields
+	// after its closing parenthesis, where field 3 (state) starts.
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("read CPU time: unexpected %q", b)
+	}
+	var ticks int64
+	for _, s := range f[11:13] { // utime, stime: fields 14 and 15
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read CPU time: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * clockTick, nil
 }
 
 func peakRSS(pid int) (int64, error) {

@@ -87,3 +87,21 @@ func anyAlive(pids []int) bool {
 	}
 	return false
 }
+
+// daemonCPU returns the CPU time used so far by the daemons of home, or -1
+// when there is none.
+func daemonCPU(home string) (time.Duration, error) {
+	pids, err := daemonsOf(home)
+	if err != nil || len(pids) == 0 {
+		return -1, err
+	}
+	var total time.Duration
+	for _, pid := range pids {
+		d, err := cpuTime(pid)
+		if err != nil {
+			return -1, err
+		}
+		total += d
+	}
+	return total, nil
+}

@@ -90,8 +90,18 @@ type Sample struct {
 	Elapsed  time.Duration
 	P50, P99 time.Duration
 	// Syscalls counts the read and write system calls the variant's
-	// process made meanwhile; -1 when unknown.
+	// process made meanwhile, and CPU the CPU time it used (all its
+	// threads, not its children); both -1 when unknown.
 	Syscalls int64
+	CPU      time.Duration
+}
+
+// CPUPerCall returns CPU / Calls, or -1 when unknown.
+func (s Sample) CPUPerCall() time.Duration {
+	if s.CPU < 0 || s.Calls == 0 {
+		return -1
+	}
+	return s.CPU / time.Duration(s.Calls)
 }
 
 // SyscallsPerCall returns Syscalls / Calls, or -1 when unknown.
@@ -121,6 +131,11 @@ type Report struct {
 	PeakRSS map[string]int64
 	Started time.Time
 	Took    time.Duration
+	// DaemonCPU is the CPU time used, by the end of the run, by the
+	// daemons a sidecar variant started for its home; TotalCalls counts
+	// every call made to each variant, warm-up included.
+	DaemonCPU  map[string]time.Duration
+	TotalCalls map[string]int
 	// Notes are warnings about the run, printed under the tables.
 	Notes []string
 	// CaptureNotOff lists variants with CaptureOff whose sidecar recorded
@@ -138,7 +153,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if len(opts.Variants) == 0 {
 		return nil, errors.New("run: no variants")
 	}
-	rep := &Report{Options: opts, Samples: map[string]map[int][]Sample{}, PeakRSS: map[string]int64{}, Started: time.Now()}
+	rep := &Report{Options: opts, Samples: map[string]map[int][]Sample{}, PeakRSS: map[string]int64{},
+		DaemonCPU: map[string]time.Duration{}, TotalCalls: map[string]int{}, Started: time.Now()}
 	procs := make([]*Process, len(opts.Variants))
 	defer func() {
 		for _, p := range procs {
@@ -165,6 +181,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			return nil, fmt.Errorf("variant %s: %w (stderr: %s)", v.Name, err, strings.TrimSpace(p.Stderr()))
 		}
 		rep.Samples[v.Name] = map[int][]Sample{}
+		rep.TotalCalls[v.Name] = opts.Warmup + 2 // and tools/list and the checked echo
 	}
 	n := len(opts.Variants)
 	for round := range opts.Rounds {
@@ -173,20 +190,22 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				i := (round + k) % n
 				v := opts.Variants[i]
 				runtime.GC() // the driver's own garbage is nobody's cost
-				sys0, sysErr := procs[i].Syscalls()
+				u0, uErr := procs[i].Usage()
 				s, err := Measure(ctx, procs[i].Client, args, conc, opts.Duration, opts.Calls)
 				if err != nil {
 					return nil, fmt.Errorf("variant %s, round %d, %d in flight: %w (stderr: %s)",
 						v.Name, round+1, conc, err, strings.TrimSpace(procs[i].Stderr()))
 				}
-				s.Syscalls = -1
-				if sys1, err := procs[i].Syscalls(); err == nil && sysErr == nil {
-					s.Syscalls = sys1 - sys0
+				s.Syscalls, s.CPU = -1, -1
+				if u1, err := procs[i].Usage(); err == nil && uErr == nil {
+					s.Syscalls, s.CPU = u1.Syscalls-u0.Syscalls, u1.CPU-u0.CPU
 				}
 				rep.Samples[v.Name][conc] = append(rep.Samples[v.Name][conc], s)
+				rep.TotalCalls[v.Name] += s.Calls
 				if opts.Progress != nil {
-					fmt.Fprintf(opts.Progress, "round %d  %-18s %3d in flight  %8.0f calls/s  p50 %-9v p99 %-9v %.2f syscalls/call\n",
-						round+1, v.Name, conc, s.Rate(), s.P50.Round(100*time.Nanosecond), s.P99.Round(100*time.Nanosecond), s.SyscallsPerCall())
+					fmt.Fprintf(opts.Progress, "round %d  %-18s %3d in flight  %8.0f calls/s  p50 %-9v p99 %-9v %5.2f syscalls/call  CPU %v/call\n",
+						round+1, v.Name, conc, s.Rate(), s.P50.Round(100*time.Nanosecond), s.P99.Round(100*time.Nanosecond),
+						s.SyscallsPerCall(), s.CPUPerCall().Round(100*time.Nanosecond))
 				}
 			}
 		}
@@ -194,6 +213,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	for i, v := range opts.Variants {
 		if rss, err := procs[i].PeakRSS(); err == nil {
 			rep.PeakRSS[v.Name] = rss
+		}
+		if v.Home != "" {
+			if d, err := daemonCPU(v.Home); err == nil && d >= 0 {
+				rep.DaemonCPU[v.Name] = d
+			}
 		}
 		// Before Close: a sidecar that stops cleanly may remove its
 		// drained outbox.

@@ -19,7 +19,7 @@ const (
 
 // Median returns, for one variant and concurrency, the median over rounds
 // of each of p50, p99 and rate (each taken on its own). Calls and Elapsed
-// and Syscalls are the sums over rounds. ok is false when there is no sample.
+// Syscalls and CPU are the sums over rounds. ok is false when there is no sample.
 func (r *Report) Median(variant string, conc int) (m Sample, rate float64, ok bool) {
 	ss := r.Samples[variant][conc]
 	if len(ss) == 0 {
@@ -35,11 +35,12 @@ func (r *Report) Median(variant string, conc int) (m Sample, rate float64, ok bo
 	}
 	m.P50, m.P99 = median(p50), median(p99)
 	for _, s := range ss {
-		if s.Syscalls < 0 {
-			m.Syscalls = -1
-			break
+		if s.Syscalls < 0 || m.Syscalls < 0 {
+			m.Syscalls, m.CPU = -1, -1
+			continue
 		}
 		m.Syscalls += s.Syscalls
+		m.CPU += s.CPU
 	}
 	return m, median(rates), true
 }
@@ -176,8 +177,10 @@ func (r *Report) Checks() []Check {
 	return out
 }
 
-// WriteMarkdown writes the results as a Markdown table, throughput at the
-// highest concurrency first, then the checks.
+// WriteMarkdown writes the results as Markdown: a table of throughput and
+// latency (the highest concurrency first, with each variant's share of the
+// relay's throughput), a table of the work each variant's process does per
+// call and its peak RSS, then the checks and any notes.
 func (r *Report) WriteMarkdown(w io.Writer) {
 	o := r.Options
 	concs := slices.Clone(o.Concurrency)
@@ -193,8 +196,29 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		"echo payload %d B; %d CPUs, %s %s/%s; took %v.\n\n",
 		o.Rounds, per, o.Payload, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		r.Took.Round(time.Second))
-	// Beside the highest concurrency's throughput, each variant's share
-	// of the relay's, paired by round.
+	r.writeSpeed(w, concs)
+	r.writeWork(w, concs[0])
+	checks := r.Checks()
+	if len(checks) > 0 {
+		fmt.Fprintln(w, "\n| check | measured | target | |")
+		fmt.Fprintln(w, "|---|---|---|---|")
+		for _, c := range checks {
+			verdict := c.Verdict()
+			if verdict == "missed" {
+				verdict = "**missed**"
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", c.Name, c.Measured, c.Target, verdict)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "\nNote: %s\n", n)
+	}
+}
+
+// writeSpeed writes throughput and latency per variant and concurrency,
+// with each variant's share of the relay's throughput (paired by round) at
+// the highest concurrency.
+func (r *Report) writeSpeed(w io.Writer, concs []int) {
 	vsRelay := r.Samples[ByteRelay] != nil
 	fmt.Fprint(w, "| path |")
 	for i, c := range concs {
@@ -204,62 +228,55 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		}
 		fmt.Fprint(w, " p50 | p99 |")
 	}
-	fmt.Fprintf(w, " syscalls/call (%d in flight) | peak RSS |\n", concs[0])
-	fmt.Fprint(w, "|---|")
-	for range concs {
+	fmt.Fprint(w, "\n|---|")
+	for i := range concs {
 		fmt.Fprint(w, "--:|--:|--:|")
+		if i == 0 && vsRelay {
+			fmt.Fprint(w, "--:|")
+		}
 	}
-	if vsRelay {
-		fmt.Fprint(w, "--:|")
-	}
-	fmt.Fprintln(w, "--:|--:|")
-	for _, v := range o.Variants {
+	fmt.Fprintln(w)
+	for _, v := range r.Options.Variants {
 		fmt.Fprintf(w, "| %s |", v.Name)
 		for i, c := range concs {
-			if i == 0 && vsRelay {
-				m, rate, ok := r.Median(v.Name, c)
-				if !ok {
-					fmt.Fprint(w, " – | – | – | – |")
-					continue
-				}
-				share := r.paired(v.Name, ByteRelay, c, rateRatio)
-				fmt.Fprintf(w, " %.0f | %.0f%% | %s | %s |", rate, 100*share, us(m.P50), us(m.P99))
-				continue
-			}
+			share := i == 0 && vsRelay
 			m, rate, ok := r.Median(v.Name, c)
-			if !ok {
+			switch {
+			case !ok && share:
+				fmt.Fprint(w, " – | – | – | – |")
+			case !ok:
 				fmt.Fprint(w, " – | – | – |")
-				continue
+			case share:
+				fmt.Fprintf(w, " %.0f | %.0f%% | %s | %s |", rate, 100*r.paired(v.Name, ByteRelay, c, rateRatio), us(m.P50), us(m.P99))
+			default:
+				fmt.Fprintf(w, " %.0f | %s | %s |", rate, us(m.P50), us(m.P99))
 			}
-			fmt.Fprintf(w, " %.0f | %s | %s |", rate, us(m.P50), us(m.P99))
 		}
-		sys := "–"
-		if m, _, ok := r.Median(v.Name, concs[0]); ok && m.Syscalls >= 0 {
-			sys = fmt.Sprintf("%.2f", m.SyscallsPerCall())
+		fmt.Fprintln(w)
+	}
+}
+
+// writeWork writes, per variant, what its own process spent per call at
+// concurrency c (CPU time and read/write system calls, summed over
+// rounds), what a sidecar's daemon spent per call over the whole run, and
+// the process's peak RSS.
+func (r *Report) writeWork(w io.Writer, c int) {
+	fmt.Fprintf(w, "\n| path (its own process) | CPU/call (%d in flight) | syscalls/call | daemon CPU/call | peak RSS |\n", c)
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|")
+	for _, v := range r.Options.Variants {
+		cpu, sys := "–", "–"
+		if m, _, ok := r.Median(v.Name, c); ok && m.Syscalls >= 0 {
+			cpu, sys = us(m.CPUPerCall()), fmt.Sprintf("%.2f", m.SyscallsPerCall())
+		}
+		daemon := "–"
+		if d, ok := r.DaemonCPU[v.Name]; ok && r.TotalCalls[v.Name] > 0 {
+			daemon = us(d / time.Duration(r.TotalCalls[v.Name]))
 		}
 		rss := "–"
 		if b, ok := r.PeakRSS[v.Name]; ok {
 			rss = mb(b)
 		}
-		fmt.Fprintf(w, " %s | %s |\n", sys, rss)
-	}
-	checks := r.Checks()
-	defer func() {
-		for _, n := range r.Notes {
-			fmt.Fprintf(w, "\nNote: %s\n", n)
-		}
-	}()
-	if len(checks) == 0 {
-		return
-	}
-	fmt.Fprintln(w, "\n| check | measured | target | |")
-	fmt.Fprintln(w, "|---|---|---|---|")
-	for _, c := range checks {
-		verdict := c.Verdict()
-		if verdict == "missed" {
-			verdict = "**missed**"
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", c.Name, c.Measured, c.Target, verdict)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", v.Name, cpu, sys, daemon, rss)
 	}
 }
 

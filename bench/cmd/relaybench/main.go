@@ -78,6 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		hindsightBin = fs.String("hindsight", "", "hindsight binary (default: build ./cmd/hindsight)")
 		compare      variantFlags
 		verbose      = fs.Bool("v", false, "print every measurement to stderr")
+		profDir      = fs.String("sidecar-cpuprofile", "", "write each sidecar's CPU profile to DIR/VARIANT.pprof (HINDSIGHT_CPUPROFILE)")
 	)
 	fs.Var(&compare, "compare", "NAME=BINARY: also measure `hindsight wrap` of another build, as variant NAME (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -115,6 +116,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			Argv: []string{c.bin, "wrap", "--name", "echo", "--", self, "echo"},
 			Home: filepath.Join(tmp, "home-"+c.name),
 		})
+	}
+	if *profDir != "" {
+		abs, err := filepath.Abs(*profDir)
+		if err != nil {
+			return fmt.Errorf("resolve -sidecar-cpuprofile: %w", err)
+		}
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return fmt.Errorf("create profile directory: %w", err)
+		}
+		for i, v := range vs {
+			if v.Home != "" { // a sidecar
+				vs[i].Env = append(vs[i].Env, "HINDSIGHT_CPUPROFILE="+filepath.Join(abs, v.Name+".pprof"))
+			}
+		}
 	}
 	opts := bench.Options{Variants: vs, Rounds: *rounds, Concurrency: concs, Duration: *duration,
 		Calls: *calls, Warmup: *warmup, Payload: *payload}

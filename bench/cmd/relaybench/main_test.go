@@ -35,7 +35,8 @@ func TestSmokeDriver(t *testing.T) {
 	}
 	md := out.String()
 	for _, want := range []string{
-		"| path | calls/s (4 in flight) | vs relay | p50 | p99 | calls/s (1 in flight) | p50 | p99 | syscalls/call (4 in flight) | peak RSS |",
+		"| path | calls/s (4 in flight) | vs relay | p50 | p99 | calls/s (1 in flight) | p50 | p99 |",
+		"| path (its own process) | CPU/call (4 in flight) | syscalls/call | daemon CPU/call | peak RSS |",
 		"| direct |", "| relay |", "| sidecar |", "| sidecar-nocapture |",
 		"| sidecar's throughput vs relay's, 4 in flight |", "| capture's cost in p50, 1 in flight |",
 	} {
