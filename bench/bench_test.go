@@ -432,8 +432,8 @@ func FuzzEchoReply(f *testing.F) {
 // pipes to real processes: direct, through the byte relay, and through
 // `hindsight wrap` with capture on and off. With 1 in flight ns/op is the
 // latency of a call; with 64 in flight it is the inverse of throughput.
-// Each also reports p50-ns, p99-ns, calls/s and the peak RSS of the process
-// the client talks to.
+// Each also reports p50-ns, p99-ns, calls/s, and the CPU time, read/write
+// system calls and peak RSS of the process the client talks to.
 func BenchmarkRelay(b *testing.B) {
 	for _, name := range []string{Direct, ByteRelay, Sidecar, SidecarNoCapture} {
 		b.Run(name, func(b *testing.B) {
@@ -459,7 +459,12 @@ func benchVariant(b *testing.B, v Variant, conc int) {
 	if err := Prepare(context.Background(), p.Client, echoArgs(256), 500); err != nil {
 		b.Fatalf("%v (stderr: %s)", err, p.Stderr())
 	}
+	u0, err0 := p.Usage()
 	benchCalls(b, p.Client, conc)
+	if u1, err := p.Usage(); err == nil && err0 == nil {
+		b.ReportMetric(float64(u1.CPU-u0.CPU)/float64(b.N), "cpu-ns/call")
+		b.ReportMetric(float64(u1.Syscalls-u0.Syscalls)/float64(b.N), "syscalls/call")
+	}
 	if rss, err := p.PeakRSS(); err == nil {
 		b.ReportMetric(float64(rss)/1e6, "peak-RSS-MB")
 	}
