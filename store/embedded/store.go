@@ -399,7 +399,7 @@ func (s *Store) Search(ctx context.Context, q hindsight.Query) ([]hindsight.Scor
 		qv = slices.Clone(vs[0])
 		normalize(qv)
 	}
-	res := s.search(&q, qv)
+	res := s.search(&q, qv, useBM25|useVector)
 	if !q.NoHit && len(res) > 0 {
 		ids := make([]string, len(res))
 		for i := range res {
@@ -412,7 +412,13 @@ func (s *Store) Search(ctx context.Context, q hindsight.Query) ([]hindsight.Scor
 	return res, nil
 }
 
-func (s *Store) search(q *hindsight.Query, qv []float32) []hindsight.ScoredExperience {
+// Retrievers used by search (both in production; one alone to measure it).
+const (
+	useBM25 = 1 << iota
+	useVector
+)
+
+func (s *Store) search(q *hindsight.Query, qv []float32, use int) []hindsight.ScoredExperience {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	x := s.idx
@@ -436,10 +442,17 @@ func (s *Store) search(q *hindsight.Query, qv []float32) []hindsight.ScoredExper
 			cands[slot] = &rank.Candidate{Exp: x.docs[slot].exp, BM25Rank: i + 1}
 		}
 	} else {
-		for i, r := range x.knn(sc, qv, ok, rank.Candidates) {
+		var vec, lex []scored
+		if use&useVector != 0 {
+			vec = x.knn(sc, qv, ok, rank.Candidates)
+		}
+		if use&useBM25 != 0 {
+			lex = x.bm25(sc, q.Text, rank.Candidates)
+		}
+		for i, r := range vec {
 			cands[r.slot] = &rank.Candidate{Exp: x.docs[r.slot].exp, VectorRank: i + 1}
 		}
-		for i, r := range x.bm25(sc, q.Text, rank.Candidates) {
+		for i, r := range lex {
 			c := cands[r.slot]
 			if c == nil {
 				c = &rank.Candidate{Exp: x.docs[r.slot].exp}

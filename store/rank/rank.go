@@ -8,14 +8,21 @@
 //	RRF × confidence × recency × evidence × hits × cold
 //
 // where RRF = Σ 1/(K + rank) over the BM25 and vector rankings it appears in
-// (K = 60), confidence = 0.5 + 0.5·c, recency = 0.5 + 0.5·2^(−age/half-life)
-// (age since UpdatedAt), evidence = 1 + 0.1·ln(1 + evidence count), hits =
-// 1 + 0.05·ln(1 + hit count), and cold = 1, or 0.7 when the experience has
-// not been hit (or, never hit, created) for StaleAfter (90 days), or 0.5
-// once it is cold (ColdAfter, 180 days). Cold experiences leave the hot
-// index: searches skip them unless Query.IncludeCold; a hit (RecordHits) or
-// an update brings one back. The weights are bounded so that relevance (the
-// fused rank) dominates and the metadata breaks near-ties.
+// (K = 60), confidence = 0.95 + 0.05·c, recency = 0.95 + 0.05·2^(−age/half-life)
+// (age since UpdatedAt), evidence = 1 + 0.01·ln(1 + evidence count), hits =
+// 1 + 0.005·ln(1 + hit count), and cold = 1, or StaleWeight (0.9) when the
+// experience has not been hit (or, never hit, created) for StaleAfter (90
+// days), or ColdWeight (0.8) once it is cold (ColdAfter, 180 days). Cold
+// experiences leave the hot index: searches skip them unless
+// Query.IncludeCold; a hit (RecordHits) or an update brings one back.
+//
+// RRF with K = 60 is flat: being first in both lists instead of second is
+// worth only 1.6%. The weights are therefore kept to a few percent each, so
+// that they reorder matches of about equal relevance (a confident, fresh,
+// proven lesson beats an unproven one a couple of ranks higher) but never
+// bury the clearly best match; only staleness weighs more. The retrieval
+// benchmark (store/testdata/retrieval) lost a third of its hit@1 with
+// weights ten times larger.
 package rank
 
 import (
@@ -33,6 +40,10 @@ const (
 	DefaultStaleAfter = 90 * 24 * time.Hour
 	DefaultColdAfter  = 180 * 24 * time.Hour
 	DefaultK          = 5
+	// StaleWeight and ColdWeight multiply the score of experiences not
+	// hit for StaleAfter and ColdAfter.
+	StaleWeight = 0.9
+	ColdWeight  = 0.8
 	// Candidates is how many results each retriever (BM25, vector) hands
 	// to fusion.
 	Candidates = 100
@@ -134,7 +145,7 @@ func (o Options) Score(c Candidate, now time.Time, explain bool) (float64, *hind
 		rrf += 1 / (o.RRFK + float64(c.VectorRank))
 	}
 	conf := math.Min(math.Max(e.Confidence, 0), 1)
-	confW := 0.5 + 0.5*conf
+	confW := 0.95 + 0.05*conf
 	hl := o.HalfLife
 	if h, ok := o.HalfLifeByTaskType[e.TaskType]; ok && h > 0 {
 		hl = h
@@ -143,15 +154,15 @@ func (o Options) Score(c Candidate, now time.Time, explain bool) (float64, *hind
 	if e.UpdatedAt.IsZero() || age < 0 {
 		age = 0
 	}
-	recW := 0.5 + 0.5*math.Exp2(-float64(age)/float64(hl))
-	evW := 1 + 0.1*math.Log1p(float64(max(e.EvidenceCount, 0)))
-	hitW := 1 + 0.05*math.Log1p(float64(max(e.HitCount, 0)))
+	recW := 0.95 + 0.05*math.Exp2(-float64(age)/float64(hl))
+	evW := 1 + 0.01*math.Log1p(float64(max(e.EvidenceCount, 0)))
+	hitW := 1 + 0.005*math.Log1p(float64(max(e.HitCount, 0)))
 	coldW := 1.0
 	switch idle := now.Sub(LastActive(e)); {
 	case idle >= o.ColdAfter:
-		coldW = 0.5
+		coldW = ColdWeight
 	case idle >= o.StaleAfter:
-		coldW = 0.7
+		coldW = StaleWeight
 	}
 	score := rrf * confW * recW * evW * hitW * coldW
 	if !explain {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/store"
+	"github.com/hindsight-proxy/hindsight/store/rank"
 )
 
 // Backend opens stores of the backend under test.
@@ -433,8 +434,8 @@ func testCold(t *testing.T, b Backend) {
 	if got := ids(res); !slices.Equal(got, []string{"stale"}) {
 		t.Fatalf("hot search = %v, want [stale]", got)
 	}
-	if res[0].Explain == nil || res[0].Explain.Cold != 0.7 {
-		t.Fatalf("stale experience explain = %+v, want cold weight 0.7", res[0].Explain)
+	if res[0].Explain == nil || res[0].Explain.Cold != rank.StaleWeight {
+		t.Fatalf("stale experience explain = %+v, want the stale weight", res[0].Explain)
 	}
 	q.IncludeCold = true
 	res, err = s.Search(ctx, q)
@@ -445,7 +446,7 @@ func testCold(t *testing.T, b Backend) {
 	for _, r := range res {
 		if r.ID == "cold" {
 			found = true
-			if r.Explain == nil || r.Explain.Cold != 0.5 {
+			if r.Explain == nil || r.Explain.Cold != rank.ColdWeight {
 				t.Fatalf("cold explain = %+v", r.Explain)
 			}
 		}
