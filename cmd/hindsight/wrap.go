@@ -69,7 +69,11 @@ func runWrap(ctx context.Context, g *globals, args []string) error {
 		logger.Error("start sidecar", "server", *name, "err", err)
 		return fmt.Errorf("start sidecar: %w", err)
 	}
-	defer sc.Close()
+	defer func() {
+		t := time.Now()
+		sc.Close()
+		logger.Info("sidecar closed", "server", *name, "took", time.Since(t).Round(time.Millisecond).String())
+	}()
 
 	st := &proxy.Stdio{
 		Command:     cmdline[0],

@@ -72,14 +72,23 @@ func cut(s string) string {
 // sidecar starts in that home is stopped at the end.
 func wrapped(t *testing.T, name string, argv ...string) *exec.Cmd {
 	t.Helper()
+	return wrappedWith(t, true, name, argv...)
+}
+
+// wrappedWith is wrapped with injection switched off (noInject) or left at
+// its defaults.
+func wrappedWith(t *testing.T, noInject bool, name string, argv ...string) *exec.Cmd {
+	t.Helper()
 	home := t.TempDir()
-	cfg := "inject:\n  instructions: false\n  error_results: false\n  query_tool: false\n"
-	must(t, "write config", os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600))
+	if noInject {
+		cfg := "inject:\n  instructions: false\n  error_results: false\n  query_tool: false\n"
+		must(t, "write config", os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600))
+	}
 	cmd := exec.Command(testbin.Hindsight(t), append([]string{"wrap", "--name", name, "--grace", "2s", "--"}, argv...)...)
 	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+home)
 	t.Cleanup(func() {
 		stopDaemons(t, home)
-		if t.Failed() {
+		if t.Failed() || os.Getenv("INTEROP_LOG") != "" {
 			b, _ := os.ReadFile(filepath.Join(home, "logs", "wrap-"+name+".log"))
 			t.Logf("sidecar log:\n%s", cut(string(b)))
 		}
@@ -363,4 +372,56 @@ func TestEverythingThroughWrap(t *testing.T) {
 			compare(t, direct, proxied)
 		})
 	}
+}
+
+// TestEverythingThroughFullSidecar runs the conversation through a sidecar
+// with capture and injection at their defaults: the conversation must
+// still work, and differ from the direct one only where injection means
+// to change it (the instructions and the query_hindsight tool).
+func TestEverythingThroughFullSidecar(t *testing.T) {
+	everything := testbin.NPM(t, "mcp-server-everything")
+	direct := everythingConversation(t, &mcp.CommandTransport{Command: exec.Command(everything, "stdio")}, "2025-11-25")
+	proxied := everythingConversation(t, &mcp.CommandTransport{Command: wrappedWith(t, false, "everything", everything, "stdio")}, "2025-11-25")
+	if len(proxied.steps) < 2 || len(direct.steps) < 2 {
+		t.Fatalf("conversation too short")
+	}
+	// initialize: the server's instructions, with Hindsight's after them.
+	var di, pi map[string]any
+	json.Unmarshal([]byte(direct.steps[0].json), &di)
+	json.Unmarshal([]byte(proxied.steps[0].json), &pi)
+	dInstr, _ := di["instructions"].(string)
+	pInstr, _ := pi["instructions"].(string)
+	if !strings.HasPrefix(pInstr, dInstr) || !strings.Contains(pInstr[len(dInstr):], "Hindsight") {
+		t.Errorf("instructions through the sidecar do not extend the server's: %q", cut(pInstr[min(len(pInstr), len(dInstr)):]))
+	}
+	delete(di, "instructions")
+	delete(pi, "instructions")
+	// tools/list: the server's tools, and query_hindsight.
+	var dt, pt struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	json.Unmarshal([]byte(direct.steps[1].json), &dt)
+	json.Unmarshal([]byte(proxied.steps[1].json), &pt)
+	var rest []json.RawMessage
+	found := false
+	for _, tool := range pt.Tools {
+		if strings.Contains(string(tool), `"name":"query_hindsight"`) {
+			found = true
+			continue
+		}
+		rest = append(rest, tool)
+	}
+	if !found {
+		t.Errorf("tools/list through the sidecar lacks query_hindsight")
+	}
+	proxied.steps[0].json, direct.steps[0].json = mustJSON(t, pi), mustJSON(t, di)
+	proxied.steps[1].json, direct.steps[1].json = mustJSON(t, rest), mustJSON(t, dt.Tools)
+	compare(t, direct, proxied)
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	must(t, "marshal", err)
+	return string(b)
 }
