@@ -93,12 +93,13 @@ type Outbox struct {
 	syncDone  chan struct{}
 	stopSync  chan struct{}
 	closeOnce sync.Once
+	retMu     sync.Mutex // one retention pass at a time; guards lastWarn
+	lastWarn  time.Time  // last retention warning
 
 	mu         sync.Mutex
 	next       uint64           // seq of the next step
 	held       []hindsight.Step // steps not on disk, in seq order
 	dirty      bool             // written since the last sync
-	lastWarn   time.Time        // last retention warning
 	lastFailed bool             // the last delivery attempt failed
 	closed     bool             // Close has begun shutting the database
 }
@@ -189,7 +190,11 @@ func (o *Outbox) ID() string { return o.id }
 // Dir is the outbox directory.
 func (o *Outbox) Dir() string { return o.dir }
 
-func openDB(dir string, log *slog.Logger) (*badger.DB, error) {
+// openDB opens an outbox database; a variable so tests can make the disk
+// fail.
+var openDB = openBadger
+
+func openBadger(dir string, log *slog.Logger) (*badger.DB, error) {
 	opts := badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{log}).
 		WithLoggingLevel(badger.WARNING).
@@ -541,6 +546,8 @@ func (o *Outbox) enforceRetention() {
 	if o.db == nil {
 		return
 	}
+	o.retMu.Lock()
+	defer o.retMu.Unlock()
 	now := time.Now()
 	var expired [][]byte
 	var oldest time.Time

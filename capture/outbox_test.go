@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/prometheus/client_golang/prometheus"
@@ -117,7 +118,7 @@ func TestRecorderDeliversInOrder(t *testing.T) {
 	for _, ex := range exchanges(500) {
 		r.Hook(ex)
 	}
-	waitFor(t, "delivery", func() bool { return len(d.got()) == 500 })
+	waitFor(t, "delivery", func() bool { return r.Stats().Delivered == 500 })
 	st := r.Stats()
 	if st.Captured != 500 || st.Delivered != 500 || st.Redactions != 500 || st.Dropped != 0 || st.Depth != 0 {
 		t.Errorf("stats %+v", st)
@@ -165,7 +166,7 @@ func TestOutboxOutage(t *testing.T) {
 		t.Errorf("during outage: %+v", st)
 	}
 	d.setDown(false)
-	waitFor(t, "delivery after outage", func() bool { return len(d.got()) == 300 })
+	waitFor(t, "delivery after outage", func() bool { return r.Stats().Delivered == 300 })
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestOutboxRejected(t *testing.T) {
 	for _, ex := range exchanges(20) {
 		r.Hook(ex)
 	}
-	waitFor(t, "delivery", func() bool { return len(d.got()) == 19 })
+	waitFor(t, "delivery", func() bool { return r.Stats().Delivered == 19 && r.Stats().Rejected == 1 })
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -261,9 +262,14 @@ func TestDrainOrphans(t *testing.T) {
 	live.Close(ctx)
 }
 
-// TestOutboxHoldsInMemoryWhenDiskFails: with the database gone, steps are
-// held in memory, delivered from there, and the failure is counted.
+// TestOutboxHoldsInMemoryWhenDiskFails: when no database can be opened
+// (full disk, unwritable home), steps are held in memory up to the bound,
+// delivered from there in order, and the failure is counted.
 func TestOutboxHoldsInMemoryWhenDiskFails(t *testing.T) {
+	openDB = func(dir string, _ *slog.Logger) (*badger.DB, error) {
+		return nil, errors.New("no space left on device")
+	}
+	defer func() { openDB = openBadger }()
 	home := hindsight.Home(t.TempDir())
 	d := &collector{down: true}
 	c := &counters{}
@@ -271,26 +277,23 @@ func TestOutboxHoldsInMemoryWhenDiskFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.mu.Lock()
-	o.db.Close()
-	o.mu.Unlock()
 	steps := make([]hindsight.Step, 8)
 	for i := range steps {
 		steps[i] = hindsight.Step{Method: "tools/call", EndedAt: time.Now()}
 	}
 	o.Append(steps)
-	if st := c.snapshot(); st.Held != 5 || st.Dropped != 3 || st.WriteErrors == 0 {
+	if st := c.snapshot(); st.Held != 5 || st.Dropped != 3 || st.WriteErrors == 0 || st.Depth != 5 {
 		t.Errorf("stats %+v", st)
 	}
-	o.mu.Lock()
-	o.db = nil // as if it had never opened
-	o.mu.Unlock()
 	d.setDown(false)
-	waitFor(t, "delivery from memory", func() bool { return len(d.got()) == 5 })
+	waitFor(t, "delivery from memory", func() bool { return c.delivered.Load() == 5 })
 	for i, s := range d.got() {
 		if s.Seq != uint64(i+1) {
 			t.Fatalf("seq %d at %d", s.Seq, i)
 		}
+	}
+	if st := c.snapshot(); st.Held != 0 || st.Depth != 0 {
+		t.Errorf("after delivery: %+v", st)
 	}
 	if err := o.Close(context.Background()); err != nil {
 		t.Fatal(err)
