@@ -57,13 +57,22 @@ type HTTPHandler struct {
 	AllowRemote bool
 	// MaxBodyBytes bounds one POST body; 0: DefaultMaxMessageBytes.
 	MaxBodyBytes int64
+	// IdleTimeout ends a session that had no request and no open stream
+	// for this long (an agent that left without DELETE); its upstream
+	// session, or child, goes with it. 0: DefaultIdleTimeout; <0: never.
+	IdleTimeout time.Duration
 
 	mu          sync.Mutex
 	sessions    map[string]*httpSession
 	sessionless *httpSession
 	closed      bool
 	ending      sync.WaitGroup // sessions ending in the background
+	janitor     sync.Once
+	stop        chan struct{} // closed by Close; stops the janitor
 }
+
+// DefaultIdleTimeout is HTTPHandler.IdleTimeout's default.
+const DefaultIdleTimeout = 30 * time.Minute
 
 func (h *HTTPHandler) logger() *slog.Logger {
 	if h.Logger != nil {
@@ -172,8 +181,9 @@ func (h *HTTPHandler) newSession(ctx context.Context, transport string, hdr http
 	}
 	h.mu.Unlock()
 	id := newSessionID()
+	h.janitor.Do(h.startJanitor)
 	s := &httpSession{
-		h: h, id: id, transport: transport, done: make(chan struct{}),
+		h: h, id: id, transport: transport, done: make(chan struct{}), lastActive: time.Now(),
 		waiters: make(map[string]*waiter), progress: make(map[string]*waiter),
 	}
 	s.conn = &Conn{
@@ -261,6 +271,11 @@ func (h *HTTPHandler) endSessionLater(s *httpSession, reason string) {
 	if h.sessionless == s {
 		h.sessionless = nil
 	}
+	if h.closed {
+		h.mu.Unlock()
+		h.endSession(s, reason) // Close is waiting for it anyway
+		return
+	}
 	h.ending.Add(1)
 	h.mu.Unlock()
 	go func() {
@@ -272,7 +287,11 @@ func (h *HTTPHandler) endSessionLater(s *httpSession, reason string) {
 // Close ends every session, closing their upstream sessions (children are
 // stopped), and refuses new ones. Streams to agents end.
 func (h *HTTPHandler) Close() error {
+	h.janitor.Do(func() {}) // no janitor from now on
 	h.mu.Lock()
+	if h.stop != nil && !h.closed {
+		close(h.stop)
+	}
 	h.closed = true
 	all := make([]*httpSession, 0, len(h.sessions)+1)
 	for _, s := range h.sessions {
@@ -293,6 +312,47 @@ func (h *HTTPHandler) Close() error {
 	wg.Wait()
 	h.ending.Wait()
 	return nil
+}
+
+// startJanitor ends idle sessions until Close.
+func (h *HTTPHandler) startJanitor() {
+	idle := h.IdleTimeout
+	if idle == 0 {
+		idle = DefaultIdleTimeout
+	}
+	if idle < 0 {
+		return
+	}
+	h.mu.Lock()
+	h.stop = make(chan struct{})
+	stop := h.stop
+	h.mu.Unlock()
+	every := min(max(idle/4, 10*time.Millisecond), time.Minute)
+	go func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-tick.C:
+				h.mu.Lock()
+				var expired []*httpSession
+				for _, s := range h.sessions {
+					if s.idle(now, idle) {
+						expired = append(expired, s)
+					}
+				}
+				if s := h.sessionless; s != nil && s.idle(now, idle) {
+					expired = append(expired, s)
+				}
+				h.mu.Unlock()
+				for _, s := range expired {
+					h.endSessionLater(s, "idle for "+idle.String())
+				}
+			}
+		}
+	}()
 }
 
 // readBody reads a POST body up to the limit, answering the agent itself

@@ -65,6 +65,8 @@ func startProcess(t *testing.T, env []string, name string, args ...string) *proc
 	p := &proc{cmd: cmd, stderr: stderr, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
+		start := time.Now()
+		defer func() { t.Logf("%s stopped in %v", name, time.Since(start).Round(time.Millisecond)) }()
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
 		case <-p.done:
@@ -189,6 +191,8 @@ func converse(t *testing.T, transport mcp.Transport) *transcript {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	start := time.Now()
+	defer func() { t.Logf("conversation over %T took %v", transport, time.Since(start).Round(time.Millisecond)) }()
 	var progress atomic.Int32
 	client := mcp.NewClient(&mcp.Implementation{Name: "interop-test", Version: "1.0.0"}, &mcp.ClientOptions{
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -255,6 +259,13 @@ func converse(t *testing.T, transport mcp.Transport) *transcript {
 	call("isError", "get-sum", map[string]any{"a": "not a number", "b": 2}, nil)
 	call("unknown-tool", "no-such-tool", map[string]any{}, nil)
 	call("long", "trigger-long-running-operation", map[string]any{"duration": 0.5, "steps": 5}, mcp.Meta{"progressToken": "tok-1"})
+	// Cancellation: the client gives up on a long call; the session goes on.
+	cctx, ccancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err = cs.CallTool(cctx, &mcp.CallToolParams{Name: "trigger-long-running-operation",
+		Arguments: map[string]any{"duration": 3, "steps": 3}})
+	ccancel()
+	tr.entries["cancelled"] = fmt.Sprint(err != nil && cctx.Err() != nil)
+	call("after-cancel", "echo", map[string]any{"message": "still here"}, nil)
 	call("sampling", "trigger-sampling-request", map[string]any{"prompt": "hi", "maxTokens": 10}, nil)
 	call("elicitation", "trigger-elicitation-request", map[string]any{}, nil)
 	call("roots", "get-roots-list", map[string]any{}, nil)
@@ -315,6 +326,8 @@ func checkSane(t *testing.T, tr *transcript) {
 		"sampling":            `sampled: 1`,
 		"roots":               `interop-root`,
 		"completion/complete": `"Sales","Support"`,
+		"cancelled":           "true",
+		"after-cancel":        "still here",
 	} {
 		if !strings.Contains(tr.entries[k], want) {
 			t.Errorf("%s: want %q in %.400s", k, want, tr.entries[k])
@@ -438,6 +451,8 @@ func reapDaemons(t *testing.T, home string) {
 	for _, pid := range pids {
 		syscall.Kill(pid, syscall.SIGTERM)
 	}
+	start := time.Now()
+	defer func() { t.Logf("%d daemons stopped in %v", len(pids), time.Since(start).Round(time.Millisecond)) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for _, pid := range pids {
 		for alive(pid) && time.Now().Before(deadline) {

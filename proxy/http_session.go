@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/tidwall/gjson"
 )
@@ -23,12 +24,13 @@ type httpSession struct {
 	done      chan struct{} // closed when the session ended
 	endOnce   sync.Once
 
-	mu        sync.Mutex
-	waiters   map[string]*waiter // request id → the POST waiting for its answer
-	progress  map[string]*waiter // progress token → the request stream that gets its progress
-	streams   []*waiter          // open request streams, oldest first
-	listeners []*waiter          // open GET (or legacy SSE) streams, oldest first
-	queue     [][]byte           // messages for a listener that is not there yet
+	mu         sync.Mutex
+	lastActive time.Time          // the agent's last request or stream end
+	waiters    map[string]*waiter // request id → the POST waiting for its answer
+	progress   map[string]*waiter // progress token → the request stream that gets its progress
+	streams    []*waiter          // open request streams, oldest first
+	listeners  []*waiter          // open GET (or legacy SSE) streams, oldest first
+	queue      [][]byte           // messages for a listener that is not there yet
 }
 
 // waiter is an open agent stream that server messages are routed to: a
@@ -39,6 +41,21 @@ type waiter struct {
 	stream bool            // an event stream: takes more than the answer
 	ch     chan []byte
 	quit   chan struct{} // closed when the stream is gone
+}
+
+// touch records the agent's activity.
+func (s *httpSession) touch() {
+	s.mu.Lock()
+	s.lastActive = time.Now()
+	s.mu.Unlock()
+}
+
+// idle reports whether the agent has left s alone for longer than d: no
+// request in flight, no stream open, no request since.
+func (s *httpSession) idle(now time.Time, d time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.waiters) == 0 && len(s.listeners) == 0 && now.Sub(s.lastActive) > d
 }
 
 // fromServer takes one message the upstream sent outside a reply.
@@ -119,6 +136,7 @@ func (s *httpSession) removeWaiter(w *waiter) {
 		delete(s.progress, w.token)
 	}
 	s.streams = without(s.streams, w)
+	s.lastActive = time.Now()
 	close(w.quit)
 }
 
@@ -141,6 +159,7 @@ func (s *httpSession) removeListener(w *waiter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.listeners = without(s.listeners, w)
+	s.lastActive = time.Now()
 	close(w.quit)
 	var left [][]byte
 drain:
@@ -195,4 +214,23 @@ func (s *httpSession) context() (context.Context, context.CancelFunc) {
 		}
 	}()
 	return ctx, cancel
+}
+
+// peek classifies a message without validating it (the Conn does that),
+// reading only its id and method.
+func peek(msg []byte) Message {
+	r := gjson.GetManyBytes(msg, "id", "method")
+	m := Message{Raw: msg, Method: r[1].Str}
+	if r[0].Exists() {
+		m.ID = json.RawMessage(r[0].Raw)
+	}
+	switch {
+	case r[1].Exists() && r[0].Exists():
+		m.Kind = KindRequest
+	case r[1].Exists():
+		m.Kind = KindNotification
+	case r[0].Exists():
+		m.Kind = KindResponse
+	}
+	return m
 }

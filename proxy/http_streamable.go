@@ -18,8 +18,8 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	m, perr := Parse(body)
-	isInit := perr == nil && m.Kind == KindRequest && m.Method == "initialize"
+	m := peek(body) // the Conn validates it
+	isInit := m.Kind == KindRequest && m.Method == "initialize"
 	var s *httpSession
 	var err error
 	switch sid := r.Header.Get("Mcp-Session-Id"); {
@@ -50,6 +50,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 // post relays one agent message and answers the POST. It returns the
 // response delivered to the agent, if any.
 func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte) []byte {
+	s.touch()
 	act := s.conn.FromClient(body)
 	switch {
 	case act.Reply != nil:
@@ -63,7 +64,7 @@ func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte) 
 		w.WriteHeader(http.StatusAccepted)
 		return nil
 	}
-	m, _ := Parse(act.Forward)
+	m := peek(act.Forward)
 	hdr := ForwardHeader(r.Header, s.h.AuthToken != "")
 	if m.Kind == KindRequest {
 		return s.request(w, r, m, act.Forward)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/tidwall/gjson"
@@ -20,6 +21,7 @@ import (
 // and answers with canned bytes.
 type recorder struct {
 	mu      sync.Mutex
+	methods []string
 	headers []http.Header
 	bodies  [][]byte
 	// answer returns the status, content type and body for a POSTed body.
@@ -29,6 +31,7 @@ type recorder struct {
 func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	rec.mu.Lock()
+	rec.methods = append(rec.methods, r.Method)
 	rec.headers = append(rec.headers, r.Header.Clone())
 	rec.bodies = append(rec.bodies, body)
 	rec.mu.Unlock()
@@ -236,6 +239,18 @@ func TestHTTPUnknownBytes(t *testing.T) {
 			if _, got := rec.last(); string(got) != reqBody {
 				t.Errorf("upstream got %s\nwant %s", got, reqBody)
 			}
+			// The agent's answer to a server request, and an unknown
+			// notification, reach the upstream byte for byte.
+			for _, msg := range []string{
+				`{"jsonrpc":"2.0","id":"srv-1","result":{"odd":[1, 2]},"x-extra":{}}`,
+				`{"jsonrpc":"2.0","method":"notifications/x-vendor","params":{"_meta":{"a":1}}}`,
+			} {
+				resp := postMCP(t, url, sid, []byte(msg), nil)
+				resp.Body.Close()
+				if _, got := rec.last(); resp.StatusCode != http.StatusAccepted || string(got) != msg {
+					t.Errorf("status %d; upstream got %s\nwant %s", resp.StatusCode, got, msg)
+				}
+			}
 			if ct == "application/json" {
 				if string(body) != respBody {
 					t.Errorf("agent got %s\nwant %s", body, respBody)
@@ -305,3 +320,36 @@ func TestHTTPLargeBodies(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestHTTPIdleSession ends a session the agent left without DELETE, and
+// ends the upstream session with it.
+func TestHTTPIdleSession(t *testing.T) {
+	rec := &recorder{}
+	url := sidecar(t, rec, func(h *proxy.HTTPHandler) { h.IdleTimeout = 50 * time.Millisecond })
+	sid := initialize(t, url, nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","method":"notifications/ping-ish"}`), nil)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the idle session was never ended")
+		}
+		time.Sleep(200 * time.Millisecond) // longer than the timeout: the session idles
+	}
+	for time.Now().Before(deadline) {
+		rec.mu.Lock()
+		var deleted bool
+		for i, h := range rec.headers {
+			deleted = deleted || (rec.methods[i] == http.MethodDelete && h.Get("Mcp-Session-Id") == "upstream-session-1")
+		}
+		rec.mu.Unlock()
+		if deleted {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Error("the upstream session was not ended with a DELETE")
+}

@@ -44,6 +44,7 @@ func (h *HTTPHandler) sseMessage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	s.touch()
 	act := s.conn.FromClient(body)
 	switch {
 	case act.Reply != nil:
@@ -66,7 +67,7 @@ func (h *HTTPHandler) sseMessage(w http.ResponseWriter, r *http.Request) {
 // sseForward sends one agent message upstream; the server's answers, and
 // errors standing in for them, go to the agent's SSE stream.
 func (s *httpSession) sseForward(r *http.Request, fwd []byte) {
-	m, _ := Parse(fwd)
+	m := peek(fwd)
 	ctx, cancel := s.context()
 	reply, err := s.up.Send(ctx, fwd, ForwardHeader(r.Header, s.h.AuthToken != ""))
 	if err != nil {
