@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,10 +13,67 @@ import (
 
 // OutboxInfo describes one sidecar's outbox directory.
 type OutboxInfo struct {
-	Name       string    `json:"name"`
-	Bytes      int64     `json:"bytes"`
-	Live       bool      `json:"live"` // a running sidecar holds it
-	ModifiedAt time.Time `json:"modified_at"`
+	Name       string       `json:"name"`
+	Bytes      int64        `json:"bytes"`
+	Live       bool         `json:"live"` // a running sidecar holds it
+	ModifiedAt time.Time    `json:"modified_at"`
+	Stats      *OutboxStats `json:"stats,omitempty"` // as its sidecar last wrote them
+}
+
+// OutboxStats is what a sidecar reports of its outbox, in OutboxStatsFile
+// inside the outbox directory, every few seconds: so `hindsight status`
+// shows depths even while the daemon is down.
+type OutboxStats struct {
+	Server     string    `json:"server"`
+	PID        int       `json:"pid"`
+	Depth      int64     `json:"depth"` // undelivered steps
+	Captured   int64     `json:"captured"`
+	Delivered  int64     `json:"delivered"`
+	Dropped    int64     `json:"dropped"`
+	Rejected   int64     `json:"rejected"`
+	Redactions int64     `json:"redactions"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// OutboxStatsFile is the file of OutboxStats in an outbox directory.
+const OutboxStatsFile = "stats.json"
+
+// WriteOutboxStats replaces the stats file in the outbox directory dir
+// (atomically: a reader never sees half a file). A directory that is gone
+// (its outbox was emptied and removed) is not recreated.
+func WriteOutboxStats(dir string, st OutboxStats) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+OutboxStatsFile+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write outbox stats: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("write outbox stats: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write outbox stats: %w", err)
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, OutboxStatsFile)); err != nil {
+		return fmt.Errorf("write outbox stats: %w", err)
+	}
+	return nil
+}
+
+func readOutboxStats(dir string) *OutboxStats {
+	b, err := os.ReadFile(filepath.Join(dir, OutboxStatsFile))
+	if err != nil {
+		return nil
+	}
+	var st OutboxStats
+	if json.Unmarshal(b, &st) != nil {
+		return nil
+	}
+	return &st
 }
 
 // OutboxLockName is the file in an outbox directory that its sidecar holds
@@ -35,7 +94,7 @@ func ScanOutboxes(dir string) []OutboxInfo {
 			continue // being created, or set aside as corrupt
 		}
 		p := filepath.Join(dir, e.Name())
-		info := OutboxInfo{Name: e.Name(), Bytes: DirSize(p), Live: locked(filepath.Join(p, OutboxLockName))}
+		info := OutboxInfo{Name: e.Name(), Bytes: DirSize(p), Live: locked(filepath.Join(p, OutboxLockName)), Stats: readOutboxStats(p)}
 		if fi, err := e.Info(); err == nil {
 			info.ModifiedAt = fi.ModTime()
 		}

@@ -100,8 +100,8 @@ func daemonLog(home hindsight.Home) string {
 func stopHolder(t *testing.T, home hindsight.Home) {
 	t.Cleanup(func() {
 		pid := LockHolder(home)
-		if pid <= 0 {
-			return
+		if pid <= 0 || pid == os.Getpid() {
+			return // none, or the test's own lock
 		}
 		syscall.Kill(pid, syscall.SIGTERM)
 		deadline := time.Now().Add(15 * time.Second)
@@ -258,4 +258,30 @@ func getsid(pid int) (int, error) {
 		return 0, errno
 	}
 	return int(sid), nil
+}
+
+func TestDaemonIdleGapFromConfig(t *testing.T) {
+	ctx := context.Background()
+	home := hindsight.Home(shortTempDir(t))
+	if err := home.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(home.Path("config.yaml"), []byte("daemon:\n  idle_gap: 1s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, c := startDaemon(t, home)
+	now := time.Now()
+	s := stdio(step("fs", 1, 0), "s1", 100)
+	s.StartedAt, s.EndedAt = now, now.Add(time.Millisecond)
+	if err := c.Deliver(ctx, []hindsight.Step{s}); err != nil {
+		t.Fatal(err)
+	}
+	// No session closes: only the idle gap makes the task final.
+	waitFor(t, func() bool {
+		tasks, err := c.Tasks(ctx, TaskFilter{})
+		return err == nil && len(tasks) == 1 && tasks[0].Final
+	})
+	if !strings.Contains(daemonLog(home), `"idle_gap":"1s"`) {
+		t.Fatalf("daemon did not log the configured gap:\n%s", daemonLog(home))
+	}
 }

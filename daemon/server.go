@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Server is the daemon: it serves the API and runs the loop that makes idle
@@ -39,10 +41,41 @@ type Server struct {
 	// drains outboxes that dead sidecars left behind.
 	Drain func(ctx context.Context)
 
+	// Registry receives the daemon's metrics, served at GET /metrics; nil:
+	// a registry of its own.
+	Registry *prometheus.Registry
+
 	startOnce sync.Once
 	started   time.Time
 	mux       *http.ServeMux
 	kick      chan struct{}
+	m         metrics
+}
+
+// metrics count what the daemon did, for GET /metrics.
+type metrics struct {
+	ingested, duplicates, rejected, final, enqueueFailures prometheus.Counter
+}
+
+func (s *Server) initMetrics() {
+	if s.Registry == nil {
+		s.Registry = prometheus.NewRegistry()
+	}
+	c := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	s.m = metrics{
+		ingested:        c("hindsight_daemon_steps_ingested_total", "Steps stored in the trace store."),
+		duplicates:      c("hindsight_daemon_steps_duplicate_total", "Redelivered steps skipped."),
+		rejected:        c("hindsight_daemon_batches_rejected_total", "Step batches refused as bad input."),
+		final:           c("hindsight_daemon_tasks_final_total", "Tasks that became final."),
+		enqueueFailures: c("hindsight_daemon_enqueue_failures_total", "Failed hand-overs of final tasks to reflection."),
+	}
+	for _, col := range []prometheus.Collector{s.m.ingested, s.m.duplicates, s.m.rejected, s.m.final, s.m.enqueueFailures} {
+		if err := s.Registry.Register(col); err != nil {
+			s.Logger.Warn("register daemon metric", "err", err)
+		}
+	}
 }
 
 func (s *Server) init() {
@@ -52,6 +85,7 @@ func (s *Server) init() {
 		if s.Logger == nil {
 			s.Logger = slog.Default()
 		}
+		s.initMetrics()
 		s.mux = http.NewServeMux()
 		s.routes()
 	})
@@ -90,6 +124,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/experiences/{id}/forget", s.handleForget)
 	m.HandleFunc("POST /v1/experiences/{id}/restore", s.handleRestore)
 	m.HandleFunc("POST /v1/reflect", s.handleReflect)
+	m.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))
 }
 
 // Serve answers on ln and runs the finality loop until ctx is done, then
@@ -162,6 +197,7 @@ func (s *Server) pass(ctx context.Context) {
 	for _, id := range final {
 		s.Logger.Info("task final", "task", id)
 	}
+	s.m.final.Add(float64(len(final)))
 	s.enqueue(ctx)
 }
 
@@ -178,6 +214,7 @@ func (s *Server) enqueue(ctx context.Context) {
 	}
 	for _, id := range ids {
 		if err := s.Queue.Enqueue(ctx, id); err != nil {
+			s.m.enqueueFailures.Inc()
 			s.Logger.Warn("hand task to reflection; will retry", "task", id, "err", err)
 			return
 		}
@@ -355,10 +392,13 @@ func DirSize(dir string) int64 {
 func (s *Server) handleSteps(w http.ResponseWriter, r *http.Request) {
 	var b StepBatch
 	if err := decodeBody(w, r, &b); err != nil {
+		s.m.rejected.Inc()
+		s.Logger.Warn("refused a step batch", "err", err)
 		s.fail(w, r, err)
 		return
 	}
 	if err := ValidateSteps(b.Steps); err != nil {
+		s.m.rejected.Inc()
 		s.Logger.Warn("refused a step batch", "steps", len(b.Steps), "err", err)
 		s.fail(w, r, badRequest("%v", err))
 		return
@@ -368,6 +408,8 @@ func (s *Server) handleSteps(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	s.m.ingested.Add(float64(res.Accepted))
+	s.m.duplicates.Add(float64(res.Duplicates))
 	if res.Duplicates > 0 {
 		s.Logger.Debug("redelivered steps skipped", "duplicates", res.Duplicates)
 	}
@@ -392,6 +434,7 @@ func (s *Server) handleSessionClose(w http.ResponseWriter, r *http.Request) {
 	for _, id := range final {
 		s.Logger.Info("task final", "task", id, "closed_session", c.SessionID)
 	}
+	s.m.final.Add(float64(len(final)))
 	if len(final) > 0 {
 		s.Kick()
 	}

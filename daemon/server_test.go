@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -173,6 +174,18 @@ func TestAPITraces(t *testing.T) {
 	st, err := c.Status(ctx)
 	if err != nil || !st.Running || st.Traces.FinalTasks != 1 || st.Reflection == nil || st.Reflection.Pending != 1 {
 		t.Fatalf("Status = %+v, %v", st, err)
+	}
+	resp, err := c.do(ctx, http.MethodGet, "/../metrics", nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"hindsight_daemon_steps_ingested_total 2", "hindsight_daemon_steps_duplicate_total 2",
+		"hindsight_daemon_batches_rejected_total 1", "hindsight_daemon_tasks_final_total 1"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b)
+		}
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -263,8 +265,16 @@ func TestSidecarKilledStepsSurvive(t *testing.T) {
 	if len(must) < 20 {
 		t.Fatalf("only %d calls before the kill; the test shows nothing", len(must))
 	}
-	if obs := ScanOutboxes(home.Outboxes()); len(obs) != 1 || obs[0].Live {
-		t.Fatalf("want one orphaned outbox, got %+v", obs)
+	// The kernel drops the dead sidecar's lock as it reaps the process.
+	deadline := time.Now().Add(10 * time.Second)
+	for obs := ScanOutboxes(home.Outboxes()); len(obs) != 1 || obs[0].Live; obs = ScanOutboxes(home.Outboxes()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("outbox still locked: %+v; holders: %v", obs, holders(t, home.Outboxes()))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if obs := ScanOutboxes(home.Outboxes()); len(obs) != 1 || obs[0].Live || obs[0].Stats == nil || obs[0].Stats.Server != "everything" {
+		t.Fatalf("want one orphaned outbox with its sidecar's stats, got %+v", obs)
 	}
 
 	// The daemon comes; its orphan drain delivers the dead sidecar's steps.
@@ -314,4 +324,21 @@ func seizeLock(t *testing.T, home hindsight.Home) *Lock {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// holders lists the processes with a file under dir open.
+func holders(t *testing.T, dir string) []string {
+	var out []string
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		fds, _ := os.ReadDir(filepath.Join("/proc", p.Name(), "fd"))
+		for _, fd := range fds {
+			target, _ := os.Readlink(filepath.Join("/proc", p.Name(), "fd", fd.Name()))
+			if strings.HasPrefix(target, dir) {
+				cmd, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+				out = append(out, p.Name()+" "+strings.ReplaceAll(string(cmd), "\x00", " ")+" "+target)
+			}
+		}
+	}
+	return out
 }

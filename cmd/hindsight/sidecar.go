@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -76,8 +77,11 @@ func newSidecar(ctx context.Context, g *globals, name, transport string, logger 
 		}
 	}
 	s.keeper.start(g, exe, logger)
+	if s.recorder != nil {
+		s.closers = append(s.closers, s.reportStats(g, name))
+	}
 	// Close runs these backwards: capture's final drain, then the
-	// sessions' ends, then the keeper stops.
+	// sessions' ends, then the stats writer and the keeper stop.
 	s.closers = append(s.closers, s.keeper.stop, s.closeSessions)
 	if s.recorder != nil {
 		s.closers = append(s.closers, func() {
@@ -278,4 +282,39 @@ func (s *sidecar) startCapture(g *globals, name string, logger *slog.Logger) (*c
 		return nil, fmt.Errorf("start capture: %w", err)
 	}
 	return rec, nil
+}
+
+// statsInterval spaces the sidecar's reports of its outbox.
+const statsInterval = 2 * time.Second
+
+// reportStats writes the outbox's stats into its directory every
+// statsInterval, for `hindsight status`, and returns the function that
+// stops it.
+func (s *sidecar) reportStats(g *globals, name string) func() {
+	dir := filepath.Join(g.home.Outboxes(), s.recorder.Source())
+	stop, done := make(chan struct{}), make(chan struct{})
+	write := func() {
+		st := s.recorder.Stats()
+		_ = daemon.WriteOutboxStats(dir, daemon.OutboxStats{Server: name, PID: os.Getpid(), Depth: st.Depth,
+			Captured: st.Captured, Delivered: st.Delivered, Dropped: st.Dropped, Rejected: st.Rejected,
+			Redactions: st.Redactions, UpdatedAt: time.Now()})
+	}
+	go func() {
+		defer close(done)
+		t := time.NewTicker(statsInterval)
+		defer t.Stop()
+		for {
+			write()
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+		write() // the last word, after capture's final drain (a removed outbox stays removed)
+	}
 }

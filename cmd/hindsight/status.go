@@ -106,7 +106,7 @@ func printStatus(w io.Writer, g *globals, st *daemon.Status, cause error) error 
 		t.row("disk", n, humanBytes(st.Disk[n]))
 	}
 	live, orphan := 0, 0
-	var bytes int64
+	var bytes, depth int64
 	for _, o := range st.Outboxes {
 		if o.Live {
 			live++
@@ -114,14 +114,23 @@ func printStatus(w io.Writer, g *globals, st *daemon.Status, cause error) error 
 			orphan++
 		}
 		bytes += o.Bytes
+		if o.Stats != nil {
+			depth += o.Stats.Depth
+		}
 	}
-	t.row("outboxes", strconv.Itoa(len(st.Outboxes)), fmt.Sprintf("%d live, %d left by dead sidecars, %s", live, orphan, humanBytes(bytes)))
+	t.row("outboxes", strconv.Itoa(len(st.Outboxes)), fmt.Sprintf("%d live, %d left by dead sidecars, %d steps undelivered, %s",
+		live, orphan, depth, humanBytes(bytes)))
 	for _, o := range st.Outboxes {
 		state := "live"
 		if !o.Live {
 			state = "orphan"
 		}
-		t.row("  outbox", o.Name, fmt.Sprintf("%s, %s, modified %s", state, humanBytes(o.Bytes), when(o.ModifiedAt)))
+		detail := fmt.Sprintf("%s, %s", state, humanBytes(o.Bytes))
+		if s := o.Stats; s != nil {
+			detail = fmt.Sprintf("%s, %s: depth %d, captured %d, delivered %d, dropped %d, rejected %d (as of %s)",
+				s.Server, detail, s.Depth, s.Captured, s.Delivered, s.Dropped, s.Rejected, when(s.UpdatedAt))
+		}
+		t.row("  outbox", o.Name, detail)
 	}
 	return t.flush()
 }
