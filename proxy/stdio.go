@@ -153,6 +153,7 @@ type relay struct {
 	agentOnce sync.Once
 	agentErr  error
 	locals    sync.WaitGroup
+	inMu      sync.Mutex // serializes the agent's messages with reap
 
 	mu       sync.Mutex
 	cur      *child   // nil while no child runs
@@ -224,8 +225,11 @@ func (r *relay) readAgent(ctx context.Context, agentIn io.Reader) error {
 	}
 }
 
-// fromAgent relays one message from the agent.
+// fromAgent relays one message from the agent. It holds inMu, so that a
+// request is either failed by reap or held for the next child, never both.
 func (r *relay) fromAgent(ctx context.Context, line []byte) {
+	r.inMu.Lock()
+	defer r.inMu.Unlock()
 	a := r.conn.FromClient(line)
 	switch {
 	case a.Forward != nil:
@@ -585,12 +589,18 @@ func (r *relay) reap(ch *child, stopping bool) {
 	ch.stdout.Close()
 	ch.stderr.Close()
 
+	// Every agent request not answered yet, sent or held, is failed now;
+	// held messages are dropped with them, and the agent's next messages
+	// wait for the next child.
+	r.inMu.Lock()
+	defer r.inMu.Unlock()
 	r.mu.Lock()
 	if r.cur == ch {
 		r.cur, r.ready = nil, false
 		r.replay.Store(false)
 		r.replayID = nil
 	}
+	r.held = nil
 	r.mu.Unlock()
 
 	status := exitStatus(ch)
@@ -614,6 +624,8 @@ func (r *relay) failPending(reason string) {
 
 // failHeld answers the held requests of a stopping sidecar.
 func (r *relay) failHeld(reason string) {
+	r.inMu.Lock()
+	defer r.inMu.Unlock()
 	r.mu.Lock()
 	r.held = nil
 	r.mu.Unlock()

@@ -501,3 +501,39 @@ func TestStdioBurst(t *testing.T) {
 		t.Fatalf("got %s", got)
 	}
 }
+
+// TestStdioCrashWhileHeld crashes the server again and again while the
+// agent's request waits for a restarted server: the request is answered
+// exactly once, and the server that finally comes up works.
+func TestStdioCrashWhileHeld(t *testing.T) {
+	st, _, _, _ := fakeStdio(t, fakeserver.ModeFlaky)
+	st.MinRestartDelay, st.MaxRestartDelay = 20*time.Millisecond, 40*time.Millisecond
+	a := runStdio(t, st)
+	a.initialize()
+	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"crash","arguments":{"status":3}}}`)
+	if got := a.recv(); !strings.Contains(got, "exit status 3") {
+		t.Fatalf("crash answered %s", got)
+	}
+	a.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+	var answers []string
+	for {
+		got := a.recv()
+		answers = append(answers, got)
+		if strings.Contains(got, `"id":6,"result"`) {
+			break
+		}
+		if strings.Contains(got, `"id":5,`) || strings.Contains(got, `"id":6,"error"`) {
+			// Ask until a server is up; each ask is answered once.
+			a.send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+		}
+	}
+	n5 := 0
+	for _, l := range answers {
+		if strings.Contains(l, `"id":5,`) {
+			n5++
+		}
+	}
+	if n5 != 1 {
+		t.Fatalf("request 5 answered %d times: %q", n5, answers)
+	}
+}

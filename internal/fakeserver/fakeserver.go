@@ -46,6 +46,7 @@ const (
 	ModeGrandchild = "grandchild" // starts a sleeping grandchild, then serves MCP
 	ModeSleep      = "sleep"      // sleeps (the grandchild)
 	ModeFailStart  = "failstart"  // writes to stderr and exits 1 at once
+	ModeFlaky      = "flaky"      // the 2nd to 4th start fail like failstart; others serve MCP (needs EnvPIDs)
 )
 
 // Args returns the arguments that make a test binary run only the test
@@ -89,6 +90,12 @@ func Main() {
 	case ModeFailStart:
 		fmt.Fprintln(os.Stderr, "fakeserver: failing at start on purpose")
 		os.Exit(1)
+	case ModeFlaky:
+		b, _ := os.ReadFile(os.Getenv(EnvPIDs))
+		if n := strings.Count(string(b), "\n"); n >= 2 && n <= 4 {
+			fmt.Fprintln(os.Stderr, "fakeserver: flaky start", n, "fails")
+			os.Exit(1)
+		}
 	case ModeGrandchild:
 		cmd := exec.Command(os.Args[0], os.Args[1:]...)
 		cmd.Env = append(os.Environ(), EnvMode+"="+ModeSleep)
