@@ -147,10 +147,13 @@ func (m *Merger) mergeOne(ctx context.Context, taskEnd time.Time, e hindsight.Ex
 func (m *Merger) reinforce(ctx context.Context, e, old *hindsight.Experience) (MergeResult, error) {
 	// The same task seen twice (a retried reflection, or two candidates of
 	// one task) is not new evidence.
+	changed := false
 	if old.SourceTask != e.SourceTask {
 		old.EvidenceCount = max(old.EvidenceCount, 1) + 1
+		changed = true
 	}
-	if better(e, old) {
+	if better(e, old) && e.Lesson != old.Lesson {
+		changed = true
 		old.Situation, old.Action, old.Result, old.Lesson = e.Situation, e.Action, e.Result, e.Lesson
 		old.SourceTask, old.SourceSteps = e.SourceTask, e.SourceSteps
 		if e.ErrorCode != "" {
@@ -162,7 +165,12 @@ func (m *Merger) reinforce(ctx context.Context, e, old *hindsight.Experience) (M
 		// The store embeds the new text.
 		old.Vector, old.Embedder = nil, ""
 	}
-	old.Confidence = math.Max(old.Confidence, e.Confidence)
+	if e.Confidence > old.Confidence {
+		old.Confidence, changed = e.Confidence, true
+	}
+	if !changed {
+		return MergeResult{Outcome: Reinforced, ID: old.ID}, nil
+	}
 	if err := m.Store.Put(ctx, old); err != nil {
 		return MergeResult{}, fmt.Errorf("put reinforced experience: %w", err)
 	}

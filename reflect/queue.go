@@ -99,9 +99,9 @@ type Queue struct {
 
 	procMu  sync.Mutex // one reflection at a time
 	running atomic.Int32
-	wake   chan struct{}
-	stop   context.CancelFunc
-	done   chan struct{}
+	wake    chan struct{}
+	stop    context.CancelFunc
+	done    chan struct{}
 
 	mu        sync.Mutex
 	lastRun   time.Time

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/capture"
+	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/reflect"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func init() { reflectionQueue = newReflectionQueue }
+
+// newReflectionQueue builds the daemon's reflection: the LLM reflector when
+// a model is configured (with the rule-based one as its cross-check), else
+// the rule-based reflector alone; validation with the capture redactor;
+// merging into store; and the queue in its own Badger directory, started.
+func newReflectionQueue(ctx context.Context, g *globals, traces *daemon.TraceStore, store hindsight.ExperienceStore, logger *slog.Logger) (daemon.ReflectionQueue, io.Closer, error) {
+	if store == nil {
+		return nil, nil, fmt.Errorf("start reflection: no experience store")
+	}
+	rc := capture.RedactorConfig{Keys: g.config.Capture.Redact.Keys}
+	for _, p := range g.config.Capture.Redact.Patterns {
+		rc.Patterns = append(rc.Patterns, capture.Pattern{Name: p.Name, Regex: p.Regex})
+	}
+	red, err := capture.NewRedactor(rc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start reflection: %w", err)
+	}
+	metrics := reflect.NewMetrics()
+	p := &reflect.Pipeline{
+		Reflector: reflect.Rules{},
+		Validator: &reflect.Validator{Redactor: reflect.RedactorFunc(red.RedactString), Metrics: metrics, Logger: logger},
+		Merger:    &reflect.Merger{Store: store, Namespace: g.config.Store.Namespace, Metrics: metrics, Logger: logger},
+		Logger:    logger,
+	}
+	if e, ok := store.(interface{ Embedder() hindsight.Embedder }); ok {
+		p.Merger.Embedder = e.Embedder()
+	} else if emb, err := newEmbedder(ctx, g); err == nil {
+		p.Merger.Embedder = emb
+	} else {
+		logger.Warn("reflection compares experiences by words: no embedder", "err", err)
+	}
+	if llm := g.config.LLM; llm.Model != "" {
+		r, err := reflect.NewLLM(reflect.LLMConfig{
+			BaseURL: llm.BaseURL, APIKey: llm.APIKey, Model: llm.Model,
+			PromptTemplate: llm.PromptTemplate,
+			Logger:         logger, Metrics: metrics,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("start reflection: %w", err)
+		}
+		p.Reflector, p.CrossCheck = r, reflect.Rules{}
+		logger.Info("reflection uses the LLM", "model", llm.Model, "base_url", llm.BaseURL)
+	} else {
+		logger.Info("reflection is rule-based: no LLM model configured")
+	}
+	q, err := reflect.OpenQueue(filepath.Join(g.home.DaemonData(), "reflect"), traces, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	q.Logger, q.Metrics = logger, metrics
+	q.OnState = traces.SetReflection
+	q.Start(ctx)
+	return daemonQueue{q}, q, nil
+}
+
+// daemonQueue adapts reflect.Queue to daemon.ReflectionQueue. It is also a
+// prometheus.Collector of reflection's counters.
+type daemonQueue struct{ *reflect.Queue }
+
+var _ prometheus.Collector = daemonQueue{}
+
+func (d daemonQueue) Stats(ctx context.Context) (daemon.QueueStats, error) {
+	s, err := d.Queue.Stats(ctx)
+	out := daemon.QueueStats{
+		Pending: s.Pending, Retrying: s.Retrying, Running: s.Running, Done: s.Done, Failed: s.Failed,
+		LastError: s.LastError, Dropped: s.Dropped, Merged: s.Merged,
+		LLMCallsLastHour: s.LLMCallsLastHour, LLMTokensLastHour: s.LLMTokensLastHour,
+	}
+	if !s.LastRun.IsZero() {
+		t := s.LastRun.Truncate(time.Millisecond)
+		out.LastRunAt = &t
+	}
+	return out, err
+}
+
+func (d daemonQueue) Describe(ch chan<- *prometheus.Desc) { d.Queue.Metrics.Describe(ch) }
+func (d daemonQueue) Collect(ch chan<- prometheus.Metric)  { d.Queue.Metrics.Collect(ch) }

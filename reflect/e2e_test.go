@@ -1,0 +1,128 @@
+package reflect_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestEndToEnd runs the real programs: agent traffic through `hindsight
+// wrap` to `hindsight example-server`, the session ends, the task becomes
+// final, `hindsight reflect` runs the (rule-based) reflection in the
+// daemon, and `hindsight experiences list --json` shows the lesson with the
+// steps it cites.
+func TestEndToEnd(t *testing.T) {
+	exe := testbin.Hindsight(t)
+	t.Setenv("HINDSIGHT_LLM_MODEL", "") // rule-based, whatever the machine has
+	dir, err := os.MkdirTemp("", "hs-rf-") // short: the socket path is limited
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := hindsight.Home(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	client, err := daemon.EnsureRunning(ctx, home, exe)
+	if err != nil {
+		os.RemoveAll(dir)
+		t.Fatalf("start daemon: %v", err)
+	}
+	pid := daemon.LockHolder(home)
+	t.Cleanup(func() {
+		if pid > 0 && syscall.Kill(pid, syscall.SIGTERM) == nil {
+			for i := 0; i < 500 && syscall.Kill(pid, 0) == nil; i++ {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		os.RemoveAll(dir)
+	})
+
+	const task = "e2e-reflect"
+	cmd := exec.Command(exe, "wrap", "--name", "example", "--", exe, "example-server")
+	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+dir, "HINDSIGHT_TASK_ID="+task)
+	cmd.Stderr = os.Stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).
+		Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	calls := []struct {
+		tool    string
+		args    map[string]any
+		isError bool
+	}{
+		{"fetch_report", map[string]any{"month": "2026-03"}, true}, // 401: no session
+		{"login", map[string]any{"user": "ada", "password": "correct-horse-battery"}, false},
+		{"fetch_report", map[string]any{"month": "2026-03"}, false},
+	}
+	for _, c := range calls {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+		if err != nil {
+			t.Fatalf("%s: %v", c.tool, err)
+		}
+		if res.IsError != c.isError {
+			t.Fatalf("%s: isError %v, want %v", c.tool, res.IsError, c.isError)
+		}
+	}
+	cs.Close()
+
+	// The session closed: the task becomes final once its steps arrived.
+	var tk *hindsight.Task
+	for {
+		tk, err = client.Task(ctx, task)
+		if err == nil && tk.Final && len(tk.Steps) >= 3 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("task never final: %+v %v", tk, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var fetch []int
+	for _, s := range tk.Steps {
+		if s.Tool == "fetch_report" || s.Tool == "login" {
+			fetch = append(fetch, s.StepIndex)
+		}
+	}
+	if out, err := exec.CommandContext(ctx, exe, "--home", dir, "reflect", "--task", task, "--quiet").CombinedOutput(); err != nil {
+		t.Fatalf("hindsight reflect: %v\n%s", err, out)
+	}
+	out, err := exec.CommandContext(ctx, exe, "--home", dir, "experiences", "list", "--json").Output()
+	if err != nil {
+		t.Fatalf("experiences list: %v", err)
+	}
+	var list []hindsight.Experience
+	if err := json.Unmarshal(out, &list); err != nil {
+		t.Fatalf("experiences list --json: %v\n%s", err, out)
+	}
+	if len(list) != 1 {
+		t.Fatalf("%d experiences, want 1:\n%s", len(list), out)
+	}
+	e := list[0]
+	if e.Tool != "fetch_report" || e.SourceTask != task || !strings.Contains(e.ErrorCode, "401") || !strings.Contains(e.Lesson, "login before fetch_report") {
+		t.Errorf("experience %+v", e)
+	}
+	if !slices.Equal(e.SourceSteps, fetch) {
+		t.Errorf("source steps %v, want the steps of the failure, login and recovery %v", e.SourceSteps, fetch)
+	}
+	if e.Version != 1 || e.EvidenceCount != 1 {
+		t.Errorf("version %d, evidence %d: reflecting the same task again must change nothing", e.Version, e.EvidenceCount)
+	}
+	if strings.Contains(string(out), "correct-horse-battery") {
+		t.Error("the password reached the experience store")
+	}
+	tk, err = client.Task(ctx, task)
+	if err != nil || tk.Reflection != "done" {
+		t.Errorf("task reflection state %q, want done (%v)", tk.Reflection, err)
+	}
+}
