@@ -24,7 +24,7 @@ import (
 // steps it cites.
 func TestEndToEnd(t *testing.T) {
 	exe := testbin.Hindsight(t)
-	t.Setenv("HINDSIGHT_LLM_MODEL", "") // rule-based, whatever the machine has
+	t.Setenv("HINDSIGHT_LLM_MODEL", "")    // rule-based, whatever the machine has
 	dir, err := os.MkdirTemp("", "hs-rf-") // short: the socket path is limited
 	if err != nil {
 		t.Fatal(err)

@@ -92,4 +92,4 @@ func (d daemonQueue) Stats(ctx context.Context) (daemon.QueueStats, error) {
 }
 
 func (d daemonQueue) Describe(ch chan<- *prometheus.Desc) { d.Queue.Metrics.Describe(ch) }
-func (d daemonQueue) Collect(ch chan<- prometheus.Metric)  { d.Queue.Metrics.Collect(ch) }
+func (d daemonQueue) Collect(ch chan<- prometheus.Metric) { d.Queue.Metrics.Collect(ch) }
