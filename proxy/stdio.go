@@ -394,7 +394,7 @@ func (r *relay) install(ch *child) {
 	r.replayID = id
 	r.replay.Store(true)
 	r.mu.Unlock()
-	r.log.Info("replaying the agent's initialize to the restarted server", "server", r.name)
+	r.log.Debug("replaying the agent's initialize to the restarted server", "server", r.name)
 	if err := ch.in.WriteMessage(replayed); err != nil {
 		r.log.Debug("write to server failed", "server", r.name, "err", err)
 	}

@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +26,7 @@ type rawAgent struct {
 	t     *testing.T
 	cmd   *exec.Cmd
 	in    io.WriteCloser
+	out   io.ReadCloser
 	lines chan string
 }
 
@@ -31,10 +34,18 @@ type rawAgent struct {
 // It returns the agent and the file the server records received lines in.
 func wrapFake(t *testing.T, mode string) (*rawAgent, string) {
 	t.Helper()
+	a, record, _ := wrapFakePIDs(t, mode)
+	return a, record
+}
+
+// wrapFakePIDs is wrapFake that also returns the file the fake server
+// writes its pid to.
+func wrapFakePIDs(t *testing.T, mode string) (*rawAgent, string, string) {
+	t.Helper()
 	dir := t.TempDir()
-	record := filepath.Join(dir, "record")
+	record, pids := filepath.Join(dir, "record"), filepath.Join(dir, "pids")
 	cmd := wrapped(t, "fake", append([]string{os.Args[0]}, fakeserver.Args("TestInteropFakeServer")...)...)
-	cmd.Env = append(cmd.Env, fakeserver.Vars(mode, record, "")...)
+	cmd.Env = append(cmd.Env, fakeserver.Vars(mode, record, pids)...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	must(t, "stdin", err)
@@ -53,6 +64,7 @@ func wrapFake(t *testing.T, mode string) (*rawAgent, string) {
 			a.lines <- string(l)
 		}
 	}()
+	a.out = out
 	t.Cleanup(func() {
 		in.Close()
 		done := make(chan struct{})
@@ -64,7 +76,7 @@ func wrapFake(t *testing.T, mode string) (*rawAgent, string) {
 			t.Error("hindsight wrap did not exit after stdin closed")
 		}
 	})
-	return a, record
+	return a, record, pids
 }
 
 func (a *rawAgent) send(lines ...string) {
@@ -247,4 +259,70 @@ func TestWrapCommandLine(t *testing.T) {
 			t.Errorf("hindsight %q: %v, stderr %q; want status %d and %q", tt.args, err, stderr.String(), tt.status, tt.stderr)
 		}
 	}
+}
+
+// serverPID waits for the fake server to record its pid.
+func serverPID(t *testing.T, path string) int {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				return pid
+			}
+		}
+	}
+	t.Fatal("the fake server did not record its pid")
+	return 0
+}
+
+func waitExit(t *testing.T, cmd *exec.Cmd) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("hindsight wrap did not exit")
+	}
+	return nil
+}
+
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); syscall.Kill(pid, 0) == nil && !zombie(pid); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("server process %d still alive", pid)
+		}
+	}
+}
+
+// TestWrapSignals checks that SIGTERM to the sidecar stops it and its
+// server, with exit status 0.
+func TestWrapSignals(t *testing.T) {
+	a, _, pids := wrapFakePIDs(t, fakeserver.ModeMCP)
+	pid := serverPID(t, pids)
+	a.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	a.expect(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+	must(t, "signal", a.cmd.Process.Signal(syscall.SIGTERM))
+	if err := waitExit(t, a.cmd); err != nil {
+		t.Errorf("hindsight wrap after SIGTERM: %v, want exit status 0", err)
+	}
+	waitGone(t, pid)
+}
+
+// TestWrapAgentGone closes the agent's end of the sidecar's stdout: the
+// next write fails, and the sidecar stops its server and exits with an
+// error instead of dying of SIGPIPE or running on.
+func TestWrapAgentGone(t *testing.T) {
+	a, _, pids := wrapFakePIDs(t, fakeserver.ModeMCP)
+	pid := serverPID(t, pids)
+	a.out.Close()
+	a.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	err := waitExit(t, a.cmd)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("hindsight wrap with its stdout gone: %v, want exit status 1", err)
+	}
+	waitGone(t, pid)
 }
