@@ -29,6 +29,9 @@ func TestStdioFakeServer(t *testing.T) { fakeserver.Main() }
 // go to record and its pids to pids (files in a temp dir).
 func fakeStdio(t *testing.T, mode string) (st *Stdio, logs *syncBuffer, record, pids string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts server processes; not in -short mode")
+	}
 	dir := t.TempDir()
 	record, pids = filepath.Join(dir, "record"), filepath.Join(dir, "pids")
 	logs = &syncBuffer{}

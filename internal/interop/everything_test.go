@@ -79,6 +79,9 @@ func wrapped(t *testing.T, name string, argv ...string) *exec.Cmd {
 // its defaults.
 func wrappedWith(t *testing.T, noInject bool, name string, argv ...string) *exec.Cmd {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds hindsight and starts servers; not in -short mode")
+	}
 	home := t.TempDir()
 	if noInject {
 		cfg := "inject:\n  instructions: false\n  error_results: false\n  query_tool: false\n"
@@ -360,6 +363,7 @@ func textOf(r *mcp.CallToolResult) string {
 // server directly and through `hindsight wrap`, in both protocol eras the
 // client speaks, and compares what the client saw.
 func TestEverythingThroughWrap(t *testing.T) {
+	skipShort(t)
 	everything := testbin.NPM(t, "mcp-server-everything")
 	for _, version := range []string{"", "2025-11-25"} {
 		name := version
@@ -379,6 +383,7 @@ func TestEverythingThroughWrap(t *testing.T) {
 // still work, and differ from the direct one only where injection means
 // to change it (the instructions and the query_hindsight tool).
 func TestEverythingThroughFullSidecar(t *testing.T) {
+	skipShort(t)
 	everything := testbin.NPM(t, "mcp-server-everything")
 	direct := everythingConversation(t, &mcp.CommandTransport{Command: exec.Command(everything, "stdio")}, "2025-11-25")
 	proxied := everythingConversation(t, &mcp.CommandTransport{Command: wrappedWith(t, false, "everything", everything, "stdio")}, "2025-11-25")
@@ -424,4 +429,12 @@ func mustJSON(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	must(t, "marshal", err)
 	return string(b)
+}
+
+// skipShort skips tests that start real servers under `go test -short`
+// (make test-short); `make test`, which CI runs, runs them all.
+func skipShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real MCP servers; not in -short mode")
+	}
 }

@@ -77,6 +77,7 @@ func filesystemConversation(t *testing.T, transport mcp.Transport, dir string) *
 // TestFilesystemThroughWrap runs the filesystem server directly and
 // through `hindsight wrap` on the same directory.
 func TestFilesystemThroughWrap(t *testing.T) {
+	skipShort(t)
 	fs := testbin.NPM(t, "mcp-server-filesystem")
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	must(t, "temp dir", err)
