@@ -532,3 +532,45 @@ func rawSession(t *testing.T, cmd *exec.Cmd, env []string, lines []string) [][]b
 	}
 	return answers
 }
+
+// TestEndToEndLearnedInSecondSession: a first session stumbles on the 401
+// and recovers; once its task is final and reflected on, the second
+// session finds the lesson in its instructions, in query_hindsight's
+// answer and on the same error.
+func TestEndToEndLearnedInSecondSession(t *testing.T) {
+	e := newEnv(t)
+	first := e.stdioTask(t, "e2e-learn-1")
+	if res, _, _ := call(t, first, "fetch_report", map[string]any{"month": "2026-03"}); !res.IsError {
+		t.Fatal("fetch_report without login succeeded")
+	}
+	call(t, first, "login", map[string]any{"user": "demo", "password": "secret-pw-1"})
+	if res, _, _ := call(t, first, "fetch_report", map[string]any{"month": "2026-03"}); res.IsError {
+		t.Fatal("fetch_report after login failed")
+	}
+	first.Close()
+	e.finalTask(t, "e2e-learn-1")
+	if err := e.client.Reflect(context.Background(), []string{"e2e-learn-1"}, false, nil); err != nil {
+		t.Fatalf("reflect: %v", err)
+	}
+
+	second := e.stdioTask(t, "e2e-learn-2")
+	if instr := injected(second); !strings.Contains(instr, "fetch_report: Call login before fetch_report") {
+		t.Errorf("second session's instructions: %q", instr)
+	}
+	if _, answer := ask(t, second, map[string]any{"situation": "fetch the March report", "tool_name": "fetch_report"}); !strings.Contains(answer, "Lesson: Call login before fetch_report") {
+		t.Errorf("query_hindsight answer: %q", answer)
+	}
+	res, _, hs := call(t, second, "fetch_report", map[string]any{"month": "2026-03"})
+	if !res.IsError || len(hs) != 1 || !strings.Contains(hs[0], "- Call login before fetch_report") {
+		t.Errorf("the same error in the second session: isError %v, lessons %q", res.IsError, hs)
+	}
+}
+
+// stdioTask is stdio with an explicit task id.
+func (e *env) stdioTask(t *testing.T, task string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(e.exe, "wrap", "--name", "example", "--", e.exe, "example-server")
+	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+string(e.home), "HINDSIGHT_TASK_ID="+task)
+	cmd.Stderr = os.Stderr
+	return e.connect(t, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second})
+}
