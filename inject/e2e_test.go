@@ -37,6 +37,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	skipShort(t)
 	exe := testbin.Hindsight(t)
 	dir, err := os.MkdirTemp("", "hs-e2e-") // short: the socket path is limited
 	if err != nil {
@@ -60,6 +61,14 @@ func newEnv(t *testing.T) *env {
 		os.RemoveAll(dir)
 	})
 	return &env{home: home, exe: exe, client: c}
+}
+
+// skipShort skips process-starting tests under -short (make test-short);
+// `make test` runs them.
+func skipShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the hindsight binary; skipped under -short")
+	}
 }
 
 // seed imports experiences into the daemon's store.
@@ -420,6 +429,7 @@ func TestEndToEndCaps(t *testing.T) {
 // TestEndToEndDaemonDown: with no daemon, the agent's session works and
 // query_hindsight says Hindsight is unavailable instead of failing.
 func TestEndToEndDaemonDown(t *testing.T) {
+	skipShort(t)
 	exe := testbin.Hindsight(t)
 	dir, err := os.MkdirTemp("", "hs-down-")
 	if err != nil {

@@ -74,6 +74,9 @@ func TestAgentFollowsLessons(t *testing.T) {
 // TestDemo runs `hindsight demo`'s whole loop with the real binary: the
 // daemon, wrap sidecars over stdio, capture, reflection and injection.
 func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the hindsight binary; skipped under -short")
+	}
 	exe := testbin.Hindsight(t)
 	dir, err := os.MkdirTemp("", "hs-demo-")
 	if err != nil {
