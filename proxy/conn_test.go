@@ -558,3 +558,71 @@ func TestConnConcurrent(t *testing.T) {
 		t.Fatalf("%d exchanges, want %d", got, n)
 	}
 }
+
+// FuzzConn feeds arbitrary lines to both sides of a Conn with rewriting
+// hooks installed, and checks that nothing panics, that the Conn relays
+// what it does not rewrite unchanged, that what it writes itself is a valid
+// JSON-RPC response, and that FailPending answers everything left.
+func FuzzConn(f *testing.F) {
+	for _, s := range []string{
+		"c{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\ns{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[]}}",
+		"c{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/call\",\"params\":{\"name\":\"q\",\"_meta\":{\"progressToken\":1}}}\ns{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1}}\nc{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"a\"}}",
+		"s{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"roots/list\"}\nc{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"roots\":[]}}\nc[1,2]\ncgarbage\nc{\"id\":9}",
+		"c{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":{\"clientInfo\":{\"name\":\"x\"}}}\ns{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"instructions\":\"i\"},\"x\":1}",
+		"c{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"local\"}}\nc{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":3}}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h := Hooks{
+			Initialize: func(ctx context.Context, s *Session, r json.RawMessage) json.RawMessage { return json.RawMessage(`{"instructions":"x"}`) },
+			ToolsList:  func(ctx context.Context, s *Session, r json.RawMessage) json.RawMessage { return r },
+			ToolResult: func(ctx context.Context, ex *Exchange, r json.RawMessage) json.RawMessage { return nil },
+			ToolCall: func(s *Session, name string, params json.RawMessage) LocalHandler {
+				if name != "local" {
+					return nil
+				}
+				return func(ctx context.Context) (json.RawMessage, error) { return json.RawMessage(`{"content":[]}`), nil }
+			},
+		}
+		c, _, _ := connUnderTest(h)
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			if len(line) == 0 {
+				continue
+			}
+			side, msg := line[0], line[1:]
+			in := string(msg)
+			if side == 'c' {
+				a := c.FromClient(msg)
+				if a.Forward != nil && string(a.Forward) != strings.TrimRight(in, "\r\n \t") {
+					t.Fatalf("forwarded %q for %q", a.Forward, in)
+				}
+				if a.Reply != nil {
+					if m, err := Parse(a.Reply); err != nil || m.Kind != KindResponse {
+						t.Fatalf("reply %q does not parse as a response: %v", a.Reply, err)
+					}
+				}
+				if a.Local != nil {
+					if out := a.Local(context.Background()); out != nil {
+						if m, err := Parse(out); err != nil || m.Kind != KindResponse {
+							t.Fatalf("local answer %q: %v", out, err)
+						}
+					}
+				}
+				continue
+			}
+			out := c.FromServer(msg)
+			if out != nil && string(out) != strings.TrimRight(in, "\r\n \t") && !json.Valid(out) {
+				t.Fatalf("rewrote %q into invalid JSON %q", in, out)
+			}
+		}
+		for _, resp := range c.FailPending("gone") {
+			if m, err := Parse(resp); err != nil || m.Kind != KindResponse {
+				t.Fatalf("FailPending answer %q: %v", resp, err)
+			}
+		}
+		if c.Pending() != 0 {
+			t.Fatal("requests left after FailPending")
+		}
+	})
+}
