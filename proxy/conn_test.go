@@ -575,7 +575,9 @@ func FuzzConn(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h := Hooks{
-			Initialize: func(ctx context.Context, s *Session, r json.RawMessage) json.RawMessage { return json.RawMessage(`{"instructions":"x"}`) },
+			Initialize: func(ctx context.Context, s *Session, r json.RawMessage) json.RawMessage {
+				return json.RawMessage(`{"instructions":"x"}`)
+			},
 			ToolsList:  func(ctx context.Context, s *Session, r json.RawMessage) json.RawMessage { return r },
 			ToolResult: func(ctx context.Context, ex *Exchange, r json.RawMessage) json.RawMessage { return nil },
 			ToolCall: func(s *Session, name string, params json.RawMessage) LocalHandler {
