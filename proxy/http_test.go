@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -352,4 +353,61 @@ func TestHTTPIdleSession(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Error("the upstream session was not ended with a DELETE")
+}
+
+// TestHTTPStreamsWithoutBuffering checks that each event of an upstream
+// stream reaches the agent while the upstream is still working.
+func TestHTTPStreamsWithoutBuffering(t *testing.T) {
+	release := make(chan struct{})
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Method != http.MethodPost || !gjson.GetBytes(body, "id").Exists() {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		if gjson.GetBytes(body, "method").Str == "initialize" {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"p\",\"progress\":1}}\n\n"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Write([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"done\":true}}\n\n"))
+	})
+	url := sidecar(t, up, nil)
+	sid := initialize(t, url, nil)
+	resp := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"p"}}}`), nil)
+	defer resp.Body.Close()
+	got := make(chan string, 2)
+	go func() {
+		r := bufio.NewReader(resp.Body)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				close(got)
+				return
+			}
+			if strings.HasPrefix(line, "data: ") {
+				got <- line
+			}
+		}
+	}()
+	select {
+	case line := <-got:
+		if !strings.Contains(line, "notifications/progress") {
+			t.Fatalf("first event %q, want the progress notification", line)
+		}
+	case <-time.After(20 * time.Second): // a deadlock guard, not a timing check
+		t.Fatal("the progress notification was held back while the upstream worked")
+	}
+	close(release)
+	if line := <-got; !strings.Contains(line, `"done":true`) {
+		t.Fatalf("second event %q, want the response", line)
+	}
 }

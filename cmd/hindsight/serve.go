@@ -128,9 +128,11 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	if len(o.command) > 0 {
 		up = &proxy.CommandUpstream{Path: o.command[0], Args: o.command[1:], Server: o.name, Logger: logger}
 	} else {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64 // every agent session talks to the same host
 		up = &proxy.HTTPUpstream{
 			URL: o.upstream, Transport: o.transport, Header: o.headers, Logger: logger,
-			Client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+			Client: &http.Client{Transport: tr},
 		}
 	}
 	h := &proxy.HTTPHandler{
