@@ -70,7 +70,7 @@ func Demo(ctx context.Context, opt Options) (*Result, error) {
 	if out == nil {
 		out = io.Discard
 	}
-	res := &Result{Home: string(opt.Home), Reflection: reflectionMode()}
+	res := &Result{Home: string(opt.Home), Reflection: "rule-based"}
 
 	client, stop, err := startDaemon(ctx, opt.Home, opt.Exe)
 	if err != nil {
@@ -96,30 +96,25 @@ func Demo(ctx context.Context, opt Options) (*Result, error) {
 		if i > 0 {
 			break
 		}
-		fmt.Fprintf(out, "\nReflection (%s) on %s…\n", res.Reflection, run.TaskID)
+		fmt.Fprintf(out, "\nThe session ended and task %s is final; Hindsight reflects on it…\n", run.TaskID)
 		if err := client.Reflect(ctx, []string{run.TaskID}, false, nil); err != nil {
 			return res, fmt.Errorf("reflect on %s: %w", run.TaskID, err)
+		}
+		if st, err := client.Status(ctx); err == nil && st.Reflection != nil && st.Reflection.LLMCallsLastHour > 0 {
+			res.Reflection = "llm"
 		}
 		learned, err := client.Experiences(ctx, hindsight.ListOptions{Server: ServerName})
 		if err != nil {
 			return res, fmt.Errorf("list experiences: %w", err)
 		}
 		res.Learned = learned
-		fmt.Fprintf(out, "Hindsight learned %d lesson(s):\n", len(learned))
+		fmt.Fprintf(out, "Hindsight learned %d lesson(s) (%s reflection):\n", len(learned), res.Reflection)
 		for _, e := range learned {
 			fmt.Fprintf(out, "  - %s: %s\n", e.Tool, e.Lesson)
 		}
 	}
 	printTable(out, res.Runs)
 	return res, nil
-}
-
-// reflectionMode says how the daemon will reflect.
-func reflectionMode() string {
-	if os.Getenv("HINDSIGHT_LLM_BASE_URL") != "" || os.Getenv("HINDSIGHT_LLM_MODEL") != "" {
-		return "llm"
-	}
-	return "rule-based"
 }
 
 // startDaemon returns a client for the daemon of home, starting one when
