@@ -140,7 +140,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Command: `go run ./bench/cmd/relaybench %s`\n\n", strings.Join(args, " "))
+	fmt.Fprintf(stdout, "Command: `%s`\n\n", strings.Join(append([]string{"go run ./bench/cmd/relaybench"}, args...), " "))
 	rep.WriteMarkdown(stdout)
 	return nil
 }
