@@ -27,13 +27,22 @@ func typicalPayloads() map[string][]byte {
 	}
 }
 
+// defaultRedactor is the redactor a sidecar runs with no user rules.
+func defaultRedactor(b *testing.B) *Redactor {
+	r, err := NewRedactor(RedactorConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
 func quote(s string) string { return string(appendJSONString(nil, s)) }
 
 // BenchmarkRedact measures the redactor on typical payloads against a
 // baseline in the same run: json.Valid over the same bytes (the least any
 // JSON-aware pass must do).
 func BenchmarkRedact(b *testing.B) {
-	r := testRedactor(b)
+	r := defaultRedactor(b)
 	for name, p := range typicalPayloads() {
 		b.Run(name+"/redact", func(b *testing.B) {
 			b.ReportAllocs()
@@ -61,7 +70,7 @@ func BenchmarkRedact(b *testing.B) {
 //   - commit-latency: one exchange in flight, Hook until durable on disk,
 //     with p50/p99.
 func BenchmarkRecorder(b *testing.B) {
-	red := testRedactor(b)
+	red := defaultRedactor(b)
 	p := typicalPayloads()
 	req := p["call-small"]
 	resp := p["result-4k"]

@@ -380,3 +380,35 @@ func TestSecretsNeverReachDisk(t *testing.T) {
 		}
 	}
 }
+
+// TestRecorderDropsWhenQueueFull: with a tiny queue bound, Hook never
+// waits; what does not fit is counted as dropped, and what is recorded
+// is still numbered without gaps.
+func TestRecorderDropsWhenQueueFull(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	d := &collector{}
+	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger(), MaxQueueBytes: 8 << 10, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exs := exchanges(2000)
+	for _, ex := range exs {
+		r.Hook(ex)
+	}
+	if err := r.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := r.Stats()
+	if st.Dropped == 0 || st.Captured+st.Dropped != 2000 {
+		t.Fatalf("stats %+v", st)
+	}
+	waitFor(t, "delivery", func() bool { return r.Stats().Delivered == st.Captured })
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range d.got() {
+		if s.Seq != uint64(i+1) {
+			t.Fatalf("gap at %d: seq %d", i, s.Seq)
+		}
+	}
+}

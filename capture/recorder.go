@@ -78,7 +78,7 @@ type Recorder struct {
 
 	rmu        sync.Mutex
 	ready      *sync.Cond
-	results    map[uint64]*hindsight.Step // arrival → built step (nil: failed)
+	results    map[uint64]built // arrival → built step
 	dispatched uint64                     // arrivals handed to workers
 	allIn      bool                       // the dispatcher finished
 	committed  uint64                     // arrivals committed
@@ -92,6 +92,14 @@ type Recorder struct {
 
 	dropMu   sync.Mutex
 	lastDrop time.Time
+}
+
+// built is a step waiting for its turn to be committed; step is nil when
+// building it failed. size is the exchange's share of the queue bound,
+// released at commit so built steps count against it too.
+type built struct {
+	step *hindsight.Step
+	size int64
 }
 
 type queued struct {
@@ -138,7 +146,7 @@ func New(opts Options) (*Recorder, error) {
 	r := &Recorder{opts: opts, log: log.With("component", "capture", "server", opts.Server, "outbox", ob.ID()),
 		red: red, outbox: ob, c: c, tagger: NewTagger(), colls: colls,
 		in: make(chan queued, maxQueueItems), work: make(chan queued, opts.Workers*2),
-		results: map[uint64]*hindsight.Step{}, done: make(chan struct{}), progress: make(chan struct{}),
+		results: map[uint64]built{}, done: make(chan struct{}), progress: make(chan struct{}),
 		commitDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:        "hindsight_capture_commit_delay_seconds",
 			Help:        "Time from an exchange's end to its step being stored in the outbox.",
@@ -235,10 +243,9 @@ func (r *Recorder) worker() {
 	for q := range r.work {
 		s := r.build(q.ex)
 		r.rmu.Lock()
-		r.results[q.arrival] = s
+		r.results[q.arrival] = built{step: s, size: q.size}
 		r.ready.Broadcast()
 		r.rmu.Unlock()
-		r.c.queuedBytes.Add(-q.size)
 	}
 }
 
@@ -269,18 +276,20 @@ func (r *Recorder) commit() {
 		}
 		var batch []hindsight.Step
 		lost := 0
+		var size int64
 		for len(batch) < commitBatch {
-			s, ok := r.results[r.committed]
+			b, ok := r.results[r.committed]
 			if !ok {
 				break
 			}
 			delete(r.results, r.committed)
 			r.committed++
-			if s == nil {
+			size += b.size
+			if b.step == nil {
 				lost++
 				continue
 			}
-			batch = append(batch, *s)
+			batch = append(batch, *b.step)
 		}
 		r.rmu.Unlock()
 
@@ -291,6 +300,7 @@ func (r *Recorder) commit() {
 		r.outbox.Append(batch)
 		r.c.captured.Add(int64(len(batch)))
 		r.c.queued.Add(-int64(len(batch) + lost))
+		r.c.queuedBytes.Add(-size)
 		r.c.dropped.Add(int64(lost))
 		r.processed.Add(int64(len(batch) + lost))
 		now := time.Now()
