@@ -79,11 +79,11 @@ type Recorder struct {
 	rmu        sync.Mutex
 	ready      *sync.Cond
 	results    map[uint64]built // arrival → built step
-	dispatched uint64                     // arrivals handed to workers
-	allIn      bool                       // the dispatcher finished
-	committed  uint64                     // arrivals committed
-	done       chan struct{}              // the committer finished
-	progress   chan struct{}              // closed and replaced after each commit
+	dispatched uint64           // arrivals handed to workers
+	allIn      bool             // the dispatcher finished
+	committed  uint64           // arrivals committed
+	done       chan struct{}    // the committer finished
+	progress   chan struct{}    // closed and replaced after each commit
 
 	commitDelay prometheus.Histogram // exchange end → durable in the outbox
 
