@@ -85,8 +85,11 @@ func (r *Renderer) Render(t *hindsight.Task) (string, int) {
 	var n int
 	for limit >= 24 {
 		out = joinLines(lines, keep, limit)
-		if n = r.count(out); n <= budget {
-			return out, n
+		// Tokens average well under 8 bytes: skip counting what cannot fit.
+		if len(out) <= 8*budget {
+			if n = r.count(out); n <= budget {
+				return out, n
+			}
 		}
 		limit /= 2
 	}
@@ -98,15 +101,29 @@ func (r *Renderer) Render(t *hindsight.Task) (string, int) {
 		cost[i] = r.count(joinLines(lines[i:i+1], keep[i:i+1], limit))
 		total += cost[i]
 	}
-	for _, i := range elisionOrder(lines) {
-		if total <= budget*9/10 {
-			break
-		}
-		keep[i] = false
-		total -= cost[i]
+	order := elisionOrder(lines)
+	next := 0
+	for ; next < len(order) && total > budget*9/10; next++ {
+		keep[order[next]] = false
+		total -= cost[order[next]]
 	}
 	out = joinLines(lines, keep, limit)
-	return out, r.count(out)
+	n = r.count(out)
+	for ; n > budget && next < len(order); next++ {
+		keep[order[next]] = false
+		out = joinLines(lines, keep, limit)
+		n = r.count(out)
+	}
+	// Failures alone exceed the budget: keep the head that fits.
+	for n > budget && len(out) > 0 {
+		cut := len(out) * budget / n * 9 / 10
+		for cut > 0 && !utf8RuneStart(out[cut]) {
+			cut--
+		}
+		out = out[:cut] + "\n…[trajectory cut to fit the token budget]\n"
+		n = r.count(out)
+	}
+	return out, n
 }
 
 func (r *Renderer) count(s string) int {
