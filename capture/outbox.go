@@ -23,7 +23,9 @@ import (
 )
 
 // A Deliverer sends steps to the daemon. Deliver must be idempotent per
-// (Source, Seq): a batch whose answer was lost is sent again. It returns an
+// (Source, Seq): a batch whose answer was lost is sent again. It must
+// return when ctx is done: the outbox bounds each attempt (30 s) and its
+// final drain by ctx. It returns an
 // error wrapping ErrRejected when the daemon received the batch but refuses
 // it for good (bad data); any other error means "try again later".
 type Deliverer interface {

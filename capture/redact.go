@@ -430,7 +430,11 @@ type frame struct {
 	expectKey bool
 	key       string
 	sensitive string // inherited rule id
+	schema    bool   // inside a JSON Schema
 }
+
+// schemaKeys are the MCP members whose values are JSON Schemas.
+var schemaKeys = map[string]bool{"inputSchema": true, "outputSchema": true, "requestedSchema": true}
 
 // collect walks a valid JSON document and returns its string tokens (and
 // the numbers below sensitive keys) in order.
@@ -445,12 +449,26 @@ func (r *Redactor) collect(doc []byte) []leaf {
 			return ""
 		}
 		top := &stack[len(stack)-1]
+		if top.schema {
+			return "" // property names in a JSON Schema hold no secrets
+		}
 		if top.object {
 			if id := r.sensitiveKey(top.key); id != "" {
 				return id
 			}
 		}
 		return top.sensitive
+	}
+	// inSchema reports whether the value about to start is (inside) a JSON
+	// Schema: tools/list input and output schemas, elicitation's
+	// requestedSchema. Key names are not secrets there ("password":
+	// {"type": "string"}); gitleaks and the text rules still apply.
+	inSchema := func() bool {
+		if len(stack) == 0 {
+			return false
+		}
+		top := stack[len(stack)-1]
+		return top.schema || top.object && schemaKeys[top.key]
 	}
 	currentKey := func() string {
 		if len(stack) == 0 || !stack[len(stack)-1].object {
@@ -462,7 +480,7 @@ func (r *Redactor) collect(doc []byte) []leaf {
 		c := doc[i]
 		switch c {
 		case '{', '[':
-			stack = append(stack, frame{object: c == '{', expectKey: c == '{', sensitive: valueSensitive()})
+			stack = append(stack, frame{object: c == '{', expectKey: c == '{', sensitive: valueSensitive(), schema: inSchema()})
 		case '}', ']':
 			stack = stack[:len(stack)-1]
 		case ',':

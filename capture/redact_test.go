@@ -121,6 +121,10 @@ func TestRedactPlaceholders(t *testing.T) {
 			`{"text":"basic authentication failed: the token expired"}`, 0},
 		{"secret as progress token", `{"_meta":{"progressToken":"ghp_Zx81kq0LmN3vB7cR2tY5wP9sD4fG6hJ1kL0a"}}`,
 			`{"_meta":{"progressToken":"[REDACTED:github-pat]"}}`, 1},
+		{"schemas keep property names", `{"tools":[{"name":"login","inputSchema":{"type":"object","properties":{"password":{"type":"string","description":"the user's password"}}}}]}`,
+			`{"tools":[{"name":"login","inputSchema":{"type":"object","properties":{"password":{"type":"string","description":"the user's password"}}}}]}`, 0},
+		{"env reference kept", `{"text":"const apiKey = process.env.API_KEY; password=$DB_PASSWORD"}`,
+			`{"text":"const apiKey = process.env.API_KEY; password=$DB_PASSWORD"}`, 0},
 		{"max tokens untouched", `{"max_tokens":100,"input_tokens":7}`, `{"max_tokens":100,"input_tokens":7}`, 0},
 		{"empty value", `{"password":""}`, `{"password":""}`, 0},
 	}

@@ -149,7 +149,7 @@ var builtinText = []textRule{
 		re:         regexp.MustCompile(`(?i)(password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|session[_-]?id|auth)\b["']?\s*[:=]\s*["']?([^\s"'&,;<>{}\[\]]{3,})`),
 		keyGroup:   1,
 		valueGroup: 2,
-		check:      func(key, _ string) bool { return !notSensitive[normalizeKey(key)] },
+		check:      func(key, v string) bool { return !notSensitive[normalizeKey(key)] && !isReference(v) },
 	},
 }
 
@@ -197,4 +197,15 @@ func builtinKeywords(s string) uint32 {
 		set |= keywordRules[m.Pattern()]
 	}
 	return set
+}
+
+// isReference reports whether a value names where a secret comes from
+// (an environment variable, a template) rather than being one.
+func isReference(v string) bool {
+	for _, p := range []string{"$", "%", "{{", "process.env.", "os.environ", "os.Getenv", "env.", "secrets."} {
+		if strings.HasPrefix(v, p) {
+			return true
+		}
+	}
+	return false
 }
