@@ -13,6 +13,7 @@ package fakeserver
 
 import (
 	"bufio"
+	"context"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -103,6 +104,13 @@ func Main() {
 			fmt.Fprintln(os.Stderr, "fakeserver: start grandchild:", err)
 			os.Exit(1)
 		}
+	}
+	if mode == ModeGoSDK {
+		if err := serveGoSDK(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "fakeserver:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	err := Serve(os.Stdin, os.Stdout, os.Getenv(EnvRecord))
 	if err != nil {
