@@ -81,22 +81,24 @@ type OutboxOptions struct {
 // in memory up to MaxHeld and delivered from there, and the failure is
 // logged and counted; nothing blocks the caller.
 type Outbox struct {
-	id        string
-	dir       string
-	opts      OutboxOptions
-	log       *slog.Logger
-	c         *counters
-	lock      *os.File
-	db        *badger.DB // nil when the disk could not be opened
-	cancel    context.CancelFunc
-	notify    chan struct{} // a step was appended
-	draining  chan struct{} // closed by Close: deliver what is left, then stop
-	loopDone  chan struct{}
-	syncDone  chan struct{}
-	stopSync  chan struct{}
-	closeOnce sync.Once
-	retMu     sync.Mutex // one retention pass at a time; guards lastWarn
-	lastWarn  time.Time  // last retention warning
+	id          string
+	dir         string
+	opts        OutboxOptions
+	log         *slog.Logger
+	c           *counters
+	lock        *os.File
+	db          *badger.DB // nil when the disk could not be opened
+	cancel      context.CancelFunc
+	notify      chan struct{} // a step was appended
+	draining    chan struct{} // closed by Close: deliver what is left, then stop
+	loopDone    chan struct{}
+	syncDone    chan struct{}
+	stopSync    chan struct{}
+	closeOnce   sync.Once
+	retMu       sync.Mutex // one retention pass at a time; guards lastWarn
+	lastWarn    time.Time  // last retention warning
+	warnedClock bool       // logged a clock jump once
+	opened      time.Time  // when this process opened its own outbox (monotonic); zero for orphans
 
 	mu         sync.Mutex
 	next       uint64           // seq of the next step
@@ -163,7 +165,7 @@ func openOutbox(opts OutboxOptions, c *counters) (*Outbox, error) {
 		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("create outbox: %w", err)
 	}
-	o := &Outbox{id: id, dir: dir, opts: opts, log: log.With("outbox", id), c: c, lock: lock, next: 1,
+	o := &Outbox{id: id, dir: dir, opts: opts, log: log.With("outbox", id), c: c, lock: lock, next: 1, opened: time.Now(),
 		notify: make(chan struct{}, 1), draining: make(chan struct{}), loopDone: make(chan struct{}),
 		syncDone: make(chan struct{}), stopSync: make(chan struct{})}
 	db, err := openDB(filepath.Join(dir, dbName), o.log)
@@ -551,6 +553,13 @@ func (o *Outbox) enforceRetention() {
 	o.retMu.Lock()
 	defer o.retMu.Unlock()
 	now := time.Now()
+	// This process wrote every step of its own outbox, so none can be
+	// older than its uptime (a monotonic clock): a wall clock that jumps
+	// forward must not expire them.
+	maxAge := time.Duration(1<<63 - 1)
+	if !o.opened.IsZero() {
+		maxAge = time.Since(o.opened)
+	}
 	var expired [][]byte
 	var oldest time.Time
 	_ = o.db.View(func(txn *badger.Txn) error {
@@ -562,7 +571,11 @@ func (o *Outbox) enforceRetention() {
 				EndedAt time.Time `json:"ended_at"`
 			}
 			_ = it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &s) })
-			if now.Sub(s.EndedAt) <= o.opts.Retention {
+			if age := now.Sub(s.EndedAt); age <= o.opts.Retention || maxAge <= o.opts.Retention {
+				if age > maxAge+time.Minute && !o.warnedClock {
+					o.warnedClock = true
+					o.log.Warn("step timestamps are older than this sidecar: the clock jumped; retention counts from the sidecar's start", "ended_at", s.EndedAt, "uptime", maxAge.String())
+				}
 				oldest = s.EndedAt
 				break
 			}
