@@ -78,12 +78,15 @@ func goldenSteps() []hindsight.Step {
 		}
 		return st
 	}
+	// golden-a goes final and is reflected on: routine successes, which
+	// teach nothing, so reflection adds no experience. golden-b, with its
+	// failure and recovery, stays open.
 	return []hindsight.Step{
-		s("sc-fs", 1, "golden-a", "s1", "fs", "read_file", 0, hindsight.TagFailure),
-		s("sc-fs", 2, "golden-a", "s1", "fs", "list_directory", time.Second, hindsight.TagSuccess),
-		s("sc-fs", 3, "golden-a", "s1", "fs", "read_file", 2*time.Second, hindsight.TagRecovery),
-		s("sc-git", 1, "golden-a", "s2", "git", "git_status", 3*time.Second, hindsight.TagSuccess),
-		s("sc-mem", 1, "golden-b", "s3", "memory", "read_graph", time.Hour, hindsight.TagSuccess),
+		s("sc-fs", 1, "golden-a", "s1", "fs", "list_directory", 0, hindsight.TagSuccess),
+		s("sc-fs", 2, "golden-a", "s1", "fs", "read_file", time.Second, hindsight.TagSuccess),
+		s("sc-git", 1, "golden-a", "s2", "git", "git_status", 2*time.Second, hindsight.TagSuccess),
+		s("sc-mem", 1, "golden-b", "s3", "memory", "read_file", time.Hour, hindsight.TagFailure),
+		s("sc-mem", 2, "golden-b", "s3", "memory", "read_file", time.Hour+time.Second, hindsight.TagRecovery),
 	}
 }
 
@@ -100,11 +103,18 @@ func TestCLIGolden(t *testing.T) {
 		}
 	}
 
+	// Let reflection (when the daemon has it) settle golden-a's state.
+	if st, err := c.Status(ctx); err == nil && st.Reflection != nil {
+		waitFor(t, func() bool {
+			task, err := c.Task(ctx, "golden-a")
+			return err == nil && task.Reflection != "" && task.Reflection != "pending"
+		})
+	}
 	golden(t, "traces-list.json", cli(t, home, false, "traces", "list", "--json"))
 	golden(t, "traces-list.txt", cli(t, home, false, "traces", "list"))
 	golden(t, "traces-list-final.json", cli(t, home, false, "traces", "list", "--final", "--json"))
-	golden(t, "traces-show.json", cli(t, home, false, "traces", "show", "golden-a", "--json"))
-	golden(t, "traces-show.txt", cli(t, home, false, "traces", "show", "golden-a"))
+	golden(t, "traces-show.json", cli(t, home, false, "traces", "show", "golden-b", "--json"))
+	golden(t, "traces-show.txt", cli(t, home, false, "traces", "show", "golden-b"))
 	export := cli(t, home, false, "traces", "export")
 	golden(t, "traces-export.jsonl", export)
 	out := filepath.Join(shortTempDir(t), "b.jsonl")
@@ -116,7 +126,7 @@ func TestCLIGolden(t *testing.T) {
 	if fi, _ := os.Stat(out); fi.Mode().Perm() != 0o600 {
 		t.Errorf("export file mode %v, want 0600", fi.Mode().Perm())
 	}
-	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 1 || !strings.HasSuffix(export, string(b)) {
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 2 || !strings.HasSuffix(export, string(b)) {
 		t.Errorf("export --task golden-b:\n%s", b)
 	}
 	if got := cli(t, home, true, "traces", "show", "no-such-task"); got != "" {

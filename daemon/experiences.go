@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
@@ -182,8 +183,21 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Parse everything first: a malformed file imports nothing.
+	list, err := ParseExperiences(body)
+	if err != nil {
+		s.fail(w, r, badRequest("%v", err))
+		return
+	}
+	res := s.importAll(r.Context(), st, list)
+	writeJSON(w, http.StatusOK, res)
+}
+
+// ParseExperiences reads experiences as JSON Lines (an export), skipping
+// blank lines. Each needs an id and a lesson; the first bad line fails the
+// whole file, naming its line number.
+func ParseExperiences(data []byte) ([]hindsight.Experience, error) {
 	var list []hindsight.Experience
-	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	for n := 1; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
@@ -192,21 +206,20 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 		}
 		var e hindsight.Experience
 		if err := json.Unmarshal(line, &e); err != nil {
-			s.fail(w, r, badRequest("line %d: %v", n, err))
-			return
+			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
-		if e.ID == "" || e.Lesson == "" {
-			s.fail(w, r, badRequest("line %d: an experience needs an id and a lesson", n))
-			return
+		if e.ID == "" || strings.TrimSpace(e.Lesson) == "" {
+			return nil, fmt.Errorf("line %d: an experience needs an id and a lesson", n)
+		}
+		if !validID(e.ID) {
+			return nil, fmt.Errorf("line %d: id %q may not contain '/' or NUL", n, e.ID)
 		}
 		list = append(list, e)
 	}
 	if err := sc.Err(); err != nil {
-		s.fail(w, r, badRequest("read import: %v", err))
-		return
+		return nil, fmt.Errorf("read experiences: %w", err)
 	}
-	res := s.importAll(r.Context(), st, list)
-	writeJSON(w, http.StatusOK, res)
+	return list, nil
 }
 
 // importAll puts each experience: new ids are inserted, known ones are

@@ -177,7 +177,7 @@ func (t *TraceStore) Ingest(ctx context.Context, steps []hindsight.Step) (Ingest
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	w := &ingestTxn{t: t, txn: t.db.NewTransaction(true), recs: map[string]*taskRec{}, now: t.now()}
+	w := &ingestTxn{t: t, txn: t.db.NewTransaction(true), recs: map[string]*taskRec{}, latest: map[string]*taskRec{}, now: t.now()}
 	defer func() { w.txn.Discard() }()
 	for i := range steps {
 		if err := ctx.Err(); err != nil {
@@ -208,10 +208,11 @@ func (t *TraceStore) Ingest(ctx context.Context, steps []hindsight.Step) (Ingest
 // ingestTxn is one write transaction of Ingest, with the task records it
 // touched cached until commit.
 type ingestTxn struct {
-	t    *TraceStore
-	txn  *badger.Txn
-	recs map[string]*taskRec
-	now  time.Time
+	t      *TraceStore
+	txn    *badger.Txn
+	recs   map[string]*taskRec
+	latest map[string]*taskRec // group → its latest task, as far as this transaction knows
+	now    time.Time
 }
 
 func (w *ingestTxn) commit() error {
@@ -224,7 +225,7 @@ func (w *ingestTxn) commit() error {
 		return err
 	}
 	w.txn = w.t.db.NewTransaction(true)
-	w.recs = map[string]*taskRec{}
+	w.recs, w.latest = map[string]*taskRec{}, map[string]*taskRec{}
 	return nil
 }
 
@@ -398,11 +399,19 @@ func (w *ingestTxn) segment(s *hindsight.Step) (*taskRec, error) {
 		}
 		return w.create(s.ExplicitTask, group, start)
 	}
+	// Most steps of a batch continue the group's latest task: skip the
+	// index lookups for them.
+	if rec := w.latest[group]; rec != nil && !start.Before(rec.StartedAt) && !start.After(rec.LastAt.Add(w.t.gap)) {
+		return rec, nil
+	}
 	prev, next, err := w.neighbours(group, start)
 	if err != nil {
 		return nil, err
 	}
 	if prev != nil && !start.After(prev.LastAt.Add(w.t.gap)) {
+		if next == nil {
+			w.latest[group] = prev
+		}
 		return prev, nil
 	}
 	if next != nil && !next.StartedAt.After(start.Add(w.t.gap)) {
@@ -416,7 +425,11 @@ func (w *ingestTxn) segment(s *hindsight.Step) (*taskRec, error) {
 		}
 		return next, nil
 	}
-	return w.create(newTaskID(start), group, start)
+	rec, err := w.create(newTaskID(start), group, start)
+	if err == nil && next == nil {
+		w.latest[group] = rec
+	}
+	return rec, err
 }
 
 func groupKey(group string, start time.Time) []byte {

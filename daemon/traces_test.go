@@ -26,7 +26,7 @@ func (c *clock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func openTestStore(t *testing.T, dir string, clk *clock) *TraceStore {
+func openTestStore(t testing.TB, dir string, clk *clock) *TraceStore {
 	t.Helper()
 	st, err := OpenTraceStore(dir, TraceOptions{IdleGap: 10 * time.Minute, Logger: quiet, Now: clk.Now})
 	if err != nil {

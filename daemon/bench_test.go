@@ -1,0 +1,77 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// benchBatch is a batch of n realistic steps (about 1 KiB of arguments and
+// result each) from one sidecar, starting at seq.
+func benchBatch(source string, seq uint64, n int) []hindsight.Step {
+	body := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 900) + `"}]}`)
+	out := make([]hindsight.Step, n)
+	for i := range out {
+		s := stdio(step(source, seq+uint64(i), time.Duration(seq+uint64(i))*time.Millisecond), "s1", 100)
+		s.Arguments, s.Result = json.RawMessage(`{"path":"/data/report.csv"}`), body
+		out[i] = s
+	}
+	return out
+}
+
+// BenchmarkIngest measures the trace store's ingest (dedupe, segmentation,
+// synchronous Badger commit) per batch of 256 steps, against a baseline in
+// the same run: the same steps written to Badger as plain key/values in
+// one transaction, with nothing else.
+func BenchmarkIngest(b *testing.B) {
+	const batch = 256
+	b.Run("store", func(b *testing.B) {
+		st := openTestStore(b, b.TempDir(), &clock{now: t0})
+		defer st.Close()
+		ctx := context.Background()
+		seq := uint64(1)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := st.Ingest(ctx, benchBatch("bench", seq, batch)); err != nil {
+				b.Fatal(err)
+			}
+			seq += batch
+		}
+		b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "steps/s")
+	})
+	b.Run("badger-baseline", func(b *testing.B) {
+		db, err := badger.Open(badgerOptions(b.TempDir(), quiet))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		seq := uint64(1)
+		b.ReportAllocs()
+		for b.Loop() {
+			steps := benchBatch("bench", seq, batch)
+			err := db.Update(func(txn *badger.Txn) error {
+				for i := range steps {
+					v, err := json.Marshal(&steps[i])
+					if err != nil {
+						return err
+					}
+					if err := txn.Set([]byte(fmt.Sprintf("step/%020d", steps[i].Seq)), v); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			seq += batch
+		}
+		b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "steps/s")
+	})
+}
