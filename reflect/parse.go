@@ -55,7 +55,8 @@ func findJSON(s string) (any, error) {
 	candidates := fenced(s)
 	candidates = append(candidates, s)
 	for _, c := range candidates {
-		for start := 0; start < len(c); {
+		// Each failed start costs a scan: bound them for hostile answers.
+		for start, tries := 0, 0; start < len(c) && tries < 64; tries++ {
 			i := strings.IndexAny(c[start:], "{[")
 			if i < 0 {
 				break

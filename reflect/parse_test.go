@@ -107,3 +107,14 @@ func FuzzParseExperiences(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkParseExperiences(b *testing.B) {
+	one := `{"situation":"s","action":"a","result":"r","lesson":"Call login before list_orders","confidence":0.9,"source_steps":[2,4],"tool":"list_orders"}`
+	in := "Sure, here they are:\n```json\n{\"experiences\":[" + strings.Repeat(one+",", 4) + one + "]}\n```"
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseExperiences(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

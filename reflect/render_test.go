@@ -128,3 +128,16 @@ func TestRenderOnlyFailuresOverBudget(t *testing.T) {
 		t.Fatalf("%d tokens:\n%.500s", n, out)
 	}
 }
+
+func BenchmarkRender(b *testing.B) {
+	tok, err := NewTokenizer("gpt-4o-mini")
+	if err != nil {
+		b.Fatal(err)
+	}
+	task := bigTask(200)
+	r := &Renderer{Tokenizer: tok, Budget: DefaultTokenBudget}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Render(task)
+	}
+}
