@@ -66,7 +66,7 @@ func (in *Injector) Initialize(ctx context.Context, s *proxy.Session, result jso
 // instructionsBlock builds the text appended to the instructions within
 // limit tokens: lessons when any fit, else the pointer alone.
 func (in *Injector) instructionsBlock(sep string, lessons []hindsight.ScoredExperience, pointer string, limit int) (string, []string, int) {
-	perLesson := orDefault(in.MaxTokensPerLesson, DefaultMaxTokensPerLesson)
+	perLesson := in.lineCap()
 	var blocks []block
 	seen := map[string]bool{}
 	for i := range lessons {
@@ -95,6 +95,12 @@ func (in *Injector) instructionsBlock(sep string, lessons []hindsight.ScoredExpe
 		return text, nil, n
 	}
 	return "", nil, 0
+}
+
+// lineCap is the token cap of one lesson line: MaxTokensPerLine, and never
+// more than MaxTokensPerLesson.
+func (in *Injector) lineCap() int {
+	return min(orDefault(in.MaxTokensPerLine, DefaultMaxTokensPerLine), orDefault(in.MaxTokensPerLesson, DefaultMaxTokensPerLesson))
 }
 
 // ToolsList adds the query_hindsight tool to the last page of a tools/list
@@ -308,7 +314,7 @@ func (in *Injector) ToolResult(ctx context.Context, ex *proxy.Exchange, result j
 		in.logger().Debug("no lessons for error result", "server", ex.Session.Server, "tool", tool, "err", err)
 		return nil
 	}
-	perLesson := orDefault(in.MaxTokensPerLesson, DefaultMaxTokensPerLesson)
+	perLesson := in.lineCap()
 	var blocks []block
 	seen := map[string]bool{}
 	for _, e := range usable(found) {

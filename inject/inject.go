@@ -32,7 +32,8 @@ type Searcher interface {
 const (
 	DefaultSessionBudget         = 1000 // tokens injected per session, all channels together
 	DefaultMaxExperiences        = 3    // per query_hindsight answer
-	DefaultMaxTokensPerLesson    = 200  // per experience shown
+	DefaultMaxTokensPerLesson    = 200  // per experience in a query_hindsight answer
+	DefaultMaxTokensPerLine      = 80   // per lesson line in the instructions or on an error result
 	DefaultMaxErrorLessons       = 2    // per failed tool result
 	DefaultMaxInstructionLessons = 3    // in the initialize instructions
 	DefaultQueryTimeout          = 2 * time.Second
@@ -74,6 +75,7 @@ type Injector struct {
 	SessionBudget         int           // 0: DefaultSessionBudget
 	MaxExperiences        int           // 0: DefaultMaxExperiences
 	MaxTokensPerLesson    int           // 0: DefaultMaxTokensPerLesson
+	MaxTokensPerLine      int           // 0: DefaultMaxTokensPerLine
 	MaxErrorLessons       int           // 0: DefaultMaxErrorLessons
 	MaxInstructionLessons int           // 0: DefaultMaxInstructionLessons
 	QueryTimeout          time.Duration // bounds a query_hindsight search; 0: DefaultQueryTimeout
