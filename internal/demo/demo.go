@@ -30,7 +30,7 @@ type Options struct {
 	// Timeout bounds the whole demo; 0 means two minutes.
 	Timeout time.Duration
 	// FinalWait bounds the wait for a run's task to become final before
-	// reflection is asked for anyway; 0 means 10 seconds.
+	// reflection is asked for anyway; 0 means 30 seconds.
 	FinalWait time.Duration
 }
 
@@ -201,7 +201,7 @@ func runAgent(ctx context.Context, opt Options, run *Run, out io.Writer) error {
 // (reflection can still be asked for).
 func awaitFinal(ctx context.Context, c *daemon.Client, run *Run, wait time.Duration) error {
 	if wait <= 0 {
-		wait = 10 * time.Second
+		wait = 30 * time.Second
 	}
 	deadline := time.Now().Add(wait)
 	for {
