@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -115,6 +116,10 @@ const StartTimeout = 15 * time.Second
 // HINDSIGHT_HOME set to home. Concurrent callers may each start one; the
 // lock lets one survive, and every caller waits until it answers.
 func EnsureRunning(ctx context.Context, home hindsight.Home, exe string, globalArgs ...string) (*Client, error) {
+	// The daemon runs in /: a relative home would name another directory.
+	if abs, err := filepath.Abs(string(home)); err == nil {
+		home = hindsight.Home(abs)
+	}
 	c := NewClient(home.Socket())
 	if ping(ctx, c) == nil {
 		return c, nil

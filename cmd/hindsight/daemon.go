@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -94,6 +95,9 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 		return err
 	}
 	logger.Info("daemon started", "socket", g.home.Socket(), "idle_gap", traces.IdleGap().String(), "store", backend)
+	// For a person running it in a terminal (stderr is /dev/null when a
+	// sidecar started it).
+	fmt.Fprintf(os.Stderr, "hindsight daemon: listening on %s (log: %s)\n", g.home.Socket(), g.home.Path("logs", "daemon.log"))
 	err = srv.Serve(ctx, ln)
 	logger.Info("daemon stopping")
 	return err
