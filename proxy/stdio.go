@@ -203,19 +203,18 @@ func (r *relay) readAgent(ctx context.Context, agentIn io.Reader) error {
 	lr := NewLineReader(agentIn, r.s.MaxLineBytes)
 	for {
 		line, err := lr.ReadLine()
-		if err != nil {
-			var tooLong *LineTooLongError
-			if errors.As(err, &tooLong) {
-				r.log.Error("agent message too long; skipped", "server", r.name, "err", err)
-				continue
+		var tooLong *LineTooLongError
+		switch {
+		case err == nil:
+			if !blank(line) {
+				r.fromAgent(ctx, line)
 			}
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
+		case errors.As(err, &tooLong):
+			r.log.Error("agent message too long; skipped", "server", r.name, "err", err)
+		case errors.Is(err, io.EOF):
+			return nil
+		default:
 			return err
-		}
-		if !blank(line) {
-			r.fromAgent(ctx, line)
 		}
 		// A burst of messages goes to the server in one write; flush
 		// before waiting for more.
@@ -458,16 +457,16 @@ func (r *relay) readChild(ch *child) {
 	lr := NewLineReader(ch.stdout, r.s.MaxLineBytes)
 	for {
 		line, err := lr.ReadLine()
-		if err != nil {
-			var tooLong *LineTooLongError
-			if errors.As(err, &tooLong) {
-				r.log.Error("server message too long; skipped", "server", r.name, "err", err)
-				continue
+		var tooLong *LineTooLongError
+		switch {
+		case err == nil:
+			if !blank(line) {
+				r.fromChild(ch, line)
 			}
+		case errors.As(err, &tooLong):
+			r.log.Error("server message too long; skipped", "server", r.name, "err", err)
+		default:
 			return
-		}
-		if !blank(line) {
-			r.fromChild(ch, line)
 		}
 		// A burst of messages goes to the agent in one write; flush
 		// before waiting for more.

@@ -417,6 +417,19 @@ func TestStdioBadInput(t *testing.T) {
 	if !strings.Contains(logs.String(), "server message too long") || !strings.Contains(logs.String(), "not json at all") {
 		t.Errorf("dropped server lines not logged:\n%s", logs)
 	}
+	// A message buffered just before an over-long line is still sent at
+	// once, in both directions.
+	long := strings.Repeat("z", 5<<10)
+	if _, err := io.WriteString(a.in, `{"jsonrpc":"2.0","id":7,"method":"ping"}`+"\n"+long+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.recv(); got != `{"jsonrpc":"2.0","id":7,"result":{}}` {
+		t.Fatalf("ping before an over-long line: %s", got)
+	}
+	a.send(`{"jsonrpc":"2.0","method":"fake/say","params":{"lines":["{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}"],"junk":5000}}`)
+	if got := a.recv(); got != `{"jsonrpc":"2.0","method":"notifications/x"}` {
+		t.Fatalf("notification before an over-long line: %s", got)
+	}
 }
 
 // TestStdioLarge passes 20 MB each way.

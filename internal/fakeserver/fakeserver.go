@@ -135,8 +135,9 @@ const ToolsList = `{"tools":[{"name":"echo","description":"echoes","inputSchema"
 //     slow {ms}: answers after ms milliseconds; fail: an isError result;
 //   - fake/echo: a result whose "line" is the request exactly as received;
 //   - fake/digest: the size and SHA-256 (hex) of the request as received;
-//   - notification fake/say {lines: [string]}: writes each string verbatim
-//     as a line, so a test can make the server send any bytes;
+//   - notification fake/say {lines: [string], junk: n}: writes each string
+//     verbatim as a line, so a test can make the server send any bytes,
+//     then a line of n junk bytes if n > 0, all in one write;
 //   - notification fake/stderr {lines: [string]}: writes them to stderr;
 //   - any other request: method not found.
 //
@@ -183,6 +184,22 @@ func (w *writer) line(s string) {
 	w.w.Flush()
 }
 
+// lines writes ls and then, if junk > 0, a line of junk bytes that is not
+// JSON, all in one write.
+func (w *writer) lines(ls []string, junk int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, l := range ls {
+		w.w.WriteString(l)
+		w.w.WriteByte('\n')
+	}
+	if junk > 0 {
+		w.w.WriteString(strings.Repeat("z", junk))
+		w.w.WriteByte('\n')
+	}
+	w.w.Flush()
+}
+
 func (w *writer) result(id json.RawMessage, result string) {
 	w.line(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + `}`)
 }
@@ -204,6 +221,7 @@ func handle(w *writer, line []byte) {
 		Name            string          `json:"name"`
 		Arguments       json.RawMessage `json:"arguments"`
 		Lines           []string        `json:"lines"`
+		Junk            int             `json:"junk"`
 	}
 	if method != "fake/digest" {
 		if params := gjson.GetBytes(line, "params"); params.Exists() {
@@ -213,9 +231,7 @@ func handle(w *writer, line []byte) {
 	if id == nil {
 		switch method {
 		case "fake/say":
-			for _, l := range p.Lines {
-				w.line(l)
-			}
+			w.lines(p.Lines, p.Junk)
 		case "fake/stderr":
 			for _, l := range p.Lines {
 				fmt.Fprintln(os.Stderr, l)
