@@ -176,3 +176,19 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeJSONString checks the string decoder against encoding/json.
+func FuzzDecodeJSONString(f *testing.F) {
+	for _, s := range []string{`"a"`, `"\n\t\"\\\/"`, `"\u00e9\ud83d\ude00"`, `"\ud800x"`, `"\udc00\ud800"`, `"\u0041\u2028"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, tok string) {
+		var want string
+		if json.Unmarshal([]byte(tok), &want) != nil || len(tok) < 2 || tok[0] != '"' || stringEnd([]byte(tok), 0) != len(tok)-1 {
+			return // not exactly one string token, as collect hands over
+		}
+		if got := decodeJSONString([]byte(tok)); got != want {
+			t.Fatalf("decode %q = %q, want %q", tok, got, want)
+		}
+	})
+}
