@@ -344,8 +344,7 @@ func (t *TraceStore) Stats(ctx context.Context) (TraceStats, error) {
 		st.Unqueued = len(unq)
 		return err
 	})
-	lsm, vlog := t.db.Size()
-	st.DiskBytes = lsm + vlog
+	st.DiskBytes = DirSize(t.dir)
 	return st, err
 }
 

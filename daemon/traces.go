@@ -95,6 +95,7 @@ type TraceOptions struct {
 // and never change, so reflection can cite them.
 type TraceStore struct {
 	db      *badger.DB
+	dir     string
 	logger  *slog.Logger
 	gap     time.Duration
 	now     func() time.Time
@@ -122,7 +123,7 @@ func OpenTraceStore(dir string, opt TraceOptions) (*TraceStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open trace store: %w", err)
 	}
-	return &TraceStore{db: db, logger: opt.Logger, gap: opt.IdleGap, now: opt.Now, started: opt.Now()}, nil
+	return &TraceStore{db: db, dir: dir, logger: opt.Logger, gap: opt.IdleGap, now: opt.Now, started: opt.Now()}, nil
 }
 
 // Close closes the store.
