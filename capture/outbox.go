@@ -42,6 +42,7 @@ const (
 	DefaultBatchSize    = 256
 	DefaultMaxHeld      = 10000
 	DefaultSyncInterval = 20 * time.Millisecond
+	DefaultDrainTimeout = 10 * time.Second // Close's final drain when ctx has no deadline
 
 	deliverTimeout = 30 * time.Second
 	maxBackoff     = 30 * time.Second
@@ -636,7 +637,15 @@ func (o *Outbox) exportRejected() error {
 // closes the database. An emptied outbox is removed; one with undelivered
 // steps stays for the next sidecar or the daemon (DrainOrphans). Steps
 // still held in memory are lost, and counted in Stats.Dropped.
+//
+// A ctx without a deadline gets DefaultDrainTimeout, so a daemon that is
+// down cannot hold a closing sidecar for ever.
 func (o *Outbox) Close(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultDrainTimeout)
+		defer cancel()
+	}
 	var err error
 	o.closeOnce.Do(func() {
 		close(o.draining)
