@@ -26,7 +26,10 @@ import (
 //
 // Hooks that rewrite a result receive the raw JSON of the "result" member and
 // return its replacement, or nil to keep it; the rest of the message (id,
-// _meta, unknown members) is kept byte for byte. A hook that needs the
+// _meta, unknown members) is kept byte for byte. A replacement that is not
+// valid JSON, or a hook that panics, leaves the result unchanged (and is
+// logged); line breaks in a replacement are compacted away, since a line
+// break ends a message on stdio. A hook that needs the
 // network should bound itself by ctx, which carries Conn.HookTimeout: the
 // response it holds back waits for it.
 type Hooks struct {
@@ -55,7 +58,10 @@ type Hooks struct {
 }
 
 // LocalHandler answers a request in the sidecar. It returns the JSON-RPC
-// result, or an error that is sent as a JSON-RPC error.
+// result, or an error that is sent as a JSON-RPC error. A handler that
+// panics or returns something that is not JSON gets an internal error
+// instead. ctx is cancelled when the agent cancels the request; the
+// handler's answer is then dropped.
 type LocalHandler func(ctx context.Context) (result json.RawMessage, err error)
 
 // Session describes one agent ↔ server conversation through the sidecar.
