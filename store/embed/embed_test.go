@@ -21,7 +21,7 @@ func TestLocal(t *testing.T) {
 	}
 	texts := []string{
 		"read_file failed with ENOENT: no such file",
-		"read_file fails with ENOENT, no such file",     // near-paraphrase
+		"read_file fails with ENOENT, no such file",        // near-paraphrase
 		"git push rejected: permission denied (publickey)", // unrelated
 		"读取文件失败：文件不存在",
 		"读取文件时失败，文件不存在",

@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
@@ -53,11 +52,37 @@ type index struct {
 	postings map[string][]posting
 	filters  map[filterKey][]int32
 	intern   map[string]int32
-	vecs     []float32 // dim per slot
-	codes    []uint64  // 2*words per slot: positive bits, then negative bits
+	// Vectors (dim float32 per slot) and their ternary codes (2*words
+	// uint64 per slot: positive bits, then negative bits) live in chunks
+	// of chunkSlots slots, so growing never copies the whole slab.
+	vecs  [][]float32
+	codes [][]uint64
 	live     int
 	dead     int
 	totalLen int64
+}
+
+const chunkSlots = 1024
+
+// vec returns slot's vector storage.
+func (x *index) vec(slot int32) []float32 {
+	off := int(slot%chunkSlots) * x.dim
+	return x.vecs[slot/chunkSlots][off : off+x.dim]
+}
+
+// code returns slot's ternary code storage.
+func (x *index) code(slot int32) []uint64 {
+	w := 2 * x.words
+	off := int(slot%chunkSlots) * w
+	return x.codes[slot/chunkSlots][off : off+w]
+}
+
+// grow makes room for slot.
+func (x *index) grow(slot int32) {
+	if int(slot/chunkSlots) >= len(x.vecs) {
+		x.vecs = append(x.vecs, make([]float32, chunkSlots*x.dim))
+		x.codes = append(x.codes, make([]uint64, chunkSlots*2*x.words))
+	}
 }
 
 type filterKey struct {
@@ -129,8 +154,7 @@ func (x *index) add(e *hindsight.Experience, embID string, terms []string) {
 		fk := filterKey{byte(f), v}
 		x.filters[fk] = append(x.filters[fk], slot)
 	}
-	x.vecs = append(x.vecs, make([]float32, x.dim)...)
-	x.codes = append(x.codes, make([]uint64, 2*x.words)...)
+	x.grow(slot)
 	if len(e.Vector) == x.dim && e.Embedder == embID {
 		d.hasVec = true
 		x.setVector(slot, e.Vector)
@@ -152,10 +176,10 @@ func (x *index) setMeta(d *doc) {
 // setVector stores v scaled to unit length, so that the inner product is
 // the cosine, and its ternary sign code.
 func (x *index) setVector(slot int32, v []float32) {
-	dst := x.vecs[int(slot)*x.dim : (int(slot)+1)*x.dim]
+	dst := x.vec(slot)
 	copy(dst, v)
 	normalize(dst)
-	code := x.codes[int(slot)*2*x.words : (int(slot)+1)*2*x.words]
+	code := x.code(slot)
 	clear(code)
 	for i, f := range dst {
 		switch {
@@ -172,7 +196,7 @@ func (x *index) vector(slot int32) []float32 {
 	if !x.docs[slot].hasVec {
 		return nil
 	}
-	return slices.Clone(x.vecs[int(slot)*x.dim : (int(slot)+1)*x.dim])
+	return slices.Clone(x.vec(slot))
 }
 
 // replaceMeta swaps the experience of a slot whose text and filter fields
@@ -210,7 +234,7 @@ func (x *index) compact(embID string) *index {
 		}
 		e := d.exp
 		if d.hasVec {
-			e.Vector = x.vecs[slot*x.dim : (slot+1)*x.dim]
+			e.Vector = x.vec(int32(slot))
 		}
 		nx.add(e, embID, terms)
 	}
@@ -288,9 +312,33 @@ type scratch struct {
 	dist    []uint16
 	terms   []string
 	top     []scored
+	hits    []int32
+	vtop    []scored
+	hist    []int
+	qcode   []uint64
 }
 
-var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+// scratchFree keeps query buffers between queries. Unlike a sync.Pool it
+// survives garbage collections, which matters: the buffers are sized to
+// the index (hundreds of KB at 100k experiences), and re-allocating them
+// per query would itself cause the collections that empty a pool.
+var scratchFree = make(chan *scratch, 8)
+
+func getScratch() *scratch {
+	select {
+	case sc := <-scratchFree:
+		return sc
+	default:
+		return new(scratch)
+	}
+}
+
+func putScratch(sc *scratch) {
+	select {
+	case scratchFree <- sc:
+	default:
+	}
+}
 
 // allow marks the slots of cand that pass f in sc.allowed.
 func (x *index) allow(sc *scratch, f *filter, cand []int32) []int32 {
@@ -321,7 +369,8 @@ func (x *index) bm25(sc *scratch, text string, n int) []scored {
 		sc.acc = make([]float32, len(x.docs))
 	}
 	acc := sc.acc[:len(x.docs)]
-	var hit []int32
+	hit := sc.hits[:0]
+	defer func() { sc.hits = hit[:0] }()
 	avgdl := float64(x.totalLen) / float64(max(x.live, 1))
 	slices.Sort(sc.terms)
 	terms := slices.Compact(sc.terms)
@@ -351,9 +400,8 @@ func (x *index) bm25(sc *scratch, text string, n int) []scored {
 		top = append(top, scored{s, acc[s]})
 		acc[s] = 0
 	}
-	top = selectTop(top, n)
-	sc.top = top
-	return slices.Clone(top)
+	sc.top = top[:0] // keep the big buffer for the next query
+	return slices.Clone(selectTop(top, n))
 }
 
 // selectTop returns the best n of all, best first (ties: lower slot, which
@@ -433,15 +481,15 @@ func (x *index) knn(sc *scratch, q []float32, ok []int32, n int) []scored {
 	if len(ok) > exactScan {
 		cand = x.preselect(sc, q, ok, rescore)
 	}
-	top := make([]scored, 0, len(cand))
+	top := sc.vtop[:0]
+	defer func() { sc.vtop = top[:0] }()
 	for _, s := range cand {
 		if !x.docs[s].hasVec {
 			continue
 		}
-		v := x.vecs[int(s)*x.dim : (int(s)+1)*x.dim]
-		top = append(top, scored{s, dot(q, v)})
+		top = append(top, scored{s, dot(q, x.vec(s))})
 	}
-	return selectTop(top, n)
+	return slices.Clone(selectTop(top, n))
 }
 
 // preselect picks about r of ok whose ternary codes are nearest to q's
@@ -449,7 +497,11 @@ func (x *index) knn(sc *scratch, q []float32, ok []int32, n int) []scored {
 // histogram of distances instead of sorting.
 func (x *index) preselect(sc *scratch, q []float32, ok []int32, r int) []int32 {
 	w := x.words
-	qc := make([]uint64, 2*w)
+	if cap(sc.qcode) < 2*w {
+		sc.qcode = make([]uint64, 2*w)
+	}
+	qc := sc.qcode[:2*w]
+	clear(qc)
 	for i, f := range q {
 		switch {
 		case f > 0:
@@ -462,13 +514,17 @@ func (x *index) preselect(sc *scratch, q []float32, ok []int32, r int) []int32 {
 		sc.dist = make([]uint16, len(ok))
 	}
 	dist := sc.dist[:len(ok)]
-	hist := make([]int, 2*x.dim+2)
+	if cap(sc.hist) < 2*x.dim+2 {
+		sc.hist = make([]int, 2*x.dim+2)
+	}
+	hist := sc.hist[:2*x.dim+2]
+	clear(hist)
 	for i, s := range ok {
 		if !x.docs[s].hasVec {
 			dist[i] = uint16(2*x.dim + 1)
 			continue
 		}
-		c := x.codes[int(s)*2*w : (int(s)+1)*2*w]
+		c := x.code(s)
 		d := 0
 		for k, v := range c {
 			d += bits.OnesCount64(v ^ qc[k])
@@ -483,10 +539,17 @@ func (x *index) preselect(sc *scratch, q []float32, ok []int32, r int) []int32 {
 			break
 		}
 	}
-	out := make([]int32, 0, sum)
+	// Everything nearer than the limit, then ties at the limit until r.
+	below := sum - hist[min(limit, len(hist)-1)]
+	room := max(r-below, 0)
+	out := make([]int32, 0, below+room)
 	for i, s := range ok {
-		if int(dist[i]) <= limit {
+		switch d := int(dist[i]); {
+		case d < limit:
 			out = append(out, s)
+		case d == limit && room > 0:
+			out = append(out, s)
+			room--
 		}
 	}
 	return out

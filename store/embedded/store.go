@@ -427,8 +427,8 @@ func (s *Store) search(q *hindsight.Query, qv []float32, use int) []hindsight.Sc
 	if f.empty() {
 		return nil
 	}
-	sc := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(sc)
+	sc := getScratch()
+	defer putScratch(sc)
 	ok := x.allow(sc, &f, x.candidates(&f))
 	if len(ok) == 0 {
 		return nil

@@ -19,6 +19,9 @@ import (
 
 // isCJK reports whether r belongs to a script written without spaces.
 func isCJK(r rune) bool {
+	if r < 0x2E80 { // below the CJK radicals: Latin, Cyrillic, Greek…
+		return false
+	}
 	switch r {
 	case 'ー', 'ｰ', '々', '〆':
 		return true
@@ -28,6 +31,9 @@ func isCJK(r rune) bool {
 }
 
 func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r)
 }
 

@@ -157,7 +157,7 @@ var servers = []server{
 			"repo acme/ml-models", "repo acme/cli", "repo acme/sdk-go"},
 		errors: []string{"403", "401", "404", "409", "422", "429"}},
 	{name: "shell", tools: []string{"run_command", "run_script"},
-		verbs: map[string][2]string{"run_command": {"running", "executing"}, "run_script": {"launching the script", "invoking"}},
+		verbs:   map[string][2]string{"run_command": {"running", "executing"}, "run_script": {"launching the script", "invoking"}},
 		verbsZh: map[string][2]string{"run_command": {"运行", "执行"}, "run_script": {"启动脚本", "调用"}},
 		objects: []string{"npm test", "go build ./...", "make release", "pytest -x", "docker compose up", "terraform plan",
 			"cargo clippy", "yarn lint", "bundle exec rspec", "gradle assemble"},
@@ -362,4 +362,24 @@ func readJSONL[T any](path string) ([]T, error) {
 		out = append(out, x)
 	}
 	return out, sc.Err()
+}
+
+// Synthetic returns n experiences drawn from the benchmark's vocabulary
+// (random servers, tools, errors, objects and projects; one in eight in
+// Chinese) and q queries paraphrasing some of them, for load and latency
+// benchmarks. It is deterministic for a given n and q.
+func Synthetic(n, q int) ([]hindsight.Experience, []Query) {
+	g := &gen{r: rand.New(rand.NewPCG(uint64(n), 7))}
+	var qs []Query
+	for i := range n {
+		srv := servers[g.r.IntN(len(servers))]
+		tool, code := g.pick(srv.tools), g.pick(srv.errors)
+		obj, proj := g.pick(srv.objects), g.pick(projects)
+		zh := i%8 == 7
+		idx := g.add(srv, tool, code, obj, proj, zh, "")
+		if len(qs) < q && i%max(n/q, 1) == 0 {
+			qs = append(qs, g.query(i, srv, tool, code, obj, proj, zh, g.exps[idx].ID))
+		}
+	}
+	return g.exps, qs
 }

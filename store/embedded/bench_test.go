@@ -1,0 +1,174 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
+)
+
+// loaded caches one store per size across benchmarks of a run.
+var loaded = map[int]*benchStore{}
+
+type benchStore struct {
+	s       *Store
+	qs      []benchset.Query
+	dir     string
+	ingest  time.Duration
+	heapMB  float64
+	rssMB   float64
+	reopen  time.Duration
+	heapAll float64
+}
+
+func loadStore(b *testing.B, n int) *benchStore {
+	if bs, ok := loaded[n]; ok {
+		return bs
+	}
+	b.Helper()
+	exps, qs := benchset.Synthetic(n, 500)
+	dir, err := os.MkdirTemp("", "hindsight-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := func() time.Time { return benchset.RefTime }
+	s, err := Open(dir, embed.NewLocal(0), Options{Now: now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	start := time.Now()
+	for i := range exps {
+		e := exps[i]
+		e.Version = 0
+		if err := s.Put(ctx, &e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ingest := time.Since(start)
+	exps = nil
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	// Measure a fresh daemon: reopen rebuilds the indexes from Badger.
+	runtime.GC()
+	start = time.Now()
+	s, err = Open(dir, embed.NewLocal(0), Options{Now: now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	reopen := time.Since(start)
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	bs := &benchStore{s: s, qs: qs, dir: dir, ingest: ingest, reopen: reopen,
+		heapMB: float64(ms.HeapAlloc) / (1 << 20), rssMB: rssMB()}
+	loaded[n] = bs
+	return bs
+}
+
+// rssMB reads the resident set size of this process (Linux).
+func rssMB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, bs := range loaded {
+		bs.s.Close()
+		os.RemoveAll(bs.dir)
+	}
+	os.Exit(code)
+}
+
+// BenchmarkSearch measures query latency on one namespace holding n
+// experiences: hybrid search without filters (the worst case: every
+// experience is a candidate) and with the tool and error-code filters the
+// sidecar sends. p50 and p99 are reported in microseconds.
+func BenchmarkSearch(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		for _, filtered := range []bool{false, true} {
+			name := fmt.Sprintf("n=%d/filters=%v", n, filtered)
+			b.Run(name, func(b *testing.B) {
+				bs := loadStore(b, n)
+				ctx := context.Background()
+				var lat []time.Duration
+				i := 0
+				b.ReportAllocs()
+				for b.Loop() {
+					bq := bs.qs[i%len(bs.qs)]
+					i++
+					q := hindsight.Query{Text: bq.Text, K: 3, NoHit: true}
+					if filtered {
+						q.Tool, q.ErrorCode = bq.Tool, bq.ErrorCode
+					}
+					start := time.Now()
+					if _, err := bs.s.Search(ctx, q); err != nil {
+						b.Fatal(err)
+					}
+					lat = append(lat, time.Since(start))
+				}
+				reportLatency(b, lat)
+				b.ReportMetric(bs.heapMB, "heap-MB")
+				b.ReportMetric(bs.rssMB, "rss-MB")
+				b.ReportMetric(float64(n)/bs.ingest.Seconds(), "ingest-exp/s")
+				b.ReportMetric(bs.reopen.Seconds(), "open-s")
+			})
+		}
+	}
+}
+
+func reportLatency(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		return float64(lat[min(int(p*float64(len(lat))), len(lat)-1)].Microseconds())
+	}
+	b.ReportMetric(pct(0.50), "p50-µs")
+	b.ReportMetric(pct(0.99), "p99-µs")
+}
+
+// BenchmarkPut measures ingest: one Put (embed, Badger transaction, index
+// update) per experience into a store that grows as it runs.
+func BenchmarkPut(b *testing.B) {
+	exps, _ := benchset.Synthetic(20_000, 0)
+	s, err := Open(b.TempDir(), embed.NewLocal(0), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		e := exps[i%len(exps)]
+		e.Version = 0
+		e.ID = fmt.Sprintf("put-%d", i)
+		i++
+		if err := s.Put(ctx, &e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "exp/s")
+}
