@@ -55,8 +55,8 @@ type index struct {
 	// Vectors (dim float32 per slot) and their ternary codes (2*words
 	// uint64 per slot: positive bits, then negative bits) live in chunks
 	// of chunkSlots slots, so growing never copies the whole slab.
-	vecs  [][]float32
-	codes [][]uint64
+	vecs     [][]float32
+	codes    [][]uint64
 	live     int
 	dead     int
 	totalLen int64
