@@ -79,6 +79,10 @@ type LLMConfig struct {
 	// endpoint answering 400 to a schema is detected and switched over once.
 	NoSchema bool
 
+	// Redactor scrubs the excerpts of model answers that go into log
+	// lines; without one, excerpts are left out.
+	Redactor Redactor
+
 	HTTPClient *http.Client
 	Logger     *slog.Logger
 	Metrics    *Metrics
@@ -231,7 +235,7 @@ func (l *LLM) Reflect(ctx context.Context, task *hindsight.Task) ([]hindsight.Ex
 	exps, err := ParseExperiences(answer)
 	if err != nil {
 		l.cfg.Metrics.llmError("malformed")
-		l.cfg.Logger.Warn("reflect: unreadable model answer", "task", task.ID, "err", err, "answer", truncate(answer, 200))
+		l.cfg.Logger.Warn("reflect: unreadable model answer", "task", task.ID, "err", err, "answer", l.scrub(truncate(answer, 200)))
 		return nil, fmt.Errorf("parse model answer: %w", err)
 	}
 	return exps, nil
@@ -315,8 +319,8 @@ func (l *LLM) complete(ctx context.Context, taskID, system, user string) (string
 	msg := resp.Choices[0].Message
 	if msg.Refusal != "" {
 		l.cfg.Metrics.llmError("refusal")
-		l.cfg.Logger.Warn("reflect: model refused", "task", taskID, "refusal", truncate(msg.Refusal, 200))
-		return "", fmt.Errorf("ask model: %w: %s", ErrRefused, truncate(msg.Refusal, 200))
+		l.cfg.Logger.Warn("reflect: model refused", "task", taskID, "refusal", l.scrub(truncate(msg.Refusal, 200)))
+		return "", fmt.Errorf("ask model: %w: %s", ErrRefused, l.scrub(truncate(msg.Refusal, 200)))
 	}
 	if strings.TrimSpace(msg.Content) == "" {
 		l.cfg.Metrics.llmError("empty")
@@ -324,6 +328,15 @@ func (l *LLM) complete(ctx context.Context, taskID, system, user string) (string
 		return "", fmt.Errorf("ask model: %w", ErrEmptyAnswer)
 	}
 	return msg.Content, nil
+}
+
+// scrub redacts model text bound for logs and errors.
+func (l *LLM) scrub(s string) string {
+	if l.cfg.Redactor == nil {
+		return fmt.Sprintf("(%d bytes)", len(s))
+	}
+	s, _ = l.cfg.Redactor.Redact(s)
+	return s
 }
 
 func (l *LLM) params(system, user string) openai.ChatCompletionNewParams {

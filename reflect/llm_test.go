@@ -150,12 +150,12 @@ func newHarness(t *testing.T, cfg LLMConfig, script ...reply) *harness {
 	if cfg.MaxRetryDelay == 0 {
 		cfg.MaxRetryDelay = 50 * time.Millisecond
 	}
-	cfg.Logger, cfg.Metrics = logger, h.metrics
-	llm, err := NewLLM(cfg)
+	red, err := capture.NewRedactor(capture.RedactorConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	red, err := capture.NewRedactor(capture.RedactorConfig{})
+	cfg.Logger, cfg.Metrics, cfg.Redactor = logger, h.metrics, RedactorFunc(red.RedactString)
+	llm, err := NewLLM(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,6 +300,7 @@ func TestLLMSecretEchoed(t *testing.T) {
 	const secret = "ghp_Zx81kq0LmN3vB7cR2tY5wP9sD4fG6hJ1kL0a"
 	h := newHarness(t, LLMConfig{}, reply{content: answer(
 		expWith("lesson", "Call login before list_orders, then pass token "+secret+" as the session; without it list_orders fails with 401."),
+		strings.Replace(expWith("lesson", "Low confidence, dropped, logged: token "+secret+" for list_orders."), `"confidence":0.9`, `"confidence":0.2`, 1),
 	)})
 	if e, err := h.run(t); err != nil || e.State != StateDone {
 		t.Fatalf("state %s, err %v", e.State, err)
@@ -307,6 +308,9 @@ func TestLLMSecretEchoed(t *testing.T) {
 	all := h.store.all()
 	if len(all) != 1 {
 		t.Fatalf("%d stored", len(all))
+	}
+	if !strings.Contains(h.logs.String(), "Low confidence, dropped") {
+		t.Errorf("the dropped candidate was not logged:\n%s", h.logs.String())
 	}
 	b, _ := json.Marshal(all[0])
 	if strings.Contains(string(b), secret) || strings.Contains(h.logs.String(), secret) {
@@ -335,6 +339,8 @@ func TestLLMFaults(t *testing.T) {
 		{"no choices", reply{raw: `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[]}`}, "no choices"},
 		{"not json at all", reply{raw: `<html>bad gateway</html>`}, "model request failed"},
 		{"bad request", reply{status: 400}, "model request failed"},
+		{"secret in prose", reply{content: "Use ghp_Zx81kq0LmN3vB7cR2tY5wP9sD4fG6hJ1kL0a and retry."}, "unreadable model answer"},
+		{"secret in refusal", reply{refusal: "I won't use ghp_Zx81kq0LmN3vB7cR2tY5wP9sD4fG6hJ1kL0a."}, "model refused"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -352,6 +358,10 @@ func TestLLMFaults(t *testing.T) {
 			}
 			if n := len(h.store.all()); n != 0 {
 				t.Errorf("%d experiences stored", n)
+			}
+			e, _ = h.queue.Entry(context.Background(), "task-login")
+			if strings.Contains(h.logs.String(), "ghp_Zx81") || strings.Contains(e.LastError, "ghp_Zx81") {
+				t.Errorf("secret in the log or the queue entry:\n%s\n%s", h.logs.String(), e.LastError)
 			}
 			if !strings.Contains(h.logs.String(), c.log) {
 				t.Errorf("log lacks %q:\n%s", c.log, h.logs.String())

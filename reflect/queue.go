@@ -323,7 +323,7 @@ func (q *Queue) RunNow(ctx context.Context, ids []string, pending bool, progress
 		if err := ctx.Err(); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
-		err := q.process(ctx, ctx, id)
+		err := q.process(ctx, ctx, id, true)
 		if errors.Is(err, ErrBudget) {
 			return errors.Join(append(errs, err)...)
 		}
@@ -435,7 +435,7 @@ func (q *Queue) work(loopCtx, workCtx context.Context) (time.Duration, error) {
 			}
 			continue
 		}
-		err := q.process(loopCtx, workCtx, e.TaskID)
+		err := q.process(loopCtx, workCtx, e.TaskID, false)
 		var be *BudgetError
 		if errors.As(err, &be) {
 			return be.Until.Sub(q.now()), nil
@@ -464,11 +464,23 @@ func isTaskError(err error) bool {
 
 // process reflects on one task and records the outcome. Cancellation and
 // an exhausted budget leave the task pending without counting an attempt.
-func (q *Queue) process(loopCtx, workCtx context.Context, id string) error {
+//
+// Unless force is set (RunNow), a task that is no longer due when its turn
+// comes (RunNow got to it first) is skipped.
+func (q *Queue) process(loopCtx, workCtx context.Context, id string, force bool) error {
 	q.procMu.Lock()
 	defer q.procMu.Unlock()
 	if err := loopCtx.Err(); err != nil {
 		return err
+	}
+	if !force {
+		e, err := q.Entry(loopCtx, id)
+		if err != nil {
+			return err
+		}
+		if e.State != StatePending || e.NextAttempt.After(q.now()) {
+			return nil
+		}
 	}
 	m := q.metrics()
 	q.running.Add(1)

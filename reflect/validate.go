@@ -49,13 +49,22 @@ func (v *Validator) Validate(task *hindsight.Task, cands []hindsight.Experience)
 		reason, detail := v.check(&c, task, steps, vocab)
 		if reason != "" {
 			v.Metrics.drop(reason)
-			v.logger().Debug("reflect: candidate dropped", "task", task.ID, "reason", reason, "detail", detail, "lesson", truncate(c.Lesson, 120))
+			v.logger().Debug("reflect: candidate dropped", "task", task.ID, "reason", reason, "detail", detail, "lesson", v.scrub(truncate(c.Lesson, 120)))
 			drops = append(drops, Drop{Reason: reason, Detail: detail, Experience: c})
 			continue
 		}
 		kept = append(kept, c)
 	}
 	return kept, drops
+}
+
+// scrub redacts text bound for a log line.
+func (v *Validator) scrub(s string) string {
+	if v.Redactor == nil {
+		return "(" + fmt.Sprint(len(s)) + " bytes)"
+	}
+	s, _ = v.Redactor.Redact(s)
+	return s
 }
 
 func (v *Validator) logger() *slog.Logger {
