@@ -3,7 +3,9 @@ package demo
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -124,5 +126,35 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+}
+
+// TestDemoCommand runs `hindsight demo --json` as a user would: no home,
+// no configuration; it leaves no temporary home and no daemon behind.
+func TestDemoCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the hindsight binary; skipped under -short")
+	}
+	exe := testbin.Hindsight(t)
+	cmd := exec.Command(exe, "demo", "--json")
+	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME=/nonexistent/should-not-be-used")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("hindsight demo --json: %v\n%s", err, stderr.String())
+	}
+	var res Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	if len(res.Runs) != 2 || res.Runs[0].Failures < 2 || res.Runs[1].Failures != 0 || !res.Runs[1].Done {
+		t.Errorf("runs %+v", res.Runs)
+	}
+	if res.Home == "" || strings.HasPrefix(res.Home, "/nonexistent") {
+		t.Errorf("home %q", res.Home)
+	}
+	if _, err := os.Stat(res.Home); !os.IsNotExist(err) {
+		t.Errorf("temporary home %s left behind (%v)", res.Home, err)
 	}
 }
