@@ -57,6 +57,8 @@ type Config struct {
 		Model          string `yaml:"model"`
 		EmbedModel     string `yaml:"embed_model"`
 		PromptTemplate string `yaml:"prompt_template"` // file; default: the built-in copy of configs/reflect-prompt.tmpl
+		CallsPerHour   int    `yaml:"calls_per_hour"`  // cap on reflection's LLM requests (default 120; negative: none)
+		TokensPerHour  int    `yaml:"tokens_per_hour"` // cap on reflection's LLM tokens (default 1,000,000; negative: none)
 	} `yaml:"llm"`
 	Inject struct {
 		Instructions   *bool `yaml:"instructions"`    // lessons in the initialize instructions (default true)

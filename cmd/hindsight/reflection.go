@@ -51,8 +51,9 @@ func newReflectionQueue(ctx context.Context, g *globals, traces *daemon.TraceSto
 		r, err := reflect.NewLLM(reflect.LLMConfig{
 			BaseURL: llm.BaseURL, APIKey: llm.APIKey, Model: llm.Model,
 			PromptTemplate: llm.PromptTemplate,
-			Redactor:       reflect.RedactorFunc(red.RedactString),
-			Logger:         logger, Metrics: metrics,
+			CallsPerHour:   llm.CallsPerHour, TokensPerHour: llm.TokensPerHour,
+			Redactor: reflect.RedactorFunc(red.RedactString),
+			Logger:   logger, Metrics: metrics,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("start reflection: %w", err)
