@@ -38,6 +38,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-openapi/strfmt"
 	"github.com/google/uuid"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/store"
@@ -67,6 +68,9 @@ type Config struct {
 	Timeout time.Duration
 	Rank    rank.Options
 	Logger  *slog.Logger
+	// Now returns the current time for ranking and the cold index (tests
+	// and benchmarks); nil means time.Now.
+	Now func() time.Time
 }
 
 // Store is the Weaviate experience store. It is safe for concurrent use.
@@ -80,6 +84,7 @@ type Store struct {
 	// stale is set when the collection holds vectors of another embedder:
 	// searches are lexical and writes refused until Reembed.
 	stale bool
+	now   func() time.Time
 
 	mu      sync.Mutex // serialises writes (version checks)
 	tmu     sync.Mutex
@@ -112,6 +117,10 @@ func Open(ctx context.Context, cfg Config, emb hindsight.Embedder) (*Store, erro
 	s := &Store{c: c, class: cfg.Class, opt: cfg.Rank, log: cfg.Logger, emb: emb, embID: store.EmbedderID(emb), tenants: map[string]bool{}}
 	if s.class == "" {
 		s.class = DefaultClass
+	}
+	s.now = cfg.Now
+	if s.now == nil {
+		s.now = time.Now
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -205,6 +214,11 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	if version < SchemaVersion && !s.stale {
+		// Re-read: the class update must carry the properties just added.
+		class, err = s.c.Schema().ClassGetter().WithClassName(s.class).Do(ctx)
+		if err != nil {
+			return fmt.Errorf("migrate collection %s: %w", s.class, err)
+		}
 		class.Description = s.description()
 		if err := s.c.Schema().ClassUpdater().WithClass(class).Do(ctx); err != nil {
 			return fmt.Errorf("migrate collection %s: %w", s.class, err)
@@ -361,7 +375,7 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	if err != nil {
 		return fmt.Errorf("put experience %q: %w", e.ID, err)
 	}
-	now := time.Now().UTC()
+	now := s.now().UTC()
 	n := *e
 	n.SourceSteps = slices.Clone(e.SourceSteps)
 	if old != nil {
@@ -490,7 +504,7 @@ func (s *Store) Search(ctx context.Context, q hindsight.Query) ([]hindsight.Scor
 	if !ok {
 		return nil, nil
 	}
-	now := time.Now()
+	now := s.now()
 	get := s.c.GraphQL().Get().WithClassName(s.class).WithTenant(Tenant(ns)).WithLimit(rank.Candidates).
 		WithFields(graphql.Field{Name: "doc"}, graphql.Field{Name: "_additional", Fields: []graphql.Field{
 			{Name: "id"}, {Name: "vector"}, {Name: "explainScore"}}})
@@ -681,3 +695,80 @@ func (s *Store) List(ctx context.Context, opt hindsight.ListOptions) ([]hindsigh
 
 // Close releases the client's connections.
 func (s *Store) Close() error { return nil }
+
+// Import writes experiences in batches of 100 (one request each) for
+// loading packs and benchmarks. Each is written as given — id (generated
+// when empty), version (1 when 0), timestamps (now when zero) — replacing
+// any stored experience with the same id without a version check; missing
+// vectors are embedded in batches.
+func (s *Store) Import(ctx context.Context, exps []*hindsight.Experience) error {
+	if s.stale {
+		return fmt.Errorf("import experiences: collection holds another embedder's vectors; re-embed first: %w", store.ErrDimension)
+	}
+	const batch = 100
+	now := s.now().UTC()
+	for i := 0; i < len(exps); i += batch {
+		part := exps[i:min(i+batch, len(exps))]
+		var texts []string
+		var need []int
+		for j, e := range part {
+			if e.Namespace == "" {
+				e.Namespace = hindsight.DefaultNamespace
+			}
+			if e.ID == "" {
+				e.ID = uuid.NewString()
+			}
+			if err := store.Validate(e); err != nil {
+				return fmt.Errorf("import experience %q: %w", e.ID, err)
+			}
+			if len(e.Vector) > 0 && (len(e.Vector) != s.emb.Dim() || (e.Embedder != "" && e.Embedder != s.embID)) {
+				return fmt.Errorf("import experience %q: %w", e.ID, store.ErrDimension)
+			}
+			if len(e.Vector) == 0 {
+				texts = append(texts, store.Text(e))
+				need = append(need, j)
+			}
+			if _, err := s.hasTenant(ctx, e.Namespace, true); err != nil {
+				return fmt.Errorf("import experiences: %w", err)
+			}
+		}
+		if len(texts) > 0 {
+			vs, err := s.emb.Embed(ctx, texts)
+			if err != nil {
+				return fmt.Errorf("import experiences: embed: %w", err)
+			}
+			for k, j := range need {
+				part[j].Vector = vs[k]
+			}
+		}
+		objs := make([]*models.Object, len(part))
+		for j, e := range part {
+			if e.Version == 0 {
+				e.Version = 1
+			}
+			if e.CreatedAt.IsZero() {
+				e.CreatedAt = now
+			}
+			if e.UpdatedAt.IsZero() {
+				e.UpdatedAt = now
+			}
+			e.Embedder = s.embID
+			props, err := encode(e)
+			if err != nil {
+				return fmt.Errorf("import experience %q: %w", e.ID, err)
+			}
+			objs[j] = &models.Object{Class: s.class, ID: strfmt.UUID(objectID(e.Namespace, e.ID)),
+				Tenant: Tenant(e.Namespace), Properties: props, Vector: e.Vector}
+		}
+		res, err := s.c.Batch().ObjectsBatcher().WithObjects(objs...).Do(ctx)
+		if err != nil {
+			return fmt.Errorf("import experiences: %w", err)
+		}
+		for _, r := range res {
+			if r.Result != nil && r.Result.Errors != nil && len(r.Result.Errors.Error) > 0 {
+				return fmt.Errorf("import experiences: object %s: %s", r.ID, r.Result.Errors.Error[0].Message)
+			}
+		}
+	}
+	return nil
+}
