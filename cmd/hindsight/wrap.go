@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -43,11 +44,16 @@ func runWrap(ctx context.Context, g *globals, args []string) error {
 	if *name == "" {
 		*name = filepath.Base(cmdline[0])
 	}
+	// Hindsight's own trouble must not cost the agent its server: without
+	// a log file the sidecar logs to stderr, and without capture and
+	// injection it still relays.
 	logger, closer, err := openLog(g.home, "wrap-"+logName(*name))
 	if err != nil {
-		return err
+		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		logger.Error("cannot open the log file; logging to stderr", "err", err)
+	} else {
+		defer closer.Close()
 	}
-	defer closer.Close()
 
 	// A broken stdout must surface as EPIPE, not kill the sidecar before it
 	// stops its child. (A caught signal, unlike an ignored one, is reset
@@ -64,22 +70,24 @@ func runWrap(ctx context.Context, g *globals, args []string) error {
 		defer stop()
 	}
 
+	var hooks *proxy.Hooks
 	sc, err := newSidecar(ctx, g, *name, "stdio", logger)
 	if err != nil {
-		logger.Error("start sidecar", "server", *name, "err", err)
-		return fmt.Errorf("start sidecar: %w", err)
+		logger.Error("cannot start capture and injection; relaying only", "server", *name, "err", err)
+	} else {
+		hooks = sc.Hooks
+		defer func() {
+			t := time.Now()
+			sc.Close()
+			logger.Info("sidecar closed", "server", *name, "took", time.Since(t).Round(time.Millisecond).String())
+		}()
 	}
-	defer func() {
-		t := time.Now()
-		sc.Close()
-		logger.Info("sidecar closed", "server", *name, "took", time.Since(t).Round(time.Millisecond).String())
-	}()
 
 	st := &proxy.Stdio{
 		Command:     cmdline[0],
 		Args:        cmdline[1:],
 		Server:      *name,
-		Hooks:       sc.Hooks,
+		Hooks:       hooks,
 		Logger:      logger,
 		GracePeriod: *grace,
 	}

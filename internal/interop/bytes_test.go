@@ -326,3 +326,25 @@ func TestWrapAgentGone(t *testing.T) {
 	}
 	waitGone(t, pid)
 }
+
+// TestWrapBrokenHome gives the sidecar a HINDSIGHT_HOME it cannot use: it
+// must still relay (logging to stderr), because Hindsight's trouble must
+// not cost the agent its server.
+func TestWrapBrokenHome(t *testing.T) {
+	skipShort(t)
+	notDir := filepath.Join(t.TempDir(), "file")
+	must(t, "write", os.WriteFile(notDir, nil, 0o600))
+	cmd := wrapped(t, "fake", append([]string{os.Args[0]}, fakeserver.Args("TestInteropFakeServer")...)...)
+	cmd.Env = append(cmd.Env, fakeserver.Vars(fakeserver.ModeMCP, "", "")...)
+	cmd.Env = append(cmd.Env, "HINDSIGHT_HOME="+notDir)
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || string(out) != `{"jsonrpc":"2.0","id":1,"result":{}}`+"\n" {
+		t.Fatalf("hindsight wrap with a broken home: %v, stdout %q, stderr:\n%s", err, out, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "logging to stderr") {
+		t.Errorf("stderr lacks the warning:\n%s", stderr.String())
+	}
+}
