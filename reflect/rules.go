@@ -26,19 +26,28 @@ type Rules struct{}
 // Reflect implements Reflector.
 func (Rules) Reflect(ctx context.Context, task *hindsight.Task) ([]hindsight.Experience, error) {
 	calls := toolCalls(task)
+	// nextOK[i] is the position of the next success of calls[i]'s tool.
+	nextOK := make([]int, len(calls))
+	seen := map[string]int{}
+	for i := len(calls) - 1; i >= 0; i-- {
+		c := calls[i]
+		nextOK[i] = -1
+		if j, ok := seen[c.Tool]; ok {
+			nextOK[i] = j
+		}
+		if !c.Failed() {
+			seen[c.Tool] = i
+		}
+	}
 	var out []hindsight.Experience
 	recovered := map[int]bool{} // step indices explained by a recovery lesson
 	for i := 0; i < len(calls); i++ {
 		f := calls[i]
-		if !f.Failed() || recovered[f.StepIndex] {
+		if !f.Failed() || recovered[f.StepIndex] || nextOK[i] < 0 {
 			continue
 		}
-		j := slices.IndexFunc(calls[i+1:], func(s *hindsight.Step) bool { return s.Tool == f.Tool && !s.Failed() })
-		if j < 0 {
-			continue
-		}
-		s := calls[i+1+j]
-		e, cited := recoveryLesson(calls[i:i+2+j], s)
+		s := calls[nextOK[i]]
+		e, cited := recoveryLesson(calls[i:nextOK[i]+1], s)
 		for _, c := range cited {
 			recovered[c] = true
 		}

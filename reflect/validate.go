@@ -218,6 +218,8 @@ var (
 	// inner capitals, numbers of three or more digits, date formats.
 	codeLike = regexp.MustCompile("`[^`]+`|\"[^\"]+\"|'[^']{2,}'|(^|\\s)/[\\w.-]+|\\b\\w+=\\S+|\\b[a-z]+_[a-z_]+\\b|\\b[a-z]+[A-Z]\\w*\\b|\\b\\d{3,}\\b|\\b[A-Z]{2,}[A-Z_]*\\b|\\b(YYYY|yyyy)[-/.]")
 	wordRe   = regexp.MustCompile(`[\pL\pN_./-]+`)
+	// commonAcronyms name nothing in particular.
+	commonAcronyms = map[string]bool{"API": true, "APIs": true, "JSON": true, "HTTP": true, "HTTPS": true, "URL": true, "ID": true, "IDs": true, "OK": true, "MCP": true, "LLM": true, "AI": true, "UI": true, "IMPORTANT": true, "ALWAYS": true, "NEVER": true, "NOTE": true}
 )
 
 // vague returns why lesson is too vague to store, or "" when it names
@@ -244,7 +246,11 @@ func (v *vocabulary) vague(lesson, tool string) string {
 	}
 	if m := codeLike.FindAllString(lesson, -1); len(m) > 0 {
 		for _, x := range m {
-			if !strings.EqualFold(strings.Trim(strings.TrimSpace(x), "`\"'"), tool) {
+			x = strings.Trim(strings.TrimSpace(x), "`\"'")
+			if commonAcronyms[x] {
+				continue
+			}
+			if !strings.EqualFold(x, tool) {
 				anchors++
 				ownToolOnly = false
 			}

@@ -48,6 +48,7 @@ func TestValidate(t *testing.T) {
 		{"be careful", with(func(e *hindsight.Experience) { e.Lesson = "Be careful when calling list_orders." }), DropVague},
 		{"double check", with(func(e *hindsight.Experience) { e.Lesson = "Always double-check your inputs before making calls." }), DropVague},
 		{"generic", with(func(e *hindsight.Experience) { e.Lesson = "Handle errors gracefully and try again later." }), DropVague},
+		{"acronyms only", with(func(e *hindsight.Experience) { e.Lesson = "Be careful with the API and check the JSON you send." }), DropVague},
 		{"too short", with(func(e *hindsight.Experience) { e.Lesson = "Login first." }), DropVague},
 		{"names argument", with(func(e *hindsight.Experience) { e.Lesson = "Pass status as one of open or closed to the orders tool." }), ""},
 		{"careful but concrete", with(func(e *hindsight.Experience) {
