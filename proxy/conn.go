@@ -63,11 +63,14 @@ func (c *Conn) logger() *slog.Logger {
 	return slog.Default()
 }
 
+// noHooks stands in for a nil Conn.Hooks; it is never modified.
+var noHooks Hooks
+
 func (c *Conn) hooks() *Hooks {
 	if c.Hooks != nil {
 		return c.Hooks
 	}
-	return &Hooks{}
+	return &noHooks
 }
 
 func (c *Conn) hookCtx() (context.Context, context.CancelFunc) {
