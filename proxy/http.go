@@ -192,6 +192,7 @@ func (h *HTTPHandler) newSession(ctx context.Context, transport string, hdr http
 		Logger:      h.logger(),
 		HookTimeout: h.HookTimeout,
 	}
+	s.announced = announce
 	up, err := h.Upstream.Dial(ctx, hdr, UpstreamSink{
 		Message: s.fromServer,
 		Closed: func(err error) {
@@ -210,8 +211,14 @@ func (h *HTTPHandler) newSession(ctx context.Context, transport string, hdr http
 		h.sessions[id] = s
 		h.mu.Unlock()
 	}
-	h.logger().Info("session opened", "session", id, "transport", transport)
+	h.logger().Log(ctx, s.logLevel(), "session opened", "session", id, "transport", transport)
 	return s, nil
+}
+
+// costlySessions reports whether an upstream session costs a process.
+func (h *HTTPHandler) costlySessions() bool {
+	_, ok := h.Upstream.(*CommandUpstream)
+	return ok
 }
 
 func (h *HTTPHandler) session(id string) *httpSession {
@@ -257,7 +264,7 @@ func (h *HTTPHandler) endSession(s *httpSession, reason string) {
 	}
 	h.mu.Unlock()
 	if s.end(reason) {
-		h.logger().Info("session ended", "session", s.id, "reason", reason)
+		h.logger().Log(context.Background(), s.logLevel(), "session ended", "session", s.id, "reason", reason)
 	}
 }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -23,6 +24,8 @@ type httpSession struct {
 	up        UpstreamSession
 	done      chan struct{} // closed when the session ended
 	endOnce   sync.Once
+	announced bool       // the agent knows its id (not a sessionless one)
+	serial    sync.Mutex // one request at a time in the shared sessionless session
 
 	mu         sync.Mutex
 	lastActive time.Time          // the agent's last request or stream end
@@ -41,6 +44,15 @@ type waiter struct {
 	stream bool            // an event stream: takes more than the answer
 	ch     chan []byte
 	quit   chan struct{} // closed when the stream is gone
+}
+
+// logLevel is the level of the session's lifecycle logs: sessionless
+// requests come and go with every call.
+func (s *httpSession) logLevel() slog.Level {
+	if s.announced {
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
 }
 
 // touch records the agent's activity.

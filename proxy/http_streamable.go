@@ -33,9 +33,20 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			w.Header().Set("Mcp-Session-Id", s.id)
 		}
+	case h.costlySessions():
+		// 2026-07-28 (server/discover and requests without a session) in
+		// front of a child: one shared child, one request at a time, so
+		// that equal ids of different agents cannot meet.
+		if s, err = h.shared(r.Context(), ForwardHeader(r.Header, h.AuthToken != "")); err == nil {
+			s.serial.Lock()
+			defer s.serial.Unlock()
+		}
 	default:
-		// 2026-07-28 (server/discover and requests without a session).
-		s, err = h.shared(r.Context(), ForwardHeader(r.Header, h.AuthToken != ""))
+		// 2026-07-28 in front of an HTTP server: a session of its own for
+		// this one request, which costs nothing upstream.
+		if s, err = h.newSession(r.Context(), TransportStreamable, ForwardHeader(r.Header, h.AuthToken != ""), false); err == nil {
+			defer h.endSession(s, "sessionless request answered")
+		}
 	}
 	if err != nil {
 		writeJSON(w, http.StatusOK, ErrorResponse(m.ID, CodeServerUnavailable, err.Error()))

@@ -94,12 +94,15 @@ func postMCP(t *testing.T, url, sid string, body []byte, hdr map[string]string) 
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return resp
 }
+
+// testClient turns a stuck exchange into a failure instead of a hang.
+var testClient = &http.Client{Timeout: 2 * time.Minute}
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 

@@ -1,0 +1,94 @@
+package proxy_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight/internal/fakeserver"
+	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/tidwall/gjson"
+)
+
+// commandSidecar serves an HTTPHandler in front of the fake stdio server
+// (this test binary re-executed) and returns its /mcp URL.
+func commandSidecar(t *testing.T) string {
+	t.Helper()
+	h := &proxy.HTTPHandler{
+		Upstream: &proxy.CommandUpstream{
+			Path: os.Args[0], Args: fakeserver.Args("TestStdioFakeServer"),
+			Env: fakeserver.Env(fakeserver.ModeMCP, "", ""), Server: "fake",
+			GracePeriod: 300 * time.Millisecond,
+			Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		},
+		Server: "fake",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { h.Close(); srv.Close() })
+	return srv.URL + "/mcp"
+}
+
+// answer posts body and returns the JSON-RPC response, from a JSON body or
+// the last event of a stream.
+func answer(t *testing.T, url, sid, body string) string {
+	t.Helper()
+	resp := postMCP(t, url, sid, []byte(body), nil)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	out := string(b)
+	if i := strings.LastIndex(out, "data: "); i >= 0 {
+		out = strings.TrimSpace(out[i+len("data: "):])
+	}
+	return out
+}
+
+// TestHTTPCommandSessionless sends sessionless requests of two agents that
+// use the same id at the same time through one child: each agent gets its
+// own answer.
+func TestHTTPCommandSessionless(t *testing.T) {
+	url := commandSidecar(t)
+	var wg sync.WaitGroup
+	var slow, fast string
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		slow = answer(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":300}}}`)
+	}()
+	go func() {
+		defer wg.Done()
+		time.Sleep(50 * time.Millisecond) // usually after the slow one
+		fast = answer(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"fast"}}}`)
+	}()
+	wg.Wait()
+	if gjson.Get(slow, "result.content.0.text").Str != "slow done" || gjson.Get(fast, "result.content.0.text").Str != "fast" {
+		t.Fatalf("answers crossed:\n slow call got %s\n echo call got %s", slow, fast)
+	}
+}
+
+// TestHTTPCommandCrash crashes the child under a session: the request in
+// flight gets an error naming the exit status, and the session goes on
+// with a new child.
+func TestHTTPCommandCrash(t *testing.T) {
+	url := commandSidecar(t)
+	sid := initialize(t, url, nil)
+	resp := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), nil)
+	resp.Body.Close()
+	got := answer(t, url, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"crash","arguments":{"status":3}}}`)
+	if msg := gjson.Get(got, "error.message").Str; gjson.Get(got, "id").Raw != "2" || !strings.Contains(msg, "exit status 3") {
+		t.Fatalf("crash: got %s; want an error for id 2 naming exit status 3", got)
+	}
+	got = answer(t, url, sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"again"}}}`)
+	if gjson.Get(got, "result.content.0.text").Str != "again" {
+		t.Fatalf("after the crash: %s", got)
+	}
+	if r := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","id":4,"method":"ping"}`), nil); r.StatusCode != http.StatusOK {
+		t.Fatalf("ping: %d", r.StatusCode)
+	}
+}
