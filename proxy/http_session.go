@@ -128,6 +128,14 @@ func (s *httpSession) addWaiter(id json.RawMessage, token string, stream bool) *
 	w := &waiter{id: id, token: token, stream: stream, ch: make(chan []byte, 64), quit: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if old := s.waiters[string(id)]; old != nil {
+		// The agent reused an id in flight: the answer can go to one
+		// request only; the other learns why at once.
+		select {
+		case old.ch <- ErrorResponse(old.id, CodeInvalidRequest, "request id "+string(id)+" reused while in flight"):
+		default:
+		}
+	}
 	s.waiters[string(id)] = w
 	if stream {
 		s.streams = append(s.streams, w)

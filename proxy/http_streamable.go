@@ -49,7 +49,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		writeJSON(w, http.StatusOK, ErrorResponse(m.ID, CodeServerUnavailable, err.Error()))
+		writeJSON(w, h.errorStatus(w, err), ErrorResponse(m.ID, CodeServerUnavailable, err.Error()))
 		return
 	}
 	out := s.post(w, r, body)
@@ -83,10 +83,13 @@ func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte) 
 	reply, err := s.up.Send(r.Context(), act.Forward, hdr)
 	if err != nil {
 		s.h.logger().Warn("upstream refused a message", "session", s.id, "method", m.Method, "err", err)
-		status := http.StatusBadGateway
-		var se *StatusError
-		if errors.As(err, &se) {
-			status = se.Code
+		status := s.h.errorStatus(w, err)
+		if status == http.StatusOK {
+			status = http.StatusBadGateway
+			var se *StatusError
+			if errors.As(err, &se) {
+				status = se.Code
+			}
 		}
 		writeJSON(w, status, ErrorResponse(nil, CodeServerUnavailable, err.Error()))
 		return nil
@@ -119,13 +122,28 @@ func (s *httpSession) request(w http.ResponseWriter, r *http.Request, m Message,
 		}
 		s.h.logger().Warn("upstream request failed", "session", s.id, "method", m.Method, "err", err)
 		out := s.conn.FromServer(ErrorResponse(m.ID, CodeServerUnavailable, err.Error()))
-		writeJSON(w, http.StatusOK, out)
+		writeJSON(w, s.h.errorStatus(w, err), out)
 		return out
 	}
 	if reply != nil {
 		return s.relayReply(w, r, m, reply)
 	}
 	return s.await(w, r, wt)
+}
+
+// errorStatus is the HTTP status of the JSON-RPC error that stands in for
+// an upstream failure: 200, except that an upstream's 401 or 403 reaches
+// an agent whose own credentials were forwarded as it was, with its
+// WWW-Authenticate challenge, so that the agent can authorize again.
+func (h *HTTPHandler) errorStatus(w http.ResponseWriter, err error) int {
+	var se *StatusError
+	if h.AuthToken != "" || !errors.As(err, &se) || (se.Code != http.StatusUnauthorized && se.Code != http.StatusForbidden) {
+		return http.StatusOK
+	}
+	for _, v := range se.Header.Values("WWW-Authenticate") {
+		w.Header().Add("WWW-Authenticate", v)
+	}
+	return se.Code
 }
 
 // relayReply passes the upstream's reply to a request on, as JSON or as an

@@ -414,3 +414,31 @@ func TestHTTPStreamsWithoutBuffering(t *testing.T) {
 		t.Fatalf("second event %q, want the response", line)
 	}
 }
+
+// TestHTTPUpstreamUnauthorized passes an upstream's 401 and its challenge
+// to an agent whose credentials were forwarded, so it can authorize again;
+// with the sidecar's own token, the agent's credentials are not in play and
+// it gets a JSON-RPC error.
+func TestHTTPUpstreamUnauthorized(t *testing.T) {
+	const challenge = `Bearer resource_metadata="https://up.example/.well-known/oauth-protected-resource"`
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", challenge)
+		http.Error(w, "token expired", http.StatusUnauthorized)
+	})
+	for _, token := range []string{"", "sidecar-token"} {
+		url := sidecar(t, up, func(h *proxy.HTTPHandler) { h.AuthToken = token })
+		resp := postMCP(t, url, "", []byte(initBody), map[string]string{"Authorization": "Bearer " + token})
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		wantStatus, wantChallenge := http.StatusUnauthorized, challenge
+		if token != "" {
+			wantStatus, wantChallenge = http.StatusOK, ""
+		}
+		if resp.StatusCode != wantStatus || resp.Header.Get("WWW-Authenticate") != wantChallenge {
+			t.Errorf("token %q: status %d, challenge %q; want %d, %q", token, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), wantStatus, wantChallenge)
+		}
+		if msg := gjson.GetBytes(body, "error.message").Str; !strings.Contains(msg, "upstream HTTP 401: token expired") {
+			t.Errorf("token %q: body %s", token, body)
+		}
+	}
+}

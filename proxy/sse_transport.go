@@ -14,7 +14,11 @@ func (h *HTTPHandler) sseOpen(w http.ResponseWriter, r *http.Request) {
 	s, err := h.newSession(r.Context(), TransportSSE, ForwardHeader(r.Header, h.AuthToken != ""), true)
 	if err != nil {
 		h.logger().Warn("open upstream session", "err", err)
-		http.Error(w, err.Error(), http.StatusBadGateway)
+		status := h.errorStatus(w, err)
+		if status == http.StatusOK {
+			status = http.StatusBadGateway
+		}
+		http.Error(w, err.Error(), status)
 		return
 	}
 	defer h.endSessionLater(s, "the agent closed its SSE stream")

@@ -87,7 +87,8 @@ func (r *Reply) Close() error {
 // StatusError is an HTTP error status from the upstream.
 type StatusError struct {
 	Code    int
-	Message string // the JSON-RPC error message or the start of the body
+	Message string      // the JSON-RPC error message or the start of the body
+	Header  http.Header // the upstream's response headers
 }
 
 func (e *StatusError) Error() string {
@@ -109,7 +110,7 @@ func statusError(resp *http.Response) *StatusError {
 	if msg == "" {
 		msg = http.StatusText(resp.StatusCode)
 	}
-	return &StatusError{Code: resp.StatusCode, Message: msg}
+	return &StatusError{Code: resp.StatusCode, Message: msg, Header: resp.Header}
 }
 
 // hopHeaders are dropped when a request is passed on (RFC 9110 §7.6.1),
