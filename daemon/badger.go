@@ -16,7 +16,8 @@ func badgerOptions(dir string, logger *slog.Logger) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{logger}).
 		WithSyncWrites(true).
-		WithMemTableSize(8 << 20).
+		WithMemTableSize(16 << 20).   // a transaction holds up to 15% of it
+		WithValueThreshold(16 << 10). // large steps go to the value log, so a batch fits a transaction
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(8).

@@ -170,27 +170,45 @@ func validID(s string) bool {
 }
 
 // Ingest stores steps, assigning each a task and a step index. Steps seen
-// before (same Source and Seq) are skipped. The batch is all or nothing.
+// before (same Source and Seq) are skipped, so a batch delivered again is
+// stored once. A batch is stored in one transaction, or, when too large
+// for one, in consecutive parts; a failure leaves whole parts stored, and
+// a redelivery completes the batch.
 func (t *TraceStore) Ingest(ctx context.Context, steps []hindsight.Step) (IngestResult, error) {
-	var res IngestResult
 	if err := ValidateSteps(steps); err != nil {
-		return res, fmt.Errorf("validate steps: %w: %w", ErrRejected, err)
+		return IngestResult{}, fmt.Errorf("validate steps: %w: %w", ErrRejected, err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.ingest(ctx, steps)
+}
+
+// ingest stores steps in one transaction, or halves them when they do not
+// fit in one. t.mu is held.
+func (t *TraceStore) ingest(ctx context.Context, steps []hindsight.Step) (IngestResult, error) {
+	res, err := t.ingestOnce(ctx, steps)
+	if !errors.Is(err, badger.ErrTxnTooBig) || len(steps) < 2 {
+		return res, err
+	}
+	h := len(steps) / 2
+	a, err := t.ingest(ctx, steps[:h])
+	if err != nil {
+		return a, err
+	}
+	b, err := t.ingest(ctx, steps[h:])
+	return IngestResult{Accepted: a.Accepted + b.Accepted, Duplicates: a.Duplicates + b.Duplicates}, err
+}
+
+func (t *TraceStore) ingestOnce(ctx context.Context, steps []hindsight.Step) (IngestResult, error) {
+	var res IngestResult
 	w := &ingestTxn{t: t, txn: t.db.NewTransaction(true), recs: map[string]*taskRec{}, latest: map[string]*taskRec{}, now: t.now()}
-	defer func() { w.txn.Discard() }()
+	defer w.txn.Discard()
 	for i := range steps {
 		if err := ctx.Err(); err != nil {
 			return IngestResult{}, err
 		}
 		s := steps[i] // a copy: the caller's slice is not changed
 		dup, err := w.add(&s)
-		if errors.Is(err, badger.ErrTxnTooBig) {
-			if err = w.commit(); err == nil {
-				dup, err = w.add(&s)
-			}
-		}
 		if err != nil {
 			return IngestResult{}, fmt.Errorf("ingest step %s/%d: %w", s.Source, s.Seq, err)
 		}
@@ -222,12 +240,7 @@ func (w *ingestTxn) commit() error {
 			return err
 		}
 	}
-	if err := w.txn.Commit(); err != nil {
-		return err
-	}
-	w.txn = w.t.db.NewTransaction(true)
-	w.recs, w.latest = map[string]*taskRec{}, map[string]*taskRec{}
-	return nil
+	return w.txn.Commit()
 }
 
 func (w *ingestTxn) rec(id string) (*taskRec, error) {

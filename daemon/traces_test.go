@@ -2,10 +2,12 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -429,5 +431,37 @@ func TestTaskNotFound(t *testing.T) {
 	}
 	if err := st.SetReflection(context.Background(), "nope", "done"); !errors.Is(err, hindsight.ErrNotFound) {
 		t.Fatalf("SetReflection(nope) = %v, want ErrNotFound", err)
+	}
+}
+
+func TestIngestBatchLargerThanATransaction(t *testing.T) {
+	st := openTestStore(t, t.TempDir(), &clock{now: t0})
+	defer st.Close()
+	big := json.RawMessage(`{"text":"` + strings.Repeat("y", 8<<10) + `"}`)
+	huge := json.RawMessage(`{"text":"` + strings.Repeat("z", 3<<20) + `"}`)
+	batch := make([]hindsight.Step, 1500)
+	for i := range batch {
+		batch[i] = stdio(step("big", uint64(i+1), time.Duration(i)*time.Millisecond), "s1", 100)
+		batch[i].Arguments, batch[i].Result, batch[i].Response = big, big, big
+	}
+	batch[700].Result = huge
+	res := ingest(t, st, batch...)
+	if res.Accepted != len(batch) {
+		t.Fatalf("accepted %d of %d", res.Accepted, len(batch))
+	}
+	if res := ingest(t, st, batch...); res.Duplicates != len(batch) {
+		t.Fatalf("redelivery: %+v", res)
+	}
+	p := placement(t, st)
+	task := p["big/1"][0]
+	for i := range batch {
+		got := p[fmt.Sprintf("big/%d", i+1)]
+		if got[0] != task || got[1] != i {
+			t.Fatalf("step %d placed at %v, want index %d of %v", i+1, got, i, task)
+		}
+	}
+	full, err := st.Task(context.Background(), task.(string))
+	if err != nil || full.StepCount != len(batch) || len(full.Steps[700].Result) != len(huge) {
+		t.Fatalf("task: %d steps, %v", full.StepCount, err)
 	}
 }
