@@ -17,6 +17,8 @@ import (
 	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // runDaemon runs the daemon in the foreground until SIGINT or SIGTERM.
@@ -79,7 +81,17 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 		}
 	}
 
+	// Metrics at GET /metrics on the socket: the daemon's own, the Go
+	// runtime's and the process's (RSS), and reflection's when it has them.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if c, ok := queue.(prometheus.Collector); ok {
+		if err := reg.Register(c); err != nil {
+			logger.Warn("register reflection metrics", "err", err)
+		}
+	}
 	srv := &daemon.Server{
+		Registry:  reg,
 		Traces:    traces,
 		Store:     store,
 		StoreName: backend,
