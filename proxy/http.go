@@ -205,6 +205,11 @@ func (h *HTTPHandler) newSession(ctx context.Context, transport string, hdr http
 	s.up = up
 	if announce {
 		h.mu.Lock()
+		if h.closed { // Close ran meanwhile and did not see this one
+			h.mu.Unlock()
+			s.end("the sidecar is shutting down")
+			return nil, errors.New("sidecar is shutting down")
+		}
 		if h.sessions == nil {
 			h.sessions = make(map[string]*httpSession)
 		}
@@ -253,15 +258,20 @@ func (h *HTTPHandler) shared(ctx context.Context, hdr http.Header) (*httpSession
 	return s, nil
 }
 
-// endSession forgets s, fails its pending requests and closes its upstream.
-func (h *HTTPHandler) endSession(s *httpSession, reason string) {
-	h.mu.Lock()
+// forget drops s from the handler's tables; h.mu is held.
+func (h *HTTPHandler) forget(s *httpSession) {
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
 	}
 	if h.sessionless == s {
 		h.sessionless = nil
 	}
+}
+
+// endSession forgets s, fails its pending requests and closes its upstream.
+func (h *HTTPHandler) endSession(s *httpSession, reason string) {
+	h.mu.Lock()
+	h.forget(s)
 	h.mu.Unlock()
 	if s.end(reason) {
 		h.logger().Log(context.Background(), s.logLevel(), "session ended", "session", s.id, "reason", reason)
@@ -272,12 +282,7 @@ func (h *HTTPHandler) endSession(s *httpSession, reason string) {
 // an upstream session can take a child's grace period. Close waits for it.
 func (h *HTTPHandler) endSessionLater(s *httpSession, reason string) {
 	h.mu.Lock()
-	if h.sessions[s.id] == s {
-		delete(h.sessions, s.id)
-	}
-	if h.sessionless == s {
-		h.sessionless = nil
-	}
+	h.forget(s)
 	if h.closed {
 		h.mu.Unlock()
 		h.endSession(s, reason) // Close is waiting for it anyway

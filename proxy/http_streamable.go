@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"net/http"
 	"time"
@@ -94,6 +95,10 @@ func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte) 
 		writeJSON(w, status, ErrorResponse(nil, CodeServerUnavailable, err.Error()))
 		return nil
 	}
+	if reply != nil && bytes.HasPrefix(bytes.TrimLeft(act.Forward, " \t\r\n"), []byte("[")) {
+		s.relayBatch(w, reply) // a batch (spec 2025-03-26): its answers come back here
+		return nil
+	}
 	if reply != nil { // not expected for a notification or response; pass on what it says
 		for {
 			msg, err := reply.Next()
@@ -106,6 +111,31 @@ func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	w.WriteHeader(http.StatusAccepted)
 	return nil
+}
+
+// relayBatch passes the upstream's reply to a batch on as it came.
+func (s *httpSession) relayBatch(w http.ResponseWriter, reply *Reply) {
+	defer reply.Close()
+	copyReplyHeader(w.Header(), reply.Header)
+	if !reply.Stream {
+		msg, err := reply.Next()
+		if err != nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		writeJSON(w, http.StatusOK, s.conn.FromServer(msg))
+		return
+	}
+	sw := startSSE(w)
+	for {
+		msg, err := reply.Next()
+		if err != nil {
+			return
+		}
+		if out := s.conn.FromServer(msg); out != nil && sw.Send("message", out) != nil {
+			return
+		}
+	}
 }
 
 // request forwards a request and answers the POST with the server's

@@ -442,3 +442,42 @@ func TestHTTPUpstreamUnauthorized(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPBatch relays a JSON-RPC batch (spec 2025-03-26) and its answer
+// unchanged on the same POST.
+func TestHTTPBatch(t *testing.T) {
+	const batch = `[{"jsonrpc":"2.0","id":5,"method":"ping"},{"jsonrpc":"2.0","id":6,"method":"tools/list"}]`
+	const answers = `[{"jsonrpc":"2.0","id":5,"result":{}},{"jsonrpc":"2.0","id":6,"result":{"tools":[]}}]`
+	rec := &recorder{answer: func(body []byte) (int, string, []byte) {
+		if gjson.GetBytes(body, "method").Str == "initialize" {
+			return 200, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+		}
+		return 200, "application/json", []byte(answers)
+	}}
+	rec2 := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			if bytes.HasPrefix(b, []byte("[")) { // a batch has no top-level id: answer it anyway
+				rec.mu.Lock()
+				rec.bodies = append(rec.bodies, b)
+				rec.mu.Unlock()
+				w.Header().Set("Content-Type", "application/json")
+				w.Write([]byte(answers))
+				return
+			}
+		}
+		rec.ServeHTTP(w, r)
+	})
+	url := sidecar(t, rec2, nil)
+	sid := initialize(t, url, nil)
+	resp := postMCP(t, url, sid, []byte(batch), nil)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if _, got := rec.last(); string(got) != batch {
+		t.Errorf("upstream got %s", got)
+	}
+	if resp.StatusCode != http.StatusOK || string(body) != answers {
+		t.Errorf("agent got %d %s; want %s", resp.StatusCode, body, answers)
+	}
+}
