@@ -494,7 +494,8 @@ func (s *Store) where(q *hindsight.Query, now time.Time) *filters.WhereBuilder {
 }
 
 // Search runs one hybrid query in q's namespace's tenant and ranks the
-// result with store/rank; hits are recorded unless q.NoHit.
+// result with store/rank; hits are recorded unless q.NoHit. Results carry
+// no vectors (fetching 100 of them costs more than the query); Get has them.
 func (s *Store) Search(ctx context.Context, q hindsight.Query) ([]hindsight.ScoredExperience, error) {
 	ns := rank.Namespace(q.Namespace)
 	ok, err := s.hasTenant(ctx, ns, false)
@@ -507,7 +508,7 @@ func (s *Store) Search(ctx context.Context, q hindsight.Query) ([]hindsight.Scor
 	now := s.now()
 	get := s.c.GraphQL().Get().WithClassName(s.class).WithTenant(Tenant(ns)).WithLimit(rank.Candidates).
 		WithFields(graphql.Field{Name: "doc"}, graphql.Field{Name: "_additional", Fields: []graphql.Field{
-			{Name: "id"}, {Name: "vector"}, {Name: "explainScore"}}})
+			{Name: "id"}, {Name: "explainScore"}}})
 	if w := s.where(&q, now); w != nil {
 		get = get.WithWhere(w)
 	}
@@ -608,7 +609,7 @@ var contribRE = regexp.MustCompile(`Result Set (\w+)[^\n]*?contributed ([0-9.eE+
 func ranks(explain string) (bm25, vector int) {
 	for _, m := range contribRE.FindAllStringSubmatch(explain, -1) {
 		c, err := strconv.ParseFloat(m[2], 64)
-		if err != nil || c <= 0 {
+		if err != nil || !(c > 0) || 0.5/c > 1e6 {
 			continue
 		}
 		r := int(math.Round(0.5/c)) - 60 + 1
