@@ -6,13 +6,16 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight/proxy"
 )
 
 // BenchmarkHTTPToolCall measures a tools/call round trip with a JSON reply
-// straight to an upstream and through the sidecar's handler, in one run.
+// straight to an upstream, through a plain reverse proxy (the floor for
+// any HTTP hop) and through the sidecar's handler, in one run.
 func BenchmarkHTTPToolCall(b *testing.B) {
 	result := []byte(`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"echo: hello"}]}}`)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -28,10 +31,10 @@ func BenchmarkHTTPToolCall(b *testing.B) {
 	defer func() { h.Close(); side.Close() }()
 
 	call := []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello"}}}`)
-	run := func(b *testing.B, url, sid string) {
+	run := func(b *testing.B, target, sid string) {
 		b.ReportAllocs()
 		for b.Loop() {
-			req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(call))
+			req, _ := http.NewRequest(http.MethodPost, target, bytes.NewReader(call))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
 			req.Header.Set("Mcp-Session-Id", sid)
@@ -43,7 +46,11 @@ func BenchmarkHTTPToolCall(b *testing.B) {
 			resp.Body.Close()
 		}
 	}
+	target, _ := url.Parse(up.URL)
+	rp := httptest.NewServer(httputil.NewSingleHostReverseProxy(target))
+	defer rp.Close()
 	b.Run("direct", func(b *testing.B) { run(b, up.URL, "s1") })
+	b.Run("reverseproxy", func(b *testing.B) { run(b, rp.URL, "s1") })
 	sid := func() string {
 		resp, err := http.Post(side.URL+"/mcp", "application/json", bytes.NewReader([]byte(initBody)))
 		if err != nil {
