@@ -90,13 +90,18 @@ func (h *HTTPHandler) maxBody() int64 {
 
 // ServeHTTP routes a request to the Streamable HTTP or the SSE transport.
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if origin := r.Header.Get("Origin"); origin != "" {
+		if !h.AllowRemote && !loopbackOrigin(origin) {
+			http.Error(w, "forbidden: Origin is not a loopback address", http.StatusForbidden)
+			return
+		}
+		if cors(w, r, origin) {
+			return
+		}
+	}
 	if !h.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="hindsight"`)
 		http.Error(w, "unauthorized: this sidecar wants its bearer token", http.StatusUnauthorized)
-		return
-	}
-	if !h.AllowRemote && !loopbackOrigin(r.Header.Get("Origin")) {
-		http.Error(w, "forbidden: Origin is not a loopback address", http.StatusForbidden)
 		return
 	}
 	switch r.URL.Path {
@@ -132,6 +137,26 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// cors lets a browser client (such as the MCP Inspector) from an allowed
+// origin use the sidecar, and answers its preflight requests; it reports
+// whether it answered the request.
+func cors(w http.ResponseWriter, r *http.Request, origin string) bool {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate")
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		return false
+	}
+	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+	if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
+		h.Set("Access-Control-Allow-Headers", req)
+	}
+	h.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+	return true
 }
 
 // authorized checks the agent's bearer token in constant time.

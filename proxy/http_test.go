@@ -481,3 +481,40 @@ func TestHTTPBatch(t *testing.T) {
 		t.Errorf("agent got %d %s; want %s", resp.StatusCode, body, answers)
 	}
 }
+
+// TestHTTPOrigin lets browser clients from loopback origins in (with CORS)
+// and keeps other origins out, as a guard against DNS rebinding.
+func TestHTTPOrigin(t *testing.T) {
+	url := sidecar(t, &recorder{}, func(h *proxy.HTTPHandler) { h.AuthToken = "tok" })
+	for _, tc := range []struct {
+		origin string
+		status int
+	}{
+		{"http://localhost:6274", http.StatusNoContent},
+		{"http://127.0.0.1:6274", http.StatusNoContent},
+		{"http://evil.example", http.StatusForbidden},
+		{"http://127.0.0.1.evil.example", http.StatusForbidden},
+	} {
+		req, _ := http.NewRequest(http.MethodOptions, url, nil)
+		req.Header.Set("Origin", tc.origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", "authorization, content-type, mcp-session-id")
+		resp, err := testClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("preflight from %s: status %d, want %d", tc.origin, resp.StatusCode, tc.status)
+		}
+		if tc.status == http.StatusNoContent && (resp.Header.Get("Access-Control-Allow-Origin") != tc.origin ||
+			!strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "mcp-session-id")) {
+			t.Errorf("preflight from %s: CORS headers %v", tc.origin, resp.Header)
+		}
+	}
+	resp := postMCP(t, url, "", []byte(initBody), map[string]string{"Origin": "http://localhost:6274", "Authorization": "Bearer tok"})
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") {
+		t.Errorf("POST from a loopback origin: %d %v", resp.StatusCode, resp.Header)
+	}
+}
