@@ -44,10 +44,18 @@ func Text(e *hindsight.Experience) string {
 	return b.String()
 }
 
-// Reembedder is implemented by stores that can recompute every vector with
-// a new embedder (after the configured embedder changed). progress, if not
-// nil, is called as vectors are written.
+// Reembedder is implemented by both backends. After the configured
+// embedder changed, NeedsReembed reports how many experiences hold vectors
+// of another embedder (they are found by text only meanwhile, and the
+// Weaviate backend refuses writes), and Reembed recomputes every vector
+// with emb. progress, if not nil, is called as batches are embedded (the
+// daemon shows a progress bar). A daemon does, at start:
+//
+//	if r, ok := st.(store.Reembedder); ok && r.NeedsReembed() > 0 {
+//		err = r.Reembed(ctx, emb, bar)
+//	}
 type Reembedder interface {
+	NeedsReembed() int
 	Reembed(ctx context.Context, emb hindsight.Embedder, progress func(done, total int)) error
 }
 

@@ -145,6 +145,29 @@ func TestMigrate(t *testing.T) {
 	if err := s2.Put(ctx, &hindsight.Experience{ID: "m2", Lesson: "x"}); !errors.Is(err, store.ErrDimension) {
 		t.Fatalf("put with a changed embedder: %v, want ErrDimension", err)
 	}
+	if n := s2.NeedsReembed(); n != 1 {
+		t.Fatalf("NeedsReembed = %d, want 1", n)
+	}
+	// Re-embedding rebuilds the collection for the new embedder and keeps
+	// the experience as it was.
+	var last int
+	if err := s2.Reembed(ctx, embed.NewLocal(256), func(done, total int) { last = done }); err != nil {
+		t.Fatal(err)
+	}
+	if last != 1 || s2.NeedsReembed() != 0 {
+		t.Fatalf("progress %d, still stale %d", last, s2.NeedsReembed())
+	}
+	g, err := s2.Get(ctx, "", "m1")
+	if err != nil || len(g.Vector) != 256 || g.Version != e.Version || g.Lesson != e.Lesson {
+		t.Fatalf("after re-embed: %+v %v", g, err)
+	}
+	res, err = s2.Search(ctx, hindsight.Query{Text: "read_file list the directory", NoHit: true, Explain: true})
+	if err != nil || len(res) != 1 || res[0].Explain.VectorRank != 1 {
+		t.Fatalf("search after re-embed: %+v %v", res, err)
+	}
+	if err := s2.Put(ctx, &hindsight.Experience{ID: "m2", Lesson: "x"}); err != nil {
+		t.Fatalf("put after re-embed: %v", err)
+	}
 }
 
 func TestTenantNames(t *testing.T) {

@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -92,6 +93,7 @@ type Store struct {
 }
 
 var _ hindsight.ExperienceStore = (*Store)(nil)
+var _ store.Reembedder = (*Store)(nil)
 
 // Open connects to Weaviate, creates or migrates the collection and
 // returns the store.
@@ -771,5 +773,90 @@ func (s *Store) Import(ctx context.Context, exps []*hindsight.Experience) error 
 			}
 		}
 	}
+	return nil
+}
+
+// NeedsReembed returns how many experiences hold vectors of another
+// embedder than the configured one (all of them, or none: a collection
+// has one embedder).
+func (s *Store) NeedsReembed() int {
+	if !s.stale {
+		return 0
+	}
+	all, err := s.List(context.Background(), hindsight.ListOptions{IncludeSuperseded: true, IncludeDeleted: true})
+	if err != nil {
+		return 1
+	}
+	return len(all)
+}
+
+// Reembed rebuilds the collection with emb's vectors: it reads every
+// experience, embeds them (progress is called after each batch), drops the
+// collection, creates it again for emb and writes them back. A Weaviate
+// collection's vector dimension cannot change in place. Meanwhile a copy
+// of every experience is kept in a 0600 JSONL file in the temporary
+// directory (logged); it is removed on success and names the way back
+// (hindsight experiences import) if the process dies half way.
+func (s *Store) Reembed(ctx context.Context, emb hindsight.Embedder, progress func(done, total int)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all, err := s.List(ctx, hindsight.ListOptions{IncludeSuperseded: true, IncludeDeleted: true})
+	if err != nil {
+		return fmt.Errorf("re-embed experiences: %w", err)
+	}
+	backup, err := os.CreateTemp("", "hindsight-reembed-*.jsonl")
+	if err != nil {
+		return fmt.Errorf("re-embed experiences: backup: %w", err)
+	}
+	enc := json.NewEncoder(backup)
+	for i := range all {
+		if err := enc.Encode(&all[i]); err != nil {
+			backup.Close()
+			return fmt.Errorf("re-embed experiences: backup: %w", err)
+		}
+	}
+	if err := backup.Close(); err != nil {
+		return fmt.Errorf("re-embed experiences: backup: %w", err)
+	}
+	s.log.Info("re-embedding weaviate collection; a copy of every experience is kept until done",
+		"collection", s.class, "count", len(all), "backup", backup.Name())
+	ptrs := make([]*hindsight.Experience, len(all))
+	newID := store.EmbedderID(emb)
+	const batch = 64
+	for i := 0; i < len(all); i += batch {
+		part := all[i:min(i+batch, len(all))]
+		texts := make([]string, len(part))
+		for j := range part {
+			texts[j] = store.Text(&part[j])
+		}
+		vs, err := emb.Embed(ctx, texts)
+		if err != nil {
+			return fmt.Errorf("re-embed experiences: %w", err)
+		}
+		for j := range part {
+			if len(vs[j]) != emb.Dim() {
+				return fmt.Errorf("re-embed experiences: %w", store.ErrDimension)
+			}
+			part[j].Vector, part[j].Embedder = vs[j], newID
+			ptrs[i+j] = &part[j]
+		}
+		if progress != nil {
+			progress(i+len(part), len(all))
+		}
+	}
+	if err := s.c.Schema().ClassDeleter().WithClassName(s.class).Do(ctx); err != nil {
+		return fmt.Errorf("re-embed experiences: drop collection: %w", err)
+	}
+	s.emb, s.embID, s.stale = emb, store.EmbedderID(emb), false
+	s.tmu.Lock()
+	clear(s.tenants)
+	s.tmu.Unlock()
+	if err := s.migrate(ctx); err != nil {
+		return fmt.Errorf("re-embed experiences (backup in %s): %w", backup.Name(), err)
+	}
+	if err := s.Import(ctx, ptrs); err != nil {
+		return fmt.Errorf("re-embed experiences (backup in %s): %w", backup.Name(), err)
+	}
+	os.Remove(backup.Name())
 	return nil
 }
