@@ -10,7 +10,7 @@
 // where RRF = Σ 1/(K + rank) over the BM25 and vector rankings it appears in
 // (K = 60), confidence = 0.95 + 0.05·c, recency = 0.95 + 0.05·2^(−age/half-life)
 // (age since UpdatedAt), evidence = 1 + 0.01·ln(1 + evidence count), hits =
-// 1 + 0.005·ln(1 + hit count), and cold = 1, or StaleWeight (0.9) when the
+// 1 + 0.005·ln(1 + hit count) (both counts capped at 100), and cold = 1, or StaleWeight (0.9) when the
 // experience has not been hit (or, never hit, created) for StaleAfter (90
 // days), or ColdWeight (0.8) once it is cold (ColdAfter, 180 days). Cold
 // experiences leave the hot index: searches skip them unless
@@ -19,8 +19,10 @@
 // RRF with K = 60 is flat: being first in both lists instead of second is
 // worth only 1.6%. The weights are therefore kept to a few percent each, so
 // that they reorder matches of about equal relevance (a confident, fresh,
-// proven lesson beats an unproven one a couple of ranks higher) but never
-// bury the clearly best match; only staleness weighs more. The retrieval
+// proven lesson beats an unproven one a few ranks higher) but never bury
+// the clearly best match: a hot experience first in both lists stays ahead
+// of anything below tenth in both, whatever their metadata. Only
+// staleness weighs more. The retrieval
 // benchmark (store/testdata/retrieval) lost a third of its hit@1 with
 // weights ten times larger.
 package rank
@@ -155,8 +157,8 @@ func (o Options) Score(c Candidate, now time.Time, explain bool) (float64, *hind
 		age = 0
 	}
 	recW := 0.95 + 0.05*math.Exp2(-float64(age)/float64(hl))
-	evW := 1 + 0.01*math.Log1p(float64(max(e.EvidenceCount, 0)))
-	hitW := 1 + 0.005*math.Log1p(float64(max(e.HitCount, 0)))
+	evW := 1 + 0.01*math.Log1p(float64(min(max(e.EvidenceCount, 0), 100)))
+	hitW := 1 + 0.005*math.Log1p(float64(min(max(e.HitCount, 0), 100)))
 	coldW := 1.0
 	switch idle := now.Sub(LastActive(e)); {
 	case idle >= o.ColdAfter:
