@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,6 +57,7 @@ func Run(t *testing.T, b Backend) {
 		{"Restart", testRestart},
 		{"DimensionMixingRefused", testDimension},
 		{"FindSimilar", testFindSimilar},
+		{"Concurrent", testConcurrent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, b) })
@@ -601,5 +604,62 @@ func testFindSimilar(t *testing.T, b Backend) {
 	unrelated := exp("u", "render", "E1", "render charts with the svg backend for long documents")
 	if got, err := store.FindSimilar(ctx, s, b.Embedder, unrelated, 0); err != nil || len(got) != 0 {
 		t.Fatalf("FindSimilar(unrelated) = %v, %v", got, err)
+	}
+}
+
+// testConcurrent writes, updates and searches from several goroutines; run
+// with -race. Every write lands, and concurrent updates of one experience
+// either succeed with consecutive versions or fail with ErrConflict.
+func testConcurrent(t *testing.T, b Backend) {
+	s := open(t, b)
+	ctx := context.Background()
+	shared := exp("shared", "fetch", "429", "back off when rate limited")
+	put(t, s, shared)
+	const workers, each = 4, 5
+	var wg sync.WaitGroup
+	var okUpdates atomic.Int32
+	errs := make(chan error, workers*each*3)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				e := exp(fmt.Sprintf("w%d-%d", w, i), "read_file", "ENOENT", fmt.Sprintf("lesson %d of worker %d", i, w))
+				if err := s.Put(ctx, e); err != nil {
+					errs <- err
+				}
+				if _, err := s.Search(ctx, hindsight.Query{Text: "lesson worker read_file", K: 3}); err != nil {
+					errs <- err
+				}
+				g, err := s.Get(ctx, "", "shared")
+				if err != nil {
+					errs <- err
+					continue
+				}
+				g.Vector = nil
+				g.Confidence = float64(w) / 10
+				switch err := s.Put(ctx, g); {
+				case err == nil:
+					okUpdates.Add(1)
+				case !errors.Is(err, hindsight.ErrConflict):
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	all, err := s.List(ctx, hindsight.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != workers*each+1 {
+		t.Fatalf("List = %d experiences, want %d", len(all), workers*each+1)
+	}
+	if g := get(t, s, "", "shared"); g.Version != 1+int(okUpdates.Load()) {
+		t.Fatalf("shared version %d after %d successful updates", g.Version, okUpdates.Load())
 	}
 }
