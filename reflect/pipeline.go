@@ -23,6 +23,10 @@ type Pipeline struct {
 	Validator  *Validator
 	Merger     *Merger
 	Logger     *slog.Logger
+	// Helped, when set, names the experiences that were shown during task
+	// and helped it succeed (inject.Helped); their hit counts rise once the
+	// task is reflected (Credit). nil: reflection counts no hits.
+	Helped func(task *hindsight.Task) []string
 }
 
 // Outcome is what reflecting on one task produced.
@@ -65,6 +69,23 @@ func (p *Pipeline) Process(ctx context.Context, task *hindsight.Task) (*Outcome,
 	}
 	p.logger().Info("reflect: task done", "task", task.ID, "candidates", out.Candidates, "dropped", len(out.Dropped), "stored", len(out.Merged))
 	return out, nil
+}
+
+// Credit raises the hit counts of the experiences that helped task
+// succeed (Helped). The queue calls it once per task, after the first
+// successful reflection, so re-reflecting a task does not count twice.
+func (p *Pipeline) Credit(ctx context.Context, task *hindsight.Task) error {
+	if p.Helped == nil || p.Merger == nil || p.Merger.Store == nil {
+		return nil
+	}
+	ids := p.Helped(task)
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := p.Merger.Store.RecordHits(ctx, p.Merger.namespace(), ids, task.EndedAt); err != nil {
+		return fmt.Errorf("record hits of task %s: %w", task.ID, err)
+	}
+	return nil
 }
 
 func (p *Pipeline) logger() *slog.Logger {

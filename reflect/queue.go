@@ -48,6 +48,7 @@ type Entry struct {
 	NextAttempt time.Time `json:"next_attempt,omitzero"`
 	LastError   string    `json:"last_error,omitempty"`
 	Experiences []string  `json:"experiences,omitempty"` // ids stored or reinforced
+	Credited    bool      `json:"credited,omitempty"`    // the lessons that helped the task got their hits
 }
 
 // QueueStats is what `hindsight status` shows of reflection.
@@ -450,6 +451,21 @@ func (q *Queue) work(loopCtx, workCtx context.Context) (time.Duration, error) {
 	return next.Sub(q.now()), nil
 }
 
+// credit gives the lessons that helped task their hits, unless an earlier
+// reflection of the task already did. It reports whether the task's hits
+// are now counted. A failure is logged, not retried: the lessons are
+// stored, and a lost hit only lowers a rank.
+func (q *Queue) credit(ctx context.Context, task *hindsight.Task) bool {
+	if e, err := q.Entry(ctx, task.ID); err == nil && e.Credited {
+		return true
+	}
+	if err := q.Pipeline.Credit(ctx, task); err != nil {
+		q.logger().Warn("reflect: credit lessons", "task", task.ID, "err", err)
+		return false
+	}
+	return true
+}
+
 // taskError marks an error that concerns one task and is already recorded
 // on its entry, as opposed to an error of the queue itself.
 type taskError struct{ err error }
@@ -487,8 +503,12 @@ func (q *Queue) process(loopCtx, workCtx context.Context, id string, force bool)
 	defer q.running.Add(-1)
 	task, err := q.Source.Task(workCtx, id)
 	var out *Outcome
+	credited := false
 	if err == nil {
 		out, err = q.Pipeline.Process(workCtx, task)
+		if err == nil {
+			credited = q.credit(workCtx, task)
+		}
 	} else {
 		err = fmt.Errorf("load task %s: %w", id, err)
 	}
@@ -519,6 +539,7 @@ func (q *Queue) process(loopCtx, workCtx context.Context, id string, force bool)
 		e.UpdatedAt = now
 		if err == nil {
 			e.State, e.LastError, e.NextAttempt = StateDone, "", time.Time{}
+			e.Credited = e.Credited || credited
 			e.Experiences = nil
 			for _, r := range out.Merged {
 				if r.Outcome != DropStale {

@@ -11,6 +11,7 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/inject"
 	"github.com/hindsight-proxy/hindsight/reflect"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -39,6 +40,7 @@ func newReflectionQueue(ctx context.Context, g *globals, traces *daemon.TraceSto
 		Validator: &reflect.Validator{Redactor: reflect.RedactorFunc(red.RedactString), Metrics: metrics, Logger: logger},
 		Merger:    &reflect.Merger{Store: store, Namespace: g.config.Store.Namespace, Metrics: metrics, Logger: logger},
 		Logger:    logger,
+		Helped:    inject.Helped,
 	}
 	if e, ok := store.(interface{ Embedder() hindsight.Embedder }); ok {
 		p.Merger.Embedder = e.Embedder()

@@ -50,6 +50,25 @@ type Result struct {
 	Reflection string                 `json:"reflection"` // "rule-based" or "llm"
 	Runs       []*Run                 `json:"runs"`
 	Learned    []hindsight.Experience `json:"learned"`
+	// Credited are the experiences whose hit count rose because run 2,
+	// which was shown them, succeeded.
+	Credited []hindsight.Experience `json:"credited"`
+}
+
+// credit lists the experiences that reflection on the last run credited
+// with a hit.
+func credit(ctx context.Context, client *daemon.Client, res *Result, out io.Writer) error {
+	all, err := client.Experiences(ctx, hindsight.ListOptions{Server: ServerName})
+	if err != nil {
+		return fmt.Errorf("list experiences: %w", err)
+	}
+	for _, e := range all {
+		if e.HitCount > 0 {
+			res.Credited = append(res.Credited, e)
+		}
+	}
+	fmt.Fprintf(out, "\nRun 2 succeeded with %d lesson(s) it was shown; their hit counts rose.\n", len(res.Credited))
+	return nil
 }
 
 // Demo runs the learning demo: it makes sure a daemon runs for opt.Home
@@ -93,13 +112,18 @@ func Demo(ctx context.Context, opt Options) (*Result, error) {
 		if err := awaitFinal(ctx, client, run, opt.FinalWait); err != nil {
 			return res, err
 		}
-		if i > 0 {
-			break
-		}
-		fmt.Fprintf(out, "\nThe session ended and task %s is final; Hindsight reflects on it…\n", run.TaskID)
 		if err := client.Reflect(ctx, []string{run.TaskID}, false, nil); err != nil {
 			return res, fmt.Errorf("reflect on %s: %w", run.TaskID, err)
 		}
+		if i > 0 {
+			// Reflecting on the successful run credits the lessons it was
+			// shown: their hit counts rise.
+			if err := credit(ctx, client, res, out); err != nil {
+				return res, err
+			}
+			break
+		}
+		fmt.Fprintf(out, "\nThe session ended and task %s is final; Hindsight reflected on it.\n", run.TaskID)
 		if st, err := client.Status(ctx); err == nil && st.Reflection != nil && st.Reflection.LLMCallsLastHour > 0 {
 			res.Reflection = "llm"
 		}

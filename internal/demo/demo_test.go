@@ -113,6 +113,16 @@ func TestDemo(t *testing.T) {
 	if r2.TokensInjected <= r1.TokensInjected || r2.TokensInjected > 1000 {
 		t.Errorf("tokens injected: run 1 %d, run 2 %d", r1.TokensInjected, r2.TokensInjected)
 	}
+	// Every lesson run 2 was shown helped a task that succeeded: reflection
+	// on run 2 credits each with a hit, and nothing else.
+	if len(res.Credited) != len(res.Learned) {
+		t.Errorf("credited %d of the %d lessons run 2 was shown", len(res.Credited), len(res.Learned))
+	}
+	for _, e := range res.Credited {
+		if e.HitCount != 1 || e.LastHitAt == nil {
+			t.Errorf("experience %s: hit count %d, last hit %v; want 1 and a time", e.ID, e.HitCount, e.LastHitAt)
+		}
+	}
 	asked := 0
 	for _, s := range r2.Steps {
 		if s.Tool == "query_hindsight" {
