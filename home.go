@@ -22,7 +22,9 @@ func DefaultHome() Home {
 }
 
 // Path joins elem to the home directory.
-func (h Home) Path(elem ...string) string { return filepath.Join(append([]string{string(h)}, elem...)...) }
+func (h Home) Path(elem ...string) string {
+	return filepath.Join(append([]string{string(h)}, elem...)...)
+}
 
 // Socket is the daemon's Unix socket (mode 0600).
 func (h Home) Socket() string { return h.Path("hindsight.sock") }
