@@ -519,18 +519,29 @@ func (x *index) preselect(sc *scratch, q []float32, ok []int32, r int) []int32 {
 	}
 	hist := sc.hist[:2*x.dim+2]
 	clear(hist)
-	for i, s := range ok {
-		if !x.docs[s].hasVec {
-			dist[i] = uint16(2*x.dim + 1)
-			continue
+	// Experiences without a vector have an all-zero code; knn skips them
+	// after pre-selection.
+	if 2*w == 16 { // 512 dimensions: fixed-size arrays, no bounds checks
+		q16 := (*[16]uint64)(qc)
+		for i, s := range ok {
+			c := (*[16]uint64)(x.code(s))
+			d := 0
+			for k := range 16 {
+				d += bits.OnesCount64(c[k] ^ q16[k])
+			}
+			dist[i] = uint16(d)
+			hist[d]++
 		}
-		c := x.code(s)
-		d := 0
-		for k, v := range c {
-			d += bits.OnesCount64(v ^ qc[k])
+	} else {
+		for i, s := range ok {
+			c := x.code(s)
+			d := 0
+			for k, v := range c {
+				d += bits.OnesCount64(v ^ qc[k])
+			}
+			dist[i] = uint16(d)
+			hist[d]++
 		}
-		dist[i] = uint16(d)
-		hist[d]++
 	}
 	limit, sum := 0, 0
 	for limit = 0; limit < len(hist)-1; limit++ {
