@@ -213,7 +213,7 @@ func propagateJSON(out []byte, n int, seen found) ([]byte, int) {
 	if len(seen) == 0 {
 		return out, n
 	}
-	s, extra := string(out), 0
+	s := string(out)
 	for _, sec := range seen.sorted() {
 		ph := Placeholder(seen[sec])
 		forms := []string{sec}
@@ -221,16 +221,18 @@ func propagateJSON(out []byte, n int, seen found) ([]byte, int) {
 			forms = append(forms, e, escapeJSON(e))
 		}
 		for _, form := range forms {
-			if c := strings.Count(s, form); c > 0 {
-				s = strings.ReplaceAll(s, form, ph)
-				extra += c
+			c := strings.Count(s, form)
+			if c == 0 {
+				continue
+			}
+			// A replacement that would break the JSON (a "secret" that
+			// spans a quote or an escape) is skipped, not the others.
+			if next := strings.ReplaceAll(s, form, ph); json.Valid([]byte(next)) {
+				s, n = next, n+c
 			}
 		}
 	}
-	if extra == 0 || !json.Valid([]byte(s)) {
-		return out, n
-	}
-	return []byte(s), n + extra
+	return []byte(s), n
 }
 
 func escapeJSON(s string) string {

@@ -86,6 +86,30 @@ func TestRedactCorpus(t *testing.T) {
 	}
 }
 
+// TestRedactCorpusEchoed sends each corpus message the way an echo tool
+// sees it: as a JSON string argument, and back inside result text after a
+// prefix (text holding escaped JSON, not JSON).
+func TestRedactCorpusEchoed(t *testing.T) {
+	r := testRedactor(t)
+	for _, c := range loadCorpus(t) {
+		msg, _ := json.Marshal(string(c.Message))
+		req := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"message":` + string(msg) + `}}}`
+		text, _ := json.Marshal("Echo: " + string(c.Message))
+		resp := `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":` + string(text) + `}]}}`
+		for _, in := range []string{req, resp} {
+			out, _ := r.Redact([]byte(in))
+			if !json.Valid(out) {
+				t.Fatalf("%s: invalid JSON", c.Name)
+			}
+			for _, s := range c.MustNotContain {
+				if strings.Contains(string(out), s) {
+					t.Errorf("%s: secret %.10s… survived", c.Name, s)
+				}
+			}
+		}
+	}
+}
+
 func jsonEscaped(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
@@ -125,6 +149,8 @@ func TestRedactPlaceholders(t *testing.T) {
 			`{"tools":[{"name":"login","inputSchema":{"type":"object","properties":{"password":{"type":"string","description":"the user's password"}}}}]}`, 0},
 		{"env reference kept", `{"text":"const apiKey = process.env.API_KEY; password=$DB_PASSWORD"}`,
 			`{"text":"const apiKey = process.env.API_KEY; password=$DB_PASSWORD"}`, 0},
+		{"escaped json in text", `{"text":"log: {\\\"password\\\": \\\"hunter22\\\"}"}`,
+			`{"text":"log: {\\\"password\\\": \\\"[REDACTED:key:password]\\\"}"}`, 1},
 		{"max tokens untouched", `{"max_tokens":100,"input_tokens":7}`, `{"max_tokens":100,"input_tokens":7}`, 0},
 		{"empty value", `{"password":""}`, `{"password":""}`, 0},
 	}

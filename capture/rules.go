@@ -112,12 +112,12 @@ var builtinText = []textRule{
 		// user:password@ in URLs (database DSNs, git remotes, proxies).
 		id:       "url-password",
 		keywords: []string{"://"},
-		re:       regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@"'<>]*:([^\s/@"'<>]+)@`),
+		re:       regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@"'<>\\]*:([^\s/@"'<>\\]+)@`),
 	},
 	{
 		id:       "authorization",
 		keywords: []string{"authorization"},
-		re:       regexp.MustCompile(`(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|token|basic|digest|apikey|sso-key|dpop)\s+)?([^\s"',;]{6,})`),
+		re:       regexp.MustCompile(`(?i)\b(?:proxy-)?authorization(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?(?:(?:bearer|token|basic|digest|apikey|sso-key|dpop)\s+)?([^\s"',;\\]{6,})`),
 	},
 	{
 		id:       "bearer",
@@ -133,20 +133,20 @@ var builtinText = []textRule{
 	{
 		id:       "key:cookie",
 		keywords: []string{"cookie"},
-		re:       regexp.MustCompile(`(?i)\b(?:set-)?cookie["']?\s*:\s*["']?([^\r\n"']{4,})`),
+		re:       regexp.MustCompile(`(?i)\b(?:set-)?cookie(?:\\*["'])?\s*:\s*(?:\\*["'])?([^\r\n"'\\]{4,})`),
 		parts:    cookieValues,
 	},
 	{
 		// ADO/ODBC connection strings: ";Pwd=…;".
 		id:       "key:password",
 		keywords: []string{"pwd"},
-		re:       regexp.MustCompile(`(?i)(?:^|[;\s])pwd\s*=\s*([^;"'\s]+)`),
+		re:       regexp.MustCompile(`(?i)(?:^|[;\s])pwd\s*=\s*([^;"'\s\\]+)`),
 	},
 	{
 		// key=value and "key": "value" in text, with a sensitive key.
 		id:         "key:secret",
 		keywords:   []string{"pass", "secret", "token", "key", "auth", "session"},
-		re:         regexp.MustCompile(`(?i)(password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|session[_-]?id|auth)\b["']?\s*[:=]\s*["']?([^\s"'&,;<>{}\[\]]{3,})`),
+		re:         regexp.MustCompile(`(?i)(password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|session[_-]?id|auth)\b(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?([^\s"'&,;<>{}\[\]\\]{3,})`),
 		keyGroup:   1,
 		valueGroup: 2,
 		check:      func(key, v string) bool { return !notSensitive[normalizeKey(key)] && !isReference(v) },
