@@ -285,3 +285,60 @@ func TestDaemonIdleGapFromConfig(t *testing.T) {
 		t.Fatalf("daemon did not log the configured gap:\n%s", daemonLog(home))
 	}
 }
+
+// TestDaemonEndsWithItsHome: a daemon whose home is deleted (a test's
+// TempDir removed) shuts down by itself, and a SIGTERM ends one whose home
+// is gone even with unflushed data, which Badger cannot write any more.
+func TestDaemonEndsWithItsHome(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sigterm bool
+	}{
+		{"unattended", false},
+		{"sigterm", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := shortTempDir(t)
+			home := hindsight.Home(filepath.Join(dir, "home"))
+			p, c := startDaemon(t, home)
+			steps := make([]hindsight.Step, 0, 50)
+			for i := range 50 {
+				steps = append(steps, stdio(step("gone", uint64(i+1), time.Duration(i)*time.Second), "s1", 100))
+			}
+			if err := c.Deliver(context.Background(), steps); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.RemoveAll(string(home)); err != nil {
+				t.Fatal(err)
+			}
+			if tc.sigterm {
+				if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The watch looks every 2 s; Badger's close is bounded.
+			if err := p.wait(t, 20*time.Second); err != nil {
+				t.Fatalf("daemon exit: %v\n%s", err, p.stderr)
+			}
+		})
+	}
+}
+
+// TestDaemonEndsWhenItsSocketIsReplaced: another daemon's socket at the
+// same path (its home recreated) makes the old daemon leave.
+func TestDaemonEndsWhenItsSocketIsReplaced(t *testing.T) {
+	home := hindsight.Home(shortTempDir(t))
+	p, _ := startDaemon(t, home)
+	if err := os.Remove(home.Socket()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(home.Socket(), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.wait(t, 20*time.Second); err != nil {
+		t.Fatalf("daemon exit: %v\n%s", err, p.stderr)
+	}
+	if _, err := os.Stat(home.Socket()); err != nil {
+		t.Fatalf("the daemon removed a socket file that is not its own: %v", err)
+	}
+}

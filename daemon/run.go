@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -102,7 +103,115 @@ func Listen(home hindsight.Home, l *Lock) (net.Listener, error) {
 		ln.Close()
 		return nil, fmt.Errorf("chmod socket: %w", err)
 	}
-	return ln, nil
+	id, err := fileID(path)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("stat socket: %w", err)
+	}
+	ul := ln.(*net.UnixListener)
+	// Close removes the file only while it is still this one: a daemon
+	// whose home was recreated must not take the new daemon's socket.
+	ul.SetUnlinkOnClose(false)
+	return &socketListener{UnixListener: ul, path: path, id: id}, nil
+}
+
+// ErrSocketGone reports that a daemon's socket file was removed or replaced:
+// its home was deleted (a test's temporary directory, say) or another
+// daemon listens there now. The daemon then has nothing left to serve.
+var ErrSocketGone = errors.New("the daemon's socket is gone")
+
+// socketListener is the daemon's Unix listener, which knows its socket
+// file by device and inode.
+type socketListener struct {
+	*net.UnixListener
+	path string
+	id   [2]uint64
+
+	closeOnce sync.Once
+	closeErr  error
+	mu        sync.Mutex
+	closed    bool
+	lost      error // what gone said when the listener closed
+}
+
+// Close stops listening and removes the socket file if it is still this
+// listener's.
+func (l *socketListener) Close() error {
+	l.closeOnce.Do(func() {
+		l.closeErr = l.UnixListener.Close()
+		lost := l.gone()
+		if lost == nil {
+			_ = os.Remove(l.path)
+		}
+		l.mu.Lock()
+		l.closed, l.lost = true, lost
+		l.mu.Unlock()
+	})
+	return l.closeErr
+}
+
+// gone returns nil while the listener's socket file is in place, else an
+// error wrapping ErrSocketGone that says what happened to it. After Close
+// it answers as of the close.
+func (l *socketListener) gone() error {
+	l.mu.Lock()
+	closed, lost := l.closed, l.lost
+	l.mu.Unlock()
+	if closed {
+		return lost
+	}
+	id, err := fileID(l.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%w: %s was removed", ErrSocketGone, l.path)
+	case err != nil:
+		return fmt.Errorf("%w: stat %s: %w", ErrSocketGone, l.path, err)
+	case id != l.id:
+		return fmt.Errorf("%w: %s was replaced", ErrSocketGone, l.path)
+	}
+	return nil
+}
+
+func fileID(path string) ([2]uint64, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return [2]uint64{}, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	return [2]uint64{uint64(st.Dev), st.Ino}, nil
+}
+
+// SocketGone returns nil while ln (from Listen) still owns its socket
+// file, else an error wrapping ErrSocketGone; once ln is closed it answers
+// as of the close. It returns nil for other listeners.
+func SocketGone(ln net.Listener) error {
+	if l, ok := ln.(*socketListener); ok {
+		return l.gone()
+	}
+	return nil
+}
+
+// SocketCheckInterval is how often WatchSocket looks at the socket file.
+const SocketCheckInterval = 2 * time.Second
+
+// WatchSocket waits until ctx is done (it then returns nil) or until ln's
+// socket file is removed or replaced (it returns why, wrapping
+// ErrSocketGone), looking every interval (0: SocketCheckInterval).
+func WatchSocket(ctx context.Context, ln net.Listener, interval time.Duration) error {
+	if interval <= 0 {
+		interval = SocketCheckInterval
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if err := SocketGone(ln); err != nil {
+			return err
+		}
+	}
 }
 
 // StartTimeout bounds how long EnsureRunning waits for a daemon it started

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -37,6 +38,8 @@ func runDaemon(ctx context.Context, g *globals, args []string) error {
 	}
 	defer closer.Close()
 	slog.SetDefault(logger) // libraries that log to the default logger
+	stopWatchdog := shutdownWatchdog(ctx, logger, shutdownLimit)
+	defer stopWatchdog()
 	err = serveDaemon(ctx, g, logger)
 	if err != nil {
 		logger.Error("daemon stopped", "err", err)
@@ -53,12 +56,18 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 	// Everything the daemon writes (Badger files, the socket) is private.
 	syscall.Umask(0o077)
 
+	// What the daemon opened, closed last first when it stops (see
+	// shutdown: a home that is gone skips them).
+	var closers []namedCloser
+	var ln net.Listener
+	defer func() { shutdown(ln, closers, logger) }()
+
 	traces, err := daemon.OpenTraceStore(filepath.Join(g.home.DaemonData(), "traces"),
 		daemon.TraceOptions{IdleGap: g.config.Daemon.IdleGap, Logger: logger})
 	if err != nil {
 		return err
 	}
-	defer traces.Close()
+	closers = append(closers, namedCloser{"trace store", traces})
 
 	store, backend, err := openExperienceStore(ctx, g, logger)
 	if err != nil {
@@ -67,7 +76,7 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 		logger.Error("experience store unavailable", "backend", backend, "err", err)
 	}
 	if store != nil {
-		defer store.Close()
+		closers = append(closers, namedCloser{"experience store", store})
 	}
 
 	var queue daemon.ReflectionQueue
@@ -77,7 +86,7 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 			logger.Error("reflection unavailable", "err", err)
 		} else {
 			queue = q
-			defer closer.Close()
+			closers = append(closers, namedCloser{"reflection queue", closer})
 		}
 	}
 
@@ -102,17 +111,92 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 		Logger:    logger,
 		Drain:     func(ctx context.Context) { drainLoop(ctx, g.home, traces, logger) },
 	}
-	ln, err := daemon.Listen(g.home, lock)
+	ln, err = daemon.Listen(g.home, lock)
 	if err != nil {
 		return err
 	}
+	// A daemon does not outlive its home: when its socket file disappears
+	// (the home was deleted) or another daemon's replaces it, it stops.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go func() {
+		if err := daemon.WatchSocket(ctx, ln, 0); err != nil {
+			logger.Warn("stopping: the daemon's home is gone", "err", err)
+			stop(err)
+		}
+	}()
 	logger.Info("daemon started", "socket", g.home.Socket(), "idle_gap", traces.IdleGap().String(), "store", backend)
 	// For a person running it in a terminal (stderr is /dev/null when a
 	// sidecar started it).
 	fmt.Fprintf(os.Stderr, "hindsight daemon: listening on %s (log: %s)\n", g.home.Socket(), g.home.Path("logs", "daemon.log"))
 	err = srv.Serve(ctx, ln)
-	logger.Info("daemon stopping")
+	logger.Info("daemon stopping", "reason", context.Cause(ctx))
 	return err
+}
+
+// namedCloser is something the daemon closes when it stops.
+type namedCloser struct {
+	name string
+	c    io.Closer
+}
+
+// closeTimeout bounds closing one store when the daemon stops. Badger
+// retries a failed memtable flush for ever (a full disk, a deleted
+// directory); the write-ahead log keeps what the flush would have written.
+const closeTimeout = 10 * time.Second
+
+// shutdownLimit bounds the daemon's whole shutdown after SIGTERM or SIGINT.
+const shutdownLimit = 30 * time.Second
+
+// shutdown stops listening and closes the stores, last opened first, each
+// within closeTimeout; once one does not close in time the rest are left
+// to the process's exit (closing a store under a queue still running
+// would be worse). When the daemon's home is gone nothing is closed:
+// Badger could not flush into deleted directories and would wait for ever.
+func shutdown(ln net.Listener, closers []namedCloser, logger *slog.Logger) {
+	if ln != nil {
+		if err := daemon.SocketGone(ln); err != nil {
+			logger.Warn("home is gone; leaving without closing the stores", "err", err)
+			ln.Close()
+			return
+		}
+		ln.Close()
+	}
+	for i := len(closers) - 1; i >= 0; i-- {
+		c := closers[i]
+		done := make(chan error, 1)
+		go func() { done <- c.c.Close() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				logger.Warn("close "+c.name, "err", err)
+			}
+		case <-time.After(closeTimeout):
+			logger.Error("close "+c.name+": no answer; leaving without closing the rest", "timeout", closeTimeout.String())
+			return
+		}
+	}
+}
+
+// shutdownWatchdog ends the process when it has not finished limit after
+// ctx is done (a signal): SIGTERM always ends the daemon. The returned func
+// disarms it.
+func shutdownWatchdog(ctx context.Context, logger *slog.Logger, limit time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		select {
+		case <-done:
+		case <-time.After(limit):
+			logger.Error("shutdown did not finish in time; exiting", "limit", limit.String())
+			os.Exit(1)
+		}
+	}()
+	return func() { close(done) }
 }
 
 // openExperienceStore opens the configured experience store: embedded (the
