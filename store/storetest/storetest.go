@@ -271,6 +271,7 @@ func testSearchFilters(t *testing.T, b Backend) {
 		{name: "unknown tool", q: hindsight.Query{Text: q, Tool: "nope", K: 10}},
 		{name: "unknown namespace", q: hindsight.Query{Text: q, Namespace: "nobody", K: 10}},
 		{name: "k", q: hindsight.Query{Text: "directory", K: 1}},
+		{name: "no text, filtered", q: hindsight.Query{Server: "http", K: 10}, want: []string{"c5", "c6"}, top: "c6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := search(t, s, tc.q)
