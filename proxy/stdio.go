@@ -581,13 +581,33 @@ func (r *relay) reap(ch *child, stopping bool) {
 	}{{ch.outDone, ch.stdout}, {ch.errDone, ch.stderr}} {
 		if !waitFor(c.done, time.Second) {
 			c.f.Close() // someone outside the group holds the pipe open
-			<-c.done
+			if !waitFor(c.done, r.grace) {
+				// Stuck writing to an agent that does not read.
+				r.log.Warn("the agent is not reading; not waiting for the server's last output", "server", r.name)
+			}
 		}
 	}
 	ch.stdin.Close()
 	ch.stdout.Close()
 	ch.stderr.Close()
+	if !stopping {
+		r.settle(ch, false)
+		return
+	}
+	// A stopping sidecar answers what it can, but does not hang on an
+	// agent that stopped reading.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.settle(ch, true)
+	}()
+	if !waitFor(done, r.grace) {
+		r.log.Warn("the agent is not reading; stopping without answering its pending requests", "server", r.name)
+	}
+}
 
+// settle forgets ch and answers the agent's requests it left unanswered.
+func (r *relay) settle(ch *child, stopping bool) {
 	// Every agent request not answered yet, sent or held, is failed now;
 	// held messages are dropped with them, and the agent's next messages
 	// wait for the next child.

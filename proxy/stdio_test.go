@@ -553,3 +553,22 @@ func TestStdioCrashWhileHeld(t *testing.T) {
 		t.Fatalf("request 5 answered %d times: %q", n5, answers)
 	}
 }
+
+// TestStdioAgentNotReading stops a sidecar whose agent never reads its
+// output: Run must still return.
+func TestStdioAgentNotReading(t *testing.T) {
+	st, logs, _, _ := fakeStdio(t, fakeserver.ModeMCP)
+	inR, inW := io.Pipe()
+	_, outW := io.Pipe() // nobody reads: every write blocks
+	done := make(chan error, 1)
+	go func() { done <- st.Run(context.Background(), inR, outW) }()
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000}}}`+"\n")
+	inW.Close()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Run did not return with an agent that does not read:\n%s", logs)
+	}
+	outW.Close()
+}
