@@ -127,20 +127,31 @@ func FindSimilar(ctx context.Context, s hindsight.ExperienceStore, emb hindsight
 	if err != nil {
 		return nil, fmt.Errorf("find similar: %w", err)
 	}
+	// Backends may return results without vectors (Weaviate does): embed
+	// those in one call.
+	var texts []string
+	var missing []int
+	for i := range cands {
+		if len(cands[i].Vector) != len(vec) {
+			texts = append(texts, Text(&cands[i].Experience))
+			missing = append(missing, i)
+		}
+	}
+	if len(texts) > 0 {
+		vs, err := emb.Embed(ctx, texts)
+		if err != nil {
+			return nil, fmt.Errorf("find similar: %w", err)
+		}
+		for k, i := range missing {
+			cands[i].Vector = vs[k]
+		}
+	}
 	var out []hindsight.ScoredExperience
 	for _, c := range cands {
 		if c.ID == e.ID {
 			continue
 		}
-		cv := c.Vector
-		if len(cv) != len(vec) {
-			vs, err := emb.Embed(ctx, []string{Text(&c.Experience)})
-			if err != nil {
-				return nil, fmt.Errorf("find similar: %w", err)
-			}
-			cv = vs[0]
-		}
-		if sim := Cosine(vec, cv); sim >= threshold {
+		if sim := Cosine(vec, c.Vector); sim >= threshold {
 			c.Score = sim
 			c.Explain = nil
 			out = append(out, c)
