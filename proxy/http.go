@@ -61,6 +61,13 @@ type HTTPHandler struct {
 	// for this long (an agent that left without DELETE); its upstream
 	// session, or child, goes with it. 0: DefaultIdleTimeout; <0: never.
 	IdleTimeout time.Duration
+	// SessionEnded, when set, is called once for each agent session (one
+	// the agent was given an Mcp-Session-Id or legacy SSE stream for)
+	// after it ended: deleted by the agent, expired by IdleTimeout, closed
+	// by the upstream, or ended by Close. It runs after the session's
+	// upstream is closed; Close waits for it. It should not take long.
+	// Sessionless (2026-07-28) requests do not call it.
+	SessionEnded func(s *Session)
 
 	mu          sync.Mutex
 	sessions    map[string]*httpSession
@@ -300,6 +307,9 @@ func (h *HTTPHandler) endSession(s *httpSession, reason string) {
 	h.mu.Unlock()
 	if s.end(reason) {
 		h.logger().Log(context.Background(), s.logLevel(), "session ended", "session", s.id, "reason", reason)
+		if s.announced && h.SessionEnded != nil {
+			h.SessionEnded(s.conn.Session)
+		}
 	}
 }
 

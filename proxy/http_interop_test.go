@@ -130,6 +130,13 @@ func startServeProc(t *testing.T, cfg string, args ...string) (string, *proc) {
 	t.Cleanup(func() { reapDaemons(t, home) })
 	all := append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)
 	p := startProcess(t, []string{"HINDSIGHT_HOME=" + home}, bin, all...)
+	return awaitListening(t, p), p
+}
+
+// awaitListening waits for `hindsight serve` to report its address and
+// returns its base URL; its stderr goes to the test log.
+func awaitListening(t *testing.T, p *proc) string {
+	t.Helper()
 	stderr := p.stderr
 	lines := make(chan string, 16)
 	go func() {
@@ -155,7 +162,7 @@ func startServeProc(t *testing.T, cfg string, args ...string) (string, *proc) {
 						t.Log("serve:", l)
 					}
 				}()
-				return "http://" + m[1], p
+				return "http://" + m[1]
 			}
 			t.Log("serve:", l)
 		case <-timeout:

@@ -138,6 +138,9 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	h := &proxy.HTTPHandler{
 		Upstream: up, Server: o.name, Hooks: sc.Hooks, Logger: logger,
 		TaskID: os.Getenv("HINDSIGHT_TASK_ID"), AuthToken: o.authToken, AllowRemote: o.allowRemote,
+		// A session's end makes its task final at once, not after the
+		// idle gap.
+		SessionEnded: func(s *proxy.Session) { sc.EndSession(context.Background(), s.ID) },
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {

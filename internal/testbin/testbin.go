@@ -4,12 +4,18 @@
 package testbin
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 var (
@@ -64,4 +70,62 @@ func NPM(t testing.TB, name string) string {
 		t.Fatalf("node is not on PATH: %v", err)
 	}
 	return p
+}
+
+// StopDaemon registers a cleanup that stops the daemon of home, if one runs
+// when the test ends: it reads the pid from home's lock file, checks that
+// the process is a hindsight daemon, sends SIGTERM and, if it is still
+// there after 10 s, SIGKILL. Call it right after creating home (cleanups
+// run last first, so the daemon stops before home is removed).
+func StopDaemon(t testing.TB, home string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if err := stopDaemon(home, 10*time.Second); err != nil {
+			t.Errorf("stop the daemon of %s: %v", home, err)
+		}
+	})
+}
+
+// stopDaemon stops the daemon whose lock is in home, waiting up to grace
+// after SIGTERM.
+func stopDaemon(home string, grace time.Duration) error {
+	b, err := os.ReadFile(filepath.Join(home, "daemon.lock"))
+	if err != nil {
+		return nil // no daemon ever ran here
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 || pid == os.Getpid() || !isDaemon(pid) {
+		return nil // released, or the test's own lock, or a reused pid
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return nil // gone already
+	}
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if !isDaemon(pid) {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	return fmt.Errorf("daemon pid %d ignored SIGTERM for %v; killed", pid, grace)
+}
+
+// isDaemon reports whether pid is a live `hindsight … daemon` process (not
+// a zombie, not another program that reused the pid).
+func isDaemon(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	if i := bytes.LastIndexByte(stat, ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
+		return false
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	return len(args) > 1 && args[len(args)-1] == "daemon"
 }
