@@ -342,3 +342,72 @@ func holders(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// TestSidecarCaptureOff: with HINDSIGHT_CAPTURE=off, or capture.enabled:
+// false in the configuration, a sidecar relays and injects but records
+// nothing and opens no outbox. HINDSIGHT_CAPTURE=on wins over the file.
+func TestSidecarCaptureOff(t *testing.T) {
+	for _, tc := range []struct {
+		name, config, env string
+		record            bool
+	}{
+		{"env", "", "HINDSIGHT_CAPTURE=off", false},
+		{"config", "capture:\n  enabled: false\n", "", false},
+		{"env-overrides-config", "capture:\n  enabled: false\n", "HINDSIGHT_CAPTURE=on", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			home := hindsight.Home(shortTempDir(t))
+			testbin.StopDaemon(t, string(home))
+			if err := home.Ensure(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(home.Path("config.yaml"), []byte(tc.config), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := startDaemonDetached(t, home)
+			everything := testbin.NPM(t, "mcp-server-everything")
+			cmd := exec.Command(testbin.Hindsight(t), "wrap", "--name", "everything", "--", everything, "stdio")
+			cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+string(home), tc.env)
+			client := mcp.NewClient(&mcp.Implementation{Name: "daemon-test", Version: "1.0"}, nil)
+			cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			defer cancel()
+			cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				t.Fatalf("connect through wrap: %v", err)
+			}
+			// Relayed, and injected: query_hindsight is offered.
+			tools, err := cs.ListTools(cctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var query bool
+			for _, tool := range tools.Tools {
+				query = query || tool.Name == "query_hindsight"
+			}
+			if !query {
+				t.Error("query_hindsight missing: injection is off too")
+			}
+			if _, err := echo(cctx, cs, "unrecorded"); err != nil {
+				t.Fatal(err)
+			}
+			if err := cs.Close(); err != nil {
+				t.Logf("close: %v", err)
+			}
+			cmd.Wait() // the sidecar drained what it had and exited
+
+			tasks, err := c.Tasks(ctx, TaskFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if recorded := len(tasks) > 0; recorded != tc.record {
+				t.Fatalf("recorded = %v (%d tasks), want %v", recorded, len(tasks), tc.record)
+			}
+			if !tc.record {
+				if ents, err := os.ReadDir(home.Outboxes()); err == nil && len(ents) > 0 {
+					t.Fatalf("an outbox was opened: %v", ents)
+				}
+			}
+		})
+	}
+}

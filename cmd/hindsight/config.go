@@ -25,6 +25,10 @@ type globals struct {
 // field has a working default; environment variables override the file.
 type Config struct {
 	Capture struct {
+		// Enabled turns recording off when false: the sidecar still
+		// relays and injects, but records nothing and opens no outbox.
+		// Default true; HINDSIGHT_CAPTURE=off (or on) overrides it.
+		Enabled *bool `yaml:"enabled"`
 		// MaxBodyBytes truncates stored arguments and results above this
 		// size (the original size and SHA-256 are kept).
 		MaxBodyBytes int `yaml:"max_body_bytes"`
@@ -135,9 +139,32 @@ func (c *Config) applyEnv() {
 	set(&c.LLM.EmbedModel, "HINDSIGHT_EMBED_MODEL")
 	set(&c.Store.Weaviate.URL, "HINDSIGHT_WEAVIATE_URL")
 	set(&c.Store.Weaviate.GRPC, "HINDSIGHT_WEAVIATE_GRPC")
+	if v := os.Getenv("HINDSIGHT_CAPTURE"); v != "" {
+		if on, ok := parseSwitch(v); ok {
+			c.Capture.Enabled = &on
+		}
+	}
 	if c.Store.Weaviate.URL != "" && c.Store.Backend == "" {
 		c.Store.Backend = "weaviate"
 	}
+}
+
+// parseSwitch reads an on/off environment value: on, true, 1, yes or off,
+// false, 0, no (any case). ok is false for anything else.
+func parseSwitch(v string) (on, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "on", "true", "1", "yes":
+		return true, true
+	case "off", "false", "0", "no":
+		return false, true
+	}
+	return false, false
+}
+
+// captureEnabled reports whether sidecars record (capture.enabled, default
+// true, overridden by HINDSIGHT_CAPTURE).
+func (c *Config) captureEnabled() bool {
+	return c.Capture.Enabled == nil || *c.Capture.Enabled
 }
 
 // openLog opens $HINDSIGHT_HOME/logs/NAME.log (mode 0600) and returns a JSON

@@ -56,7 +56,10 @@ func newSidecar(ctx context.Context, g *globals, name, transport string, logger 
 		return nil, err
 	}
 	s.keeper = newKeeper()
-	if rec, err := s.startCapture(g, name, logger); err != nil {
+	if !g.config.captureEnabled() {
+		logger.Info("capture is off (capture.enabled: false or HINDSIGHT_CAPTURE=off): relaying without recording", "server", name)
+		s.Hooks.Exchange = s.noteSession
+	} else if rec, err := s.startCapture(g, name, logger); err != nil {
 		// Recording never breaks the relay: the agent keeps its server,
 		// this session is just not recorded.
 		logger.Error("capture disabled for this session", "server", name, "err", err)
