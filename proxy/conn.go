@@ -6,13 +6,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"unsafe"
+
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 )
+
+var progressTokenMember = []byte(`"progressToken"`)
 
 // DefaultHookTimeout bounds a rewriting hook when Conn.HookTimeout is zero.
 const DefaultHookTimeout = 250 * time.Millisecond
@@ -73,12 +77,11 @@ func (c *Conn) hooks() *Hooks {
 	return &noHooks
 }
 
-func (c *Conn) hookCtx() (context.Context, context.CancelFunc) {
-	d := c.HookTimeout
-	if d <= 0 {
-		d = DefaultHookTimeout
+func (c *Conn) hookTimeout() time.Duration {
+	if c.HookTimeout > 0 {
+		return c.HookTimeout
 	}
-	return context.WithTimeout(context.Background(), d)
+	return DefaultHookTimeout
 }
 
 // FromClient takes one message from the agent.
@@ -105,11 +108,14 @@ func (c *Conn) FromClient(raw []byte) Action {
 				return a
 			}
 		}
-		if tok := gjson.GetBytes(m.Raw, "params._meta.progressToken"); tok.Exists() {
-			ex.progressToken = tok.Raw
+		if bytes.Contains(m.Raw, progressTokenMember) {
+			if tok := gjson.Get(rawString(m.member(m.params)), "_meta.progressToken"); tok.Exists() {
+				ex.progressToken = strings.Clone(tok.Raw)
+			}
 		}
+		ex.key = m.IDKey()
 		c.mu.Lock()
-		c.track(&c.fromClient, m.IDKey(), ex)
+		c.track(&c.fromClient, ex.key, ex)
 		if ex.progressToken != "" {
 			c.track(&c.progress, ex.progressToken, ex)
 		}
@@ -127,7 +133,7 @@ func (c *Conn) FromClient(raw []byte) Action {
 			c.mu.Unlock()
 		}
 	case KindResponse:
-		c.complete(&c.fromServer, m, now)
+		c.complete(&c.fromServer, &m, now)
 	}
 	return Action{Forward: m.Raw}
 }
@@ -153,14 +159,15 @@ func (c *Conn) FromServer(raw []byte) []byte {
 	switch m.Kind {
 	case KindRequest:
 		ex := &Exchange{Session: c.Session, Direction: hindsight.ServerToClient, Method: m.Method,
-			ID: m.ID, Request: m.Raw, Started: now}
+			ID: m.ID, Request: m.Raw, Started: now, key: m.IDKey()}
 		c.mu.Lock()
-		c.track(&c.fromServer, m.IDKey(), ex)
+		c.track(&c.fromServer, ex.key, ex)
 		c.mu.Unlock()
 	case KindNotification:
 		switch m.Method {
 		case "notifications/progress":
-			if tok := gjson.GetBytes(m.Raw, "params.progressToken"); tok.Exists() {
+			// tok aliases raw: it is only looked up, never kept.
+			if tok := gjson.Get(rawString(m.Raw), "params.progressToken"); tok.Exists() {
 				c.mu.Lock()
 				if ex := c.progress[tok.Raw]; ex != nil {
 					ex.Notifications++
@@ -171,7 +178,7 @@ func (c *Conn) FromServer(raw []byte) []byte {
 			c.cancelled(m.Raw, &c.fromServer) // the server gives up on its own request
 		}
 	case KindResponse:
-		return c.complete(&c.fromClient, m, now)
+		return c.complete(&c.fromClient, &m, now)
 	}
 	return m.Raw
 }
@@ -227,18 +234,9 @@ func (c *Conn) localToolCall(m Message, ex *Exchange) (Action, bool) {
 	if h.ToolCall == nil {
 		return Action{}, false
 	}
-	params := gjson.GetBytes(m.Raw, "params")
-	name := params.Get("name").String()
-	var handler LocalHandler
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				c.logger().Error("tools/call hook panicked; forwarding", "tool", name, "panic", fmt.Sprint(r))
-				handler = nil
-			}
-		}()
-		handler = h.ToolCall(c.Session, name, json.RawMessage(params.Raw))
-	}()
+	params := m.member(m.params)
+	name := strings.Clone(gjson.Get(rawString(params), "name").String())
+	handler := c.askToolCall(h, name, params)
 	if handler == nil {
 		return Action{}, false
 	}
@@ -276,6 +274,21 @@ func (c *Conn) localToolCall(m Message, ex *Exchange) (Action, bool) {
 		return resp
 	}}, true
 }
+
+// askToolCall runs the ToolCall hook; a hook that panics forwards the call.
+func (c *Conn) askToolCall(h *Hooks, name string, params json.RawMessage) (handler LocalHandler) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.logger().Error("tools/call hook panicked; forwarding", "tool", name, "panic", fmt.Sprint(r))
+			handler = nil
+		}
+	}()
+	return h.ToolCall(c.Session, name, params)
+}
+
+// rawString views b as a string without copying, for gjson: what gjson
+// returns aliases b and must be copied before b could change.
+func rawString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // runLocal runs a local handler and encodes its answer. A handler that
 // panics or returns something that is not JSON gets an internal error.
@@ -332,11 +345,11 @@ func (c *Conn) track(m *map[string]*Exchange, key string, ex *Exchange) {
 
 // complete matches a response to its request in table, rewrites it at the
 // interception points and emits the exchange.
-func (c *Conn) complete(table *map[string]*Exchange, m Message, now time.Time) []byte {
+func (c *Conn) complete(table *map[string]*Exchange, m *Message, now time.Time) []byte {
 	c.mu.Lock()
-	ex := (*table)[m.IDKey()]
+	ex := (*table)[string(m.ID)] // no allocation for the lookup
 	if ex != nil {
-		delete(*table, m.IDKey())
+		delete(*table, ex.key)
 		if ex.progressToken != "" {
 			delete(c.progress, ex.progressToken)
 		}
@@ -347,63 +360,72 @@ func (c *Conn) complete(table *map[string]*Exchange, m Message, now time.Time) [
 	}
 	out := m.Raw
 	if ex.Direction == hindsight.ClientToServer {
-		out = c.rewrite(ex, m.Raw)
+		out = c.rewrite(ex, m, now)
 	}
 	ex.Response, ex.Ended = out, now
 	c.emit(ex)
 	return out
 }
 
-func (c *Conn) rewrite(ex *Exchange, raw []byte) []byte {
+// rewrite runs the rewriting hook for ex's method, if any, on the result
+// in m, and returns the message to relay.
+func (c *Conn) rewrite(ex *Exchange, m *Message, now time.Time) []byte {
 	h := c.hooks()
-	var fn func(ctx context.Context, result json.RawMessage) json.RawMessage
 	switch ex.Method {
 	case "initialize", "server/discover":
-		if h.Initialize != nil {
-			fn = func(ctx context.Context, r json.RawMessage) json.RawMessage { return h.Initialize(ctx, c.Session, r) }
+		if h.Initialize == nil {
+			return m.Raw
 		}
 	case "tools/list":
-		if h.ToolsList != nil {
-			fn = func(ctx context.Context, r json.RawMessage) json.RawMessage { return h.ToolsList(ctx, c.Session, r) }
+		if h.ToolsList == nil {
+			return m.Raw
 		}
 	case "tools/call":
-		if h.ToolResult != nil {
-			fn = func(ctx context.Context, r json.RawMessage) json.RawMessage { return h.ToolResult(ctx, ex, r) }
+		if h.ToolResult == nil {
+			return m.Raw
 		}
+	default:
+		return m.Raw
 	}
-	if fn == nil {
-		return raw
-	}
-	result := gjson.GetBytes(raw, "result")
-	if !result.IsObject() {
+	raw, res := m.Raw, m.result
+	if !res.ok() || raw[res.start] != '{' {
 		return raw // an error response: nothing to rewrite
 	}
-	ctx, cancel := c.hookCtx()
-	defer cancel()
-	replaced := c.safeHook(ex.Method, func() json.RawMessage { return fn(ctx, json.RawMessage(result.Raw)) })
+	ctx := newHookContext(now, c.hookTimeout())
+	replaced := c.runHook(ctx, h, ex, json.RawMessage(raw[res.start:res.end:res.end]))
+	ctx.end(context.Canceled)
 	if replaced == nil {
 		return raw
 	}
-	out, err := sjson.SetRawBytes(raw, "result", replaced)
-	if err != nil {
-		c.logger().Error("rewrite result", "method", ex.Method, "err", err)
-		return raw
-	}
-	return out
+	out := make([]byte, 0, len(raw)-(res.end-res.start)+len(replaced))
+	out = append(out, raw[:res.start]...)
+	out = append(out, replaced...)
+	return append(out, raw[res.end:]...)
 }
 
-// safeHook runs a rewriting hook; a panicking hook is logged and its
-// rewrite dropped, so hooks can never break the relay.
-func (c *Conn) safeHook(method string, fn func() json.RawMessage) (out json.RawMessage) {
+// runHook runs the rewriting hook for ex's method; a panicking hook is
+// logged and its rewrite dropped, so hooks can never break the relay.
+func (c *Conn) runHook(ctx context.Context, h *Hooks, ex *Exchange, result json.RawMessage) (out json.RawMessage) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.logger().Error("hook panicked; relaying unchanged", "method", method, "panic", fmt.Sprint(r))
+			c.logger().Error("hook panicked; relaying unchanged", "method", ex.Method, "panic", fmt.Sprint(r))
 			out = nil
 		}
 	}()
-	out = compact(fn())
-	if out != nil && !json.Valid(out) {
-		c.logger().Error("hook returned invalid JSON; relaying unchanged", "method", method)
+	switch ex.Method {
+	case "tools/call":
+		out = h.ToolResult(ctx, ex, result)
+	case "tools/list":
+		out = h.ToolsList(ctx, c.Session, result)
+	default:
+		out = h.Initialize(ctx, c.Session, result)
+	}
+	if out == nil {
+		return nil
+	}
+	out = compact(out)
+	if !validJSON(out) {
+		c.logger().Error("hook returned invalid JSON; relaying unchanged", "method", ex.Method)
 		return nil
 	}
 	return out

@@ -29,9 +29,16 @@ import (
 // _meta, unknown members) is kept byte for byte. A replacement that is not
 // valid JSON, or a hook that panics, leaves the result unchanged (and is
 // logged); line breaks in a replacement are compacted away, since a line
-// break ends a message on stdio. A hook that needs the
-// network should bound itself by ctx, which carries Conn.HookTimeout: the
-// response it holds back waits for it.
+// break ends a message on stdio. The result a hook receives is part of the
+// message being relayed: it must not be modified, nor kept after the hook
+// returns (copy what is needed).
+//
+// A hook that needs the network should bound itself by ctx, which carries
+// Conn.HookTimeout as its deadline: the response it holds back waits for
+// it. ctx is cancelled when the hook returns, so it must not be kept either.
+// Its deadline timer is armed only when something calls ctx.Done (a select,
+// a derived context, a network call): a hook that never waits costs no
+// timer, and ctx.Err reports an expired deadline either way.
 type Hooks struct {
 	// Initialize rewrites the result of initialize (spec 2025-11-25) or
 	// server/discover (spec 2026-07-28).
@@ -44,7 +51,8 @@ type Hooks struct {
 	// forwarded. It returns nil to forward the call, or a LocalHandler that
 	// produces the result itself; the call then never reaches the server.
 	// ToolCall runs on the read loop and must not block; the LocalHandler
-	// runs on its own goroutine.
+	// runs on its own goroutine. params is part of the request as relayed:
+	// it may be kept, but never modified.
 	ToolCall func(s *Session, name string, params json.RawMessage) LocalHandler
 
 	// ToolResult rewrites the result of a forwarded tools/call. It may
@@ -126,4 +134,5 @@ type Exchange struct {
 	Injected []hindsight.Injection
 
 	progressToken string
+	key           string // the id's key in the Conn's table of requests in flight
 }

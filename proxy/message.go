@@ -5,10 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"strings"
-	"unsafe"
-
-	"github.com/tidwall/gjson"
 )
 
 // Kind classifies a JSON-RPC message.
@@ -43,8 +39,10 @@ func (k Kind) String() string {
 type Message struct {
 	Raw    []byte
 	Kind   Kind
-	ID     json.RawMessage // the id exactly as sent; nil for notifications
+	ID     json.RawMessage // the id exactly as sent, within Raw; nil for notifications
 	Method string
+
+	params, result, rpcErr span // the members' values in Raw
 }
 
 // IDKey returns a map key for the message's id that treats equal ids alike
@@ -61,71 +59,112 @@ var ErrInvalid = errors.New("invalid request: not a JSON-RPC 2.0 message")
 // are not JSON and ErrInvalid for JSON that is not a JSON-RPC message; in
 // the latter case the returned Message still carries any id it found, so
 // the caller can answer it.
+//
+// The returned ID is a sub-slice of raw (with its capacity capped, so
+// appending to it never writes into raw): raw must not be modified while
+// the Message is in use. Parse validates raw fully and allocates nothing
+// for the messages MCP sends most.
 func Parse(raw []byte) (Message, error) {
 	raw = bytes.TrimRight(raw, "\r\n \t")
 	m := Message{Raw: raw}
-	if !validJSON(raw) {
+	i := skipSpace(raw, 0)
+	if i == len(raw) {
 		return m, ErrParse
 	}
-	trimmed := bytes.TrimLeft(raw, " \t\r\n")
-	if len(trimmed) == 0 {
-		return m, ErrParse
-	}
-	switch trimmed[0] {
-	case '[':
-		m.Kind = KindBatch
-		return m, nil
-	case '{':
-	default:
+	if raw[i] != '{' {
+		end, ok := skipValue(raw, i, 0)
+		if !ok || skipSpace(raw, end) != len(raw) {
+			return m, ErrParse
+		}
+		if raw[i] == '[' {
+			m.Kind = KindBatch
+			return m, nil
+		}
 		return m, ErrInvalid
 	}
-	// One pass over the top-level members; values are skipped, not decoded.
-	var id, method, result, rpcErr, version gjson.Result
-	gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw))).ForEach(func(key, value gjson.Result) bool {
-		var dst *gjson.Result
-		switch key.Str {
-		case "id":
-			dst = &id
-		case "method":
-			dst = &method
-		case "result":
-			dst = &result
-		case "error":
-			dst = &rpcErr
-		case "jsonrpc":
-			dst = &version
-		default:
-			return true
-		}
-		if !dst.Exists() { // the first of duplicate members wins
-			*dst = value
-		}
-		return true
-	})
-	if id.Exists() {
-		switch id.Type {
-		case gjson.String, gjson.Number, gjson.Null:
-			// Copy: the id outlives nothing else of raw, and raw stays ours.
-			m.ID = json.RawMessage(id.Raw)
-		default:
-			return m, ErrInvalid
+	// One pass over the top-level members, validating as it goes; values
+	// are skipped, not decoded.
+	var id, method, version span
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(raw) || raw[i] != '"' {
+				return m, ErrParse
+			}
+			kEnd, kEsc, ok := skipString(raw, i)
+			if !ok {
+				return m, ErrParse
+			}
+			key := raw[i+1 : kEnd-1]
+			i = skipSpace(raw, kEnd)
+			if i >= len(raw) || raw[i] != ':' {
+				return m, ErrParse
+			}
+			vStart := skipSpace(raw, i+1)
+			vEnd, ok := skipValue(raw, vStart, 1)
+			if !ok {
+				return m, ErrParse
+			}
+			if kEsc {
+				key = unescapeKey(key)
+			}
+			var dst *span
+			switch string(key) {
+			case "id":
+				dst = &id
+			case "method":
+				dst = &method
+			case "params":
+				dst = &m.params
+			case "result":
+				dst = &m.result
+			case "error":
+				dst = &m.rpcErr
+			case "jsonrpc":
+				dst = &version
+			}
+			if dst != nil && !dst.ok() { // the first of duplicate members wins
+				*dst = span{vStart, vEnd}
+			}
+			i = skipSpace(raw, vEnd)
+			if i < len(raw) && raw[i] == ',' {
+				i = skipSpace(raw, i+1)
+				continue
+			}
+			if i < len(raw) && raw[i] == '}' {
+				i++
+				break
+			}
+			return m, ErrParse
 		}
 	}
-	if version.Type != gjson.String || version.Str != "2.0" {
+	if skipSpace(raw, i) != len(raw) {
+		return m, ErrParse
+	}
+	if id.ok() {
+		switch raw[id.start] {
+		case '{', '[', 't', 'f':
+			return m, ErrInvalid
+		}
+		m.ID = json.RawMessage(raw[id.start:id.end:id.end])
+	}
+	if !version.ok() || !stringIs(raw, version, "2.0") {
 		return m, ErrInvalid
 	}
 	switch {
-	case method.Exists():
-		if method.Type != gjson.String {
+	case method.ok():
+		if raw[method.start] != '"' {
 			return m, ErrInvalid
 		}
-		m.Method = strings.Clone(method.Str)
-		if id.Exists() {
+		m.Method = methodName(raw[method.start:method.end])
+		if id.ok() {
 			m.Kind = KindRequest
 		} else {
 			m.Kind = KindNotification
 		}
-	case id.Exists() && (result.Exists() || rpcErr.Exists()):
+	case id.ok() && (m.result.ok() || m.rpcErr.ok()):
 		m.Kind = KindResponse
 	default:
 		return m, ErrInvalid
@@ -133,20 +172,73 @@ func Parse(raw []byte) (Message, error) {
 	return m, nil
 }
 
-// maxFastNesting bounds the brackets in a message validated by gjson,
-// whose validator recurses once per level: a line of millions of "[" must
-// not overflow the stack. encoding/json validates iteratively and rejects
-// nesting deeper than 10000.
-const maxFastNesting = 10000
-
-// validJSON reports whether raw is one JSON value. gjson's validator agrees
-// with encoding/json's (FuzzFraming checks it) and is about three times
-// faster; it is used when raw cannot nest deeply.
-func validJSON(raw []byte) bool {
-	if bytes.Count(raw, []byte{'{'})+bytes.Count(raw, []byte{'['}) < maxFastNesting {
-		return gjson.ValidBytes(raw)
+// member returns the value at s in Raw, capped so that appending to it
+// never writes into Raw; nil when s is absent.
+func (m *Message) member(s span) json.RawMessage {
+	if !s.ok() {
+		return nil
 	}
-	return json.Valid(raw)
+	return json.RawMessage(m.Raw[s.start:s.end:s.end])
+}
+
+// span locates a member's value in Message.Raw; the zero span is absent.
+type span struct{ start, end int }
+
+func (s span) ok() bool { return s.end > 0 }
+
+// stringIs reports whether the JSON string at s in raw decodes to want.
+func stringIs(raw []byte, s span, want string) bool {
+	v := raw[s.start:s.end]
+	if len(v) < 2 || v[0] != '"' {
+		return false
+	}
+	if string(v[1:len(v)-1]) == want {
+		return true
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return false
+	}
+	var str string
+	return json.Unmarshal(v, &str) == nil && str == want
+}
+
+// knownMethods are returned without a copy by methodName.
+var knownMethods = []string{
+	"tools/call", "notifications/progress", "notifications/cancelled", "ping", "tools/list",
+	"initialize", "notifications/initialized", "server/discover", "resources/read", "resources/list",
+	"resources/templates/list", "prompts/get", "prompts/list", "completion/complete",
+	"notifications/message", "notifications/tools/list_changed", "notifications/resources/updated",
+	"notifications/resources/list_changed", "notifications/prompts/list_changed",
+	"sampling/createMessage", "elicitation/create", "roots/list", "logging/setLevel",
+	"resources/subscribe", "resources/unsubscribe", "notifications/roots/list_changed",
+}
+
+// methodName decodes the JSON string v; common method names come from a
+// table, so a Message never aliases its input through Method.
+func methodName(v []byte) string {
+	s := v[1 : len(v)-1]
+	if bytes.IndexByte(s, '\\') < 0 {
+		for _, k := range knownMethods {
+			if string(s) == k {
+				return k
+			}
+		}
+		return string(s)
+	}
+	var str string
+	json.Unmarshal(v, &str) // v is a valid JSON string
+	return str
+}
+
+// unescapeKey decodes an object key holding escapes (rare).
+func unescapeKey(k []byte) []byte {
+	var s string
+	quoted := make([]byte, 0, len(k)+2)
+	quoted = append(append(append(quoted, '"'), k...), '"')
+	if json.Unmarshal(quoted, &s) != nil {
+		return k
+	}
+	return []byte(s)
 }
 
 // JSON-RPC error codes used by the proxy.

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -41,6 +43,30 @@ func BenchmarkParse(b *testing.B) {
 func BenchmarkConnExchange(b *testing.B) {
 	c := &Conn{Session: &Session{ID: "b", Server: "echo", Transport: "stdio"}, Logger: slog.New(slog.DiscardHandler),
 		Hooks: &Hooks{Exchange: func(*Exchange) {}}}
+	b.SetBytes(int64(len(benchRequest) + len(benchResponse)))
+	b.ReportAllocs()
+	for b.Loop() {
+		c.FromClient(benchRequest)
+		c.FromServer(benchResponse)
+	}
+}
+
+// BenchmarkConnHooks is BenchmarkConnExchange with the hooks a sidecar with
+// the injector installs: a ToolCall that forwards, a ToolResult that looks
+// for "isError" and keeps the result (as the injector does for successes),
+// and an Exchange hook.
+func BenchmarkConnHooks(b *testing.B) {
+	c := &Conn{Session: &Session{ID: "b", Server: "echo", Transport: "stdio"}, Logger: slog.New(slog.DiscardHandler),
+		Hooks: &Hooks{
+			ToolCall: func(*Session, string, json.RawMessage) LocalHandler { return nil },
+			ToolResult: func(_ context.Context, _ *Exchange, r json.RawMessage) json.RawMessage {
+				if bytes.Contains(r, []byte(`"isError":true`)) {
+					return r
+				}
+				return nil
+			},
+			Exchange: func(*Exchange) {},
+		}}
 	b.SetBytes(int64(len(benchRequest) + len(benchResponse)))
 	b.ReportAllocs()
 	for b.Loop() {

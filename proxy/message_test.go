@@ -72,11 +72,17 @@ func TestParseKeepsBytes(t *testing.T) {
 	if want := in[:len(in)-2]; string(m.Raw) != string(want) || &m.Raw[0] != &in[0] {
 		t.Errorf("Raw = %q: want the input without its terminator, not a copy", m.Raw)
 	}
-	// The id and method are copies: changing the input leaves them alone.
-	in[len(`{"jsonrpc":"2.0","id":`)] = '9'
+	// The id is a sub-slice of Raw whose capacity ends with it; the method
+	// is a copy: changing the input leaves it alone.
+	if &m.ID[0] != &in[len(`{"jsonrpc":"2.0","id":`)] || cap(m.ID) != len(m.ID) {
+		t.Errorf("id %s is not a capped sub-slice of the input", m.ID)
+	}
 	in[len(`{"jsonrpc":"2.0","id":1,"method":"`)] = 'z'
-	if string(m.ID) != "1" || m.Method != "a" {
-		t.Errorf("id %s method %q alias the input", m.ID, m.Method)
+	if m.Method != "a" {
+		t.Errorf("method %q aliases the input", m.Method)
+	}
+	if tools, _ := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`)); tools.Method != "tools/call" {
+		t.Errorf("method %q", tools.Method)
 	}
 }
 

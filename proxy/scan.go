@@ -1,0 +1,245 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/binary"
+)
+
+// maxNesting is encoding/json's limit on nested arrays and objects; deeper
+// input is not valid JSON to it, and so not to the proxy.
+const maxNesting = 10000
+
+// maxFastNesting is kept for the tests of deep input: every level up to
+// maxNesting is validated without recursion.
+const maxFastNesting = maxNesting
+
+// validJSON reports whether raw is one JSON value, as encoding/json.Valid
+// does (FuzzFraming and TestValidJSONAgreesWithEncodingJSON check that they
+// agree), in one pass, without recursion and without allocating for input
+// nested less than 32 levels deep.
+func validJSON(raw []byte) bool {
+	i := skipSpace(raw, 0)
+	end, ok := skipValue(raw, i, 0)
+	return ok && skipSpace(raw, end) == len(raw)
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipValue validates the JSON value starting at b[i], nested depth levels
+// deep, and returns the index just after it.
+func skipValue(b []byte, i, depth int) (int, bool) {
+	var stackBuf [32]byte
+	stack := stackBuf[:0] // the open containers: '{' or '['
+	var ok bool
+	for {
+		// A value starts at b[i].
+		if i >= len(b) {
+			return i, false
+		}
+		switch c := b[i]; c {
+		case '{', '[':
+			if depth+len(stack)+1 > maxNesting {
+				return i, false
+			}
+			i = skipSpace(b, i+1)
+			if i < len(b) && b[i] == c+2 { // '}' and ']' follow '{' and '[' by two
+				i++
+				break
+			}
+			stack = append(stack, c)
+			if c == '{' {
+				if i, ok = skipKey(b, i); !ok {
+					return i, false
+				}
+			}
+			continue
+		case '"':
+			if i, _, ok = skipString(b, i); !ok {
+				return i, false
+			}
+		case 't':
+			if !bytes.HasPrefix(b[i:], []byte("true")) {
+				return i, false
+			}
+			i += 4
+		case 'f':
+			if !bytes.HasPrefix(b[i:], []byte("false")) {
+				return i, false
+			}
+			i += 5
+		case 'n':
+			if !bytes.HasPrefix(b[i:], []byte("null")) {
+				return i, false
+			}
+			i += 4
+		default:
+			if i, ok = skipNumber(b, i); !ok {
+				return i, false
+			}
+		}
+		// After a value: close containers, or go on to the next element.
+		for {
+			if len(stack) == 0 {
+				return i, true
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return i, false
+			}
+			top := stack[len(stack)-1]
+			if b[i] == top+2 {
+				stack = stack[:len(stack)-1]
+				i++
+				continue
+			}
+			if b[i] != ',' {
+				return i, false
+			}
+			i = skipSpace(b, i+1)
+			if top == '{' {
+				if i, ok = skipKey(b, i); !ok {
+					return i, false
+				}
+			}
+			break
+		}
+	}
+}
+
+// skipKey skips an object key and its colon; it returns the index of the
+// member's value.
+func skipKey(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return i, false
+	}
+	i, _, ok := skipString(b, i)
+	if !ok {
+		return i, false
+	}
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != ':' {
+		return i, false
+	}
+	return skipSpace(b, i+1), true
+}
+
+// plain marks the bytes that stand for themselves in a JSON string.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// skipString validates the string starting at b[i] (a quote) and returns
+// the index after its closing quote and whether it holds escapes. Like
+// encoding/json, it accepts invalid UTF-8.
+func skipString(b []byte, i int) (end int, escaped, ok bool) {
+	i++
+	for {
+		// Eight bytes at a time while none is special, then one by one.
+		for i+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		for i < len(b) && plain[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			return i, escaped, false
+		}
+		switch b[i] {
+		case '"':
+			return i + 1, escaped, true
+		case '\\':
+			escaped = true
+			i++
+			if i >= len(b) {
+				return i, escaped, false
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if i+4 >= len(b) {
+					return i, escaped, false
+				}
+				for _, h := range b[i+1 : i+5] {
+					if !isHex(h) {
+						return i, escaped, false
+					}
+				}
+				i += 5
+			default:
+				return i, escaped, false
+			}
+		default: // a control character
+			return i, escaped, false
+		}
+	}
+}
+
+// special8 reports whether any of the eight bytes in x is a quote, a
+// backslash or a control character (it may err towards true only for bytes
+// after one that is).
+func special8(x uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	ctl := (x - lo*0x20) &^ x & hi
+	q, bs := x^(lo*'"'), x^(lo*'\\')
+	return ctl|((q-lo)&^q&hi)|((bs-lo)&^bs&hi) != 0
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// skipNumber validates the number starting at b[i].
+func skipNumber(b []byte, i int) (int, bool) {
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(b):
+		return i, false
+	case b[i] == '0':
+		i++
+	case '1' <= b[i] && b[i] <= '9':
+		for i++; i < len(b) && isDigit(b[i]); i++ {
+		}
+	default:
+		return i, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return i, false
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return i, false
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	return i, true
+}
