@@ -47,16 +47,20 @@ func BenchmarkRedact(b *testing.B) {
 		b.Run(name+"/redact", func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(p)))
+			cpu := processCPU()
 			for b.Loop() {
 				r.Redact(p)
 			}
+			reportCPU(b, cpu)
 		})
 		b.Run(name+"/gitleaks-only", func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(p)))
+			cpu := processCPU()
 			for b.Loop() {
-				r.detector.DetectString(string(p))
+				r.detector().DetectString(string(p))
 			}
+			reportCPU(b, cpu)
 		})
 	}
 }
@@ -91,16 +95,17 @@ func BenchmarkRecorder(b *testing.B) {
 	}
 	b.Run("redact-only", func(b *testing.B) {
 		b.ReportAllocs()
-		t0 := time.Now()
+		t0, cpu := time.Now(), processCPU()
 		for b.Loop() {
 			BuildStep(mk(), red, 0)
 		}
+		reportCPU(b, cpu)
 		b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "steps/s")
 	})
 	b.Run("steps", func(b *testing.B) {
 		r := open(b)
 		b.ReportAllocs()
-		t0 := time.Now()
+		t0, cpu := time.Now(), processCPU()
 		for b.Loop() {
 			r.Hook(mk())
 		}
@@ -108,6 +113,7 @@ func BenchmarkRecorder(b *testing.B) {
 		if err := r.Sync(context.Background()); err != nil {
 			b.Fatal(err)
 		}
+		reportCPU(b, cpu)
 		b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "steps/s")
 		if st := r.Stats(); st.Dropped != 0 {
 			b.Fatalf("dropped %d", st.Dropped)

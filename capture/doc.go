@@ -58,7 +58,7 @@
 // against machine crashes. The hindsight_capture_commit_delay_seconds
 // histogram shows how long after an exchange ends its step is durable.
 //
-// The queue is bounded (64 MiB). Unredacted data may not reach disk and
+// The queue is bounded (16 MiB). Unredacted data may not reach disk and
 // the relay may not wait, so an exchange that finds the queue full is
 // dropped and counted (Stats.Dropped, hindsight_capture_dropped_total),
 // with a log line at most every ten seconds. Once built, steps wait on

@@ -43,6 +43,9 @@ const (
 	DefaultMaxHeld      = 10000
 	DefaultSyncInterval = 20 * time.Millisecond
 	DefaultDrainTimeout = 10 * time.Second // Close's final drain when ctx has no deadline
+	// DefaultMaxMemBytes bounds the stored steps also kept in memory
+	// (their encoded size) to be delivered without reading Badger back.
+	DefaultMaxMemBytes = 4 << 20
 
 	deliverTimeout = 30 * time.Second
 	maxBackoff     = 30 * time.Second
@@ -69,6 +72,10 @@ type OutboxOptions struct {
 	// already safe from a killed process once Append returns; the sync
 	// guards against a machine crash). 0: DefaultSyncInterval.
 	SyncInterval time.Duration
+	// MaxMemBytes bounds the copy in memory of the newest stored steps,
+	// from which they are delivered; older undelivered steps are read back
+	// from disk. 0: DefaultMaxMemBytes.
+	MaxMemBytes int
 }
 
 // An Outbox is one sidecar's durable queue of steps on their way to the
@@ -81,6 +88,10 @@ type OutboxOptions struct {
 // When the disk cannot be written (full, read-only, corrupt) steps are kept
 // in memory up to MaxHeld and delivered from there, and the failure is
 // logged and counted; nothing blocks the caller.
+//
+// Stored steps are also kept in memory, up to MaxMemBytes, and delivered
+// from there: Badger is read back only for steps written by an earlier
+// process (DrainOrphans) or pushed out of memory while the daemon was away.
 type Outbox struct {
 	id          string
 	dir         string
@@ -104,6 +115,10 @@ type Outbox struct {
 	mu         sync.Mutex
 	next       uint64           // seq of the next step
 	held       []hindsight.Step // steps not on disk, in seq order
+	mem        []hindsight.Step // the newest stored, undelivered steps, in seq order (all below held's)
+	memSizes   []int            // encoded size of each step of mem
+	memBytes   int              // sum of memSizes
+	diskOnly   int              // undelivered steps on disk but not in mem; while > 0, delivery reads Badger
 	dirty      bool             // written since the last sync
 	lastFailed bool             // the last delivery attempt failed
 	closed     bool             // Close has begun shutting the database
@@ -139,6 +154,9 @@ func openOutbox(opts OutboxOptions, c *counters) (*Outbox, error) {
 	}
 	if opts.SyncInterval <= 0 {
 		opts.SyncInterval = DefaultSyncInterval
+	}
+	if opts.MaxMemBytes <= 0 {
+		opts.MaxMemBytes = DefaultMaxMemBytes
 	}
 	log := opts.Logger
 	if log == nil {
@@ -255,11 +273,12 @@ func (o *Outbox) Append(steps []hindsight.Step) {
 	if len(o.held) > 0 {
 		pending = append(append([]hindsight.Step(nil), o.held...), steps...)
 	}
-	err := o.write(pending)
+	sizes, err := o.write(pending)
 	if err == nil {
 		o.c.held.Store(0)
 		o.held = nil
 		o.dirty = true
+		o.keep(pending, sizes)
 	} else {
 		o.c.writeErrors.Add(1)
 		room := o.opts.MaxHeld - len(o.held)
@@ -284,36 +303,84 @@ func (o *Outbox) Append(steps []hindsight.Step) {
 	}
 }
 
-// write stores steps in as few transactions as Badger allows.
-func (o *Outbox) write(steps []hindsight.Step) error {
+// keep adds stored steps (with their encoded sizes) to mem, pushing the
+// oldest out beyond MaxMemBytes. o.mu is held.
+func (o *Outbox) keep(steps []hindsight.Step, sizes []int) {
+	o.mem = append(o.mem, steps...)
+	o.memSizes = append(o.memSizes, sizes...)
+	for _, n := range sizes {
+		o.memBytes += n
+	}
+	drop := 0
+	for o.memBytes > o.opts.MaxMemBytes && drop < len(o.mem) {
+		o.memBytes -= o.memSizes[drop]
+		drop++
+	}
+	if drop > 0 {
+		o.diskOnly += drop
+		o.mem = append(o.mem[:0:0], o.mem[drop:]...)
+		o.memSizes = append(o.memSizes[:0:0], o.memSizes[drop:]...)
+	}
+}
+
+// forget removes the steps of gone from mem and from the count of steps
+// on disk only. o.mu is held.
+func (o *Outbox) forget(gone map[uint64]bool) {
+	memFrom := o.next
+	if len(o.mem) > 0 {
+		memFrom = o.mem[0].Seq
+	}
+	for seq := range gone {
+		if seq < memFrom && o.diskOnly > 0 {
+			o.diskOnly--
+		}
+	}
+	j := 0
+	for i, s := range o.mem {
+		if gone[s.Seq] {
+			o.memBytes -= o.memSizes[i]
+			continue
+		}
+		o.mem[j], o.memSizes[j] = s, o.memSizes[i]
+		j++
+	}
+	clear(o.mem[j:]) // let the bodies go
+	o.mem, o.memSizes = o.mem[:j], o.memSizes[:j]
+}
+
+// write stores steps in as few transactions as Badger allows and returns
+// the encoded size of each.
+func (o *Outbox) write(steps []hindsight.Step) ([]int, error) {
 	if o.db == nil {
-		return errors.New("outbox database not open")
+		return nil, errors.New("outbox database not open")
 	}
 	txn := o.db.NewTransaction(true)
 	defer func() { txn.Discard() }()
+	sizes := make([]int, len(steps))
 	for i := range steps {
 		v, err := json.Marshal(&steps[i])
 		if err != nil {
-			return fmt.Errorf("encode step: %w", err)
+			return nil, fmt.Errorf("encode step: %w", err)
 		}
+		sizes[i] = len(v)
 		k := stepKey(prefixStep, steps[i].Seq)
 		if err := txn.Set(k, v); errors.Is(err, badger.ErrTxnTooBig) {
 			if err := txn.Commit(); err != nil {
-				return fmt.Errorf("commit outbox: %w", err)
+				return nil, fmt.Errorf("commit outbox: %w", err)
 			}
 			txn = o.db.NewTransaction(true)
 			if err := txn.Set(k, v); err != nil {
-				return fmt.Errorf("write outbox: %w", err)
+				return nil, fmt.Errorf("write outbox: %w", err)
 			}
 		} else if err != nil {
-			return fmt.Errorf("write outbox: %w", err)
+			return nil, fmt.Errorf("write outbox: %w", err)
 		}
 	}
 	if err := txn.Commit(); err != nil {
-		return fmt.Errorf("commit outbox: %w", err)
+		return nil, fmt.Errorf("commit outbox: %w", err)
 	}
 	o.c.depth.Add(int64(len(steps)))
-	return nil
+	return sizes, nil
 }
 
 // syncLoop fsyncs the database every SyncInterval while steps are written.
@@ -476,10 +543,17 @@ func (o *Outbox) setFailed(failed bool, err error) {
 }
 
 // nextBatch returns up to n undelivered steps in seq order: from disk
-// first, then from memory.
+// first, then from memory. When every stored undelivered step is still in
+// memory, Badger is not read at all.
 func (o *Outbox) nextBatch(n int) []hindsight.Step {
 	var out []hindsight.Step
-	if o.db != nil {
+	o.mu.Lock()
+	fromMem := o.diskOnly == 0
+	if fromMem {
+		out = append(out, o.mem[:min(n, len(o.mem))]...)
+	}
+	o.mu.Unlock()
+	if o.db != nil && !fromMem {
 		err := o.db.View(func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixStep}, PrefetchValues: true, PrefetchSize: 64})
 			defer it.Close()
@@ -528,10 +602,11 @@ func (o *Outbox) remove(steps []hindsight.Step) {
 		}
 	}
 	o.mu.Lock()
-	gone := map[uint64]bool{}
+	gone := make(map[uint64]bool, len(steps))
 	for _, s := range steps {
 		gone[s.Seq] = true
 	}
+	o.forget(gone)
 	kept := o.held[:0]
 	for _, s := range o.held {
 		if !gone[s.Seq] {
@@ -590,6 +665,13 @@ func (o *Outbox) enforceRetention() {
 			_ = wb.Delete(k)
 		}
 		if err := wb.Flush(); err == nil {
+			gone := make(map[uint64]bool, len(expired))
+			for _, k := range expired {
+				gone[binary.BigEndian.Uint64(k[1:])] = true
+			}
+			o.mu.Lock()
+			o.forget(gone)
+			o.mu.Unlock()
 			o.c.expired.Add(int64(len(expired)))
 			o.c.depth.Add(-int64(len(expired)))
 			o.log.Error("undelivered steps passed the retention period and were removed", "steps", len(expired), "retention", o.opts.Retention.String())
@@ -667,7 +749,7 @@ func (o *Outbox) shutdown() error {
 	o.mu.Lock()
 	o.closed = true
 	if n := len(o.held); n > 0 {
-		if o.write(o.held) == nil {
+		if _, err := o.write(o.held); err == nil {
 			o.held = nil
 		} else {
 			o.c.dropped.Add(int64(n))
@@ -775,7 +857,8 @@ func drainOne(ctx context.Context, dir, id string, d Deliverer, log *slog.Logger
 		return 0, nil
 	}
 	o := &Outbox{id: id, dir: dir, db: db, log: log, c: c, opts: OutboxOptions{Deliverer: d, BatchSize: DefaultBatchSize, Retention: DefaultRetention}}
-	o.c.depth.Add(int64(countKeys(db, prefixStep)))
+	o.diskOnly = countKeys(db, prefixStep)
+	o.c.depth.Add(int64(o.diskOnly))
 	o.enforceRetention()
 	delivered := 0
 	for ctx.Err() == nil {

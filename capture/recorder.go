@@ -17,7 +17,7 @@ import (
 
 // Recorder defaults.
 const (
-	DefaultMaxQueueBytes = 64 << 20
+	DefaultMaxQueueBytes = 16 << 20
 	maxQueueItems        = 1 << 16
 	commitBatch          = 256
 )
@@ -57,7 +57,7 @@ type Options struct {
 // The queue is bounded by MaxQueueBytes. Spilling unredacted exchanges to
 // disk would put secrets on disk, and redacting on the caller's goroutine
 // would stall the relay, so when the queue is full — capture is more than
-// 64 MiB behind — an exchange is dropped, counted in Stats.Dropped (and
+// 16 MiB behind — an exchange is dropped, counted in Stats.Dropped (and
 // hindsight_capture_dropped_total) and logged. Once redacted, steps are
 // always on disk (the outbox is the spill area while the daemon is away);
 // if the disk fails they are held in memory up to a bound.

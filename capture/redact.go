@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rs/zerolog"
+	"github.com/zricethezav/gitleaks/v8/config"
 	"github.com/zricethezav/gitleaks/v8/detect"
 	gllog "github.com/zricethezav/gitleaks/v8/logging"
 )
@@ -61,8 +63,16 @@ type RedactorConfig struct {
 type Redactor struct {
 	keys     map[string]string // extra normalised key → rule id
 	patterns []textRule
-	detector *detect.Detector
+	// keywords finds the gitleaks rules' keywords (gitleaksBit) and those
+	// of the built-in text rules (bit i: builtinText[i]). Text without a
+	// gitleaks keyword cannot give a finding (every default rule but one
+	// needs a keyword; that one matches file paths only), so gitleaks is
+	// not run on it.
+	keywords *keywordIndex
 }
+
+// gitleaksBit marks the gitleaks keywords in a keywordIndex.
+const gitleaksBit = 1 << 63
 
 // textRule replaces the first capture group of re (or the whole match)
 // with the placeholder for id.
@@ -82,34 +92,106 @@ type textRule struct {
 	keywords []string
 }
 
+// gitleaksDetector loads the gitleaks default configuration once per
+// process, on the first text holding one of its keywords: compiling its
+// 200-odd rules takes tens of milliseconds and keeps about 15 MB, which a
+// sidecar whose traffic never looks like a secret does not need.
+var gitleaksDetector = sync.OnceValues(func() (*detect.Detector, error) {
+	// gitleaks logs through a global zerolog logger to stderr, at trace
+	// level with the secrets it skips: silence it.
+	gllog.Logger = gllog.Logger.Level(zerolog.Disabled)
+	det, err := detect.NewDetectorDefaultConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load gitleaks rules: %w", err)
+	}
+	if err := checkKeywords(det, gitleaksKeywords); err != nil {
+		return nil, err
+	}
+	// Building the rules allocates about twice what they keep: give the
+	// garbage back now rather than at the sidecar's peak.
+	debug.FreeOSMemory()
+	return det, nil
+})
+
+// detector returns the gitleaks detector. It panics when the rules cannot
+// be loaded (they are compiled into the binary, so only a broken build
+// can): BuildStep's caller then loses the step rather than storing text
+// that was not scanned.
+func (r *Redactor) detector() *detect.Detector {
+	det, err := gitleaksDetector()
+	if err != nil {
+		panic(err)
+	}
+	return det
+}
+
+// gitleaksKeywords are the keywords of the gitleaks default rules, read
+// from the rule file compiled into gitleaks without compiling the rules
+// (checkKeywords holds them to the compiled rules).
+var gitleaksKeywords = func() []string {
+	var out []string
+	for _, m := range keywordsLine.FindAllStringSubmatch(config.DefaultConfig, -1) {
+		for _, q := range tomlString.FindAllStringSubmatch(m[1], -1) {
+			out = append(out, q[1]+q[2])
+		}
+	}
+	return out
+}()
+
 var (
-	gitleaksOnce sync.Once
-	gitleaksDet  *detect.Detector
-	gitleaksErr  error
+	keywordsLine = regexp.MustCompile(`(?m)^\s*keywords\s*=\s*\[([^\]]*)\]`)
+	tomlString   = regexp.MustCompile(`"([^"\\]*)"|'([^']*)'`)
 )
 
-// defaultDetector loads the gitleaks default configuration once per
-// process: compiling its 200-odd rules takes tens of milliseconds.
-func defaultDetector() (*detect.Detector, error) {
-	gitleaksOnce.Do(func() {
-		// gitleaks logs through a global zerolog logger to stderr, at trace
-		// level with the secrets it skips: silence it.
-		gllog.Logger = gllog.Logger.Level(zerolog.Disabled)
-		gitleaksDet, gitleaksErr = detect.NewDetectorDefaultConfig()
-		if gitleaksErr != nil {
-			gitleaksErr = fmt.Errorf("load gitleaks rules: %w", gitleaksErr)
+// checkKeywords reports an error unless every rule of det either matches
+// file paths only or has keywords, all of them in known: the prefilter
+// skips gitleaks on text without one of known.
+func checkKeywords(det *detect.Detector, known []string) error {
+	set := make(map[string]bool, len(known))
+	for _, k := range known {
+		set[strings.ToLower(k)] = true
+	}
+	for id, rule := range det.Config.Rules {
+		if len(rule.Keywords) == 0 && rule.Regex != nil {
+			return fmt.Errorf("load gitleaks rules: rule %s has no keyword; the prefilter cannot skip it", id)
 		}
-	})
-	return gitleaksDet, gitleaksErr
+		for _, k := range rule.Keywords {
+			if !set[strings.ToLower(k)] {
+				return fmt.Errorf("load gitleaks rules: rule %s: keyword %q missing from the prefilter", id, k)
+			}
+		}
+	}
+	return nil
 }
+
+// keywordsIndex indexes the gitleaks keywords (gitleaksBit) and those of
+// the built-in text rules (bit i: builtinText[i]).
+var keywordsIndex = sync.OnceValues(func() (*keywordIndex, error) {
+	x := &keywordIndex{}
+	for _, k := range gitleaksKeywords {
+		if len(k) < minKeyword {
+			return nil, fmt.Errorf("load gitleaks rules: keyword %q shorter than %d bytes", k, minKeyword)
+		}
+		x.add(k, gitleaksBit)
+	}
+	if len(gitleaksKeywords) < 100 {
+		return nil, fmt.Errorf("load gitleaks rules: only %d keywords read from its rule file", len(gitleaksKeywords))
+	}
+	for i, rule := range builtinText {
+		for _, k := range rule.keywords {
+			x.add(k, 1<<i)
+		}
+	}
+	return x, nil
+})
 
 // NewRedactor returns a Redactor with the built-in rules and those of cfg.
 func NewRedactor(cfg RedactorConfig) (*Redactor, error) {
-	det, err := defaultDetector()
+	kw, err := keywordsIndex()
 	if err != nil {
 		return nil, err
 	}
-	r := &Redactor{detector: det, keys: map[string]string{}}
+	r := &Redactor{keywords: kw, keys: map[string]string{}}
 	for _, k := range cfg.Keys {
 		n := normalizeKey(k)
 		if n == "" {
@@ -159,7 +241,11 @@ func (r *Redactor) redactString(s string, seen found) (string, int) {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
-	s, n := r.redactText(s, r.scan(s), seen)
+	if len(s) < minSecretLen {
+		return s, 0 // no rule matches less
+	}
+	kw := r.keywords.find(s, 0)
+	s, n := r.redactText(s, r.scan(s, kw), seen, kw)
 	s, m := seen.replace(s)
 	return s, n + m
 }
@@ -241,13 +327,14 @@ func escapeJSON(s string) string {
 }
 
 // scan runs the gitleaks rules over text and returns what they found,
-// longest first.
-func (r *Redactor) scan(text string) []finding {
-	if len(text) < minSecretLen {
+// longest first. kw are the keywords found in text (or a superset): without
+// gitleaksBit, gitleaks is not run at all.
+func (r *Redactor) scan(text string, kw uint64) []finding {
+	if len(text) < minSecretLen || kw&gitleaksBit == 0 {
 		return nil
 	}
 	var out []finding
-	for _, f := range r.detector.DetectString(text) {
+	for _, f := range r.detector().DetectString(text) {
 		if len(f.Secret) < 4 || strings.HasPrefix(f.Secret, "[REDACTED:") {
 			continue
 		}
@@ -263,8 +350,10 @@ type finding struct{ id, secret string }
 const minSecretLen = 8
 
 // redactText replaces the gitleaks findings in s, then applies the
-// built-in and user text rules, noting what it removed in seen.
-func (r *Redactor) redactText(s string, secrets []finding, seen found) (string, int) {
+// built-in and user text rules, noting what it removed in seen. present
+// holds the keywords found in s (bit i: builtinText[i]); a superset will do,
+// as a rule's expression cannot match without its keyword.
+func (r *Redactor) redactText(s string, secrets []finding, seen found, present uint64) (string, int) {
 	n := 0
 	for _, f := range secrets {
 		if c := strings.Count(s, f.secret); c > 0 {
@@ -276,7 +365,9 @@ func (r *Redactor) redactText(s string, secrets []finding, seen found) (string, 
 	if len(s) < minSecretLen {
 		return s, n
 	}
-	present := builtinKeywords(s)
+	if n > 0 {
+		present = r.keywords.find(s, 0) // the placeholders changed the text
+	}
 	for i, rule := range builtinText {
 		if len(rule.keywords) == 0 || present&(1<<i) != 0 {
 			s = rule.apply(s, &n, seen)
@@ -379,7 +470,18 @@ func (r *Redactor) redactJSON(doc []byte, depth int, seen found) ([]byte, int) {
 		frag.WriteString(l.value)
 		frag.WriteByte('\n')
 	}
-	secrets := r.scan(frag.String())
+	fragLen := frag.Len()
+	// The built-in rules' keywords are looked for once in every text they
+	// may run on (the keys below a sensitive member are redacted as text
+	// too but not scanned by gitleaks).
+	for _, l := range leaves {
+		if l.isKey && l.sensitive != "" && len(l.value) >= minSecretLen {
+			frag.WriteString(l.value)
+			frag.WriteByte('\n')
+		}
+	}
+	kw := r.keywords.find(frag.String(), 0)
+	secrets := r.scan(frag.String()[:fragLen], kw)
 	out := make([]byte, 0, len(doc)+64)
 	last, total := 0, 0
 	for _, l := range leaves {
@@ -393,7 +495,7 @@ func (r *Redactor) redactJSON(doc []byte, depth int, seen found) ([]byte, int) {
 			seen.add(l.value, l.sensitive)
 			repl, n = Placeholder(l.sensitive), 1
 		default:
-			repl, n = r.redactValue(l.value, secrets, depth, seen)
+			repl, n = r.redactValue(l.value, secrets, depth, seen, kw)
 		}
 		if n == 0 {
 			continue
@@ -413,7 +515,7 @@ func (r *Redactor) redactJSON(doc []byte, depth int, seen found) ([]byte, int) {
 // redactValue redacts one decoded string: as JSON when it holds a JSON
 // object or array, else as text. A finding that spans more than the string
 // (its key was part of the match) replaces the whole string.
-func (r *Redactor) redactValue(v string, secrets []finding, depth int, seen found) (string, int) {
+func (r *Redactor) redactValue(v string, secrets []finding, depth int, seen found, present uint64) (string, int) {
 	if t := strings.TrimSpace(v); depth < maxJSONDepth && len(t) > 1 && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
 		out, n := r.redactJSON([]byte(v), depth+1, seen)
 		return string(out), n
@@ -424,7 +526,7 @@ func (r *Redactor) redactValue(v string, secrets []finding, depth int, seen foun
 			return Placeholder(f.id), 1
 		}
 	}
-	return r.redactText(v, secrets, seen)
+	return r.redactText(v, secrets, seen, present)
 }
 
 // frame is an open object or array while collecting leaves.
@@ -497,7 +599,11 @@ func (r *Redactor) collect(doc []byte) []leaf {
 			if len(stack) > 0 && stack[len(stack)-1].object && stack[len(stack)-1].expectKey {
 				top := &stack[len(stack)-1]
 				top.key, top.expectKey = val, false
-				if len(val) >= minSecretLen {
+				// A key is redacted as text (a map may be keyed by a
+				// secret), but not the protocol's own names
+				// ("progressToken", "nextCursor"): those would only wake
+				// the rules keyed on "token" in every request.
+				if len(val) >= minSecretLen && !notSensitive[normalizeKey(val)] {
 					leaves = append(leaves, leaf{start: i, end: end + 1, value: val, isKey: true, sensitive: top.sensitive})
 				}
 			} else {

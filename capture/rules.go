@@ -4,9 +4,6 @@ import (
 	"encoding/base64"
 	"regexp"
 	"strings"
-	"sync"
-
-	ahocorasick "github.com/BobuSumisu/aho-corasick"
 )
 
 // normalizeKey lower-cases a key name and drops separators, so that
@@ -171,32 +168,6 @@ func cookieValues(h string) []string {
 		}
 	}
 	return out
-}
-
-var (
-	keywordsOnce sync.Once
-	keywordTrie  *ahocorasick.Trie
-	keywordRules []uint32 // pattern index → bit set of builtinText rules
-)
-
-// builtinKeywords returns the set (bit i = builtinText[i]) of rules whose
-// keywords occur in s, found in one case-insensitive Aho-Corasick pass.
-func builtinKeywords(s string) uint32 {
-	keywordsOnce.Do(func() {
-		b := ahocorasick.NewTrieBuilder()
-		for i, r := range builtinText {
-			for _, k := range r.keywords {
-				b.AddString(k)
-				keywordRules = append(keywordRules, 1<<i)
-			}
-		}
-		keywordTrie = b.Build()
-	})
-	var set uint32
-	for _, m := range keywordTrie.MatchString(strings.ToLower(s)) {
-		set |= keywordRules[m.Pattern()]
-	}
-	return set
 }
 
 // isReference reports whether a value names where a secret comes from

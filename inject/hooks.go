@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -40,7 +41,7 @@ func (in *Injector) Initialize(ctx context.Context, s *proxy.Session, result jso
 	}
 	var pointer string
 	if !in.NoQueryTool {
-		pointer = fmt.Sprintf("Before a tool you are unsure of, and after an error, call the %s tool with the situation to get lessons from past runs.", QueryToolName)
+		pointer = queryPointer
 	}
 	budget := orDefault(in.SessionBudget, DefaultSessionBudget)
 	text, ids, tokens := "", []string(nil), 0
@@ -62,6 +63,9 @@ func (in *Injector) Initialize(ctx context.Context, s *proxy.Session, result jso
 	st.addPending("init", hindsight.Injection{Channel: ChannelInstructions, ExperienceIDs: ids, Tokens: tokens})
 	return out
 }
+
+// queryPointer is the line pointing the agent to the query tool.
+const queryPointer = "Before a tool you are unsure of, and after an error, call the " + QueryToolName + " tool with the situation to get lessons from past runs."
 
 // instructionsBlock builds the text appended to the instructions within
 // limit tokens: lessons when any fit, else the pointer alone.
@@ -291,6 +295,11 @@ func (in *Injector) ToolResult(ctx context.Context, ex *proxy.Exchange, result j
 	if in.NoErrorResults || in.Source == nil || ex == nil || ex.Session == nil {
 		return nil
 	}
+	// Most results are successes without the member at all: a byte search
+	// is far cheaper than parsing for it.
+	if !bytes.Contains(result, isErrorMember) {
+		return nil
+	}
 	r := gjson.GetManyBytes(result, "isError", "content")
 	if !r[0].Bool() || !r[1].IsArray() {
 		return nil
@@ -353,6 +362,11 @@ func (in *Injector) ToolResult(ctx context.Context, ex *proxy.Exchange, result j
 	}
 	return nil
 }
+
+// isErrorMember is the key of a result's error flag, as it appears in JSON
+// (a key written with escapes, "is\u0045rror", is not the flag to gjson
+// either).
+var isErrorMember = []byte(`"isError"`)
 
 // errorText joins the text items of a result's content, up to 2 KB.
 func errorText(content gjson.Result) string {

@@ -255,7 +255,6 @@ func (in *Injector) Prefetch(ctx context.Context) {
 	if in.NoInstructions || in.Source == nil {
 		return
 	}
-	go encoder() // warm the tokenizer alongside
 	in.lessonsFor(ctx, in.Server)
 }
 

@@ -37,11 +37,24 @@ func encoder() (*tiktoken.Tiktoken, error) {
 // tokenizer cannot be loaded it overestimates (one token per byte), so caps
 // still hold.
 func CountTokens(s string) int {
+	if n, ok := knownCounts[s]; ok {
+		return n
+	}
 	e, err := encoder()
 	if err != nil {
 		return len(s)
 	}
 	return len(e.EncodeOrdinary(s))
+}
+
+// knownCounts are the token counts of the fixed texts injected when there
+// is no lesson (the query_hindsight pointer alone), so that a sidecar whose
+// daemon has no lessons never loads the tokenizer (about 12 MB of heap).
+// TestKnownCounts checks them against the tokenizer.
+var knownCounts = map[string]int{
+	Marker + " " + queryPointer:          32,
+	"\n\n" + Marker + " " + queryPointer: 33,
+	ellipsis:                             1,
 }
 
 // ellipsis marks text that was cut to fit a cap.
