@@ -119,6 +119,7 @@ type Outbox struct {
 	memSizes   []int            // encoded size of each step of mem
 	memBytes   int              // sum of memSizes
 	diskOnly   int              // undelivered steps on disk but not in mem; while > 0, delivery reads Badger
+	removed    uint64           // the highest seq removed: steps leave in seq order, so all below are gone too
 	dirty      bool             // written since the last sync
 	lastFailed bool             // the last delivery attempt failed
 	closed     bool             // Close has begun shutting the database
@@ -554,10 +555,15 @@ func (o *Outbox) nextBatch(n int) []hindsight.Step {
 	}
 	o.mu.Unlock()
 	if o.db != nil && !fromMem {
+		o.mu.Lock()
+		from := stepKey(prefixStep, o.removed+1)
+		o.mu.Unlock()
 		err := o.db.View(func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixStep}, PrefetchValues: true, PrefetchSize: 64})
 			defer it.Close()
-			for it.Rewind(); it.Valid() && len(out) < n; it.Next() {
+			// Seeking past the delivered steps skips their tombstones,
+			// which Rewind would walk through until a compaction.
+			for it.Seek(from); it.Valid() && len(out) < n; it.Next() {
 				var s hindsight.Step
 				err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &s) })
 				if err != nil {
@@ -605,6 +611,7 @@ func (o *Outbox) remove(steps []hindsight.Step) {
 	gone := make(map[uint64]bool, len(steps))
 	for _, s := range steps {
 		gone[s.Seq] = true
+		o.removed = max(o.removed, s.Seq)
 	}
 	o.forget(gone)
 	kept := o.held[:0]
