@@ -16,7 +16,9 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-var progressTokenMember = []byte(`"progressToken"`)
+// progressTokenMember is looked for before parsing for it. It starts with a
+// letter rare in JSON rather than a quote, so that bytes.Index skips ahead.
+var progressTokenMember = []byte(`progressToken"`)
 
 // DefaultHookTimeout bounds a rewriting hook when Conn.HookTimeout is zero.
 const DefaultHookTimeout = 250 * time.Millisecond
@@ -104,7 +106,7 @@ func (c *Conn) FromClient(raw []byte) Action {
 				c.mu.Unlock()
 			}
 		case "tools/call":
-			if a, ok := c.localToolCall(m, ex); ok {
+			if a, ok := c.localToolCall(&m, ex); ok {
 				return a
 			}
 		}
@@ -229,7 +231,7 @@ func (c *Conn) invalid(m Message, err error, from string) Action {
 	return Action{}
 }
 
-func (c *Conn) localToolCall(m Message, ex *Exchange) (Action, bool) {
+func (c *Conn) localToolCall(m *Message, ex *Exchange) (Action, bool) {
 	h := c.hooks()
 	if h.ToolCall == nil {
 		return Action{}, false
@@ -242,7 +244,7 @@ func (c *Conn) localToolCall(m Message, ex *Exchange) (Action, bool) {
 	}
 	ex.Local = true
 	lc := &localCall{ex: ex}
-	key := m.IDKey()
+	key, id := m.IDKey(), m.ID // the closure must not capture m: it would go to the heap on every call
 	c.mu.Lock()
 	if c.local == nil {
 		c.local = make(map[string]*localCall)
@@ -259,7 +261,7 @@ func (c *Conn) localToolCall(m Message, ex *Exchange) (Action, bool) {
 		}
 		lc.cancel = cancel
 		c.mu.Unlock()
-		resp := c.runLocal(ctx, m.ID, name, handler)
+		resp := c.runLocal(ctx, id, name, handler)
 		c.mu.Lock()
 		mine := c.local[key] == lc
 		if mine {

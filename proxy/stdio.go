@@ -680,6 +680,9 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 func blank(line []byte) bool {
+	if len(line) > 0 && line[0] > ' ' {
+		return false // every message but a whitespace-led one
+	}
 	return len(bytes.TrimSpace(line)) == 0
 }
 
