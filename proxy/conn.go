@@ -87,12 +87,15 @@ func (c *Conn) hookTimeout() time.Duration {
 }
 
 // FromClient takes one message from the agent.
-func (c *Conn) FromClient(raw []byte) Action {
+func (c *Conn) FromClient(raw []byte) Action { return c.fromClientAt(raw, time.Now()) }
+
+// fromClientAt is FromClient for a message that arrived at now. A transport
+// that reads a burst of messages at once passes the time of that read.
+func (c *Conn) fromClientAt(raw []byte, now time.Time) Action {
 	m, err := Parse(raw)
 	if err != nil {
 		return c.invalid(m, err, "agent")
 	}
-	now := time.Now()
 	switch m.Kind {
 	case KindRequest:
 		ex := &Exchange{Session: c.Session, Direction: hindsight.ClientToServer, Method: m.Method,
@@ -142,7 +145,10 @@ func (c *Conn) FromClient(raw []byte) Action {
 
 // FromServer takes one message from the server and returns the bytes to
 // deliver to the agent, or nil when nothing is to be delivered.
-func (c *Conn) FromServer(raw []byte) []byte {
+func (c *Conn) FromServer(raw []byte) []byte { return c.fromServerAt(raw, time.Now()) }
+
+// fromServerAt is FromServer for a message that arrived at now.
+func (c *Conn) fromServerAt(raw []byte, now time.Time) []byte {
 	m, err := Parse(raw)
 	if err == ErrParse {
 		// Not JSON at all: typically a server that logs to stdout. It
@@ -157,7 +163,6 @@ func (c *Conn) FromServer(raw []byte) []byte {
 		c.logger().Warn("server sent a malformed message", "server", c.Session.Server, "err", err, "bytes", len(m.Raw))
 		return m.Raw
 	}
-	now := time.Now()
 	switch m.Kind {
 	case KindRequest:
 		ex := &Exchange{Session: c.Session, Direction: hindsight.ServerToClient, Method: m.Method,

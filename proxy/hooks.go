@@ -34,8 +34,9 @@ import (
 // returns (copy what is needed).
 //
 // A hook that needs the network should bound itself by ctx, which carries
-// Conn.HookTimeout as its deadline: the response it holds back waits for
-// it. ctx is cancelled when the hook returns, so it must not be kept either.
+// Conn.HookTimeout as its deadline, counted from the response's arrival at
+// the sidecar (the read that brought it): the response it holds back, and
+// those that arrived with it, wait for it. ctx is cancelled when the hook returns, so it must not be kept either.
 // Its deadline timer is armed only when something calls ctx.Done (a select,
 // a derived context, a network call): a hook that never waits costs no
 // timer, and ctx.Err reports an expired deadline either way.

@@ -201,13 +201,20 @@ func (s *Stdio) newRelay(agentOut io.Writer) *relay {
 // at EOF.
 func (r *relay) readAgent(ctx context.Context, agentIn io.Reader) error {
 	lr := NewLineReader(agentIn, r.s.MaxLineBytes)
+	var now time.Time
+	waited := true
 	for {
 		line, err := lr.ReadLine()
+		if waited {
+			// Messages of one burst arrived with one read: they share
+			// its time (time.Now is not free on every machine).
+			now = time.Now()
+		}
 		var tooLong *LineTooLongError
 		switch {
 		case err == nil:
 			if !blank(line) {
-				r.fromAgent(ctx, line)
+				r.fromAgent(ctx, line, now)
 			}
 		case errors.As(err, &tooLong):
 			r.log.Error("agent message too long; skipped", "server", r.name, "err", err)
@@ -218,7 +225,7 @@ func (r *relay) readAgent(ctx context.Context, agentIn io.Reader) error {
 		}
 		// A burst of messages goes to the server in one write; flush
 		// before waiting for more.
-		if !lr.Pending() {
+		if waited = !lr.Pending(); waited {
 			r.flushChild()
 		}
 	}
@@ -226,10 +233,10 @@ func (r *relay) readAgent(ctx context.Context, agentIn io.Reader) error {
 
 // fromAgent relays one message from the agent. It holds inMu, so that a
 // request is either failed by reap or held for the next child, never both.
-func (r *relay) fromAgent(ctx context.Context, line []byte) {
+func (r *relay) fromAgent(ctx context.Context, line []byte, now time.Time) {
 	r.inMu.Lock()
 	defer r.inMu.Unlock()
-	a := r.conn.FromClient(line)
+	a := r.conn.fromClientAt(line, now)
 	switch {
 	case a.Forward != nil:
 		r.send(a.Forward)
@@ -455,13 +462,18 @@ func (r *relay) isReplayAnswer(line []byte) bool {
 func (r *relay) readChild(ch *child) {
 	defer close(ch.outDone)
 	lr := NewLineReader(ch.stdout, r.s.MaxLineBytes)
+	var now time.Time
+	waited := true
 	for {
 		line, err := lr.ReadLine()
+		if waited {
+			now = time.Now() // the time of the read, as in readAgent
+		}
 		var tooLong *LineTooLongError
 		switch {
 		case err == nil:
 			if !blank(line) {
-				r.fromChild(ch, line)
+				r.fromChild(ch, line, now)
 			}
 		case errors.As(err, &tooLong):
 			r.log.Error("server message too long; skipped", "server", r.name, "err", err)
@@ -470,14 +482,14 @@ func (r *relay) readChild(ch *child) {
 		}
 		// A burst of messages goes to the agent in one write; flush
 		// before waiting for more.
-		if !lr.Pending() {
+		if waited = !lr.Pending(); waited {
 			r.agentFailed(r.agent.Flush())
 		}
 	}
 }
 
 // fromChild relays one message from the child to the agent's buffer.
-func (r *relay) fromChild(ch *child, line []byte) {
+func (r *relay) fromChild(ch *child, line []byte, now time.Time) {
 	if r.replay.Load() && r.isReplayAnswer(line) {
 		if bytes.Contains(line, []byte(`"error"`)) {
 			r.log.Warn("restarted server rejected the replayed initialize", "server", r.name, "response", truncate(string(line), 300))
@@ -486,7 +498,7 @@ func (r *relay) fromChild(ch *child, line []byte) {
 		go r.becomeReady(ch, initialized)
 		return
 	}
-	if out := r.conn.FromServer(line); out != nil {
+	if out := r.conn.fromServerAt(line, now); out != nil {
 		r.agentFailed(r.agent.Buffer(out))
 	}
 }
