@@ -8,10 +8,17 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-// badgerOptions are the daemon's Badger settings: small memtables and caches
-// (the daemon shares a laptop with the agent), synchronous writes (a batch
-// acknowledged to a sidecar's outbox must survive a crash), and logs into
-// slog instead of stderr.
+// BadgerOptions returns the settings for every Badger database the daemon
+// opens (traces, the reflection queue, the embedded experience store): small
+// memtables and caches, since the daemon idles beside the agent on a laptop
+// (Badger's defaults hold 64 MB memtables and a 256 MB block cache), and
+// logs into logger instead of stderr. Writes are synchronous: what the
+// daemon acknowledged survives a crash.
+func BadgerOptions(dir string, logger *slog.Logger) badger.Options {
+	return badgerOptions(dir, logger)
+}
+
+// badgerOptions are the daemon's Badger settings (see BadgerOptions).
 func badgerOptions(dir string, logger *slog.Logger) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{logger}).
@@ -21,8 +28,8 @@ func badgerOptions(dir string, logger *slog.Logger) badger.Options {
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(8).
-		WithBlockCacheSize(16 << 20).
-		WithIndexCacheSize(8 << 20).
+		WithBlockCacheSize(8 << 20).
+		WithIndexCacheSize(4 << 20).
 		WithValueLogFileSize(64 << 20).
 		WithNumCompactors(2)
 }

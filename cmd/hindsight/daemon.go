@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
 	"github.com/hindsight-proxy/hindsight/daemon"
@@ -222,12 +224,31 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		}
 		return st, backend, nil
 	default:
-		st, err := embedded.Open(filepath.Join(g.home.DaemonData(), "experiences"), emb, embedded.Options{Logger: logger})
+		// Its own Badger with the daemon's memory-conscious options;
+		// experiences are small, so their values stay in the LSM tree.
+		dir := filepath.Join(g.home.DaemonData(), "experiences")
+		db, err := badger.Open(daemon.BadgerOptions(dir, logger).WithValueThreshold(1 << 10))
 		if err != nil {
+			return nil, backend, fmt.Errorf("open experience store: %w", err)
+		}
+		st, err := embedded.New(db, emb, embedded.Options{Logger: logger})
+		if err != nil {
+			db.Close()
 			return nil, backend, err
 		}
-		return st, backend, nil
+		return embeddedStore{st, db}, backend, nil
 	}
+}
+
+// embeddedStore is the embedded experience store over a Badger database
+// the daemon opened for it; Close closes both.
+type embeddedStore struct {
+	*embedded.Store
+	db *badger.DB
+}
+
+func (s embeddedStore) Close() error {
+	return errors.Join(s.Store.Close(), s.db.Close())
 }
 
 // newEmbedder returns the embeddings model of the configuration, or the

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
 	"github.com/hindsight-proxy/hindsight/daemon"
@@ -65,14 +67,27 @@ func newReflectionQueue(ctx context.Context, g *globals, traces *daemon.TraceSto
 	} else {
 		logger.Info("reflection is rule-based: no LLM model configured")
 	}
-	q, err := reflect.OpenQueue(filepath.Join(g.home.DaemonData(), "reflect"), traces, p)
+	// The queue's own Badger, with the daemon's memory-conscious options
+	// (reflect.OpenQueue would take Badger's defaults).
+	db, err := badger.Open(daemon.BadgerOptions(filepath.Join(g.home.DaemonData(), "reflect"), logger))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("open reflection queue: %w", err)
 	}
+	q := reflect.NewQueue(db, traces, p)
 	q.Logger, q.Metrics = logger, metrics
 	q.OnState = traces.SetReflection
 	q.Start(ctx)
-	return daemonQueue{q}, q, nil
+	return daemonQueue{q}, queueCloser{q, db}, nil
+}
+
+// queueCloser stops the queue, then closes its database.
+type queueCloser struct {
+	q  *reflect.Queue
+	db *badger.DB
+}
+
+func (c queueCloser) Close() error {
+	return errors.Join(c.q.Close(), c.db.Close())
 }
 
 // daemonQueue adapts reflect.Queue to daemon.ReflectionQueue. It is also a

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/daemon"
+)
+
+// TestDaemonBadgerOptions: every Badger database the daemon opens (traces,
+// the embedded experience store, the reflection queue) has the daemon's
+// small memtables and caches, not Badger's defaults (64 MB memtables, a
+// 256 MB block cache).
+func TestDaemonBadgerOptions(t *testing.T) {
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	home := hindsight.Home(t.TempDir())
+	g := &globals{home: home, config: &Config{}}
+
+	traces, err := daemon.OpenTraceStore(filepath.Join(home.DaemonData(), "traces"), daemon.TraceOptions{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer traces.Close()
+	store, _, err := openExperienceStore(ctx, g, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	_, closer, err := newReflectionQueue(ctx, g, traces, store, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+
+	want := daemon.BadgerOptions("", quiet)
+	for name, db := range map[string]*badger.DB{
+		"traces":      traces.DB(),
+		"experiences": store.(embeddedStore).db,
+		"reflect":     closer.(queueCloser).db,
+	} {
+		o := db.Opts()
+		if o.MemTableSize != want.MemTableSize || o.NumMemtables != want.NumMemtables ||
+			o.BlockCacheSize != want.BlockCacheSize || o.IndexCacheSize != want.IndexCacheSize ||
+			!o.SyncWrites {
+			t.Errorf("%s: memtable %d×%d, block cache %d, index cache %d, sync %v; want %d×%d, %d, %d, sync",
+				name, o.MemTableSize, o.NumMemtables, o.BlockCacheSize, o.IndexCacheSize, o.SyncWrites,
+				want.MemTableSize, want.NumMemtables, want.BlockCacheSize, want.IndexCacheSize)
+		}
+		if o.MemTableSize > 16<<20 || o.BlockCacheSize > 16<<20 {
+			t.Errorf("%s: memtable %d, block cache %d: not memory-conscious", name, o.MemTableSize, o.BlockCacheSize)
+		}
+	}
+}
