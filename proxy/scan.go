@@ -148,7 +148,7 @@ func skipString(b []byte, i int) (end int, escaped, ok bool) {
 	i++
 	for {
 		// Eight bytes at a time while none is special, then one by one.
-		for i+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[i:])) {
+		for len(b)-i >= 8 && !special8(binary.LittleEndian.Uint64(b[i:i+8])) {
 			i += 8
 		}
 		for i < len(b) && plain[b[i]] {
@@ -193,9 +193,11 @@ func skipString(b []byte, i int) (end int, escaped, ok bool) {
 // after one that is).
 func special8(x uint64) bool {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	ctl := (x - lo*0x20) &^ x & hi
-	q, bs := x^(lo*'"'), x^(lo*'\\')
-	return ctl|((q-lo)&^q&hi)|((bs-lo)&^bs&hi) != 0
+	// Flipping bit 1 maps the quote (0x22) to 0x20 and keeps control
+	// characters below 0x20: one test "below 0x21" finds both.
+	q := x ^ (lo * 0x02)
+	bs := x ^ (lo * '\\')
+	return ((q-lo*0x21)&^q|(bs-lo)&^bs)&hi != 0
 }
 
 func isHex(c byte) bool {
