@@ -48,6 +48,10 @@ const (
 	DefaultMaxMemBytes = 4 << 20
 
 	deliverTimeout = 30 * time.Second
+	// deliverLinger is how long delivery waits after a step arrives for
+	// more to join its batch: one daemon round trip and one removal per
+	// batch instead of per step while an agent makes calls one at a time.
+	deliverLinger = 10 * time.Millisecond
 	maxBackoff     = 30 * time.Second
 	lockName       = "sidecar.lock"
 	dbName         = "db"
@@ -435,6 +439,13 @@ func (o *Outbox) deliverLoop(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-o.notify:
+				select {
+				case <-time.After(deliverLinger):
+				case <-o.draining:
+					draining = true
+				case <-ctx.Done():
+					return
+				}
 			case <-o.draining:
 				draining = true
 			case <-retention.C:

@@ -20,6 +20,11 @@ const (
 	DefaultMaxQueueBytes = 16 << 20
 	maxQueueItems        = 1 << 16
 	commitBatch          = 256
+	// commitLinger spaces the commits of small batches, so that calls made
+	// one at a time share a Badger transaction instead of paying one each;
+	// it adds at most that much to the time until a step is durable (well
+	// within the 50 ms a killed sidecar may lose).
+	commitLinger = 2 * time.Millisecond
 )
 
 // Options configure a Recorder. Home is required; everything else has a
@@ -313,6 +318,9 @@ func (r *Recorder) commit() {
 		close(r.progress)
 		r.progress = make(chan struct{})
 		r.rmu.Unlock()
+		if len(batch)+lost < commitBatch {
+			time.Sleep(commitLinger)
+		}
 	}
 }
 
