@@ -52,10 +52,10 @@ const (
 	// more to join its batch: one daemon round trip and one removal per
 	// batch instead of per step while an agent makes calls one at a time.
 	deliverLinger = 10 * time.Millisecond
-	maxBackoff     = 30 * time.Second
-	lockName       = "sidecar.lock"
-	dbName         = "db"
-	corruptDir     = ".corrupt"
+	maxBackoff    = 30 * time.Second
+	lockName      = "sidecar.lock"
+	dbName        = "db"
+	corruptDir    = ".corrupt"
 )
 
 // Key prefixes in an outbox's Badger database.
