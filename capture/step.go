@@ -70,7 +70,7 @@ func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
 		} else if params.Exists() {
 			s.Arguments = json.RawMessage(params.Raw)
 		}
-		if t := params.Get("_meta." + gjsonEscape(TaskMetaKey)); t.Type == gjson.String && t.Str != "" {
+		if t := params.Get(taskMetaPath); t.Type == gjson.String && t.Str != "" {
 			s.ExplicitTask = t.Str
 		}
 	} else if ex.Method == "tools/call" {
@@ -111,6 +111,9 @@ func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
 	}
 	return s
 }
+
+// taskMetaPath is the gjson path of TaskMetaKey below params.
+var taskMetaPath = "_meta." + gjsonEscape(TaskMetaKey)
 
 func gjsonEscape(path string) string {
 	return strings.NewReplacer(".", `\.`, "*", `\*`, "?", `\?`).Replace(path)
