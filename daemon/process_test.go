@@ -98,20 +98,7 @@ func daemonLog(home hindsight.Home) string {
 // stopHolder ends the daemon holding home's lock (one a sidecar or
 // EnsureRunning started, detached from the test) at the end of the test.
 func stopHolder(t *testing.T, home hindsight.Home) {
-	t.Cleanup(func() {
-		pid := LockHolder(home)
-		if pid <= 0 || pid == os.Getpid() {
-			return // none, or the test's own lock
-		}
-		syscall.Kill(pid, syscall.SIGTERM)
-		deadline := time.Now().Add(15 * time.Second)
-		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if syscall.Kill(pid, 0) == nil {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
+	testbin.StopDaemon(t, string(home))
 }
 
 func TestDaemonSingleInstanceAndSocketMode(t *testing.T) {

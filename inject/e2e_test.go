@@ -51,15 +51,10 @@ func newEnv(t *testing.T) *env {
 		os.RemoveAll(dir)
 		t.Fatalf("start daemon: %v", err)
 	}
-	pid := daemon.LockHolder(home)
-	t.Cleanup(func() {
-		if pid > 0 && syscall.Kill(pid, syscall.SIGTERM) == nil {
-			for i := 0; i < 500 && syscall.Kill(pid, 0) == nil; i++ {
-				time.Sleep(10 * time.Millisecond)
-			}
-		}
-		os.RemoveAll(dir)
-	})
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// Runs first: the daemon (whichever holds the lock by then) stops
+	// before its home goes.
+	testbin.StopDaemon(t, dir)
 	return &env{home: home, exe: exe, client: c}
 }
 
@@ -435,7 +430,11 @@ func TestEndToEndDaemonDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	// Cleanups run last first: the sidecar stops (e.connect), then any
+	// daemon it managed to start, then the home goes. (A home removed
+	// under a running sidecar is recreated by it, with a daemon.)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	testbin.StopDaemon(t, dir)
 	// The sidecar would start a daemon: point it at a binary that cannot.
 	e := &env{home: hindsight.Home(dir), exe: exe}
 	cmd := exec.Command(exe, "wrap", "--name", "example", "--", exe, "example-server")

@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -127,7 +126,7 @@ func startServeProc(t *testing.T, cfg string, args ...string) (string, *proc) {
 		}
 	}
 	// Runs after the sidecar is stopped: the daemon it started goes too.
-	t.Cleanup(func() { reapDaemons(t, home) })
+	testbin.StopDaemon(t, home)
 	all := append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)
 	p := startProcess(t, []string{"HINDSIGHT_HOME=" + home}, bin, all...)
 	return awaitListening(t, p), p
@@ -438,38 +437,6 @@ func serverChildren(pid int) []int {
 		}
 	}
 	return out
-}
-
-// reapDaemons stops the processes that run with HINDSIGHT_HOME=home: the
-// daemon a sidecar started in the background for a test's home.
-func reapDaemons(t *testing.T, home string) {
-	mark := []byte("\x00HINDSIGHT_HOME=" + home + "\x00")
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	var pids []int
-	for _, d := range dirs {
-		env, err := os.ReadFile(d + "/environ")
-		if err != nil || !bytes.Contains(append([]byte{0}, env...), mark) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil && pid != os.Getpid() {
-			pids = append(pids, pid)
-		}
-	}
-	for _, pid := range pids {
-		syscall.Kill(pid, syscall.SIGTERM)
-	}
-	start := time.Now()
-	defer func() { t.Logf("%d daemons stopped in %v", len(pids), time.Since(start).Round(time.Millisecond)) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for _, pid := range pids {
-		for alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if alive(pid) {
-			t.Logf("process %d (HINDSIGHT_HOME=%s) ignored SIGTERM; killing it", pid, home)
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
 }
 
 // alive reports whether pid runs (a zombie does not count).

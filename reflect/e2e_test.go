@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -84,15 +83,10 @@ func endToEnd(t *testing.T) hindsight.Experience {
 		os.RemoveAll(dir)
 		t.Fatalf("start daemon: %v", err)
 	}
-	pid := daemon.LockHolder(home)
-	t.Cleanup(func() {
-		if pid > 0 && syscall.Kill(pid, syscall.SIGTERM) == nil {
-			for i := 0; i < 500 && syscall.Kill(pid, 0) == nil; i++ {
-				time.Sleep(10 * time.Millisecond)
-			}
-		}
-		os.RemoveAll(dir)
-	})
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// Runs first: the daemon (whichever holds the lock by then) stops
+	// before its home goes.
+	testbin.StopDaemon(t, dir)
 
 	const task = "e2e-reflect"
 	cmd := exec.Command(exe, "wrap", "--name", "example", "--", exe, "example-server")

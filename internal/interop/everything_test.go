@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -89,45 +88,15 @@ func wrappedWith(t *testing.T, noInject bool, name string, argv ...string) *exec
 	}
 	cmd := exec.Command(testbin.Hindsight(t), append([]string{"wrap", "--name", name, "--grace", "2s", "--"}, argv...)...)
 	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+home)
+	// The daemon the sidecar starts stops before home is removed.
+	testbin.StopDaemon(t, home)
 	t.Cleanup(func() {
-		stopDaemons(t, home)
 		if t.Failed() || os.Getenv("INTEROP_LOG") != "" {
 			b, _ := os.ReadFile(filepath.Join(home, "logs", "wrap-"+name+".log"))
 			t.Logf("sidecar log:\n%s", cut(string(b)))
 		}
 	})
 	return cmd
-}
-
-// stopDaemons ends the processes running with HINDSIGHT_HOME=home (the
-// daemon a sidecar started there); home is this test's own temp dir.
-func stopDaemons(t *testing.T, home string) {
-	want := []byte("HINDSIGHT_HOME=" + home + "\x00")
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err == nil && bytes.Contains(env, want) {
-			pids = append(pids, pid)
-		}
-	}
-	for _, pid := range pids {
-		syscall.Kill(pid, syscall.SIGTERM)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for _, pid := range pids {
-		for syscall.Kill(pid, 0) == nil && !zombie(pid) {
-			if time.Now().After(deadline) {
-				syscall.Kill(pid, syscall.SIGKILL)
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 }
 
 func zombie(pid int) bool {
