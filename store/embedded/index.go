@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
@@ -20,6 +21,10 @@ const (
 	// exactly; above it a binary-quantised pass picks rescore candidates.
 	exactScan = 4096
 	rescore   = 512
+	// parallelScan is the slot count from which pre-selection and
+	// rescoring split their scan across two goroutines.
+	parallelScan = 16 * 1024
+	parallelDots = 256
 )
 
 type posting struct {
@@ -48,6 +53,7 @@ type index struct {
 	dim      int
 	words    int // uint64 words per bit-code half
 	docs     []doc
+	lens     []float32 // document length per slot, dense for BM25
 	byKey    map[string]int32
 	postings map[string][]posting
 	filters  map[filterKey][]int32
@@ -63,6 +69,22 @@ type index struct {
 }
 
 const chunkSlots = 1024
+
+// ternary writes v's ternary sign code into code (2*words long): the
+// positive bits, then the negative bits.
+func (x *index) ternary(code []uint64, v []float32) {
+	clear(code)
+	for i, f := range v {
+		if f == 0 {
+			continue
+		}
+		w := i / 64
+		if f < 0 {
+			w += x.words
+		}
+		code[w] |= 1 << (i % 64)
+	}
+}
 
 // vec returns slot's vector storage.
 func (x *index) vec(slot int32) []float32 {
@@ -162,6 +184,7 @@ func (x *index) add(e *hindsight.Experience, embID string, terms []string) {
 	// The index keeps its own copy of the vector in the slab.
 	e.Vector = nil
 	x.docs = append(x.docs, d)
+	x.lens = append(x.lens, float32(d.length))
 	x.byKey[k] = slot
 	x.live++
 	x.totalLen += int64(d.length)
@@ -179,16 +202,7 @@ func (x *index) setVector(slot int32, v []float32) {
 	dst := x.vec(slot)
 	copy(dst, v)
 	normalize(dst)
-	code := x.code(slot)
-	clear(code)
-	for i, f := range dst {
-		switch {
-		case f > 0:
-			code[i/64] |= 1 << (i % 64)
-		case f < 0:
-			code[x.words+i/64] |= 1 << (i % 64)
-		}
-	}
+	x.ternary(x.code(slot), dst)
 }
 
 // vector returns a copy of slot's vector, or nil.
@@ -369,9 +383,13 @@ func (x *index) bm25(sc *scratch, text string, n int) []scored {
 		sc.acc = make([]float32, len(x.docs))
 	}
 	acc := sc.acc[:len(x.docs)]
+	lens := x.lens[:len(x.docs)]
+	allowed := sc.allowed
 	hit := sc.hits[:0]
 	defer func() { sc.hits = hit[:0] }()
-	avgdl := float64(x.totalLen) / float64(max(x.live, 1))
+	avgdl := float32(float64(x.totalLen) / float64(max(x.live, 1)))
+	// norm = tf*(k1+1) / (tf + k1*(1-b) + k1*b/avgdl*dl)
+	base, perLen := float32(bm25K1*(1-bm25B)), float32(bm25K1*bm25B)/avgdl
 	slices.Sort(sc.terms)
 	terms := slices.Compact(sc.terms)
 	N := float64(x.live)
@@ -383,12 +401,11 @@ func (x *index) bm25(sc *scratch, text string, n int) []scored {
 		df := float64(min(len(ps), x.live))
 		idf := float32(math.Log(1 + (N-df+0.5)/(df+0.5)))
 		for _, p := range ps {
-			if sc.allowed[p.slot/64]&(1<<(p.slot%64)) == 0 {
+			if allowed[uint32(p.slot)/64]&(1<<(uint32(p.slot)%64)) == 0 {
 				continue
 			}
 			tf := float32(p.tf)
-			dl := float32(x.docs[p.slot].length)
-			norm := tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*dl/float32(avgdl)))
+			norm := tf * (bm25K1 + 1) / (tf + base + perLen*lens[p.slot])
 			if acc[p.slot] == 0 {
 				hit = append(hit, p.slot)
 			}
@@ -481,67 +498,57 @@ func (x *index) knn(sc *scratch, q []float32, ok []int32, n int) []scored {
 	if len(ok) > exactScan {
 		cand = x.preselect(sc, q, ok, rescore)
 	}
-	top := sc.vtop[:0]
-	defer func() { sc.vtop = top[:0] }()
-	for _, s := range cand {
-		if !x.docs[s].hasVec {
-			continue
+	if cap(sc.vtop) < len(cand) {
+		sc.vtop = make([]scored, len(cand))
+	}
+	all := sc.vtop[:len(cand)]
+	parallel(len(cand), parallelDots, func(lo, hi int) {
+		for i, s := range cand[lo:hi] {
+			all[lo+i] = scored{s, -2} // below any cosine: no vector
+			if x.docs[s].hasVec {
+				all[lo+i].score = dot(q, x.vec(s))
+			}
 		}
-		top = append(top, scored{s, dot(q, x.vec(s))})
+	})
+	top := all[:0]
+	for _, c := range all {
+		if c.score > -2 {
+			top = append(top, c)
+		}
 	}
 	return slices.Clone(selectTop(top, n))
 }
 
 // preselect picks about r of ok whose ternary codes are nearest to q's
-// (Hamming distance over the positive and negative sign bits), using a
-// histogram of distances instead of sorting.
+// (Hamming distance over the positive and negative sign bits).
 func (x *index) preselect(sc *scratch, q []float32, ok []int32, r int) []int32 {
-	w := x.words
-	if cap(sc.qcode) < 2*w {
-		sc.qcode = make([]uint64, 2*w)
+	w := 2 * x.words
+	if cap(sc.qcode) < w {
+		sc.qcode = make([]uint64, w)
 	}
-	qc := sc.qcode[:2*w]
-	clear(qc)
-	for i, f := range q {
-		switch {
-		case f > 0:
-			qc[i/64] |= 1 << (i % 64)
-		case f < 0:
-			qc[w+i/64] |= 1 << (i % 64)
-		}
+	qc := sc.qcode[:w]
+	x.ternary(qc, q)
+	return x.nearest(sc, ok, qc, r)
+}
+
+// nearest returns about r of slots whose codes are nearest to qc. It counts a histogram of distances
+// instead of sorting. Experiences without a vector have an all-zero code;
+// knn skips them after pre-selection.
+func (x *index) nearest(sc *scratch, slots []int32, qc []uint64, r int) []int32 {
+	if cap(sc.dist) < len(slots) {
+		sc.dist = make([]uint16, len(slots))
 	}
-	if cap(sc.dist) < len(ok) {
-		sc.dist = make([]uint16, len(ok))
+	dist := sc.dist[:len(slots)]
+	if cap(sc.hist) < 64*len(qc)+2 {
+		sc.hist = make([]int, 64*len(qc)+2)
 	}
-	dist := sc.dist[:len(ok)]
-	if cap(sc.hist) < 2*x.dim+2 {
-		sc.hist = make([]int, 2*x.dim+2)
-	}
-	hist := sc.hist[:2*x.dim+2]
+	hist := sc.hist[:64*len(qc)+2]
 	clear(hist)
-	// Experiences without a vector have an all-zero code; knn skips them
-	// after pre-selection.
-	if 2*w == 16 { // 512 dimensions: fixed-size arrays, no bounds checks
-		q16 := (*[16]uint64)(qc)
-		for i, s := range ok {
-			c := (*[16]uint64)(x.code(s))
-			d := 0
-			for k := range 16 {
-				d += bits.OnesCount64(c[k] ^ q16[k])
-			}
-			dist[i] = uint16(d)
-			hist[d]++
-		}
-	} else {
-		for i, s := range ok {
-			c := x.code(s)
-			d := 0
-			for k, v := range c {
-				d += bits.OnesCount64(v ^ qc[k])
-			}
-			dist[i] = uint16(d)
-			hist[d]++
-		}
+	parallel(len(slots), parallelScan, func(lo, hi int) {
+		x.distances(dist[lo:hi], slots[lo:hi], qc)
+	})
+	for _, d := range dist {
+		hist[d]++
 	}
 	limit, sum := 0, 0
 	for limit = 0; limit < len(hist)-1; limit++ {
@@ -554,7 +561,7 @@ func (x *index) preselect(sc *scratch, q []float32, ok []int32, r int) []int32 {
 	below := sum - hist[min(limit, len(hist)-1)]
 	room := max(r-below, 0)
 	out := make([]int32, 0, below+room)
-	for i, s := range ok {
+	for i, s := range slots {
 		switch d := int(dist[i]); {
 		case d < limit:
 			out = append(out, s)
@@ -564,6 +571,45 @@ func (x *index) preselect(sc *scratch, q []float32, ok []int32, r int) []int32 {
 		}
 	}
 	return out
+}
+
+// parallel calls f over [0, n), split in two halves run concurrently when
+// n is at least from. Two halves suit the small machines a sidecar runs on.
+func parallel(n, from int, f func(lo, hi int)) {
+	if n < from {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { f(n/2, n) })
+	f(0, n/2)
+	wg.Wait()
+}
+
+// distances sets dist[i] to the Hamming distance between qc and slots[i]'s
+// code.
+func (x *index) distances(dist []uint16, slots []int32, qc []uint64) {
+	switch len(qc) {
+	case 16: // 512 dimensions: fixed size, no bounds checks
+		q16 := (*[16]uint64)(qc)
+		for i, s := range slots {
+			c := (*[16]uint64)(x.code(s))
+			d := 0
+			for k := range 16 {
+				d += bits.OnesCount64(c[k] ^ q16[k])
+			}
+			dist[i] = uint16(d)
+		}
+	default:
+		for i, s := range slots {
+			c := x.code(s)
+			d := 0
+			for k, v := range qc {
+				d += bits.OnesCount64(c[k] ^ v)
+			}
+			dist[i] = uint16(d)
+		}
+	}
 }
 
 // dot is the inner product of two equal-length vectors.

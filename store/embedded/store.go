@@ -18,6 +18,7 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -121,35 +122,31 @@ func (s *Store) now() time.Time {
 	return time.Now()
 }
 
-// load rebuilds the indexes from Badger.
+// load rebuilds the indexes from Badger. Decoding (this goroutine) and
+// indexing (another) overlap; vectors are read by a second iterator that
+// walks the "vec/" keys in step with the "exp/" keys, which share their
+// suffixes and so their order.
 func (s *Store) load() error {
 	idx := newIndex(s.emb.Dim())
 	stale := 0
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256, Prefix: []byte(prefixExp)})
-		defer it.Close()
-		var terms []string
-		for it.Rewind(); it.Valid(); it.Next() {
-			e := new(hindsight.Experience)
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, e) }); err != nil {
-				return fmt.Errorf("decode %q: %w", it.Item().Key(), err)
-			}
-			if e.Embedder == s.embID {
-				vi, err := txn.Get(vecKey(e.Namespace, e.ID))
-				if err == nil {
-					err = vi.Value(func(v []byte) error { e.Vector = decodeVec(v); return nil })
+	batches := make(chan []*hindsight.Experience, 8)
+	indexed := make(chan struct{})
+	go func() {
+		defer close(indexed)
+		for batch := range batches {
+			for _, e := range batch {
+				if len(e.Vector) != idx.dim {
+					stale++
 				}
-				if err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
-					return err
-				}
+				idx.add(e, s.embID, nil)
 			}
-			if len(e.Vector) != idx.dim {
-				stale++
-			}
-			idx.add(e, s.embID, terms)
 		}
-		return nil
+	}()
+	err := s.db.View(func(txn *badger.Txn) error {
+		return s.decodeAll(txn, batches)
 	})
+	close(batches)
+	<-indexed
 	if err != nil {
 		return fmt.Errorf("load experiences: %w", err)
 	}
@@ -158,6 +155,44 @@ func (s *Store) load() error {
 			"count", stale, "embedder", s.embID)
 	}
 	s.idx = idx
+	return nil
+}
+
+// decodeAll sends every stored experience, with its vector when the
+// configured embedder made it, to out in batches.
+func (s *Store) decodeAll(txn *badger.Txn, out chan<- []*hindsight.Experience) error {
+	const batchSize = 256
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256, Prefix: []byte(prefixExp)})
+	defer it.Close()
+	vit := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 64, Prefix: []byte(prefixVec)})
+	defer vit.Close()
+	vit.Rewind()
+	batch := make([]*hindsight.Experience, 0, batchSize)
+	for it.Rewind(); it.Valid(); it.Next() {
+		e := new(hindsight.Experience)
+		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, e) }); err != nil {
+			return fmt.Errorf("decode %q: %w", it.Item().Key(), err)
+		}
+		if e.Embedder == s.embID {
+			suffix := it.Item().Key()[len(prefixExp):]
+			for vit.Valid() && bytes.Compare(vit.Item().Key()[len(prefixVec):], suffix) < 0 {
+				vit.Next()
+			}
+			if vit.Valid() && bytes.Equal(vit.Item().Key()[len(prefixVec):], suffix) {
+				if err := vit.Item().Value(func(v []byte) error { e.Vector = decodeVec(v); return nil }); err != nil {
+					return fmt.Errorf("decode vector %q: %w", vit.Item().Key(), err)
+				}
+			}
+		}
+		batch = append(batch, e)
+		if len(batch) == batchSize {
+			out <- batch
+			batch = make([]*hindsight.Experience, 0, batchSize)
+		}
+	}
+	if len(batch) > 0 {
+		out <- batch
+	}
 	return nil
 }
 
