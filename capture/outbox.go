@@ -323,8 +323,8 @@ func (o *Outbox) keep(steps []hindsight.Step, sizes []int) {
 	}
 	if drop > 0 {
 		o.diskOnly += drop
-		o.mem = append(o.mem[:0:0], o.mem[drop:]...)
-		o.memSizes = append(o.memSizes[:0:0], o.memSizes[drop:]...)
+		clear(o.mem[:drop]) // let the bodies go; append moves the rest when it grows
+		o.mem, o.memSizes = o.mem[drop:], o.memSizes[drop:]
 	}
 }
 
