@@ -222,6 +222,9 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		if err != nil {
 			return nil, backend, err
 		}
+		if _, err := reembed(ctx, st, emb, logger); err != nil {
+			logger.Error("experiences keep their old vectors", "err", err)
+		}
 		return st, backend, nil
 	default:
 		// Its own Badger with the daemon's memory-conscious options;
@@ -235,6 +238,11 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		if err != nil {
 			db.Close()
 			return nil, backend, err
+		}
+		// Before the socket opens: the store never mixes embedders, and
+		// sidecars buffer while the daemon does not answer.
+		if _, err := reembed(ctx, st, emb, logger); err != nil {
+			logger.Error("experiences keep their old vectors; they are found by text only", "err", err)
 		}
 		return embeddedStore{st, db}, backend, nil
 	}
