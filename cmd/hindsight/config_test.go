@@ -1,0 +1,44 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestExampleConfigParses keeps configs/hindsight.yaml true: every key in it
+// is one the configuration knows (unknown keys are errors), and its values
+// are the defaults it claims.
+func TestExampleConfigParses(t *testing.T) {
+	t.Setenv("HINDSIGHT_WEAVIATE_URL", "")
+	t.Setenv("HINDSIGHT_CAPTURE", "")
+	cfg, err := loadConfig(filepath.Join("..", "..", "configs", "hindsight.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Daemon.IdleGap != 10*time.Minute || cfg.Outbox.Retention != 168*time.Hour {
+		t.Errorf("idle gap %v, retention %v", cfg.Daemon.IdleGap, cfg.Outbox.Retention)
+	}
+	if cfg.Store.Backend != "embedded" || cfg.Inject.SessionBudget != 1000 || cfg.Inject.MaxExperiences != 3 {
+		t.Errorf("store %q, budget %d, max experiences %d", cfg.Store.Backend, cfg.Inject.SessionBudget, cfg.Inject.MaxExperiences)
+	}
+	if !cfg.captureEnabled() || cfg.LLM.CallsPerHour != 120 {
+		t.Errorf("capture %v, calls per hour %d", cfg.captureEnabled(), cfg.LLM.CallsPerHour)
+	}
+}
+
+func TestConfigRejectsUnknownKeys(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	writeFile(t, p, "daemon:\n  idle_gaps: 5m\n")
+	if _, err := loadConfig(p); err == nil {
+		t.Fatal("a misspelt key was accepted")
+	}
+}
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
