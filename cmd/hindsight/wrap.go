@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -69,6 +70,13 @@ func runWrap(ctx context.Context, g *globals, args []string) error {
 		}
 		defer stop()
 	}
+	if path := os.Getenv("HINDSIGHT_MEMPROFILE"); path != "" {
+		// PATH is written at exit, PATH.peak near the peak of the heap,
+		// PATH.peak.txt the runtime's memory figures at exit.
+		stop := watchHeap(path+".peak", logger)
+		defer writeHeapProfile(path, logger)
+		defer stop()
+	}
 
 	var hooks *proxy.Hooks
 	sc, err := newSidecar(ctx, g, *name, "stdio", logger)
@@ -117,6 +125,57 @@ func startCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// writeHeapProfile writes a heap profile of the sidecar to path
+// (HINDSIGHT_MEMPROFILE, for measuring its memory): run at exit, its
+// alloc_space shows everything allocated while it ran, its inuse_space
+// what the last garbage collection kept.
+func writeHeapProfile(path string, logger *slog.Logger) {
+	f, err := os.Create(path)
+	if err != nil {
+		logger.Error("create heap profile", "err", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		logger.Error("write heap profile", "err", err)
+	}
+}
+
+// watchHeap writes a heap profile to path each time the heap in use
+// grows by a quarter over the one when it last wrote, so that path holds a
+// profile from near the heap's peak; stop ends it and writes the Go
+// runtime's memory figures to path+".txt" (HINDSIGHT_MEMPROFILE).
+func watchHeap(path string, logger *slog.Logger) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		var last uint64
+		var ms runtime.MemStats
+		for {
+			select {
+			case <-done:
+				line := fmt.Sprintf("heap_inuse_mb=%d heap_sys_mb=%d heap_released_mb=%d sys_mb=%d peak_profiled_inuse_mb=%d gcs=%d\n",
+					ms.HeapInuse>>20, ms.HeapSys>>20, ms.HeapReleased>>20, ms.Sys>>20, last>>20, ms.NumGC)
+				logger.Info("heap at exit: " + strings.TrimSpace(line))
+				if err := os.WriteFile(path+".txt", []byte(line), 0o600); err != nil {
+					logger.Error("write heap summary", "err", err)
+				}
+				return
+			case <-t.C:
+			}
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > last+last/4 {
+				last = ms.HeapInuse
+				writeHeapProfile(path, logger)
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 // logName makes a server name safe as part of a file name.
