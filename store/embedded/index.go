@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
@@ -21,10 +20,9 @@ const (
 	// exactly; above it a binary-quantised pass picks rescore candidates.
 	exactScan = 4096
 	rescore   = 512
-	// parallelScan is the slot count from which pre-selection and
-	// rescoring split their scan across two goroutines.
-	parallelScan = 16 * 1024
-	parallelDots = 256
+	// coarseKeep is how many candidates the positive-bits pass keeps for
+	// the full ternary codes (see preselect).
+	coarseKeep = 4 * rescore
 )
 
 type posting struct {
@@ -35,13 +33,18 @@ type posting struct {
 // doc is one slot of the index. A replaced or re-indexed experience leaves
 // a dead slot behind; dead slots are skipped and dropped by compact.
 type doc struct {
+	filterMeta
 	exp    *hindsight.Experience
-	live   bool
 	hasVec bool
 	length int32
+}
+
+// filterMeta is what filters read of a doc. The index keeps a dense copy
+// of each doc's in index.meta, so that filtering streams 32 bytes a slot.
+type filterMeta struct {
 	// interned filter values, compared as integers when filtering.
 	ns, server, tool, task, code int32
-	superseded, deleted          bool
+	live, superseded, deleted    bool
 	lastActive                   int64 // unix seconds, see rank.LastActive
 }
 
@@ -53,16 +56,19 @@ type index struct {
 	dim      int
 	words    int // uint64 words per bit-code half
 	docs     []doc
-	lens     []float32 // document length per slot, dense for BM25
+	meta     []filterMeta // docs[i].filterMeta, kept in step by syncMeta
+	lens     []float32    // document length per slot, dense for BM25
 	byKey    map[string]int32
 	postings map[string][]posting
 	filters  map[filterKey][]int32
 	intern   map[string]int32
-	// Vectors (dim float32 per slot) and their ternary codes (2*words
-	// uint64 per slot: positive bits, then negative bits) live in chunks
-	// of chunkSlots slots, so growing never copies the whole slab.
+	// Vectors (dim float32 per slot) and their ternary codes (words
+	// uint64 of positive bits per slot in pos, of negative bits in neg)
+	// live in chunks of chunkSlots slots, so growing never copies the
+	// whole slab. Pre-selection scans pos alone first, so it is a slab of
+	// its own.
 	vecs     [][]float32
-	codes    [][]uint64
+	pos, neg [][]uint64
 	live     int
 	dead     int
 	totalLen int64
@@ -70,19 +76,17 @@ type index struct {
 
 const chunkSlots = 1024
 
-// ternary writes v's ternary sign code into code (2*words long): the
-// positive bits, then the negative bits.
-func (x *index) ternary(code []uint64, v []float32) {
-	clear(code)
+// ternary writes v's ternary sign code into pos and neg (words long each).
+func ternary(pos, neg []uint64, v []float32) {
+	clear(pos)
+	clear(neg)
 	for i, f := range v {
-		if f == 0 {
-			continue
+		switch {
+		case f > 0:
+			pos[i/64] |= 1 << (i % 64)
+		case f < 0:
+			neg[i/64] |= 1 << (i % 64)
 		}
-		w := i / 64
-		if f < 0 {
-			w += x.words
-		}
-		code[w] |= 1 << (i % 64)
 	}
 }
 
@@ -92,18 +96,19 @@ func (x *index) vec(slot int32) []float32 {
 	return x.vecs[slot/chunkSlots][off : off+x.dim]
 }
 
-// code returns slot's ternary code storage.
-func (x *index) code(slot int32) []uint64 {
-	w := 2 * x.words
-	off := int(slot%chunkSlots) * w
-	return x.codes[slot/chunkSlots][off : off+w]
+// code returns slot's ternary code storage: positive and negative bits.
+func (x *index) code(slot int32) (pos, neg []uint64) {
+	off := int(slot%chunkSlots) * x.words
+	c := slot / chunkSlots
+	return x.pos[c][off : off+x.words], x.neg[c][off : off+x.words]
 }
 
 // grow makes room for slot.
 func (x *index) grow(slot int32) {
 	if int(slot/chunkSlots) >= len(x.vecs) {
 		x.vecs = append(x.vecs, make([]float32, chunkSlots*x.dim))
-		x.codes = append(x.codes, make([]uint64, chunkSlots*2*x.words))
+		x.pos = append(x.pos, make([]uint64, chunkSlots*x.words))
+		x.neg = append(x.neg, make([]uint64, chunkSlots*x.words))
 	}
 }
 
@@ -156,9 +161,9 @@ func (x *index) add(e *hindsight.Experience, embID string, terms []string) {
 		x.kill(old)
 	}
 	slot := int32(len(x.docs))
-	d := doc{exp: e, live: true,
+	d := doc{exp: e, filterMeta: filterMeta{live: true,
 		ns: x.id(e.Namespace), server: x.id(e.Server), tool: x.id(e.Tool),
-		task: x.id(e.TaskType), code: x.id(e.ErrorCode)}
+		task: x.id(e.TaskType), code: x.id(e.ErrorCode)}}
 	x.setMeta(&d)
 	terms = tokenize.IndexTerms(terms[:0], store.Text(e))
 	d.length = int32(len(terms))
@@ -184,6 +189,7 @@ func (x *index) add(e *hindsight.Experience, embID string, terms []string) {
 	// The index keeps its own copy of the vector in the slab.
 	e.Vector = nil
 	x.docs = append(x.docs, d)
+	x.meta = append(x.meta, d.filterMeta)
 	x.lens = append(x.lens, float32(d.length))
 	x.byKey[k] = slot
 	x.live++
@@ -202,7 +208,8 @@ func (x *index) setVector(slot int32, v []float32) {
 	dst := x.vec(slot)
 	copy(dst, v)
 	normalize(dst)
-	x.ternary(x.code(slot), dst)
+	pos, neg := x.code(slot)
+	ternary(pos, neg, dst)
 }
 
 // vector returns a copy of slot's vector, or nil.
@@ -220,6 +227,7 @@ func (x *index) replaceMeta(slot int32, e *hindsight.Experience) {
 	d := &x.docs[slot]
 	d.exp = e
 	x.setMeta(d)
+	x.meta[slot] = d.filterMeta
 }
 
 func (x *index) kill(slot int32) {
@@ -229,6 +237,7 @@ func (x *index) kill(slot int32) {
 	}
 	d.live = false
 	d.exp = nil
+	x.meta[slot].live = false
 	x.live--
 	x.dead++
 	x.totalLen -= int64(d.length)
@@ -288,7 +297,7 @@ func (f *filter) empty() bool {
 	return f.ns < 0 || f.server < 0 || f.tool < 0 || f.task < 0 || f.code < 0
 }
 
-func (f *filter) match(d *doc) bool {
+func (f *filter) match(d *filterMeta) bool {
 	return d.live && d.ns == f.ns &&
 		(f.server == 0 || d.server == f.server) &&
 		(f.tool == 0 || d.tool == f.tool) &&
@@ -330,6 +339,7 @@ type scratch struct {
 	vtop    []scored
 	hist    []int
 	qcode   []uint64
+	coarse  []int32
 }
 
 // scratchFree keeps query buffers between queries. Unlike a sync.Pool it
@@ -364,7 +374,7 @@ func (x *index) allow(sc *scratch, f *filter, cand []int32) []int32 {
 	clear(sc.allowed)
 	var ok []int32 = sc.touched[:0]
 	for _, s := range cand {
-		if f.match(&x.docs[s]) {
+		if f.match(&x.meta[s]) {
 			sc.allowed[s/64] |= 1 << (s % 64)
 			ok = append(ok, s)
 		}
@@ -498,55 +508,50 @@ func (x *index) knn(sc *scratch, q []float32, ok []int32, n int) []scored {
 	if len(ok) > exactScan {
 		cand = x.preselect(sc, q, ok, rescore)
 	}
-	if cap(sc.vtop) < len(cand) {
-		sc.vtop = make([]scored, len(cand))
-	}
-	all := sc.vtop[:len(cand)]
-	parallel(len(cand), parallelDots, func(lo, hi int) {
-		for i, s := range cand[lo:hi] {
-			all[lo+i] = scored{s, -2} // below any cosine: no vector
-			if x.docs[s].hasVec {
-				all[lo+i].score = dot(q, x.vec(s))
-			}
-		}
-	})
-	top := all[:0]
-	for _, c := range all {
-		if c.score > -2 {
-			top = append(top, c)
+	top := sc.vtop[:0]
+	defer func() { sc.vtop = top[:0] }()
+	for _, s := range cand {
+		if x.docs[s].hasVec {
+			top = append(top, scored{s, dot(q, x.vec(s))})
 		}
 	}
 	return slices.Clone(selectTop(top, n))
 }
 
 // preselect picks about r of ok whose ternary codes are nearest to q's
-// (Hamming distance over the positive and negative sign bits).
+// (Hamming distance over the positive and negative sign bits). Over many
+// candidates a first pass compares the positive bits alone (a binary code,
+// half the memory to stream) and keeps coarseKeep for the full codes.
 func (x *index) preselect(sc *scratch, q []float32, ok []int32, r int) []int32 {
-	w := 2 * x.words
-	if cap(sc.qcode) < w {
-		sc.qcode = make([]uint64, w)
+	w := x.words
+	if cap(sc.qcode) < 2*w {
+		sc.qcode = make([]uint64, 2*w)
 	}
-	qc := sc.qcode[:w]
-	x.ternary(qc, q)
-	return x.nearest(sc, ok, qc, r)
+	qp, qn := sc.qcode[:w], sc.qcode[w:2*w]
+	ternary(qp, qn, q)
+	cand := ok
+	if len(ok) > 2*coarseKeep {
+		cand = x.nearest(sc, sc.coarse[:0], ok, qp, nil, coarseKeep)
+		sc.coarse = cand
+	}
+	return x.nearest(sc, nil, cand, qp, qn, r)
 }
 
-// nearest returns about r of slots whose codes are nearest to qc. It counts a histogram of distances
+// nearest appends to out about r of slots whose codes are nearest to the
+// query's (qn nil: positive bits only). It counts a histogram of distances
 // instead of sorting. Experiences without a vector have an all-zero code;
 // knn skips them after pre-selection.
-func (x *index) nearest(sc *scratch, slots []int32, qc []uint64, r int) []int32 {
+func (x *index) nearest(sc *scratch, out, slots []int32, qp, qn []uint64, r int) []int32 {
 	if cap(sc.dist) < len(slots) {
 		sc.dist = make([]uint16, len(slots))
 	}
 	dist := sc.dist[:len(slots)]
-	if cap(sc.hist) < 64*len(qc)+2 {
-		sc.hist = make([]int, 64*len(qc)+2)
+	if cap(sc.hist) < 2*64*x.words+2 {
+		sc.hist = make([]int, 2*64*x.words+2)
 	}
-	hist := sc.hist[:64*len(qc)+2]
+	hist := sc.hist[:2*64*x.words+2]
 	clear(hist)
-	parallel(len(slots), parallelScan, func(lo, hi int) {
-		x.distances(dist[lo:hi], slots[lo:hi], qc)
-	})
+	x.distances(dist, slots, qp, qn)
 	for _, d := range dist {
 		hist[d]++
 	}
@@ -560,7 +565,9 @@ func (x *index) nearest(sc *scratch, slots []int32, qc []uint64, r int) []int32 
 	// Everything nearer than the limit, then ties at the limit until r.
 	below := sum - hist[min(limit, len(hist)-1)]
 	room := max(r-below, 0)
-	out := make([]int32, 0, below+room)
+	if out == nil {
+		out = make([]int32, 0, below+room)
+	}
 	for i, s := range slots {
 		switch d := int(dist[i]); {
 		case d < limit:
@@ -573,42 +580,40 @@ func (x *index) nearest(sc *scratch, slots []int32, qc []uint64, r int) []int32 
 	return out
 }
 
-// parallel calls f over [0, n), split in two halves run concurrently when
-// n is at least from. Two halves suit the small machines a sidecar runs on.
-func parallel(n, from int, f func(lo, hi int)) {
-	if n < from {
-		f(0, n)
+// distances sets dist[i] to the Hamming distance between the query's
+// code and slots[i]'s (qn nil: over the positive bits only).
+func (x *index) distances(dist []uint16, slots []int32, qp, qn []uint64) {
+	if len(qp) == 8 { // 512 dimensions: fixed size, no bounds checks
+		p8 := (*[8]uint64)(qp)
+		for i, s := range slots {
+			// Unsigned chunk arithmetic: this loop runs for every
+			// candidate and is bound by memory, not by instructions.
+			c, off := uint32(s)/chunkSlots, uint32(s)%chunkSlots*8
+			p := (*[8]uint64)(x.pos[c][off:])
+			d := 0
+			for k := range 8 {
+				d += bits.OnesCount64(p[k] ^ p8[k])
+			}
+			if qn != nil {
+				n8, n := (*[8]uint64)(qn), (*[8]uint64)(x.neg[c][off:])
+				for k := range 8 {
+					d += bits.OnesCount64(n[k] ^ n8[k])
+				}
+			}
+			dist[i] = uint16(d)
+		}
 		return
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() { f(n/2, n) })
-	f(0, n/2)
-	wg.Wait()
-}
-
-// distances sets dist[i] to the Hamming distance between qc and slots[i]'s
-// code.
-func (x *index) distances(dist []uint16, slots []int32, qc []uint64) {
-	switch len(qc) {
-	case 16: // 512 dimensions: fixed size, no bounds checks
-		q16 := (*[16]uint64)(qc)
-		for i, s := range slots {
-			c := (*[16]uint64)(x.code(s))
-			d := 0
-			for k := range 16 {
-				d += bits.OnesCount64(c[k] ^ q16[k])
-			}
-			dist[i] = uint16(d)
+	for i, s := range slots {
+		pos, neg := x.code(s)
+		d := 0
+		for k, v := range qp {
+			d += bits.OnesCount64(pos[k] ^ v)
 		}
-	default:
-		for i, s := range slots {
-			c := x.code(s)
-			d := 0
-			for k, v := range qc {
-				d += bits.OnesCount64(c[k] ^ v)
-			}
-			dist[i] = uint16(d)
+		for k, v := range qn {
+			d += bits.OnesCount64(neg[k] ^ v)
 		}
+		dist[i] = uint16(d)
 	}
 }
 

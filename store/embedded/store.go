@@ -8,8 +8,10 @@
 // covers the query is scanned. Vectors are compared exactly (cosine over
 // unit-length float32) when at most 4,096 experiences pass the filters;
 // above that a ternary sign code of each vector (two bits a dimension,
-// compared with popcount) picks the ~512 nearest for exact rescoring. Both
-// result lists (100 each) are fused and weighted by store/rank.
+// compared with popcount) picks the ~512 nearest for exact rescoring, in two
+// passes: the positive bits alone (a binary code, streamed from a slab of
+// their own) keep 2,048, whose full codes keep 512. Both result lists (100
+// each) are fused and weighted by store/rank.
 //
 // Vectors record the embedder that made them (store.EmbedderID). A vector
 // of another embedder or dimension is refused by Put (store.ErrDimension);
