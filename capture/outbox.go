@@ -32,6 +32,16 @@ type Deliverer interface {
 	Deliver(ctx context.Context, steps []hindsight.Step) error
 }
 
+// A RawDeliverer is a Deliverer that also takes steps as the outbox stores
+// them: each one's JSON encoding (of a hindsight.Step). The outbox calls
+// DeliverRaw instead of Deliver when its Deliverer has it, so that a step
+// is encoded once, when it is stored, and never decoded in the sidecar.
+// DeliverRaw has Deliver's contract.
+type RawDeliverer interface {
+	Deliverer
+	DeliverRaw(ctx context.Context, steps []json.RawMessage) error
+}
+
 // ErrRejected marks a batch the daemon will never accept. The outbox then
 // delivers the batch's steps one by one and sets the refused ones aside.
 var ErrRejected = errors.New("steps rejected")
@@ -117,16 +127,32 @@ type Outbox struct {
 	opened      time.Time  // when this process opened its own outbox (monotonic); zero for orphans
 
 	mu         sync.Mutex
-	next       uint64           // seq of the next step
-	held       []hindsight.Step // steps not on disk, in seq order
-	mem        []hindsight.Step // the newest stored, undelivered steps, in seq order (all below held's)
-	memSizes   []int            // encoded size of each step of mem
-	memBytes   int              // sum of memSizes
-	diskOnly   int              // undelivered steps on disk but not in mem; while > 0, delivery reads Badger
-	removed    uint64           // the highest seq removed: steps leave in seq order, so all below are gone too
-	dirty      bool             // written since the last sync
-	lastFailed bool             // the last delivery attempt failed
-	closed     bool             // Close has begun shutting the database
+	next       uint64  // seq of the next step
+	held       []entry // steps not on disk, in seq order
+	mem        []entry // the newest stored, undelivered steps, in seq order (all below held's)
+	memBytes   int     // their encoded size
+	diskOnly   int     // undelivered steps on disk but not in mem; while > 0, delivery reads Badger
+	removed    uint64  // the highest seq removed: steps leave in seq order, so all below are gone too
+	dirty      bool    // written since the last sync
+	lastFailed bool    // the last delivery attempt failed
+	closed     bool    // Close has begun shutting the database
+}
+
+// An entry is a step as the outbox keeps it: its seq and its JSON
+// encoding, which is what is written to disk and delivered. raw is never
+// modified once made.
+type entry struct {
+	seq uint64
+	raw json.RawMessage
+}
+
+// raws returns the encodings of batch.
+func raws(batch []entry) []json.RawMessage {
+	out := make([]json.RawMessage, len(batch))
+	for i, e := range batch {
+		out[i] = e.raw
+	}
+	return out
 }
 
 // newID returns a fresh outbox id: time-ordered, unique per process.
@@ -276,36 +302,47 @@ func (o *Outbox) Append(steps []hindsight.Step) {
 		o.log.Error("steps reached a closed outbox; lost", "steps", len(steps))
 		return
 	}
+	enc := make([]entry, 0, len(steps))
 	for i := range steps {
 		steps[i].Source, steps[i].Seq = o.id, o.next
+		s := &steps[i]
+		raw, err := encodeStep(make([]byte, 0, 512+len(s.Arguments)+len(s.Result)+len(s.Request)+len(s.Response)), s)
+		if err != nil {
+			// Not numbered: the daemon must see no gap in the seqs.
+			steps[i].Seq = 0
+			o.c.dropped.Add(1)
+			o.log.Error("cannot encode step; lost", "method", steps[i].Method, "tool", steps[i].Tool, "err", err)
+			continue
+		}
+		enc = append(enc, entry{seq: o.next, raw: raw})
 		o.next++
 	}
-	pending := steps
+	pending := enc
 	if len(o.held) > 0 {
-		pending = append(append([]hindsight.Step(nil), o.held...), steps...)
+		pending = append(append([]entry(nil), o.held...), enc...)
 	}
-	sizes, err := o.write(pending)
+	err := o.write(pending)
 	if err == nil {
 		o.c.held.Store(0)
 		o.held = nil
 		o.dirty = true
-		o.keep(pending, sizes)
+		o.keep(pending)
 	} else {
 		o.c.writeErrors.Add(1)
 		room := o.opts.MaxHeld - len(o.held)
-		keep := steps
-		if room < len(steps) {
-			keep = steps[:max(room, 0)]
-			o.c.dropped.Add(int64(len(steps) - len(keep)))
+		keep := enc
+		if room < len(enc) {
+			keep = enc[:max(room, 0)]
+			o.c.dropped.Add(int64(len(enc) - len(keep)))
 		}
 		o.held = append(o.held, keep...)
 		o.c.held.Store(int64(len(o.held)))
-		if len(o.held) == len(keep) || len(keep) < len(steps) {
-			o.log.Error("cannot write outbox; holding steps in memory", "err", err, "held", len(o.held), "max_held", o.opts.MaxHeld, "dropped", len(steps)-len(keep))
+		if len(o.held) == len(keep) || len(keep) < len(enc) {
+			o.log.Error("cannot write outbox; holding steps in memory", "err", err, "held", len(o.held), "max_held", o.opts.MaxHeld, "dropped", len(enc)-len(keep))
 		}
 	}
 	if err == nil && o.lastFailed {
-		o.c.spilled.Add(int64(len(steps)))
+		o.c.spilled.Add(int64(len(enc)))
 	}
 	o.mu.Unlock()
 	select {
@@ -314,23 +351,22 @@ func (o *Outbox) Append(steps []hindsight.Step) {
 	}
 }
 
-// keep adds stored steps (with their encoded sizes) to mem, pushing the
+// keep adds stored entries to mem, pushing the
 // oldest out beyond MaxMemBytes. o.mu is held.
-func (o *Outbox) keep(steps []hindsight.Step, sizes []int) {
-	o.mem = append(o.mem, steps...)
-	o.memSizes = append(o.memSizes, sizes...)
-	for _, n := range sizes {
-		o.memBytes += n
+func (o *Outbox) keep(entries []entry) {
+	o.mem = append(o.mem, entries...)
+	for _, e := range entries {
+		o.memBytes += len(e.raw)
 	}
 	drop := 0
 	for o.memBytes > o.opts.MaxMemBytes && drop < len(o.mem) {
-		o.memBytes -= o.memSizes[drop]
+		o.memBytes -= len(o.mem[drop].raw)
 		drop++
 	}
 	if drop > 0 {
 		o.diskOnly += drop
 		clear(o.mem[:drop]) // let the bodies go; append moves the rest when it grows
-		o.mem, o.memSizes = o.mem[drop:], o.memSizes[drop:]
+		o.mem = o.mem[drop:]
 	}
 }
 
@@ -339,7 +375,7 @@ func (o *Outbox) keep(steps []hindsight.Step, sizes []int) {
 func (o *Outbox) forget(gone map[uint64]bool) {
 	memFrom := o.next
 	if len(o.mem) > 0 {
-		memFrom = o.mem[0].Seq
+		memFrom = o.mem[0].seq
 	}
 	for seq := range gone {
 		if seq < memFrom && o.diskOnly > 0 {
@@ -347,51 +383,44 @@ func (o *Outbox) forget(gone map[uint64]bool) {
 		}
 	}
 	j := 0
-	for i, s := range o.mem {
-		if gone[s.Seq] {
-			o.memBytes -= o.memSizes[i]
+	for _, e := range o.mem {
+		if gone[e.seq] {
+			o.memBytes -= len(e.raw)
 			continue
 		}
-		o.mem[j], o.memSizes[j] = s, o.memSizes[i]
+		o.mem[j] = e
 		j++
 	}
 	clear(o.mem[j:]) // let the bodies go
-	o.mem, o.memSizes = o.mem[:j], o.memSizes[:j]
+	o.mem = o.mem[:j]
 }
 
-// write stores steps in as few transactions as Badger allows and returns
-// the encoded size of each.
-func (o *Outbox) write(steps []hindsight.Step) ([]int, error) {
+// write stores entries in as few transactions as Badger allows.
+func (o *Outbox) write(entries []entry) error {
 	if o.db == nil {
-		return nil, errors.New("outbox database not open")
+		return errors.New("outbox database not open")
 	}
 	txn := o.db.NewTransaction(true)
 	defer func() { txn.Discard() }()
-	sizes := make([]int, len(steps))
-	for i := range steps {
-		v, err := json.Marshal(&steps[i])
-		if err != nil {
-			return nil, fmt.Errorf("encode step: %w", err)
-		}
-		sizes[i] = len(v)
-		k := stepKey(prefixStep, steps[i].Seq)
-		if err := txn.Set(k, v); errors.Is(err, badger.ErrTxnTooBig) {
+	for _, e := range entries {
+		k := stepKey(prefixStep, e.seq)
+		if err := txn.Set(k, e.raw); errors.Is(err, badger.ErrTxnTooBig) {
 			if err := txn.Commit(); err != nil {
-				return nil, fmt.Errorf("commit outbox: %w", err)
+				return fmt.Errorf("commit outbox: %w", err)
 			}
 			txn = o.db.NewTransaction(true)
-			if err := txn.Set(k, v); err != nil {
-				return nil, fmt.Errorf("write outbox: %w", err)
+			if err := txn.Set(k, e.raw); err != nil {
+				return fmt.Errorf("write outbox: %w", err)
 			}
 		} else if err != nil {
-			return nil, fmt.Errorf("write outbox: %w", err)
+			return fmt.Errorf("write outbox: %w", err)
 		}
 	}
 	if err := txn.Commit(); err != nil {
-		return nil, fmt.Errorf("commit outbox: %w", err)
+		return fmt.Errorf("commit outbox: %w", err)
 	}
-	o.c.depth.Add(int64(len(steps)))
-	return sizes, nil
+	o.c.depth.Add(int64(len(entries)))
+	return nil
 }
 
 // syncLoop fsyncs the database every SyncInterval while steps are written.
@@ -433,7 +462,7 @@ func (o *Outbox) deliverLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		var batch []hindsight.Step
+		var batch []entry
 		if o.opts.Deliverer != nil {
 			batch = o.nextBatch(o.opts.BatchSize)
 		}
@@ -484,7 +513,7 @@ func (o *Outbox) deliverLoop(ctx context.Context) {
 }
 
 // deliver sends one batch and removes what was accepted.
-func (o *Outbox) deliver(ctx context.Context, batch []hindsight.Step) error {
+func (o *Outbox) deliver(ctx context.Context, batch []entry) error {
 	err := o.send(ctx, batch)
 	switch {
 	case err == nil:
@@ -503,7 +532,9 @@ func (o *Outbox) deliver(ctx context.Context, batch []hindsight.Step) error {
 	}
 }
 
-func (o *Outbox) send(ctx context.Context, batch []hindsight.Step) (err error) {
+// send hands a batch to the Deliverer: as stored when it is a
+// RawDeliverer, decoded otherwise.
+func (o *Outbox) send(ctx context.Context, batch []entry) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 	defer cancel()
 	defer func() {
@@ -511,24 +542,33 @@ func (o *Outbox) send(ctx context.Context, batch []hindsight.Step) (err error) {
 			err = fmt.Errorf("deliverer panicked: %v", r)
 		}
 	}()
-	return o.opts.Deliverer.Deliver(ctx, batch)
+	if rd, ok := o.opts.Deliverer.(RawDeliverer); ok {
+		return rd.DeliverRaw(ctx, raws(batch))
+	}
+	steps := make([]hindsight.Step, len(batch))
+	for i, e := range batch {
+		if err := json.Unmarshal(e.raw, &steps[i]); err != nil {
+			return fmt.Errorf("%w: decode step %d: %v", ErrRejected, e.seq, err)
+		}
+	}
+	return o.opts.Deliverer.Deliver(ctx, steps)
 }
 
 // isolate delivers a refused batch one step at a time and sets aside the
 // steps the daemon refuses, so one bad step cannot hold back the rest.
-func (o *Outbox) isolate(ctx context.Context, batch []hindsight.Step, batchErr error) {
+func (o *Outbox) isolate(ctx context.Context, batch []entry, batchErr error) {
 	if len(batch) == 1 {
 		o.reject(batch[0], batchErr)
 		return
 	}
-	for _, s := range batch {
-		err := o.send(ctx, []hindsight.Step{s})
+	for _, e := range batch {
+		err := o.send(ctx, []entry{e})
 		switch {
 		case err == nil:
-			o.remove([]hindsight.Step{s})
+			o.remove([]entry{e})
 			o.c.delivered.Add(1)
 		case errors.Is(err, ErrRejected):
-			o.reject(s, err)
+			o.reject(e, err)
 		default:
 			o.c.deliveryFailures.Add(1)
 			return // the rest stays queued, in order
@@ -537,14 +577,15 @@ func (o *Outbox) isolate(ctx context.Context, batch []hindsight.Step, batchErr e
 }
 
 // reject moves a refused step aside (kept until retention, for inspection).
-func (o *Outbox) reject(s hindsight.Step, err error) {
+func (o *Outbox) reject(e entry, err error) {
 	o.c.rejected.Add(1)
-	o.log.Error("daemon refused a step; set aside", "seq", s.Seq, "method", s.Method, "tool", s.Tool, "err", err)
+	var s struct{ Method, Tool string }
+	_ = json.Unmarshal(e.raw, &s)
+	o.log.Error("daemon refused a step; set aside", "seq", e.seq, "method", s.Method, "tool", s.Tool, "err", err)
 	if o.db != nil {
-		v, _ := json.Marshal(&s)
-		_ = o.db.Update(func(txn *badger.Txn) error { return txn.Set(stepKey(prefixRejected, s.Seq), v) })
+		_ = o.db.Update(func(txn *badger.Txn) error { return txn.Set(stepKey(prefixRejected, e.seq), e.raw) })
 	}
-	o.remove([]hindsight.Step{s})
+	o.remove([]entry{e})
 }
 
 func (o *Outbox) setFailed(failed bool, err error) {
@@ -563,8 +604,8 @@ func (o *Outbox) setFailed(failed bool, err error) {
 // nextBatch returns up to n undelivered steps in seq order: from disk
 // first, then from memory. When every stored undelivered step is still in
 // memory, Badger is not read at all.
-func (o *Outbox) nextBatch(n int) []hindsight.Step {
-	var out []hindsight.Step
+func (o *Outbox) nextBatch(n int) []entry {
+	var out []entry
 	o.mu.Lock()
 	fromMem := o.diskOnly == 0
 	if fromMem {
@@ -581,15 +622,20 @@ func (o *Outbox) nextBatch(n int) []hindsight.Step {
 			// Seeking past the delivered steps skips their tombstones,
 			// which Rewind would walk through until a compaction.
 			for it.Seek(from); it.Valid() && len(out) < n; it.Next() {
-				var s hindsight.Step
-				err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &s) })
+				k := it.Item().Key()
+				v, err := it.Item().ValueCopy(nil)
+				// Only a cheap check: the daemon refuses a step that does
+				// not decode, and the outbox then sets it aside.
+				if err == nil && (len(k) != 9 || len(v) < 2 || v[0] != '{' || v[len(v)-1] != '}') {
+					err = errors.New("not a JSON object")
+				}
 				if err != nil {
-					o.log.Error("undecodable step in outbox; removed", "key", hex.EncodeToString(it.Item().Key()), "err", err)
+					o.log.Error("undecodable step in outbox; removed", "key", hex.EncodeToString(k), "err", err)
 					k := it.Item().KeyCopy(nil)
 					go o.db.Update(func(txn *badger.Txn) error { return txn.Delete(k) })
 					continue
 				}
-				out = append(out, s)
+				out = append(out, entry{seq: binary.BigEndian.Uint64(k[1:]), raw: v})
 			}
 			return nil
 		})
@@ -599,14 +645,14 @@ func (o *Outbox) nextBatch(n int) []hindsight.Step {
 	}
 	if len(out) < n {
 		o.mu.Lock()
-		for _, s := range o.held {
+		for _, e := range o.held {
 			if len(out) >= n {
 				break
 			}
-			if len(out) > 0 && s.Seq <= out[len(out)-1].Seq {
+			if len(out) > 0 && e.seq <= out[len(out)-1].seq {
 				continue
 			}
-			out = append(out, s)
+			out = append(out, e)
 		}
 		o.mu.Unlock()
 	}
@@ -614,11 +660,11 @@ func (o *Outbox) nextBatch(n int) []hindsight.Step {
 }
 
 // remove deletes delivered steps from disk and memory.
-func (o *Outbox) remove(steps []hindsight.Step) {
+func (o *Outbox) remove(steps []entry) {
 	if o.db != nil {
 		wb := o.db.NewWriteBatch()
-		for _, s := range steps {
-			_ = wb.Delete(stepKey(prefixStep, s.Seq))
+		for _, e := range steps {
+			_ = wb.Delete(stepKey(prefixStep, e.seq))
 		}
 		if err := wb.Flush(); err != nil {
 			o.log.Error("remove delivered steps from outbox", "err", err)
@@ -626,15 +672,15 @@ func (o *Outbox) remove(steps []hindsight.Step) {
 	}
 	o.mu.Lock()
 	gone := make(map[uint64]bool, len(steps))
-	for _, s := range steps {
-		gone[s.Seq] = true
-		o.removed = max(o.removed, s.Seq)
+	for _, e := range steps {
+		gone[e.seq] = true
+		o.removed = max(o.removed, e.seq)
 	}
 	o.forget(gone)
 	kept := o.held[:0]
-	for _, s := range o.held {
-		if !gone[s.Seq] {
-			kept = append(kept, s)
+	for _, e := range o.held {
+		if !gone[e.seq] {
+			kept = append(kept, e)
 		}
 	}
 	onDisk := len(steps) - (len(o.held) - len(kept))
@@ -773,7 +819,7 @@ func (o *Outbox) shutdown() error {
 	o.mu.Lock()
 	o.closed = true
 	if n := len(o.held); n > 0 {
-		if _, err := o.write(o.held); err == nil {
+		if err := o.write(o.held); err == nil {
 			o.held = nil
 		} else {
 			o.c.dropped.Add(int64(n))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -418,6 +419,67 @@ func TestRecorderDropsWhenQueueFull(t *testing.T) {
 	for i, s := range d.got() {
 		if s.Seq != uint64(i+1) {
 			t.Fatalf("gap at %d: seq %d", i, s.Seq)
+		}
+	}
+}
+
+// rawCollector is a collector that is also a RawDeliverer: it keeps the
+// encodings it is given, decoded, and counts the calls of each kind.
+type rawCollector struct {
+	collector
+	rawCalls int
+}
+
+func (c *rawCollector) Deliver(ctx context.Context, steps []hindsight.Step) error {
+	return errors.New("Deliver called on a RawDeliverer")
+}
+
+func (c *rawCollector) DeliverRaw(ctx context.Context, raws []json.RawMessage) error {
+	steps := make([]hindsight.Step, len(raws))
+	for i, r := range raws {
+		if err := json.Unmarshal(r, &steps[i]); err != nil {
+			return fmt.Errorf("%w: %v", ErrRejected, err)
+		}
+	}
+	c.mu.Lock()
+	c.rawCalls++
+	c.mu.Unlock()
+	return c.collector.Deliver(ctx, steps)
+}
+
+// TestOutboxDeliversRaw: a RawDeliverer gets the stored encodings, in
+// order, including after an outage (read back from disk) and around a
+// refused step.
+func TestOutboxDeliversRaw(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	d := &rawCollector{collector: collector{down: true, refuse: func(s hindsight.Step) bool { return s.Seq == 5 }}}
+	ob, err := openOutbox(OutboxOptions{Home: home, Deliverer: d, Logger: quietLogger(), MaxMemBytes: 1}, &counters{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []hindsight.Step
+	for i := range 40 {
+		steps = append(steps, hindsight.Step{Method: "tools/call", Tool: "echo", Arguments: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), EndedAt: time.Now()})
+	}
+	ob.Append(steps[:20])
+	waitFor(t, "a failed attempt", func() bool { return ob.c.deliveryFailures.Load() >= 1 })
+	ob.Append(steps[20:])
+	d.setDown(false)
+	waitFor(t, "delivery", func() bool { return ob.c.delivered.Load() == 39 && ob.c.rejected.Load() == 1 })
+	if err := ob.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := d.got()
+	if len(got) != 39 || d.rawCalls == 0 {
+		t.Fatalf("got %d steps in %d raw calls", len(got), d.rawCalls)
+	}
+	for i, s := range got {
+		want := uint64(i + 1)
+		if want >= 5 {
+			want++
+		}
+		if s.Seq != want || s.Source != ob.ID() || string(s.Arguments) != fmt.Sprintf(`{"i":%d}`, want-1) {
+			t.Fatalf("step %d: seq %d source %q arguments %s", i, s.Seq, s.Source, s.Arguments)
 		}
 	}
 }

@@ -135,6 +135,43 @@ func (c *Client) Ingest(ctx context.Context, steps []hindsight.Step) (IngestResu
 	return res, err
 }
 
+// DeliverRaw is Deliver for steps already encoded as JSON (each a
+// hindsight.Step): they are sent as they are.
+func (c *Client) DeliverRaw(ctx context.Context, steps []json.RawMessage) error {
+	_, err := c.IngestRaw(ctx, steps)
+	return err
+}
+
+// IngestRaw is Ingest for steps already encoded as JSON (each a
+// hindsight.Step). They are sent as they are, neither validated nor
+// encoded again: the daemon refuses a batch that does not decode, with an
+// error wrapping ErrRejected.
+func (c *Client) IngestRaw(ctx context.Context, steps []json.RawMessage) (IngestResult, error) {
+	n := len(`{"steps":[]}`) + len(steps)
+	for _, s := range steps {
+		n += len(s)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"steps":[`...)
+	for i, s := range steps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, s...)
+	}
+	b = append(b, "]}"...)
+	var res IngestResult
+	resp, err := c.do(ctx, http.MethodPost, "/steps", nil, bytes.NewReader(b), "application/json")
+	if err != nil {
+		return res, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		return res, fmt.Errorf("decode daemon answer: %w", err)
+	}
+	return res, nil
+}
+
 // CloseSession tells the daemon a session ended. With source set, lastSeq
 // is the seq of the session's last step; nil when unknown.
 func (c *Client) CloseSession(ctx context.Context, sessionID, source string, lastSeq *uint64) ([]string, error) {

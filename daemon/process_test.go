@@ -6,6 +6,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -180,6 +181,22 @@ func TestDaemonStopsCleanlyAndKeepsTraces(t *testing.T) {
 	}
 	if res, err := c.Ingest(ctx, steps); err != nil || res.Duplicates != 2 {
 		t.Fatalf("redelivery after restart: %+v, %v", res, err)
+	}
+	// The same steps as the outbox stores them (encoded once): duplicates
+	// too; one that does not decode is refused.
+	var raws []json.RawMessage
+	for i := range steps {
+		b, err := json.Marshal(&steps[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws = append(raws, b)
+	}
+	if res, err := c.IngestRaw(ctx, raws); err != nil || res.Duplicates != 2 {
+		t.Fatalf("raw redelivery: %+v, %v", res, err)
+	}
+	if _, err := c.IngestRaw(ctx, []json.RawMessage{json.RawMessage(`{"seq":"x"}`)}); !errors.Is(err, ErrRejected) {
+		t.Fatalf("undecodable raw step: %v, want ErrRejected", err)
 	}
 
 	// SIGKILL leaves a stale socket behind; the next daemon replaces it.

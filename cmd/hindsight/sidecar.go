@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -111,6 +112,15 @@ type deliverer struct {
 
 func (d deliverer) Deliver(ctx context.Context, steps []hindsight.Step) error {
 	err := d.c.Deliver(ctx, steps)
+	if err != nil && !errors.Is(err, daemon.ErrRejected) && ctx.Err() == nil {
+		d.k.wake()
+	}
+	return rejected(err)
+}
+
+// DeliverRaw sends steps as the outbox stores them (capture.RawDeliverer).
+func (d deliverer) DeliverRaw(ctx context.Context, steps []json.RawMessage) error {
+	err := d.c.DeliverRaw(ctx, steps)
 	if err != nil && !errors.Is(err, daemon.ErrRejected) && ctx.Err() == nil {
 		d.k.wake()
 	}

@@ -1,0 +1,220 @@
+package capture
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// encodeStep appends the JSON encoding of s to b: the same fields, names
+// and order as json.Marshal's, but the json.RawMessage fields (the bodies,
+// which BuildStep takes from bodies the redactor has parsed) are copied as
+// they are instead of being scanned and compacted again, which was most of
+// the cost of storing a step. A body that is not JSON makes the daemon
+// refuse the step, which the outbox then sets aside.
+func encodeStep(b []byte, s *hindsight.Step) ([]byte, error) {
+	if math.IsNaN(s.LatencyMS) || math.IsInf(s.LatencyMS, 0) {
+		return b, errors.New("encode step: latency is not a number")
+	}
+	for _, t := range [...]time.Time{s.StartedAt, s.EndedAt} {
+		if y := t.Year(); y < 0 || y > 9999 {
+			return b, errors.New("encode step: year outside of range [0,9999]")
+		}
+	}
+	b = append(b, `{"task_id":`...)
+	b = appendString(b, s.TaskID)
+	b = append(b, `,"session_id":`...)
+	b = appendString(b, s.SessionID)
+	b = append(b, `,"server":`...)
+	b = appendString(b, s.Server)
+	b = append(b, `,"step_index":`...)
+	b = strconv.AppendInt(b, int64(s.StepIndex), 10)
+	b = append(b, `,"started_at":"`...)
+	b = s.StartedAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","ended_at":"`...)
+	b = s.EndedAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","latency_ms":`...)
+	b = appendFloat(b, s.LatencyMS)
+	b = append(b, `,"direction":`...)
+	b = appendString(b, string(s.Direction))
+	b = append(b, `,"method":`...)
+	b = appendString(b, s.Method)
+	if s.Tool != "" {
+		b = append(b, `,"tool":`...)
+		b = appendString(b, s.Tool)
+	}
+	b = appendRaw(b, `,"arguments":`, s.Arguments)
+	b = appendRaw(b, `,"result":`, s.Result)
+	b = append(b, `,"is_error":`...)
+	b = strconv.AppendBool(b, s.IsError)
+	if e := s.Error; e != nil {
+		b = append(b, `,"error":{"code":`...)
+		b = strconv.AppendInt(b, int64(e.Code), 10)
+		b = append(b, `,"message":`...)
+		b = appendString(b, e.Message)
+		b = appendRaw(b, `,"data":`, e.Data)
+		b = append(b, '}')
+	}
+	if s.ErrorCode != "" {
+		b = append(b, `,"error_code":`...)
+		b = appendString(b, s.ErrorCode)
+	}
+	b = append(b, `,"causal_tag":`...)
+	b = appendString(b, string(s.CausalTag))
+	b = append(b, `,"redactions":`...)
+	b = strconv.AppendInt(b, int64(s.Redactions), 10)
+	if len(s.Injected) > 0 {
+		b = append(b, `,"injected":[`...)
+		for i, in := range s.Injected {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"channel":`...)
+			b = appendString(b, in.Channel)
+			if len(in.ExperienceIDs) > 0 {
+				b = append(b, `,"experience_ids":[`...)
+				for j, id := range in.ExperienceIDs {
+					if j > 0 {
+						b = append(b, ',')
+					}
+					b = appendString(b, id)
+				}
+				b = append(b, ']')
+			}
+			b = append(b, `,"tokens":`...)
+			b = strconv.AppendInt(b, int64(in.Tokens), 10)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"notifications":`...)
+	b = strconv.AppendInt(b, int64(s.Notifications), 10)
+	if len(s.Truncated) > 0 {
+		b = append(b, `,"truncated":[`...)
+		for i, t := range s.Truncated {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"field":`...)
+			b = appendString(b, t.Field)
+			b = append(b, `,"original_size":`...)
+			b = strconv.AppendInt(b, int64(t.OriginalSize), 10)
+			b = append(b, `,"sha256":`...)
+			b = appendString(b, t.SHA256)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if s.Local {
+		b = append(b, `,"local":true`...)
+	}
+	b = appendOpt(b, `,"client_name":`, s.ClientName)
+	b = appendOpt(b, `,"client_version":`, s.ClientVersion)
+	b = appendOpt(b, `,"protocol_version":`, s.ProtocolVersion)
+	b = appendRaw(b, `,"request":`, s.Request)
+	b = appendRaw(b, `,"response":`, s.Response)
+	b = appendOpt(b, `,"explicit_task":`, s.ExplicitTask)
+	if s.HostPID != 0 {
+		b = append(b, `,"host_pid":`...)
+		b = strconv.AppendInt(b, int64(s.HostPID), 10)
+	}
+	b = appendOpt(b, `,"transport":`, s.Transport)
+	b = append(b, `,"source":`...)
+	b = appendString(b, s.Source)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, s.Seq, 10)
+	return append(b, '}'), nil
+}
+
+// appendRaw appends an omitempty json.RawMessage field with its key.
+func appendRaw(b []byte, key string, raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return b
+	}
+	return append(append(b, key...), raw...)
+}
+
+// appendOpt appends an omitempty string field with its key.
+func appendOpt(b []byte, key, s string) []byte {
+	if s == "" {
+		return b
+	}
+	return appendString(append(b, key...), s)
+}
+
+// appendFloat appends f as encoding/json does.
+func appendFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 to e-9, as encoding/json.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// appendString appends s as a JSON string, escaped as encoding/json does
+// (HTML characters included; invalid UTF-8 becomes U+FFFD).
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
