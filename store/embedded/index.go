@@ -22,7 +22,7 @@ const (
 	rescore   = 512
 	// coarseKeep is how many candidates the positive-bits pass keeps for
 	// the full ternary codes (see preselect).
-	coarseKeep = 4 * rescore
+	coarseKeep = 2 * rescore
 )
 
 type posting struct {
@@ -583,25 +583,12 @@ func (x *index) nearest(sc *scratch, out, slots []int32, qp, qn []uint64, r int)
 // distances sets dist[i] to the Hamming distance between the query's
 // code and slots[i]'s (qn nil: over the positive bits only).
 func (x *index) distances(dist []uint16, slots []int32, qp, qn []uint64) {
-	if len(qp) == 8 { // 512 dimensions: fixed size, no bounds checks
-		p8 := (*[8]uint64)(qp)
-		for i, s := range slots {
-			// Unsigned chunk arithmetic: this loop runs for every
-			// candidate and is bound by memory, not by instructions.
-			c, off := uint32(s)/chunkSlots, uint32(s)%chunkSlots*8
-			p := (*[8]uint64)(x.pos[c][off:])
-			d := 0
-			for k := range 8 {
-				d += bits.OnesCount64(p[k] ^ p8[k])
-			}
-			if qn != nil {
-				n8, n := (*[8]uint64)(qn), (*[8]uint64)(x.neg[c][off:])
-				for k := range 8 {
-					d += bits.OnesCount64(n[k] ^ n8[k])
-				}
-			}
-			dist[i] = uint16(d)
+	if len(qp) == 8 { // 512 dimensions: fixed size, unrolled
+		var n8 *[8]uint64
+		if qn != nil {
+			n8 = (*[8]uint64)(qn)
 		}
+		x.distances512(dist, slots, (*[8]uint64)(qp), n8)
 		return
 	}
 	for i, s := range slots {
@@ -612,6 +599,28 @@ func (x *index) distances(dist []uint16, slots []int32, qp, qn []uint64) {
 		}
 		for k, v := range qn {
 			d += bits.OnesCount64(neg[k] ^ v)
+		}
+		dist[i] = uint16(d)
+	}
+}
+
+// distances512 is distances for 512-dimensional codes. It runs for every
+// candidate of an unfiltered query, so the query words stay in registers
+// and the popcounts are unrolled.
+func (x *index) distances512(dist []uint16, slots []int32, qp, qn *[8]uint64) {
+	q0, q1, q2, q3, q4, q5, q6, q7 := qp[0], qp[1], qp[2], qp[3], qp[4], qp[5], qp[6], qp[7]
+	for i, s := range slots {
+		c, off := uint32(s)/chunkSlots, uint32(s)%chunkSlots*8
+		p := (*[8]uint64)(x.pos[c][off:])
+		d := bits.OnesCount64(p[0]^q0) + bits.OnesCount64(p[1]^q1) +
+			bits.OnesCount64(p[2]^q2) + bits.OnesCount64(p[3]^q3) +
+			bits.OnesCount64(p[4]^q4) + bits.OnesCount64(p[5]^q5) +
+			bits.OnesCount64(p[6]^q6) + bits.OnesCount64(p[7]^q7)
+		if qn != nil {
+			n := (*[8]uint64)(x.neg[c][off:])
+			for k := range 8 {
+				d += bits.OnesCount64(n[k] ^ qn[k])
+			}
 		}
 		dist[i] = uint16(d)
 	}

@@ -10,7 +10,7 @@
 // above that a ternary sign code of each vector (two bits a dimension,
 // compared with popcount) picks the ~512 nearest for exact rescoring, in two
 // passes: the positive bits alone (a binary code, streamed from a slab of
-// their own) keep 2,048, whose full codes keep 512. Both result lists (100
+// their own) keep 1,024, whose full codes keep 512. Both result lists (100
 // each) are fused and weighted by store/rank.
 //
 // Vectors record the embedder that made them (store.EmbedderID). A vector
