@@ -62,6 +62,9 @@ func TestEncodeStep(t *testing.T) {
 			if string(got) != string(want) {
 				t.Errorf("encodeStep:\n%s\njson.Marshal:\n%s", got, want)
 			}
+			if h := sizeHint(&s); h < len(got) {
+				t.Errorf("sizeHint %d < encoded length %d", h, len(got))
+			}
 		})
 	}
 }

@@ -306,7 +306,7 @@ func (o *Outbox) Append(steps []hindsight.Step) {
 	for i := range steps {
 		steps[i].Source, steps[i].Seq = o.id, o.next
 		s := &steps[i]
-		raw, err := encodeStep(make([]byte, 0, 512+len(s.Arguments)+len(s.Result)+len(s.Request)+len(s.Response)), s)
+		raw, err := encodeStep(make([]byte, 0, sizeHint(s)), s)
 		if err != nil {
 			// Not numbered: the daemon must see no gap in the seqs.
 			steps[i].Seq = 0
