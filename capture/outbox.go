@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -764,7 +765,7 @@ func (o *Outbox) exportRejected() error {
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			_ = it.Item().Value(func(v []byte) error {
-				lines = append(append(lines, v...), '\n')
+				lines = append(appendLine(lines, v), '\n')
 				return nil
 			})
 		}
@@ -783,6 +784,18 @@ func (o *Outbox) exportRejected() error {
 	}
 	o.log.Warn("steps the daemon refused were kept in a file", "path", path)
 	return nil
+}
+
+// appendLine appends a stored step as one line of JSON: compacted, since
+// encodeStep keeps the bodies' whitespace (newlines included), or as a
+// JSON string when it is not JSON at all.
+func appendLine(lines, v []byte) []byte {
+	var buf bytes.Buffer
+	if json.Compact(&buf, v) == nil {
+		return append(lines, buf.Bytes()...)
+	}
+	q, _ := json.Marshal(string(v))
+	return append(lines, q...)
 }
 
 // Close stops the outbox: it delivers what is left until ctx is done, then

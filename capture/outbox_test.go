@@ -461,6 +461,7 @@ func TestOutboxDeliversRaw(t *testing.T) {
 	for i := range 40 {
 		steps = append(steps, hindsight.Step{Method: "tools/call", Tool: "echo", Arguments: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), EndedAt: time.Now()})
 	}
+	steps[4].Arguments = json.RawMessage("{\n  \"i\": 4\n}") // pretty, as an HTTP body may be
 	ob.Append(steps[:20])
 	waitFor(t, "a failed attempt", func() bool { return ob.c.deliveryFailures.Load() >= 1 })
 	ob.Append(steps[20:])
@@ -468,6 +469,12 @@ func TestOutboxDeliversRaw(t *testing.T) {
 	waitFor(t, "delivery", func() bool { return ob.c.delivered.Load() == 39 && ob.c.rejected.Load() == 1 })
 	if err := ob.Close(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	// The refused step is kept as one line of compact JSON.
+	b, err := os.ReadFile(filepath.Join(home.Outboxes(), ".rejected", ob.ID()+".jsonl"))
+	if lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n"); err != nil || len(lines) != 1 ||
+		!json.Valid([]byte(lines[0])) || !strings.Contains(lines[0], `"arguments":{"i":4}`) || !strings.Contains(lines[0], `"seq":5`) {
+		t.Errorf("refused step not kept as a line: %v %q", err, b)
 	}
 	got := d.got()
 	if len(got) != 39 || d.rawCalls == 0 {
