@@ -307,7 +307,7 @@ func (o *Outbox) Append(steps []hindsight.Step) {
 	for i := range steps {
 		steps[i].Source, steps[i].Seq = o.id, o.next
 		s := &steps[i]
-		raw, err := encodeStep(make([]byte, 0, sizeHint(s)), s)
+		raw, err := s.AppendJSON(nil)
 		if err != nil {
 			// Not numbered: the daemon must see no gap in the seqs.
 			steps[i].Seq = 0
@@ -787,7 +787,7 @@ func (o *Outbox) exportRejected() error {
 }
 
 // appendLine appends a stored step as one line of JSON: compacted, since
-// encodeStep keeps the bodies' whitespace (newlines included), or as a
+// Step.AppendJSON keeps the bodies' whitespace (newlines included), or as a
 // JSON string when it is not JSON at all.
 func appendLine(lines, v []byte) []byte {
 	var buf bytes.Buffer

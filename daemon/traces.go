@@ -268,7 +268,9 @@ func (w *ingestTxn) add(s *hindsight.Step) (dup bool, err error) {
 		return false, err
 	}
 	s.TaskID, s.StepIndex = rec.ID, rec.StepCount
-	body, err := json.Marshal(s)
+	// The bodies were validated when the batch was decoded: no need for
+	// json.Marshal to scan and compact them again.
+	body, err := s.AppendJSON(nil)
 	if err != nil {
 		return false, fmt.Errorf("encode step: %w", err)
 	}

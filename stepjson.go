@@ -1,23 +1,22 @@
-package capture
+package hindsight
 
 import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
-
-	"github.com/hindsight-proxy/hindsight"
 )
 
-// encodeStep appends the JSON encoding of s to b: the same fields, names
-// and order as json.Marshal's, but the json.RawMessage fields (the bodies,
-// which BuildStep takes from bodies the redactor has parsed) are copied as
-// they are instead of being scanned and compacted again, which was most of
-// the cost of storing a step. A body that is not JSON makes the daemon
-// refuse the step, which the outbox then sets aside.
-func encodeStep(b []byte, s *hindsight.Step) ([]byte, error) {
+// AppendJSON appends the JSON encoding of s to b: the same fields, names
+// and order as json.Marshal's, but the json.RawMessage fields (the bodies)
+// are copied as they are instead of being scanned and compacted again,
+// which is most of the cost of encoding a step. So the bodies must be
+// valid JSON, as they are in a Step decoded from JSON or built by capture
+// from bodies the redactor parsed; their whitespace is kept.
+func (s *Step) AppendJSON(b []byte) ([]byte, error) {
 	if math.IsNaN(s.LatencyMS) || math.IsInf(s.LatencyMS, 0) {
 		return b, errors.New("encode step: latency is not a number")
 	}
@@ -26,6 +25,7 @@ func encodeStep(b []byte, s *hindsight.Step) ([]byte, error) {
 			return b, errors.New("encode step: year outside of range [0,9999]")
 		}
 	}
+	b = slices.Grow(b, sizeHint(s))
 	b = append(b, `{"task_id":`...)
 	b = appendString(b, s.TaskID)
 	b = append(b, `,"session_id":`...)
@@ -131,10 +131,10 @@ func encodeStep(b []byte, s *hindsight.Step) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// sizeHint is about the length of s's encoding, so that encodeStep
+// sizeHint is about the length of s's encoding, so that AppendJSON
 // allocates once: the keys and numbers (~700 bytes with every optional
 // key), the strings and the bodies.
-func sizeHint(s *hindsight.Step) int {
+func sizeHint(s *Step) int {
 	n := 768 + len(s.TaskID) + len(s.SessionID) + len(s.Server) + len(s.Direction) + len(s.Method) + len(s.Tool) +
 		len(s.Arguments) + len(s.Result) + len(s.ErrorCode) + len(s.CausalTag) + len(s.ClientName) + len(s.ClientVersion) +
 		len(s.ProtocolVersion) + len(s.Request) + len(s.Response) + len(s.ExplicitTask) + len(s.Transport) + len(s.Source)
