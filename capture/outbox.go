@@ -254,17 +254,19 @@ func openBadger(dir string, log *slog.Logger) (*badger.DB, error) {
 		WithLogger(badgerLogger{log}).
 		WithLoggingLevel(badger.WARNING).
 		WithSyncWrites(false).
-		// Small memtables and tables: steps are written and removed within
-		// milliseconds, so what Badger holds is mostly tombstones, and its
-		// buffers (a memtable arena, the table builders' allocators that a
-		// flush or compaction takes from a pool of up to eight) scale with
-		// these sizes. 8 MB memtables and 2 MB tables held ~58 MB of the
-		// sidecar's heap under load; these hold ~20 MB.
-		WithMemTableSize(2 << 20).
+		// Smaller memtables and tables than Badger's defaults: steps are
+		// written and removed within milliseconds, so what Badger holds is
+		// mostly tombstones, and its buffers (a memtable arena, the table
+		// builders' allocators that a flush or compaction takes from a
+		// pool of up to eight) scale with these sizes. Under load 8 MB
+		// memtables and 2 MB tables held ~58 MB of the sidecar's heap,
+		// these ~30 MB; 2 MB memtables held less again but cost 1.6× the
+		// CPU per step while a backlog is written (BenchmarkRecorder/steps).
+		WithMemTableSize(4 << 20).
 		WithNumMemtables(2).
 		WithValueLogFileSize(16 << 20).
 		WithValueThreshold(256 << 10).
-		WithBaseTableSize(512 << 10).
+		WithBaseTableSize(1 << 20).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(8).
 		WithNumCompactors(2).
