@@ -52,20 +52,30 @@ func listOptions(r *http.Request) (hindsight.ListOptions, error) {
 	return opt, nil
 }
 
-func (s *Server) handleExperiences(w http.ResponseWriter, r *http.Request) {
+// listExperiences lists what the request's query selects; on failure it
+// has answered the request and reports false.
+func (s *Server) listExperiences(w http.ResponseWriter, r *http.Request) ([]hindsight.Experience, bool) {
 	st, err := s.store()
 	if err != nil {
 		s.fail(w, r, err)
-		return
+		return nil, false
 	}
 	opt, err := listOptions(r)
 	if err != nil {
 		s.fail(w, r, err)
-		return
+		return nil, false
 	}
 	list, err := st.List(r.Context(), opt)
 	if err != nil {
 		s.fail(w, r, fmt.Errorf("list experiences: %w", err))
+		return nil, false
+	}
+	return list, true
+}
+
+func (s *Server) handleExperiences(w http.ResponseWriter, r *http.Request) {
+	list, ok := s.listExperiences(w, r)
+	if !ok {
 		return
 	}
 	if list == nil {
@@ -258,19 +268,8 @@ func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, li
 }
 
 func (s *Server) handleExportExperiences(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store()
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	opt, err := listOptions(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	list, err := st.List(r.Context(), opt)
-	if err != nil {
-		s.fail(w, r, fmt.Errorf("list experiences: %w", err))
+	list, ok := s.listExperiences(w, r)
+	if !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "application/jsonl")
