@@ -102,6 +102,17 @@ type TraceStore struct {
 	started time.Time
 
 	mu sync.Mutex // serializes writes: segmentation reads what it writes
+	// hw caches the committed hw/SOURCE keys (t.mu held), loaded on first
+	// use of a source: a step above its source's high-water mark was never
+	// seen, so the common in-order step needs no dedupe lookup.
+	hw map[string]highWater
+}
+
+// highWater is a source's highest ingested Seq; ok is false for a source
+// never seen.
+type highWater struct {
+	seq uint64
+	ok  bool
 }
 
 // OpenTraceStore opens (creating) the trace store in dir.
@@ -123,7 +134,7 @@ func OpenTraceStore(dir string, opt TraceOptions) (*TraceStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open trace store: %w", err)
 	}
-	return &TraceStore{db: db, dir: dir, logger: opt.Logger, gap: opt.IdleGap, now: opt.Now, started: opt.Now()}, nil
+	return &TraceStore{db: db, dir: dir, logger: opt.Logger, gap: opt.IdleGap, now: opt.Now, started: opt.Now(), hw: map[string]highWater{}}, nil
 }
 
 // Close closes the store.
@@ -201,7 +212,7 @@ func (t *TraceStore) ingest(ctx context.Context, steps []hindsight.Step) (Ingest
 
 func (t *TraceStore) ingestOnce(ctx context.Context, steps []hindsight.Step) (IngestResult, error) {
 	var res IngestResult
-	w := &ingestTxn{t: t, txn: t.db.NewTransaction(true), recs: map[string]*taskRec{}, latest: map[string]*taskRec{}, now: t.now()}
+	w := &ingestTxn{t: t, txn: t.db.NewTransaction(true), recs: map[string]*taskRec{}, latest: map[string]*taskRec{}, hw: map[string]highWater{}, now: t.now()}
 	defer w.txn.Discard()
 	for i := range steps {
 		if err := ctx.Err(); err != nil {
@@ -230,7 +241,8 @@ type ingestTxn struct {
 	t      *TraceStore
 	txn    *badger.Txn
 	recs   map[string]*taskRec
-	latest map[string]*taskRec // group → its latest task, as far as this transaction knows
+	latest map[string]*taskRec  // group → its latest task, as far as this transaction knows
+	hw     map[string]highWater // high-water marks this transaction raised
 	now    time.Time
 }
 
@@ -240,7 +252,37 @@ func (w *ingestTxn) commit() error {
 			return err
 		}
 	}
-	return w.txn.Commit()
+	if err := w.txn.Commit(); err != nil {
+		return err
+	}
+	for src, h := range w.hw {
+		w.t.hw[src] = h
+	}
+	return nil
+}
+
+// mark returns the source's high-water mark as this transaction sees
+// it: raised by this transaction, cached, or read (and cached) from the
+// store. Writes are serialized by t.mu, so the read is the committed value.
+func (w *ingestTxn) mark(source string) (highWater, error) {
+	if h, ok := w.hw[source]; ok {
+		return h, nil
+	}
+	if h, ok := w.t.hw[source]; ok {
+		return h, nil
+	}
+	var h highWater
+	item, err := w.txn.Get(key(pHW, []byte(source)))
+	switch {
+	case err == nil:
+		if err := item.Value(func(v []byte) error { h = highWater{seq: binary.BigEndian.Uint64(v), ok: true}; return nil }); err != nil {
+			return highWater{}, err
+		}
+	case !errors.Is(err, badger.ErrKeyNotFound):
+		return highWater{}, err
+	}
+	w.t.hw[source] = h
+	return h, nil
 }
 
 func (w *ingestTxn) rec(id string) (*taskRec, error) {
@@ -257,11 +299,19 @@ func (w *ingestTxn) rec(id string) (*taskRec, error) {
 
 // add stores one step. It reports true for a step stored before.
 func (w *ingestTxn) add(s *hindsight.Step) (dup bool, err error) {
-	sk := key(pSeq, []byte(s.Source), u64(s.Seq))
-	if _, err := w.txn.Get(sk); err == nil {
-		return true, nil
-	} else if !errors.Is(err, badger.ErrKeyNotFound) {
+	hw, err := w.mark(s.Source)
+	if err != nil {
 		return false, err
+	}
+	sk := key(pSeq, []byte(s.Source), u64(s.Seq))
+	// Above the high-water mark a step is new; at or below it (a
+	// redelivery, or steps out of order) the seq key says.
+	if hw.ok && s.Seq <= hw.seq {
+		if _, err := w.txn.Get(sk); err == nil {
+			return true, nil
+		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+			return false, err
+		}
 	}
 	rec, err := w.segment(s)
 	if err != nil {
@@ -280,7 +330,7 @@ func (w *ingestTxn) add(s *hindsight.Step) (dup bool, err error) {
 	if err := w.txn.Set(sk, []byte(rec.ID+"\x00"+strconv.Itoa(s.StepIndex))); err != nil {
 		return false, err
 	}
-	if err := w.noteSeq(s); err != nil {
+	if err := w.noteSeq(s, hw); err != nil {
 		return false, err
 	}
 	w.account(rec, s)
@@ -337,24 +387,15 @@ func (w *ingestTxn) sessionClosed(id string) bool {
 
 // noteSeq raises the source's high-water mark and applies a close that
 // was waiting for this step.
-func (w *ingestTxn) noteSeq(s *hindsight.Step) error {
-	hk := key(pHW, []byte(s.Source))
-	item, err := w.txn.Get(hk)
-	switch {
-	case err == nil:
-		var old uint64
-		if err := item.Value(func(v []byte) error { old = binary.BigEndian.Uint64(v); return nil }); err != nil {
-			return err
-		}
-		if s.Seq <= old {
-			return nil
-		}
-	case !errors.Is(err, badger.ErrKeyNotFound):
+// hw is the mark before s.
+func (w *ingestTxn) noteSeq(s *hindsight.Step, hw highWater) error {
+	if hw.ok && s.Seq <= hw.seq {
+		return nil
+	}
+	if err := w.txn.Set(key(pHW, []byte(s.Source)), u64(s.Seq)); err != nil {
 		return err
 	}
-	if err := w.txn.Set(hk, u64(s.Seq)); err != nil {
-		return err
-	}
+	w.hw[s.Source] = highWater{seq: s.Seq, ok: true}
 	if s.SessionID == "" {
 		return nil
 	}

@@ -465,3 +465,55 @@ func TestIngestBatchLargerThanATransaction(t *testing.T) {
 		t.Fatalf("task: %d steps, %v", full.StepCount, err)
 	}
 }
+
+// TestIngestOutOfOrder covers dedupe below a source's high-water mark, where
+// Ingest cannot tell a new step from a redelivery without looking, across a
+// restart that empties the in-memory marks.
+func TestIngestOutOfOrder(t *testing.T) {
+	dir := t.TempDir()
+	clk := &clock{now: t0}
+	st := openTestStore(t, dir, clk)
+	at := func(seq uint64) hindsight.Step {
+		return stdio(step("a", seq, time.Duration(seq)*time.Second), "s1", 100)
+	}
+	for _, c := range []struct {
+		seqs           []uint64
+		accepted, dups int
+	}{
+		{[]uint64{5}, 1, 0},
+		{[]uint64{2, 2, 5}, 1, 2},
+		{[]uint64{3, 6, 1}, 3, 0},
+	} {
+		var batch []hindsight.Step
+		for _, s := range c.seqs {
+			batch = append(batch, at(s))
+		}
+		if res := ingest(t, st, batch...); res.Accepted != c.accepted || res.Duplicates != c.dups {
+			t.Fatalf("seqs %v: %+v, want %d accepted, %d duplicates", c.seqs, res, c.accepted, c.dups)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st = openTestStore(t, dir, clk)
+	defer st.Close()
+	if res := ingest(t, st, at(1), at(2), at(3), at(4), at(5), at(6), at(7)); res.Accepted != 2 || res.Duplicates != 5 {
+		t.Fatalf("after restart: %+v, want 2 accepted (4 and 7), 5 duplicates", res)
+	}
+	p := placement(t, st)
+	if len(p) != 7 {
+		t.Fatalf("stored %d steps, want 7: %v", len(p), p)
+	}
+	seen := map[any]bool{}
+	for k, v := range p {
+		if v[0] != p["a/5"][0] || seen[v[1]] {
+			t.Fatalf("step %s placed at %v: %v", k, v, p)
+		}
+		seen[v[1]] = true
+	}
+	for i := range 7 {
+		if !seen[i] {
+			t.Fatalf("no step at index %d: %v", i, p)
+		}
+	}
+}
