@@ -11,6 +11,7 @@ import (
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/rs/zerolog"
 	"github.com/zricethezav/gitleaks/v8/config"
@@ -459,6 +460,7 @@ func (r *Redactor) redactJSON(doc []byte, depth int, seen found) ([]byte, int) {
 	// One gitleaks pass over all values, each line "key: value", gives
 	// the rules their context at the cost of a single scan.
 	var frag strings.Builder
+	frag.Grow(fragSize(leaves))
 	for _, l := range leaves {
 		if l.sensitive != "" || l.isNumber || len(l.value) < 4 {
 			continue
@@ -482,7 +484,7 @@ func (r *Redactor) redactJSON(doc []byte, depth int, seen found) ([]byte, int) {
 	}
 	kw := r.keywords.find(frag.String(), 0)
 	secrets := r.scan(frag.String()[:fragLen], kw)
-	out := make([]byte, 0, len(doc)+64)
+	var out []byte // made at the first change: most documents have none
 	last, total := 0, 0
 	for _, l := range leaves {
 		var repl string
@@ -500,6 +502,9 @@ func (r *Redactor) redactJSON(doc []byte, depth int, seen found) ([]byte, int) {
 		if n == 0 {
 			continue
 		}
+		if out == nil {
+			out = make([]byte, 0, len(doc)+64)
+		}
 		out = append(out, doc[last:l.start]...)
 		out = appendJSONString(out, repl)
 		last = l.end
@@ -510,6 +515,24 @@ func (r *Redactor) redactJSON(doc []byte, depth int, seen found) ([]byte, int) {
 	}
 	out = append(out, doc[last:]...)
 	return out, total
+}
+
+// fragSize is the length of the text redactJSON gives gitleaks and the
+// keyword search for leaves, so that it is built in one allocation.
+func fragSize(leaves []leaf) int {
+	n := 0
+	for _, l := range leaves {
+		switch {
+		case l.sensitive == "" && !l.isNumber && len(l.value) >= 4:
+			if l.key != "" && !l.plumbing {
+				n += len(l.key) + 2
+			}
+			n += len(l.value) + 1
+		case l.isKey && l.sensitive != "" && len(l.value) >= minSecretLen:
+			n += len(l.value) + 1
+		}
+	}
+	return n
 }
 
 // redactValue redacts one decoded string: as JSON when it holds a JSON
@@ -681,7 +704,8 @@ func decodeJSONString(raw []byte) string {
 			b = append(b, body[i])
 		}
 	}
-	return string(b)
+	// b is not written again: the string may share its bytes.
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // decodeEscapedRune decodes \uXXXX (and a following low surrogate) at the
