@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/proxy"
@@ -60,18 +61,21 @@ func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
 	resp, nresp, respCut := redactBody(r, ex.Response, maxBody)
 	s.Redactions = nreq + nresp
 
+	// gjson reads the bodies in place (GetBytes would copy every result
+	// it returns); the step keeps req and resp, so its arguments and
+	// result are slices of them, and strings are copied out.
 	if reqCut == nil {
-		params := gjson.GetBytes(req, "params")
+		params := gjson.Get(bytesString(req), "params")
 		if ex.Method == "tools/call" {
-			s.Tool = params.Get("name").String()
+			s.Tool = strings.Clone(params.Get("name").String())
 			if a := params.Get("arguments"); a.Exists() {
-				s.Arguments = json.RawMessage(a.Raw)
+				s.Arguments = rawIn(req, a)
 			}
 		} else if params.Exists() {
-			s.Arguments = json.RawMessage(params.Raw)
+			s.Arguments = rawIn(req, params)
 		}
 		if t := params.Get(taskMetaPath); t.Type == gjson.String && t.Str != "" {
-			s.ExplicitTask = t.Str
+			s.ExplicitTask = strings.Clone(t.Str)
 		}
 	} else if ex.Method == "tools/call" {
 		s.Tool = gjson.GetBytes(ex.Request, "params.name").String() // a tool name is no secret
@@ -80,13 +84,13 @@ func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
 		}
 	}
 	if respCut == nil && len(resp) > 0 {
-		res := gjson.GetManyBytes(resp, "result", "error")
+		res := gjson.GetMany(bytesString(resp), "result", "error")
 		if res[0].Exists() {
-			s.Result = json.RawMessage(res[0].Raw)
+			s.Result = rawIn(resp, res[0])
 			s.IsError = res[0].Get("isError").Bool()
 		}
 		if e := res[1]; e.IsObject() {
-			s.Error = &hindsight.RPCError{Code: int(e.Get("code").Int()), Message: e.Get("message").String()}
+			s.Error = &hindsight.RPCError{Code: int(e.Get("code").Int()), Message: strings.Clone(e.Get("message").String())}
 			if d := e.Get("data"); d.Exists() {
 				s.Error.Data = json.RawMessage(d.Raw)
 			}
@@ -299,4 +303,18 @@ func baseTag(s *hindsight.Step, ex *proxy.Exchange) hindsight.CausalTag {
 		return hindsight.TagFailure
 	}
 	return hindsight.TagSuccess
+}
+
+// bytesString views b as a string without copying; b must not change while
+// the string is used, and nothing kept may point into it.
+func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// rawIn returns r, found by gjson in body, as a slice of body (capacity
+// capped, so appending to it cannot write into body), or a copy when gjson
+// does not say where it is.
+func rawIn(body []byte, r gjson.Result) json.RawMessage {
+	if i, n := r.Index, len(r.Raw); n > 0 && i > 0 && i+n <= len(body) && unsafe.StringData(r.Raw) == &body[i] {
+		return body[i : i+n : i+n]
+	}
+	return json.RawMessage(r.Raw)
 }
