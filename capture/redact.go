@@ -453,7 +453,16 @@ type leaf struct {
 // redactJSON redacts a valid JSON document, keeping its layout: only the
 // tokens that change are rewritten.
 func (r *Redactor) redactJSON(doc []byte, depth int, seen found) ([]byte, int) {
-	leaves := r.collect(doc)
+	buf := leafPool.Get().(*[]leaf)
+	leaves := r.collect((*buf)[:0], doc)
+	defer func() {
+		if cap(leaves) > maxPooledLeaves {
+			return // a rare huge document's slice is left to the GC
+		}
+		clear(leaves) // drop the strings before the slice is reused
+		*buf = leaves[:0]
+		leafPool.Put(buf)
+	}()
 	if len(leaves) == 0 {
 		return doc, 0
 	}
@@ -517,6 +526,13 @@ func (r *Redactor) redactJSON(doc []byte, depth int, seen found) ([]byte, int) {
 	return out, total
 }
 
+// leafPool holds the leaf slices of redactJSON, one per document being
+// redacted (documents nested in strings take their own).
+var leafPool = sync.Pool{New: func() any { return new([]leaf) }}
+
+// maxPooledLeaves caps the slices kept in leafPool.
+const maxPooledLeaves = 4096
+
 // fragSize is the length of the text redactJSON gives gitleaks and the
 // keyword search for leaves, so that it is built in one allocation.
 func fragSize(leaves []leaf) int {
@@ -564,13 +580,10 @@ type frame struct {
 // schemaKeys are the MCP members whose values are JSON Schemas.
 var schemaKeys = map[string]bool{"inputSchema": true, "outputSchema": true, "requestedSchema": true}
 
-// collect walks a valid JSON document and returns its string tokens (and
-// the numbers below sensitive keys) in order.
-func (r *Redactor) collect(doc []byte) []leaf {
-	var (
-		leaves []leaf
-		stack  []frame
-	)
+// collect walks a valid JSON document and appends its string tokens (and
+// the numbers below sensitive keys) in order to leaves.
+func (r *Redactor) collect(leaves []leaf, doc []byte) []leaf {
+	var stack []frame
 	// valueSensitive is the rule id applying to the value about to start.
 	valueSensitive := func() string {
 		if len(stack) == 0 {
