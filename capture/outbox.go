@@ -21,6 +21,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/badgerlog"
 )
 
 // A Deliverer sends steps to the daemon. Deliver must be idempotent per
@@ -251,7 +252,7 @@ var openDB = openBadger
 
 func openBadger(dir string, log *slog.Logger) (*badger.DB, error) {
 	opts := badger.DefaultOptions(dir).
-		WithLogger(badgerLogger{log}).
+		WithLogger(badgerlog.New(log)).
 		WithLoggingLevel(badger.WARNING).
 		WithSyncWrites(false).
 		// Smaller memtables and tables than Badger's defaults: steps are
@@ -978,17 +979,3 @@ func drainOne(ctx context.Context, dir, id string, d Deliverer, log *slog.Logger
 	}
 	return delivered, ctx.Err()
 }
-
-// badgerLogger sends Badger's log lines to slog, never to stdout.
-type badgerLogger struct{ l *slog.Logger }
-
-func (b badgerLogger) Errorf(f string, a ...any) {
-	b.l.Error(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
-}
-func (b badgerLogger) Warningf(f string, a ...any) {
-	b.l.Warn(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
-}
-func (b badgerLogger) Infof(f string, a ...any) {
-	b.l.Debug(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
-}
-func (b badgerLogger) Debugf(f string, a ...any) {}

@@ -1,11 +1,10 @@
 package daemon
 
 import (
-	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/hindsight-proxy/hindsight/internal/badgerlog"
 )
 
 // BadgerOptions returns the settings for every Badger database the daemon
@@ -21,7 +20,7 @@ func BadgerOptions(dir string, logger *slog.Logger) badger.Options {
 // badgerOptions are the daemon's Badger settings (see BadgerOptions).
 func badgerOptions(dir string, logger *slog.Logger) badger.Options {
 	return badger.DefaultOptions(dir).
-		WithLogger(badgerLogger{logger}).
+		WithLogger(badgerlog.New(logger)).
 		WithSyncWrites(true).
 		WithMemTableSize(16 << 20).   // a transaction holds up to 15% of it
 		WithValueThreshold(16 << 10). // large steps go to the value log, so a batch fits a transaction
@@ -32,21 +31,4 @@ func badgerOptions(dir string, logger *slog.Logger) badger.Options {
 		WithIndexCacheSize(4 << 20).
 		WithValueLogFileSize(64 << 20).
 		WithNumCompactors(2)
-}
-
-// badgerLogger routes Badger's log lines to slog. Badger is chatty at info
-// level; those lines go to debug.
-type badgerLogger struct{ l *slog.Logger }
-
-func (b badgerLogger) Errorf(f string, a ...any) {
-	b.l.Error("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
-}
-func (b badgerLogger) Warningf(f string, a ...any) {
-	b.l.Warn("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
-}
-func (b badgerLogger) Infof(f string, a ...any) {
-	b.l.Debug("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
-}
-func (b badgerLogger) Debugf(f string, a ...any) {
-	b.l.Debug("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 
 	"github.com/hindsight-proxy/hindsight"
@@ -163,4 +164,23 @@ func FindSimilar(ctx context.Context, s hindsight.ExperienceStore, emb hindsight
 		}
 	}
 	return out, nil
+}
+
+// ListOrder sorts experiences as every backend lists them, oldest first
+// (then by namespace and id, so the order is total), and keeps at most
+// limit of them when limit > 0.
+func ListOrder(list []hindsight.Experience, limit int) []hindsight.Experience {
+	sort.Slice(list, func(i, j int) bool {
+		if !list[i].CreatedAt.Equal(list[j].CreatedAt) {
+			return list[i].CreatedAt.Before(list[j].CreatedAt)
+		}
+		if list[i].Namespace != list[j].Namespace {
+			return list[i].Namespace < list[j].Namespace
+		}
+		return list[i].ID < list[j].ID
+	})
+	if limit > 0 && len(list) > limit {
+		list = list[:limit]
+	}
+	return list
 }

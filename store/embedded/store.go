@@ -31,13 +31,13 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/badgerlog"
 	"github.com/hindsight-proxy/hindsight/store"
 	"github.com/hindsight-proxy/hindsight/store/rank"
 )
@@ -77,7 +77,7 @@ var _ store.Reembedder = (*Store)(nil)
 // experiences it holds. Close closes the database.
 func Open(dir string, emb hindsight.Embedder, opt Options) (*Store, error) {
 	bo := badger.DefaultOptions(dir).
-		WithLogger(badgerLogger{logger(opt)}).
+		WithLogger(badgerlog.New(logger(opt))).
 		WithMemTableSize(16 << 20).
 		WithNumMemtables(2).
 		WithBlockCacheSize(32 << 20).
@@ -406,19 +406,7 @@ func (s *Store) List(ctx context.Context, opt hindsight.ListOptions) ([]hindsigh
 		out = append(out, *cloneExp(e))
 	}
 	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.Before(out[j].CreatedAt)
-		}
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
-		}
-		return out[i].ID < out[j].ID
-	})
-	if opt.Limit > 0 && len(out) > opt.Limit {
-		out = out[:opt.Limit]
-	}
-	return out, nil
+	return store.ListOrder(out, opt.Limit), nil
 }
 
 // Search returns the experiences that best match q (see store/rank), and
@@ -663,20 +651,4 @@ func (s *Store) Close() error {
 		return fmt.Errorf("close experience store: %w", err)
 	}
 	return nil
-}
-
-// badgerLogger sends Badger's log lines to slog (never to stdout).
-type badgerLogger struct{ l *slog.Logger }
-
-func (b badgerLogger) Errorf(f string, a ...any) {
-	b.l.Error("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
-}
-func (b badgerLogger) Warningf(f string, a ...any) {
-	b.l.Warn("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
-}
-func (b badgerLogger) Infof(f string, a ...any) {
-	b.l.Debug("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
-}
-func (b badgerLogger) Debugf(f string, a ...any) {
-	b.l.Debug("badger: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
 }

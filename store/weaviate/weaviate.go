@@ -33,7 +33,6 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -681,19 +680,7 @@ func (s *Store) List(ctx context.Context, opt hindsight.ListOptions) ([]hindsigh
 			after = string(objs[len(objs)-1].ID)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.Before(out[j].CreatedAt)
-		}
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
-		}
-		return out[i].ID < out[j].ID
-	})
-	if opt.Limit > 0 && len(out) > opt.Limit {
-		out = out[:opt.Limit]
-	}
-	return out, nil
+	return store.ListOrder(out, opt.Limit), nil
 }
 
 // Close releases the client's connections.

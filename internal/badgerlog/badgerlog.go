@@ -1,0 +1,26 @@
+// Package badgerlog routes Badger's log lines to log/slog, never to stdout
+// (which belongs to the MCP protocol in a sidecar). Badger is chatty at
+// info level: those lines go to debug.
+package badgerlog
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// New returns a badger.Logger writing to l.
+func New(l *slog.Logger) badger.Logger { return logger{l} }
+
+type logger struct{ l *slog.Logger }
+
+func (b logger) Errorf(f string, a ...any)   { b.l.Error(line(f, a)) }
+func (b logger) Warningf(f string, a ...any) { b.l.Warn(line(f, a)) }
+func (b logger) Infof(f string, a ...any)    { b.l.Debug(line(f, a)) }
+func (b logger) Debugf(f string, a ...any)   { b.l.Debug(line(f, a)) }
+
+func line(f string, a []any) string {
+	return "badger: " + strings.TrimSpace(fmt.Sprintf(f, a...))
+}
