@@ -196,21 +196,11 @@ type TaskFilter struct {
 func (t *TraceStore) Tasks(ctx context.Context, f TaskFilter) ([]hindsight.Task, error) {
 	var out []hindsight.Task
 	err := t.db.View(func(txn *badger.Txn) error {
-		opt := badger.DefaultIteratorOptions
-		opt.Prefix = pTask
-		it := txn.NewIterator(opt)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var rec taskRec
-			if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &rec) }); err != nil {
-				return err
+		return eachTask(txn, func(rec *taskRec) {
+			if f.Final == nil || rec.Final == *f.Final {
+				out = append(out, publicTask(rec))
 			}
-			if f.Final != nil && rec.Final != *f.Final {
-				continue
-			}
-			out = append(out, publicTask(&rec))
-		}
-		return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
@@ -225,6 +215,22 @@ func (t *TraceStore) Tasks(ctx context.Context, f TaskFilter) ([]hindsight.Task,
 		out = out[:f.Limit]
 	}
 	return out, nil
+}
+
+// eachTask calls fn with every task record, in key order.
+func eachTask(txn *badger.Txn, fn func(rec *taskRec)) error {
+	opt := badger.DefaultIteratorOptions
+	opt.Prefix = pTask
+	it := txn.NewIterator(opt)
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		var rec taskRec
+		if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &rec) }); err != nil {
+			return err
+		}
+		fn(&rec)
+	}
+	return nil
 }
 
 func publicTask(rec *taskRec) hindsight.Task {
@@ -323,15 +329,7 @@ type TraceStats struct {
 func (t *TraceStore) Stats(ctx context.Context) (TraceStats, error) {
 	var st TraceStats
 	err := t.db.View(func(txn *badger.Txn) error {
-		opt := badger.DefaultIteratorOptions
-		opt.Prefix = pTask
-		it := txn.NewIterator(opt)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var rec taskRec
-			if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &rec) }); err != nil {
-				return err
-			}
+		err := eachTask(txn, func(rec *taskRec) {
 			st.Tasks++
 			st.Steps += rec.StepCount
 			if rec.Final {
@@ -339,6 +337,9 @@ func (t *TraceStore) Stats(ctx context.Context) (TraceStats, error) {
 			} else {
 				st.OpenTasks++
 			}
+		})
+		if err != nil {
+			return err
 		}
 		unq, err := keysUnder(txn, pUnq)
 		st.Unqueued = len(unq)
