@@ -2,6 +2,7 @@ package capture
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -84,9 +85,9 @@ func BenchmarkRecorder(b *testing.B) {
 		return &proxy.Exchange{Session: sess, Direction: hindsight.ClientToServer, Method: "tools/call",
 			Request: req, Response: resp, Started: now, Ended: now}
 	}
-	open := func(b *testing.B) *Recorder {
+	open := func(b *testing.B, d Deliverer) *Recorder {
 		r, err := New(Options{Home: hindsight.Home(b.TempDir()), Redactor: red, Logger: quietLogger(),
-			Deliverer: &collector{}, MaxQueueBytes: 1 << 30})
+			Deliverer: d, MaxQueueBytes: 1 << 30})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -102,8 +103,8 @@ func BenchmarkRecorder(b *testing.B) {
 		reportCPU(b, cpu)
 		b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "steps/s")
 	})
-	b.Run("steps", func(b *testing.B) {
-		r := open(b)
+	steps := func(b *testing.B, d Deliverer) {
+		r := open(b, d)
 		b.ReportAllocs()
 		t0, cpu := time.Now(), processCPU()
 		n := 0
@@ -124,12 +125,19 @@ func BenchmarkRecorder(b *testing.B) {
 		}
 		reportCPU(b, cpu)
 		b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "steps/s")
-		if st := r.Stats(); st.Dropped != 0 {
+		st := r.Stats()
+		if st.Dropped != 0 {
 			b.Fatalf("dropped %d", st.Dropped)
 		}
-	})
+		b.ReportMetric(float64(st.Spilled)/float64(b.N), "on-disk/op")
+	}
+	// steps: a daemon that acknowledges at once, as the daemon client
+	// does (it sends the encodings as they are); steps-nodaemon: none, so
+	// every step is written to disk.
+	b.Run("steps", func(b *testing.B) { steps(b, rawSink{}) })
+	b.Run("steps-nodaemon", func(b *testing.B) { steps(b, nil) })
 	b.Run("hook", func(b *testing.B) {
-		r := open(b)
+		r := open(b, rawSink{})
 		b.ReportAllocs()
 		for b.Loop() {
 			r.Hook(mk())
@@ -138,7 +146,7 @@ func BenchmarkRecorder(b *testing.B) {
 		r.Sync(context.Background())
 	})
 	b.Run("commit-latency", func(b *testing.B) {
-		r := open(b)
+		r := open(b, rawSink{})
 		var lat []time.Duration
 		for b.Loop() {
 			t0 := time.Now()
@@ -151,3 +159,12 @@ func BenchmarkRecorder(b *testing.B) {
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 	})
 }
+
+// rawSink is a RawDeliverer that acknowledges every batch at once without
+// looking at it: the daemon client's share of the sidecar's work is
+// writing the encodings to a socket.
+type rawSink struct{}
+
+func (rawSink) Deliver(context.Context, []hindsight.Step) error { return nil }
+
+func (rawSink) DeliverRaw(context.Context, []json.RawMessage) error { return nil }

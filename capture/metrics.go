@@ -13,7 +13,7 @@ type Stats struct {
 	QueuedBytes      int64 // their size in bytes
 	Dropped          int64 // exchanges lost: queue over its bound, recorder closed, memory bound hit
 	Redactions       int64 // secrets replaced
-	Spilled          int64 // steps written to disk while the daemon was unreachable
+	Spilled          int64 // steps written to the disk outbox: not acknowledged by the daemon in time, or no daemon
 	Held             int64 // steps kept in memory now because the outbox could not be written
 	WriteErrors      int64 // failed outbox writes
 	Corrupt          int64 // outboxes found corrupt and moved aside
@@ -36,7 +36,7 @@ func (c *counters) snapshot() Stats {
 		Dropped: c.dropped.Load(), Redactions: c.redactions.Load(), Spilled: c.spilled.Load(),
 		Held: c.held.Load(), WriteErrors: c.writeErrors.Load(), Corrupt: c.corrupt.Load(),
 		Delivered: c.delivered.Load(), DeliveryFailures: c.deliveryFailures.Load(),
-		Rejected: c.rejected.Load(), Expired: c.expired.Load(), Depth: c.depth.Load() + c.held.Load(),
+		Rejected: c.rejected.Load(), Expired: c.expired.Load(), Depth: c.depth.Load(),
 	}
 }
 
@@ -61,7 +61,7 @@ func (c *counters) register(reg prometheus.Registerer, source string) ([]prometh
 		gauge("hindsight_capture_queued_bytes", "Bytes of exchanges waiting to be redacted and stored.", c.queuedBytes.Load),
 		counter("hindsight_capture_dropped_total", "Exchanges that could not be recorded (queue full, closed, memory bound).", &c.dropped),
 		counter("hindsight_capture_redactions_total", "Secrets replaced by placeholders.", &c.redactions),
-		counter("hindsight_outbox_spilled_total", "Steps written to the disk outbox while the daemon was unreachable.", &c.spilled),
+		counter("hindsight_outbox_spilled_total", "Steps written to the disk outbox because the daemon had not acknowledged them in time (or was unreachable).", &c.spilled),
 		gauge("hindsight_outbox_held", "Steps held in memory because the outbox could not be written.", c.held.Load),
 		counter("hindsight_outbox_write_errors_total", "Failed writes to the outbox.", &c.writeErrors),
 		counter("hindsight_outbox_corrupt_total", "Outboxes found corrupt and moved aside.", &c.corrupt),
@@ -69,7 +69,7 @@ func (c *counters) register(reg prometheus.Registerer, source string) ([]prometh
 		counter("hindsight_outbox_delivery_failures_total", "Failed delivery attempts.", &c.deliveryFailures),
 		counter("hindsight_outbox_rejected_total", "Steps the daemon refused.", &c.rejected),
 		counter("hindsight_outbox_expired_total", "Undelivered steps removed after the retention period.", &c.expired),
-		gauge("hindsight_outbox_depth", "Undelivered steps (disk and memory).", func() int64 { return c.depth.Load() + c.held.Load() }),
+		gauge("hindsight_outbox_depth", "Undelivered steps (disk and memory).", c.depth.Load),
 	}
 	for i, col := range cs {
 		if err := reg.Register(col); err != nil {

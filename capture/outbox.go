@@ -59,11 +59,19 @@ const (
 	// (their encoded size) to be delivered without reading Badger back.
 	DefaultMaxMemBytes = 4 << 20
 
+	// DefaultPersistAfter is how long after its exchange ended a step may
+	// wait in memory for the daemon's acknowledgement before it is written
+	// to disk. A write takes well under a millisecond, so a step relayed
+	// more than 50 ms before a SIGKILL is acknowledged or on disk.
+	DefaultPersistAfter = 20 * time.Millisecond
+
 	deliverTimeout = 30 * time.Second
 	// deliverLinger is how long delivery waits after a step arrives for
-	// more to join its batch: one daemon round trip and one removal per
-	// batch instead of per step while an agent makes calls one at a time.
-	deliverLinger = 10 * time.Millisecond
+	// more to join its batch: one daemon round trip per batch instead of
+	// per step while an agent makes calls one at a time. It is well below
+	// PersistAfter, so such steps are acknowledged before they are due on
+	// disk.
+	deliverLinger = 3 * time.Millisecond
 	maxBackoff    = 30 * time.Second
 	lockName      = "sidecar.lock"
 	dbName        = "db"
@@ -88,10 +96,15 @@ type OutboxOptions struct {
 	// already safe from a killed process once Append returns; the sync
 	// guards against a machine crash). 0: DefaultSyncInterval.
 	SyncInterval time.Duration
-	// MaxMemBytes bounds the copy in memory of the newest stored steps,
-	// from which they are delivered; older undelivered steps are read back
-	// from disk. 0: DefaultMaxMemBytes.
+	// MaxMemBytes bounds the undelivered steps kept in memory, from which
+	// they are delivered; older undelivered steps are written to disk and
+	// read back from there. 0: DefaultMaxMemBytes.
 	MaxMemBytes int
+	// PersistAfter is how long after its exchange ended (Step.EndedAt) an
+	// undelivered step is written to disk; 0: DefaultPersistAfter. With no
+	// Deliverer, or while the daemon is unreachable, steps are written at
+	// once.
+	PersistAfter time.Duration
 }
 
 // An Outbox is one sidecar's durable queue of steps on their way to the
@@ -101,13 +114,18 @@ type OutboxOptions struct {
 // background loop with capped exponential backoff. Delivered steps are
 // removed; a clean Close removes the whole directory.
 //
+// Steps are delivered from memory first: a step is written to Badger only
+// when the daemon has not acknowledged it PersistAfter (20 ms) after its
+// exchange ended, when the daemon is unreachable or there is no
+// Deliverer, when the steps in memory exceed MaxMemBytes, and at Close.
+// The daemon stores a batch durably before acknowledging it, so a step is
+// always either acknowledged or on disk within PersistAfter plus one write
+// of its end: a SIGKILL loses none relayed 50 ms earlier. While the daemon
+// keeps up, the outbox never touches the disk.
+//
 // When the disk cannot be written (full, read-only, corrupt) steps are kept
 // in memory up to MaxHeld and delivered from there, and the failure is
 // logged and counted; nothing blocks the caller.
-//
-// Stored steps are also kept in memory, up to MaxMemBytes, and delivered
-// from there: Badger is read back only for steps written by an earlier
-// process (DrainOrphans) or pushed out of memory while the daemon was away.
 type Outbox struct {
 	id          string
 	dir         string
@@ -128,24 +146,33 @@ type Outbox struct {
 	warnedClock bool       // logged a clock jump once
 	opened      time.Time  // when this process opened its own outbox (monotonic); zero for orphans
 
-	mu         sync.Mutex
-	next       uint64  // seq of the next step
-	held       []entry // steps not on disk, in seq order
-	mem        []entry // the newest stored, undelivered steps, in seq order (all below held's)
-	memBytes   int     // their encoded size
-	diskOnly   int     // undelivered steps on disk but not in mem; while > 0, delivery reads Badger
-	removed    uint64  // the highest seq removed: steps leave in seq order, so all below are gone too
-	dirty      bool    // written since the last sync
-	lastFailed bool    // the last delivery attempt failed
-	closed     bool    // Close has begun shutting the database
+	// wmu serialises the changes of which steps are on disk (writes,
+	// removals) with the bookkeeping of mem; it is taken before mu.
+	wmu         sync.Mutex
+	wake        chan struct{} // persistLoop: a step is waiting in memory
+	persistDone chan struct{}
+
+	mu           sync.Mutex
+	next         uint64  // seq of the next step
+	mem          []entry // the newest undelivered steps, in seq order
+	memDisk      int     // mem[:memDisk] are on disk too; the rest only in memory
+	memBytes     int     // their encoded size
+	diskOnly     int     // undelivered steps on disk but not in mem; while > 0, delivery reads Badger
+	removed      uint64  // the highest seq removed: steps leave in seq order, so all below are gone too
+	dirty        bool    // written since the last sync
+	lastFailed   bool    // the last delivery attempt failed
+	writeFailing bool    // the last write to disk failed
+	closed       bool    // Close has begun shutting the database
 }
 
 // An entry is a step as the outbox keeps it: its seq and its JSON
 // encoding, which is what is written to disk and delivered. raw is never
-// modified once made.
+// modified once made. due is when a step held only in memory must be on
+// disk.
 type entry struct {
 	seq uint64
 	raw json.RawMessage
+	due time.Time
 }
 
 // raws returns the encodings of batch.
@@ -191,6 +218,9 @@ func openOutbox(opts OutboxOptions, c *counters) (*Outbox, error) {
 	if opts.MaxMemBytes <= 0 {
 		opts.MaxMemBytes = DefaultMaxMemBytes
 	}
+	if opts.PersistAfter <= 0 {
+		opts.PersistAfter = DefaultPersistAfter
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -219,7 +249,8 @@ func openOutbox(opts OutboxOptions, c *counters) (*Outbox, error) {
 	}
 	o := &Outbox{id: id, dir: dir, opts: opts, log: log.With("outbox", id), c: c, lock: lock, next: 1, opened: time.Now(),
 		notify: make(chan struct{}, 1), draining: make(chan struct{}), loopDone: make(chan struct{}),
-		syncDone: make(chan struct{}), stopSync: make(chan struct{})}
+		syncDone: make(chan struct{}), stopSync: make(chan struct{}),
+		wake: make(chan struct{}, 1), persistDone: make(chan struct{})}
 	db, err := openDB(filepath.Join(dir, dbName), o.log)
 	if err != nil {
 		// Move whatever is there aside and start fresh once; if that
@@ -237,6 +268,7 @@ func openOutbox(opts OutboxOptions, c *counters) (*Outbox, error) {
 	o.cancel = cancel
 	go o.deliverLoop(ctx)
 	go o.syncLoop()
+	go o.persistLoop()
 	return o, nil
 }
 
@@ -289,16 +321,21 @@ func stepKey(prefix byte, seq uint64) []byte {
 	return k
 }
 
-// Append numbers steps (setting Source and Seq) and stores them. It
-// returns once they are written: after that a killed process loses none
-// of them. When the disk fails the steps are held in memory instead (the
-// error is logged and counted); only steps beyond MaxHeld are lost,
-// counted in Stats.Dropped. Append is called from one goroutine at a time
-// in the Recorder, but is safe for concurrent use.
+// Append numbers steps (setting Source and Seq) and queues them for
+// delivery. A step is kept in memory until the daemon acknowledges it, and
+// written to disk when that has not happened PersistAfter after its
+// exchange ended (see Outbox); with no Deliverer, or while the daemon is
+// unreachable, Append writes before it returns. When the disk fails the
+// steps are held in memory instead (the error is logged and counted); only
+// steps beyond MaxHeld are lost, counted in Stats.Dropped. Append is called
+// from one goroutine at a time in the Recorder, but is safe for concurrent
+// use.
 func (o *Outbox) Append(steps []hindsight.Step) {
 	if len(steps) == 0 {
 		return
 	}
+	o.wmu.Lock()
+	defer o.wmu.Unlock()
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
@@ -306,7 +343,11 @@ func (o *Outbox) Append(steps []hindsight.Step) {
 		o.log.Error("steps reached a closed outbox; lost", "steps", len(steps))
 		return
 	}
-	enc := make([]entry, 0, len(steps))
+	now := time.Now()
+	// Nothing will acknowledge these steps soon: write them now.
+	atOnce := o.opts.Deliverer == nil || o.db == nil || o.lastFailed || o.writeFailing
+	waiting := o.memDisk < len(o.mem)
+	added := 0
 	for i := range steps {
 		steps[i].Source, steps[i].Seq = o.id, o.next
 		s := &steps[i]
@@ -318,57 +359,101 @@ func (o *Outbox) Append(steps []hindsight.Step) {
 			o.log.Error("cannot encode step; lost", "method", steps[i].Method, "tool", steps[i].Tool, "err", err)
 			continue
 		}
-		enc = append(enc, entry{seq: o.next, raw: raw})
+		due := now
+		if !atOnce {
+			due = now.Add(o.opts.PersistAfter)
+			if end := s.EndedAt.Add(o.opts.PersistAfter); !s.EndedAt.IsZero() && end.Before(due) {
+				due = end
+			}
+		}
+		o.mem = append(o.mem, entry{seq: o.next, raw: raw, due: due})
+		o.memBytes += len(raw)
 		o.next++
+		added++
 	}
-	pending := enc
-	if len(o.held) > 0 {
-		pending = append(append([]entry(nil), o.held...), enc...)
-	}
-	err := o.write(pending)
-	if err == nil {
-		o.c.held.Store(0)
-		o.held = nil
-		o.dirty = true
-		o.keep(pending)
-	} else {
-		o.c.writeErrors.Add(1)
-		room := o.opts.MaxHeld - len(o.held)
-		keep := enc
-		if room < len(enc) {
-			keep = enc[:max(room, 0)]
-			o.c.dropped.Add(int64(len(enc) - len(keep)))
-		}
-		o.held = append(o.held, keep...)
-		o.c.held.Store(int64(len(o.held)))
-		if len(o.held) == len(keep) || len(keep) < len(enc) {
-			o.log.Error("cannot write outbox; holding steps in memory", "err", err, "held", len(o.held), "max_held", o.opts.MaxHeld, "dropped", len(enc)-len(keep))
-		}
-	}
-	if err == nil && o.lastFailed {
-		o.c.spilled.Add(int64(len(enc)))
-	}
+	o.c.depth.Add(int64(added))
 	o.mu.Unlock()
+	o.persist(now, false)
+	if !waiting {
+		select {
+		case o.wake <- struct{}{}:
+		default:
+		}
+	}
 	select {
 	case o.notify <- struct{}{}:
 	default:
 	}
 }
 
-// keep adds stored entries to mem, pushing the
-// oldest out beyond MaxMemBytes. o.mu is held.
-func (o *Outbox) keep(entries []entry) {
-	o.mem = append(o.mem, entries...)
-	for _, e := range entries {
-		o.memBytes += len(e.raw)
+// persist writes to disk the steps held only in memory that are due by
+// now (all of them when all is set) and those that must leave memory
+// because it holds more than MaxMemBytes, then lets the latter go. When
+// the write fails they stay in memory, up to MaxHeld. o.wmu is held.
+func (o *Outbox) persist(now time.Time, all bool) {
+	o.mu.Lock()
+	k := o.memDisk
+	for k < len(o.mem) && (all || !o.mem[k].due.After(now)) {
+		k++
 	}
+	over, bytes := 0, o.memBytes
+	for bytes > o.opts.MaxMemBytes && over < len(o.mem) {
+		bytes -= len(o.mem[over].raw)
+		over++
+	}
+	k = max(k, over)
+	batch := o.mem[o.memDisk:k]
+	o.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	err := o.write(batch)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err == nil {
+		if o.writeFailing {
+			o.log.Info("outbox writable again")
+		}
+		o.writeFailing = false
+		o.memDisk = k
+		o.dirty = true
+		o.c.spilled.Add(int64(len(batch)))
+		o.c.held.Store(0)
+		o.trimMem()
+		return
+	}
+	o.c.writeErrors.Add(1)
+	was := o.writeFailing
+	o.writeFailing = true
+	unwritten := len(o.mem) - o.memDisk
+	lost := max(unwritten-o.opts.MaxHeld, 0)
+	if lost > 0 {
+		// The newest go: the oldest are closest to being delivered.
+		for _, e := range o.mem[len(o.mem)-lost:] {
+			o.memBytes -= len(e.raw)
+		}
+		clear(o.mem[len(o.mem)-lost:])
+		o.mem = o.mem[:len(o.mem)-lost]
+		o.c.dropped.Add(int64(lost))
+		o.c.depth.Add(-int64(lost))
+	}
+	o.c.held.Store(int64(len(o.mem) - o.memDisk))
+	if !was || lost > 0 {
+		o.log.Error("cannot write outbox; holding steps in memory", "err", err, "held", len(o.mem)-o.memDisk, "max_held", o.opts.MaxHeld, "dropped", lost)
+	}
+}
+
+// trimMem lets the oldest steps that are on disk leave memory while it
+// holds more than MaxMemBytes. o.mu is held.
+func (o *Outbox) trimMem() {
 	drop := 0
-	for o.memBytes > o.opts.MaxMemBytes && drop < len(o.mem) {
+	for o.memBytes > o.opts.MaxMemBytes && drop < o.memDisk {
 		o.memBytes -= len(o.mem[drop].raw)
 		drop++
 	}
 	if drop > 0 {
 		o.diskOnly += drop
+		o.memDisk -= drop
 		clear(o.mem[:drop]) // let the bodies go; append moves the rest when it grows
 		o.mem = o.mem[drop:]
 	}
@@ -377,26 +462,53 @@ func (o *Outbox) keep(entries []entry) {
 // forget removes the steps of gone from mem and from the count of steps
 // on disk only. o.mu is held.
 func (o *Outbox) forget(gone map[uint64]bool) {
-	memFrom := o.next
-	if len(o.mem) > 0 {
-		memFrom = o.mem[0].seq
-	}
+	memFrom := o.memFrom()
 	for seq := range gone {
 		if seq < memFrom && o.diskOnly > 0 {
 			o.diskOnly--
 		}
 	}
-	j := 0
-	for _, e := range o.mem {
+	j, disk := 0, o.memDisk
+	for i, e := range o.mem {
 		if gone[e.seq] {
 			o.memBytes -= len(e.raw)
+			if i < o.memDisk {
+				disk--
+			}
 			continue
 		}
 		o.mem[j] = e
 		j++
 	}
 	clear(o.mem[j:]) // let the bodies go
-	o.mem = o.mem[:j]
+	o.mem, o.memDisk = o.mem[:j], disk
+	if o.writeFailing {
+		o.c.held.Store(int64(len(o.mem) - o.memDisk))
+	}
+}
+
+// memFrom is the seq of the oldest step in memory: every undelivered step
+// below it is on disk only. o.mu is held.
+func (o *Outbox) memFrom() uint64 {
+	if len(o.mem) > 0 {
+		return o.mem[0].seq
+	}
+	return ^uint64(0)
+}
+
+// onDisk reports which of steps are stored in Badger. o.mu is held.
+func (o *Outbox) onDisk(steps []entry) []entry {
+	memFrom, lastDisk := o.memFrom(), uint64(0)
+	if o.memDisk > 0 {
+		lastDisk = o.mem[o.memDisk-1].seq
+	}
+	var out []entry
+	for _, e := range steps {
+		if e.seq < memFrom || e.seq <= lastDisk {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // write stores entries in as few transactions as Badger allows.
@@ -423,8 +535,41 @@ func (o *Outbox) write(entries []entry) error {
 	if err := txn.Commit(); err != nil {
 		return fmt.Errorf("commit outbox: %w", err)
 	}
-	o.c.depth.Add(int64(len(entries)))
 	return nil
+}
+
+// persistLoop writes steps held only in memory to disk when they are due.
+func (o *Outbox) persistLoop() {
+	defer close(o.persistDone)
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	for {
+		o.mu.Lock()
+		var due time.Time
+		if o.memDisk < len(o.mem) {
+			due = o.mem[o.memDisk].due
+		}
+		failing := o.writeFailing
+		o.mu.Unlock()
+		if !due.IsZero() {
+			d := time.Until(due)
+			if failing {
+				d = max(d, time.Second) // retry a failing disk at a gentle pace
+			}
+			t.Reset(d)
+		}
+		select {
+		case <-o.stopSync:
+			t.Stop()
+			return
+		case <-o.wake:
+			t.Stop()
+		case <-t.C:
+			o.wmu.Lock()
+			o.persist(time.Now(), false)
+			o.wmu.Unlock()
+		}
+	}
 }
 
 // syncLoop fsyncs the database every SyncInterval while steps are written.
@@ -599,7 +744,7 @@ func (o *Outbox) setFailed(failed bool, err error) {
 	o.mu.Unlock()
 	switch {
 	case failed && !was:
-		o.log.Warn("daemon unreachable; steps stay in the outbox and delivery retries with backoff", "err", err, "depth", o.c.depth.Load()+o.c.held.Load())
+		o.log.Warn("daemon unreachable; steps stay in the outbox and delivery retries with backoff", "err", err, "depth", o.c.depth.Load())
 	case !failed && was:
 		o.log.Info("daemon reachable again; delivering the outbox")
 	}
@@ -647,9 +792,10 @@ func (o *Outbox) nextBatch(n int) []entry {
 			o.log.Error("read outbox", "err", err)
 		}
 	}
-	if len(out) < n {
+	if !fromMem && len(out) < n {
+		// The steps on disk are followed by those in memory.
 		o.mu.Lock()
-		for _, e := range o.held {
+		for _, e := range o.mem {
 			if len(out) >= n {
 				break
 			}
@@ -663,11 +809,17 @@ func (o *Outbox) nextBatch(n int) []entry {
 	return out
 }
 
-// remove deletes delivered steps from disk and memory.
+// remove deletes delivered steps from memory, and from disk those that
+// were written there.
 func (o *Outbox) remove(steps []entry) {
-	if o.db != nil {
+	o.wmu.Lock()
+	defer o.wmu.Unlock()
+	o.mu.Lock()
+	del := o.onDisk(steps)
+	o.mu.Unlock()
+	if o.db != nil && len(del) > 0 {
 		wb := o.db.NewWriteBatch()
-		for _, e := range steps {
+		for _, e := range del {
 			_ = wb.Delete(stepKey(prefixStep, e.seq))
 		}
 		if err := wb.Flush(); err != nil {
@@ -681,17 +833,8 @@ func (o *Outbox) remove(steps []entry) {
 		o.removed = max(o.removed, e.seq)
 	}
 	o.forget(gone)
-	kept := o.held[:0]
-	for _, e := range o.held {
-		if !gone[e.seq] {
-			kept = append(kept, e)
-		}
-	}
-	onDisk := len(steps) - (len(o.held) - len(kept))
-	o.held = kept
-	o.c.held.Store(int64(len(kept)))
 	o.mu.Unlock()
-	o.c.depth.Add(-int64(onDisk))
+	o.c.depth.Add(-int64(len(steps)))
 }
 
 // enforceRetention drops undelivered steps older than the retention period
@@ -826,24 +969,26 @@ func (o *Outbox) Close(ctx context.Context) error {
 		o.cancel()
 		close(o.stopSync)
 		<-o.syncDone
+		if o.persistDone != nil {
+			<-o.persistDone
+		}
 		err = o.shutdown()
 	})
 	return err
 }
 
 func (o *Outbox) shutdown() error {
+	o.wmu.Lock()
+	o.persist(time.Now(), true)
 	o.mu.Lock()
 	o.closed = true
-	if n := len(o.held); n > 0 {
-		if err := o.write(o.held); err == nil {
-			o.held = nil
-		} else {
-			o.c.dropped.Add(int64(n))
-			o.log.Error("outbox closed with steps only in memory; they are lost", "steps", n)
-		}
-		o.c.held.Store(int64(len(o.held)))
+	if n := len(o.mem) - o.memDisk; n > 0 {
+		o.c.dropped.Add(int64(n))
+		o.c.depth.Add(-int64(n))
+		o.log.Error("outbox closed with steps only in memory; they are lost", "steps", n)
 	}
 	o.mu.Unlock()
+	o.wmu.Unlock()
 	empty := true
 	var err error
 	if o.db != nil {

@@ -90,7 +90,8 @@ type Recorder struct {
 	done       chan struct{}    // the committer finished
 	progress   chan struct{}    // closed and replaced after each commit
 
-	commitDelay prometheus.Histogram // exchange end → durable in the outbox
+	commitDelay prometheus.Histogram // exchange end → handed to the outbox
+	batch       []hindsight.Step     // the committer's, reused
 
 	accepted  atomic.Int64 // exchanges queued by Hook
 	processed atomic.Int64 // exchanges committed (or lost to a panic)
@@ -151,7 +152,7 @@ func New(opts Options) (*Recorder, error) {
 	r := &Recorder{opts: opts, log: log.With("component", "capture", "server", opts.Server, "outbox", ob.ID()),
 		red: red, outbox: ob, c: c, tagger: NewTagger(), colls: colls,
 		in: make(chan queued, maxQueueItems), work: make(chan queued, opts.Workers*2),
-		results: map[uint64]built{}, done: make(chan struct{}), progress: make(chan struct{}),
+		batch: make([]hindsight.Step, 0, commitBatch), results: map[uint64]built{}, done: make(chan struct{}), progress: make(chan struct{}),
 		commitDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:        "hindsight_capture_commit_delay_seconds",
 			Help:        "Time from an exchange's end to its step being stored in the outbox.",
@@ -279,7 +280,7 @@ func (r *Recorder) commit() {
 			r.rmu.Unlock()
 			return
 		}
-		var batch []hindsight.Step
+		batch := r.batch[:0]
 		lost := 0
 		var size int64
 		for len(batch) < commitBatch {
@@ -303,6 +304,7 @@ func (r *Recorder) commit() {
 			r.c.redactions.Add(int64(batch[i].Redactions))
 		}
 		r.outbox.Append(batch)
+		r.batch = batch
 		r.c.captured.Add(int64(len(batch)))
 		r.c.queued.Add(-int64(len(batch) + lost))
 		r.c.queuedBytes.Add(-size)
@@ -314,6 +316,7 @@ func (r *Recorder) commit() {
 				r.commitDelay.Observe(now.Sub(batch[i].EndedAt).Seconds())
 			}
 		}
+		clear(batch) // the outbox keeps the encodings; let the bodies go
 		r.rmu.Lock()
 		close(r.progress)
 		r.progress = make(chan struct{})
