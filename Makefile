@@ -11,7 +11,7 @@ NPM_DIR   := internal/testdeps/npm
 all: build
 
 build:
-	$(GO) build -o bin/hindsight ./cmd/hindsight
+	$(GO) build -o bin/ ./cmd/hindsight ./cmd/hindsightd
 
 ## demo: the main job on the embedded default (no external service).
 demo: build

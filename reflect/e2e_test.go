@@ -70,7 +70,7 @@ func TestEndToEnd(t *testing.T) {
 // endToEnd drives one task through the programs and returns the one
 // experience listed afterwards.
 func endToEnd(t *testing.T) hindsight.Experience {
-	exe := testbin.Hindsight(t)
+	exe := testbin.HindsightFull(t)        // the daemon with an LLM is hindsightd
 	dir, err := os.MkdirTemp("", "hs-rf-") // short: the socket path is limited
 	if err != nil {
 		t.Fatal(err)

@@ -181,7 +181,7 @@ func (m *Merger) reinforce(ctx context.Context, e, old *hindsight.Experience) (M
 // supersede stores e in place of old when e rests on newer evidence.
 func (m *Merger) supersede(ctx context.Context, taskEnd time.Time, e, old *hindsight.Experience) (MergeResult, error) {
 	if !taskEnd.IsZero() && !old.UpdatedAt.IsZero() && taskEnd.Before(old.UpdatedAt) && old.SourceTask != e.SourceTask {
-		m.logger().Info("reflect: candidate contradicts a newer experience; dropped", "old", old.ID, "lesson", truncate(e.Lesson, 120))
+		m.logger().Info("reflect: candidate contradicts a newer experience; dropped", "old", old.ID, "lesson", Truncate(e.Lesson, 120))
 		return MergeResult{Outcome: DropStale, ID: old.ID}, nil
 	}
 	e.ID = experienceID(e)

@@ -128,19 +128,22 @@ func (m *Metrics) redaction(n int) {
 	m.redacted.Add(float64(n))
 }
 
-func (m *Metrics) llmRequest() {
+// LLMRequest counts one request sent to the model; LLMUsage counts the
+// tokens it used and LLMError a failed answer by kind. All are no-ops on a
+// nil *Metrics, as are the other counters.
+func (m *Metrics) LLMRequest() {
 	if m != nil {
 		m.llmCalls.Inc()
 	}
 }
 
-func (m *Metrics) llmUsage(tokens int) {
+func (m *Metrics) LLMUsage(tokens int) {
 	if m != nil && tokens > 0 {
 		m.llmTokens.Add(float64(tokens))
 	}
 }
 
-func (m *Metrics) llmError(kind string) {
+func (m *Metrics) LLMError(kind string) {
 	if m != nil {
 		m.llmErrors.WithLabelValues(kind).Inc()
 	}

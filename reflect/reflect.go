@@ -46,9 +46,9 @@ type RedactorFunc func(s string) (string, int)
 // Redact calls f(s).
 func (f RedactorFunc) Redact(s string) (string, int) { return f(s) }
 
-// toolCalls returns the steps of t that are tools/call requests to a real
+// ToolCalls returns the steps of t that are tools/call requests to a real
 // server, in step order.
-func toolCalls(t *hindsight.Task) []*hindsight.Step {
+func ToolCalls(t *hindsight.Task) []*hindsight.Step {
 	var out []*hindsight.Step
 	for i := range t.Steps {
 		s := &t.Steps[i]

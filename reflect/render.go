@@ -87,7 +87,7 @@ func (r *Renderer) Render(t *hindsight.Task) (string, int) {
 		out = joinLines(lines, keep, limit)
 		// Tokens average well under 8 bytes: skip counting what cannot fit.
 		if len(out) <= 8*budget {
-			if n = r.count(out); n <= budget {
+			if n = r.Count(out); n <= budget {
 				return out, n
 			}
 		}
@@ -98,7 +98,7 @@ func (r *Renderer) Render(t *hindsight.Task) (string, int) {
 	cost := make([]int, len(lines))
 	total := 0
 	for i := range lines {
-		cost[i] = r.count(joinLines(lines[i:i+1], keep[i:i+1], limit))
+		cost[i] = r.Count(joinLines(lines[i:i+1], keep[i:i+1], limit))
 		total += cost[i]
 	}
 	order := elisionOrder(lines)
@@ -108,11 +108,11 @@ func (r *Renderer) Render(t *hindsight.Task) (string, int) {
 		total -= cost[order[next]]
 	}
 	out = joinLines(lines, keep, limit)
-	n = r.count(out)
+	n = r.Count(out)
 	for ; n > budget && next < len(order); next++ {
 		keep[order[next]] = false
 		out = joinLines(lines, keep, limit)
-		n = r.count(out)
+		n = r.Count(out)
 	}
 	// Failures alone exceed the budget: keep the head that fits.
 	for n > budget && len(out) > 0 {
@@ -121,12 +121,14 @@ func (r *Renderer) Render(t *hindsight.Task) (string, int) {
 			cut--
 		}
 		out = out[:cut] + "\n…[trajectory cut to fit the token budget]\n"
-		n = r.count(out)
+		n = r.Count(out)
 	}
 	return out, n
 }
 
-func (r *Renderer) count(s string) int {
+// Count returns the number of tokens in s, or an estimate of four bytes a
+// token without a Tokenizer.
+func (r *Renderer) Count(s string) int {
 	if r.Tokenizer == nil {
 		return len(s) / 4
 	}

@@ -25,7 +25,7 @@ type Rules struct{}
 
 // Reflect implements Reflector.
 func (Rules) Reflect(ctx context.Context, task *hindsight.Task) ([]hindsight.Experience, error) {
-	calls := toolCalls(task)
+	calls := ToolCalls(task)
 	// nextOK[i] is the position of the next success of calls[i]'s tool.
 	nextOK := make([]int, len(calls))
 	seen := map[string]int{}
@@ -97,7 +97,7 @@ func recoveryLesson(window []*hindsight.Step, s *hindsight.Step) (*hindsight.Exp
 		Tool:        s.Tool,
 		Server:      s.Server,
 		ErrorCode:   code,
-		Situation:   fmt.Sprintf("%s %s: %s", s.Tool, failedWith, truncate(errorText(last), 120)),
+		Situation:   fmt.Sprintf("%s %s: %s", s.Tool, failedWith, Truncate(errorText(last), 120)),
 		Result:      fmt.Sprintf("%s succeeded at step %d", s.Tool, s.StepIndex),
 		SourceSteps: cited,
 		SourceAgent: s.ClientName,
@@ -176,7 +176,7 @@ func avoidLessons(calls []*hindsight.Step, recovered map[int]bool) []hindsight.E
 		}
 		switch {
 		case !succeeded[tool] && (!identical || len(g.steps) >= 3):
-			e.Situation = fmt.Sprintf("%s failed on every call (%s): %s", tool, orUnknown(code), truncate(errorText(first), 120))
+			e.Situation = fmt.Sprintf("%s failed on every call (%s): %s", tool, orUnknown(code), Truncate(errorText(first), 120))
 			e.Action = fmt.Sprintf("called %s %d times with different arguments", tool, len(g.steps))
 			if identical {
 				e.Action = fmt.Sprintf("called %s %d times with the same arguments", tool, len(g.steps))
@@ -187,7 +187,7 @@ func avoidLessons(calls []*hindsight.Step, recovered map[int]bool) []hindsight.E
 				e.Confidence = 0.8
 			}
 		case identical:
-			e.Situation = fmt.Sprintf("%s failed with %s: %s", tool, orUnknown(code), truncate(errorText(first), 120))
+			e.Situation = fmt.Sprintf("%s failed with %s: %s", tool, orUnknown(code), Truncate(errorText(first), 120))
 			e.Action = fmt.Sprintf("repeated the identical call %d times", len(g.steps))
 			e.Lesson = fmt.Sprintf("Avoid repeating %s with %s: the identical call failed %d times with %s.", tool, argsSummary(first.Arguments), len(g.steps), orUnknown(code))
 			e.Confidence = 0.7
@@ -293,7 +293,7 @@ func shortValue(v json.RawMessage) string {
 	if strings.Contains(s, "REDACTED") {
 		return "(a secret)"
 	}
-	return truncate(s, 60)
+	return Truncate(s, 60)
 }
 
 func argsSummary(args json.RawMessage) string {
@@ -310,7 +310,7 @@ func argsSummary(args json.RawMessage) string {
 	for _, k := range keys {
 		parts = append(parts, k+"="+shortValue(m[k]))
 	}
-	return truncate(strings.Join(parts, " "), 160)
+	return Truncate(strings.Join(parts, " "), 160)
 }
 
 // canonical re-encodes JSON with sorted keys so equal values compare equal.

@@ -49,7 +49,7 @@ func (v *Validator) Validate(task *hindsight.Task, cands []hindsight.Experience)
 		reason, detail := v.check(&c, task, steps, vocab)
 		if reason != "" {
 			v.Metrics.drop(reason)
-			v.logger().Debug("reflect: candidate dropped", "task", task.ID, "reason", reason, "detail", detail, "lesson", v.scrub(truncate(c.Lesson, 120)))
+			v.logger().Debug("reflect: candidate dropped", "task", task.ID, "reason", reason, "detail", detail, "lesson", v.scrub(Truncate(c.Lesson, 120)))
 			drops = append(drops, Drop{Reason: reason, Detail: detail, Experience: c})
 			continue
 		}
@@ -265,7 +265,9 @@ func (v *vocabulary) vague(lesson, tool string) string {
 	return ""
 }
 
-func truncate(s string, n int) string {
+// Truncate shortens s to at most n bytes without splitting a UTF-8
+// character.
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -18,11 +18,17 @@ import (
 	"time"
 )
 
+// build is one binary of this module, built once per test binary.
+type build struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
 var (
-	buildOnce sync.Once
-	buildPath string
-	buildErr  error
-	buildOut  []byte
+	binDir     = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "hindsight-bin-") })
+	lean, full build
 )
 
 // Root returns the module's root directory.
@@ -31,30 +37,46 @@ func Root() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// Hindsight builds ./cmd/hindsight once per test binary and returns its path.
-// Set HINDSIGHT_TEST_RACE=1 to build it with the race detector.
+// Hindsight builds ./cmd/hindsight (the lean build) once per test binary
+// and returns its path. Set HINDSIGHT_TEST_RACE=1 to build it with the race
+// detector.
 func Hindsight(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "hindsight-bin-")
+	return lean.get(t, "hindsight")
+}
+
+// HindsightFull is Hindsight with ./cmd/hindsightd (every backend) built
+// beside it, where "hindsight daemon" looks for it when the configuration
+// needs Weaviate or an OpenAI-compatible endpoint. It returns the path of
+// hindsight.
+func HindsightFull(t testing.TB) string {
+	t.Helper()
+	full.get(t, "hindsightd")
+	return lean.get(t, "hindsight")
+}
+
+func (b *build) get(t testing.TB, name string) string {
+	t.Helper()
+	b.once.Do(func() {
+		dir, err := binDir()
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		buildPath = filepath.Join(dir, "hindsight")
-		args := []string{"build", "-o", buildPath}
+		b.path = filepath.Join(dir, name)
+		args := []string{"build", "-o", b.path}
 		if os.Getenv("HINDSIGHT_TEST_RACE") != "" {
 			args = append(args, "-race")
 		}
-		args = append(args, "./cmd/hindsight")
+		args = append(args, "./cmd/"+name)
 		cmd := exec.Command("go", args...)
 		cmd.Dir = Root()
-		buildOut, buildErr = cmd.CombinedOutput()
+		b.out, b.err = cmd.CombinedOutput()
 	})
-	if buildErr != nil {
-		t.Fatalf("build hindsight: %v\n%s", buildErr, buildOut)
+	if b.err != nil {
+		t.Fatalf("build %s: %v\n%s", name, b.err, b.out)
 	}
-	return buildPath
+	return b.path
 }
 
 // NPM returns the path of an executable installed by the test peers'

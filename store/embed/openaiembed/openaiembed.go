@@ -1,4 +1,8 @@
-package embed
+// Package openaiembed embeds texts with any OpenAI-compatible /embeddings
+// endpoint (OpenAI, Ollama, vLLM…). It lives apart from package embed so
+// that binaries without a remote model (the sidecar) do not link the
+// OpenAI client.
+package openaiembed
 
 import (
 	"context"
@@ -10,8 +14,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 )
 
-// OpenAIConfig configures an OpenAI-compatible embeddings client.
-type OpenAIConfig struct {
+// Config configures an OpenAI-compatible embeddings client.
+type Config struct {
 	BaseURL string // e.g. http://127.0.0.1:11434/v1; empty: the client's default (OPENAI_BASE_URL)
 	APIKey  string // empty: OPENAI_API_KEY
 	Model   string // required (HINDSIGHT_EMBED_MODEL)
@@ -26,17 +30,17 @@ type OpenAIConfig struct {
 	MaxRetries int
 }
 
-// OpenAI embeds texts with an OpenAI-compatible /embeddings endpoint.
-type OpenAI struct {
+// Embedder embeds texts with an OpenAI-compatible /embeddings endpoint.
+type Embedder struct {
 	client openai.Client
-	cfg    OpenAIConfig
+	cfg    Config
 	dim    int
 }
 
-// NewOpenAI returns an embeddings client. When cfg.Dim is 0 it embeds a
+// New returns an embeddings client. When cfg.Dim is 0 it embeds a
 // probe text to learn the model's dimension, so a wrong URL, key or model
 // fails here rather than on first use.
-func NewOpenAI(ctx context.Context, cfg OpenAIConfig) (*OpenAI, error) {
+func New(ctx context.Context, cfg Config) (*Embedder, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("new embedder: model is required")
 	}
@@ -56,7 +60,7 @@ func NewOpenAI(ctx context.Context, cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
-	o := &OpenAI{client: openai.NewClient(opts...), cfg: cfg, dim: cfg.Dim}
+	o := &Embedder{client: openai.NewClient(opts...), cfg: cfg, dim: cfg.Dim}
 	if o.dim == 0 {
 		vs, err := o.embed(ctx, []string{"hindsight dimension probe"})
 		if err != nil {
@@ -68,14 +72,14 @@ func NewOpenAI(ctx context.Context, cfg OpenAIConfig) (*OpenAI, error) {
 }
 
 // Name is the model name.
-func (o *OpenAI) Name() string { return o.cfg.Model }
+func (o *Embedder) Name() string { return o.cfg.Model }
 
 // Dim is the vector dimension.
-func (o *OpenAI) Dim() int { return o.dim }
+func (o *Embedder) Dim() int { return o.dim }
 
 // Embed embeds texts in batches, keeping their order. Every vector must
 // have Dim dimensions.
-func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (o *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, 0, len(texts))
 	for i := 0; i < len(texts); i += o.cfg.Batch {
 		vs, err := o.embed(ctx, texts[i:min(i+o.cfg.Batch, len(texts))])
@@ -92,7 +96,7 @@ func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	return out, nil
 }
 
-func (o *OpenAI) embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (o *Embedder) embed(ctx context.Context, texts []string) ([][]float32, error) {
 	// Empty input is rejected by the API; a space embeds as "nothing".
 	in := make([]string, len(texts))
 	for i, t := range texts {

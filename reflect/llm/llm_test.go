@@ -1,4 +1,4 @@
-package reflect
+package llm
 
 import (
 	"bytes"
@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +21,9 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
+	"github.com/hindsight-proxy/hindsight/reflect"
+	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/store/embedded"
 )
 
 // reply is one scripted answer of the fake LLM endpoint.
@@ -131,16 +136,16 @@ func (s *syncBuffer) String() string {
 // fake endpoint, the real capture redactor and an in-memory store.
 type harness struct {
 	llm     *fakeLLM
-	queue   *Queue
-	store   *memStore
-	metrics *Metrics
+	queue   *reflect.Queue
+	store   *embedded.Store
+	metrics *reflect.Metrics
 	logs    *syncBuffer
 	tasks   taskMap
 }
 
-func newHarness(t *testing.T, cfg LLMConfig, script ...reply) *harness {
+func newHarness(t *testing.T, cfg Config, script ...reply) *harness {
 	t.Helper()
-	h := &harness{llm: newFakeLLM(t, script...), store: newMemStore(), metrics: NewMetrics(), logs: &syncBuffer{}}
+	h := &harness{llm: newFakeLLM(t, script...), store: openStore(t), metrics: reflect.NewMetrics(), logs: &syncBuffer{}}
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.BaseURL = h.llm.URL + "/v1"
 	cfg.APIKey = "test-key"
@@ -154,32 +159,32 @@ func newHarness(t *testing.T, cfg LLMConfig, script ...reply) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Logger, cfg.Metrics, cfg.Redactor = logger, h.metrics, RedactorFunc(red.RedactString)
-	llm, err := NewLLM(cfg)
+	cfg.Logger, cfg.Metrics, cfg.Redactor = logger, h.metrics, reflect.RedactorFunc(red.RedactString)
+	llm, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.tasks = taskMap{}
-	task := loadTask(t, filepath.Join("testdata", "rules", "login_401.trace.json"))
+	task := loadTask(t, filepath.Join("..", "testdata", "rules", "login_401.trace.json"))
 	h.tasks[task.ID] = task
 	db, err := badger.Open(badger.DefaultOptions(t.TempDir()).WithLogger(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	p := &Pipeline{
+	p := &reflect.Pipeline{
 		Reflector: llm,
-		Validator: &Validator{Redactor: RedactorFunc(red.RedactString), Metrics: h.metrics, Logger: logger},
-		Merger:    &Merger{Store: h.store, Embedder: wordEmbedder{}, Metrics: h.metrics, Logger: logger},
+		Validator: &reflect.Validator{Redactor: reflect.RedactorFunc(red.RedactString), Metrics: h.metrics, Logger: logger},
+		Merger:    &reflect.Merger{Store: h.store, Embedder: h.store.Embedder(), Metrics: h.metrics, Logger: logger},
 		Logger:    logger,
 	}
-	h.queue = NewQueue(db, h.tasks, p)
+	h.queue = reflect.NewQueue(db, h.tasks, p)
 	h.queue.Metrics, h.queue.Logger, h.queue.MaxAttempts = h.metrics, logger, 2
 	return h
 }
 
 // run enqueues the login task and reflects on it once.
-func (h *harness) run(t *testing.T) (*Entry, error) {
+func (h *harness) run(t *testing.T) (*reflect.Entry, error) {
 	t.Helper()
 	ctx := context.Background()
 	if err := h.queue.Enqueue(ctx, "task-login"); err != nil {
@@ -206,18 +211,18 @@ func expWith(field string, value any) string {
 }
 
 func TestLLMGoodExperience(t *testing.T) {
-	h := newHarness(t, LLMConfig{Temperature: 0.9}, reply{content: answer(goodExp)})
+	h := newHarness(t, Config{Temperature: 0.9}, reply{content: answer(goodExp)})
 	e, err := h.run(t)
-	if err != nil || e.State != StateDone {
+	if err != nil || e.State != reflect.StateDone {
 		t.Fatalf("state %s, err %v", e.State, err)
 	}
-	all := h.store.all()
+	all := all(t, h.store)
 	if len(all) != 1 {
 		t.Fatalf("%d experiences stored, want 1", len(all))
 	}
 	got := all[0]
 	if got.Tool != "list_orders" || got.Server != "shop" || got.ErrorCode != "401" || got.SourceTask != "task-login" ||
-		!slicesEqual(got.SourceSteps, []int{2, 3, 4}) || got.TaskType != "shopping" || got.EvidenceCount != 1 || got.Version != 1 {
+		!slices.Equal(got.SourceSteps, []int{2, 3, 4}) || got.TaskType != "shopping" || got.EvidenceCount != 1 || got.Version != 1 {
 		t.Errorf("stored %+v", got)
 	}
 	if len(e.Experiences) != 1 || e.Experiences[0] != got.ID {
@@ -243,7 +248,7 @@ func TestLLMGoodExperience(t *testing.T) {
 	if strings.Contains(string(msgs), "initialize") {
 		t.Errorf("prompt renders non-tool steps:\n%s", msgs)
 	}
-	calls, tokens := h.queue.Pipeline.Reflector.(*LLM).Budget().Used()
+	calls, tokens := h.queue.Pipeline.Reflector.(*Reflector).Budget().Used()
 	if calls != 1 || tokens != 600 {
 		t.Errorf("budget used %d calls %d tokens, want 1 and 600", calls, tokens)
 	}
@@ -258,21 +263,21 @@ func TestLLMDrops(t *testing.T) {
 		stored int
 		reason string
 	}{
-		{"invented step", answer(goodExp, expWith("source_steps", []int{2, 17})), 1, DropInventedStep},
-		{"only invented", answer(expWith("source_steps", []int{42})), 0, DropInventedStep},
-		{"low confidence", answer(expWith("confidence", 0.3)), 0, DropLowConfidence},
-		{"vague advice", answer(expWith("lesson", "Be careful and double-check your inputs before calling tools.")), 0, DropVague},
-		{"tool not in steps", answer(expWith("tool", "cancel_order")), 0, DropToolMismatch},
+		{"invented step", answer(goodExp, expWith("source_steps", []int{2, 17})), 1, reflect.DropInventedStep},
+		{"only invented", answer(expWith("source_steps", []int{42})), 0, reflect.DropInventedStep},
+		{"low confidence", answer(expWith("confidence", 0.3)), 0, reflect.DropLowConfidence},
+		{"vague advice", answer(expWith("lesson", "Be careful and double-check your inputs before calling tools.")), 0, reflect.DropVague},
+		{"tool not in steps", answer(expWith("tool", "cancel_order")), 0, reflect.DropToolMismatch},
 		{"nothing to learn", answer(), 0, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, LLMConfig{}, reply{content: c.answer})
+			h := newHarness(t, Config{}, reply{content: c.answer})
 			e, err := h.run(t)
-			if err != nil || e.State != StateDone {
+			if err != nil || e.State != reflect.StateDone {
 				t.Fatalf("state %s, err %v: a dropped candidate is not a failed task", e.State, err)
 			}
-			all := h.store.all()
+			all := all(t, h.store)
 			if len(all) != c.stored {
 				t.Fatalf("%d stored, want %d: %+v", len(all), c.stored, all)
 			}
@@ -298,14 +303,14 @@ func TestLLMDrops(t *testing.T) {
 
 func TestLLMSecretEchoed(t *testing.T) {
 	const secret = "ghp_Zx81kq0LmN3vB7cR2tY5wP9sD4fG6hJ1kL0a"
-	h := newHarness(t, LLMConfig{}, reply{content: answer(
+	h := newHarness(t, Config{}, reply{content: answer(
 		expWith("lesson", "Call login before list_orders, then pass token "+secret+" as the session; without it list_orders fails with 401."),
 		strings.Replace(expWith("lesson", "Low confidence, dropped, logged: token "+secret+" for list_orders."), `"confidence":0.9`, `"confidence":0.2`, 1),
 	)})
-	if e, err := h.run(t); err != nil || e.State != StateDone {
+	if e, err := h.run(t); err != nil || e.State != reflect.StateDone {
 		t.Fatalf("state %s, err %v", e.State, err)
 	}
-	all := h.store.all()
+	all := all(t, h.store)
 	if len(all) != 1 {
 		t.Fatalf("%d stored", len(all))
 	}
@@ -344,19 +349,19 @@ func TestLLMFaults(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, LLMConfig{MaxRetries: -1}, c.reply)
+			h := newHarness(t, Config{MaxRetries: -1}, c.reply)
 			e, err := h.run(t)
-			if err == nil || e.State != StatePending || e.Attempts != 1 || e.LastError == "" || e.NextAttempt.IsZero() {
+			if err == nil || e.State != reflect.StatePending || e.Attempts != 1 || e.LastError == "" || e.NextAttempt.IsZero() {
 				t.Fatalf("after one try: %+v, err %v", e, err)
 			}
 			if err := h.queue.RunNow(context.Background(), nil, true, nil); err == nil {
 				t.Fatal("second try succeeded")
 			}
 			e, _ = h.queue.Entry(context.Background(), "task-login")
-			if e.State != StateFailed || e.Attempts != 2 {
+			if e.State != reflect.StateFailed || e.Attempts != 2 {
 				t.Fatalf("after two tries: %+v", e)
 			}
-			if n := len(h.store.all()); n != 0 {
+			if n := len(all(t, h.store)); n != 0 {
 				t.Errorf("%d experiences stored", n)
 			}
 			e, _ = h.queue.Entry(context.Background(), "task-login")
@@ -389,18 +394,18 @@ func TestLLMRetries(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, LLMConfig{RequestTimeout: 300 * time.Millisecond}, c.script...)
+			h := newHarness(t, Config{RequestTimeout: 300 * time.Millisecond}, c.script...)
 			e, err := h.run(t)
-			if err != nil || e.State != StateDone {
+			if err != nil || e.State != reflect.StateDone {
 				t.Fatalf("state %s, err %v", e.State, err)
 			}
 			if n := h.llm.count(); n != c.requests {
 				t.Errorf("%d requests, want %d", n, c.requests)
 			}
-			if n := len(h.store.all()); n != 1 {
+			if n := len(all(t, h.store)); n != 1 {
 				t.Errorf("%d stored, want 1", n)
 			}
-			calls, _ := h.queue.Pipeline.Reflector.(*LLM).Budget().Used()
+			calls, _ := h.queue.Pipeline.Reflector.(*Reflector).Budget().Used()
 			if calls != c.requests {
 				t.Errorf("budget counted %d calls, want %d", calls, c.requests)
 			}
@@ -409,9 +414,9 @@ func TestLLMRetries(t *testing.T) {
 }
 
 func TestLLMTimeoutKeepsPending(t *testing.T) {
-	h := newHarness(t, LLMConfig{RequestTimeout: 100 * time.Millisecond, TimeoutRetries: -1}, reply{delay: 5 * time.Second})
+	h := newHarness(t, Config{RequestTimeout: 100 * time.Millisecond, TimeoutRetries: -1}, reply{delay: 5 * time.Second})
 	e, err := h.run(t)
-	if !errors.Is(err, context.DeadlineExceeded) || e.State != StatePending || e.Attempts != 1 {
+	if !errors.Is(err, context.DeadlineExceeded) || e.State != reflect.StatePending || e.Attempts != 1 {
 		t.Fatalf("entry %+v, err %v", e, err)
 	}
 	if !strings.Contains(h.logs.String(), "kind=timeout") {
@@ -420,7 +425,7 @@ func TestLLMTimeoutKeepsPending(t *testing.T) {
 }
 
 func TestLLMHourlyCap(t *testing.T) {
-	h := newHarness(t, LLMConfig{CallsPerHour: 1}, reply{content: answer(goodExp)})
+	h := newHarness(t, Config{CallsPerHour: 1}, reply{content: answer(goodExp)})
 	second := *h.tasks["task-login"]
 	second.ID = "task-login-2"
 	h.tasks[second.ID] = &second
@@ -428,8 +433,8 @@ func TestLLMHourlyCap(t *testing.T) {
 	h.queue.Enqueue(ctx, "task-login")
 	h.queue.Enqueue(ctx, second.ID)
 	err := h.queue.RunNow(ctx, nil, true, nil)
-	if !errors.Is(err, ErrBudget) {
-		t.Fatalf("err %v, want ErrBudget", err)
+	if !errors.Is(err, reflect.ErrBudget) {
+		t.Fatalf("err %v, want reflect.ErrBudget", err)
 	}
 	if h.llm.count() != 1 {
 		t.Errorf("%d requests, want 1", h.llm.count())
@@ -441,21 +446,21 @@ func TestLLMHourlyCap(t *testing.T) {
 }
 
 func TestLLMSkipsRoutineSuccess(t *testing.T) {
-	h := newHarness(t, LLMConfig{}, reply{content: answer(goodExp)})
-	ok := loadTask(t, filepath.Join("testdata", "rules", "all_success.trace.json"))
+	h := newHarness(t, Config{}, reply{content: answer(goodExp)})
+	ok := loadTask(t, filepath.Join("..", "testdata", "rules", "all_success.trace.json"))
 	h.tasks[ok.ID] = ok
 	if err := h.queue.RunNow(context.Background(), []string{ok.ID}, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	if h.llm.count() != 0 || len(h.store.all()) != 0 {
-		t.Errorf("%d requests, %d stored for a task without failures", h.llm.count(), len(h.store.all()))
+	if h.llm.count() != 0 || len(all(t, h.store)) != 0 {
+		t.Errorf("%d requests, %d stored for a task without failures", h.llm.count(), len(all(t, h.store)))
 	}
 }
 
 // TestLLMSchemaFallback: an endpoint that rejects response_format gets the
 // same prompt without it, and the tolerant parser reads the fenced answer.
 func TestLLMSchemaFallback(t *testing.T) {
-	h := newHarness(t, LLMConfig{MaxRetries: -1},
+	h := newHarness(t, Config{MaxRetries: -1},
 		reply{status: 400, raw: ""},
 		reply{content: "Here are the lessons:\n```json\n[" + goodExp + "]\n```"})
 	h.llm.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -473,7 +478,47 @@ func TestLLMSchemaFallback(t *testing.T) {
 		h.llm.serve(w, r)
 	})
 	e, err := h.run(t)
-	if err != nil || e.State != StateDone || len(h.store.all()) != 1 {
-		t.Fatalf("state %s, err %v, stored %d", e.State, err, len(h.store.all()))
+	if err != nil || e.State != reflect.StateDone || len(all(t, h.store)) != 1 {
+		t.Fatalf("state %s, err %v, stored %d", e.State, err, len(all(t, h.store)))
 	}
+}
+
+// openStore opens an embedded experience store on a fresh Badger.
+func openStore(t *testing.T) *embedded.Store {
+	t.Helper()
+	db, err := badger.Open(badger.DefaultOptions(t.TempDir()).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := embedded.New(db, embed.NewLocal(0), embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close(); db.Close() })
+	return st
+}
+
+// all lists every experience in st, superseded and deleted ones too.
+func all(t *testing.T, st *embedded.Store) []hindsight.Experience {
+	t.Helper()
+	out, err := st.List(context.Background(), hindsight.ListOptions{IncludeSuperseded: true, IncludeDeleted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// loadTask reads a recorded task (reflect's golden traces).
+func loadTask(t testing.TB, path string) *hindsight.Task {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task hindsight.Task
+	if err := json.Unmarshal(b, &task); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	task.StepCount = len(task.Steps)
+	return &task
 }

@@ -1,4 +1,9 @@
-package reflect
+// Package llm is the reflector that asks a language model, through any
+// OpenAI-compatible chat completions endpoint (OpenAI, Ollama, vLLM…).
+//
+// It lives apart from package reflect so that binaries without an LLM (the
+// sidecar) do not link the OpenAI client.
+package llm
 
 import (
 	"bytes"
@@ -16,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/reflect"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
@@ -38,9 +44,9 @@ var (
 // lessons should be reproducible, not creative.
 const MaxTemperature = 0.2
 
-// LLMConfig configures the LLM reflector. BaseURL, APIKey and Model come
+// Config configures the LLM reflector. BaseURL, APIKey and Model come
 // from the configuration file or HINDSIGHT_LLM_*; the rest has defaults.
-type LLMConfig struct {
+type Config struct {
 	BaseURL string // an OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1
 	APIKey  string
 	Model   string
@@ -49,14 +55,14 @@ type LLMConfig struct {
 	PromptTemplate string
 	// Temperature is clamped to [0, MaxTemperature]; the default is 0.
 	Temperature float64
-	// TokenBudget bounds the rendered trajectory; 0 means DefaultTokenBudget.
+	// TokenBudget bounds the rendered trajectory; 0 means reflect.DefaultTokenBudget.
 	TokenBudget int
 	// MaxOutputTokens bounds the answer; 0 means 2000.
 	MaxOutputTokens int
 	// MaxExperiences is how many experiences the prompt asks for at most; 0
 	// means 5.
 	MaxExperiences int
-	// MinConfidence is quoted in the prompt; 0 means DefaultMinConfidence.
+	// MinConfidence is quoted in the prompt; 0 means reflect.DefaultMinConfidence.
 	MinConfidence float64
 	// RequestTimeout bounds one HTTP attempt; 0 means 2 minutes. A timed-out
 	// attempt is retried TimeoutRetries times (0 means 1; negative, none).
@@ -81,27 +87,27 @@ type LLMConfig struct {
 
 	// Redactor scrubs the excerpts of model answers that go into log
 	// lines; without one, excerpts are left out.
-	Redactor Redactor
+	Redactor reflect.Redactor
 
 	HTTPClient *http.Client
 	Logger     *slog.Logger
-	Metrics    *Metrics
+	Metrics    *reflect.Metrics
 }
 
-// LLM is the reflector that asks a language model, through any
+// Reflector is the reflector that asks a language model, through any
 // OpenAI-compatible chat completions endpoint.
-type LLM struct {
-	cfg      LLMConfig
+type Reflector struct {
+	cfg      Config
 	client   openai.Client
 	tmpl     *template.Template
-	renderer Renderer
-	budget   *Budget
+	renderer reflect.Renderer
+	budget   *reflect.Budget
 	noSchema atomic.Bool
 }
 
-// NewLLM returns an LLM reflector. It reads and checks the prompt template
+// New returns an LLM reflector. It reads and checks the prompt template
 // and loads the tokenizer; it does not contact the endpoint.
-func NewLLM(cfg LLMConfig) (*LLM, error) {
+func New(cfg Config) (*Reflector, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("new llm reflector: no model configured")
 	}
@@ -113,7 +119,7 @@ func NewLLM(cfg LLMConfig) (*LLM, error) {
 		cfg.MaxExperiences = 5
 	}
 	if cfg.MinConfidence <= 0 {
-		cfg.MinConfidence = DefaultMinConfidence
+		cfg.MinConfidence = reflect.DefaultMinConfidence
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 2 * time.Minute
@@ -140,15 +146,15 @@ func NewLLM(cfg LLMConfig) (*LLM, error) {
 	if err != nil {
 		return nil, err
 	}
-	tok, err := NewTokenizer(cfg.Model)
+	tok, err := reflect.NewTokenizer(cfg.Model)
 	if err != nil {
 		return nil, fmt.Errorf("new llm reflector: %w", err)
 	}
-	l := &LLM{
+	l := &Reflector{
 		cfg:      cfg,
 		tmpl:     tmpl,
-		renderer: Renderer{Tokenizer: tok, Budget: cfg.TokenBudget},
-		budget:   &Budget{CallsPerHour: max(cfg.CallsPerHour, 0), TokensPerHour: max(cfg.TokensPerHour, 0)},
+		renderer: reflect.Renderer{Tokenizer: tok, Budget: cfg.TokenBudget},
+		budget:   &reflect.Budget{CallsPerHour: max(cfg.CallsPerHour, 0), TokensPerHour: max(cfg.TokensPerHour, 0)},
 	}
 	l.noSchema.Store(cfg.NoSchema)
 	opts := []option.RequestOption{
@@ -201,17 +207,17 @@ type PromptData struct {
 }
 
 // Budget returns the hourly spending cap, to read what was used.
-func (l *LLM) Budget() *Budget { return l.budget }
+func (l *Reflector) Budget() *reflect.Budget { return l.budget }
 
-func (l *LLM) countRequest(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+func (l *Reflector) countRequest(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	l.budget.Spend(1, 0)
-	l.cfg.Metrics.llmRequest()
+	l.cfg.Metrics.LLMRequest()
 	return next(req)
 }
 
 // Reflect implements Reflector.
-func (l *LLM) Reflect(ctx context.Context, task *hindsight.Task) ([]hindsight.Experience, error) {
-	calls := toolCalls(task)
+func (l *Reflector) Reflect(ctx context.Context, task *hindsight.Task) ([]hindsight.Experience, error) {
+	calls := reflect.ToolCalls(task)
 	if len(calls) == 0 {
 		return nil, nil
 	}
@@ -232,16 +238,16 @@ func (l *LLM) Reflect(ctx context.Context, task *hindsight.Task) ([]hindsight.Ex
 	if err != nil {
 		return nil, err
 	}
-	exps, err := ParseExperiences(answer)
+	exps, err := reflect.ParseExperiences(answer)
 	if err != nil {
-		l.cfg.Metrics.llmError("malformed")
-		l.cfg.Logger.Warn("reflect: unreadable model answer", "task", task.ID, "err", err, "answer", l.scrub(truncate(answer, 200)))
+		l.cfg.Metrics.LLMError("malformed")
+		l.cfg.Logger.Warn("reflect: unreadable model answer", "task", task.ID, "err", err, "answer", l.scrub(reflect.Truncate(answer, 200)))
 		return nil, fmt.Errorf("parse model answer: %w", err)
 	}
 	return exps, nil
 }
 
-func (l *LLM) prompt(task *hindsight.Task, failures int) (system, user string, err error) {
+func (l *Reflector) prompt(task *hindsight.Task, failures int) (system, user string, err error) {
 	traj, _ := l.renderer.Render(task)
 	data := PromptData{
 		TaskID:         task.ID,
@@ -267,8 +273,8 @@ func (l *LLM) prompt(task *hindsight.Task, failures int) (system, user string, e
 }
 
 // complete asks the model and returns its answer's text.
-func (l *LLM) complete(ctx context.Context, taskID, system, user string) (string, error) {
-	estimate := l.renderer.count(system) + l.renderer.count(user) + l.cfg.MaxOutputTokens
+func (l *Reflector) complete(ctx context.Context, taskID, system, user string) (string, error) {
+	estimate := l.renderer.Count(system) + l.renderer.Count(user) + l.cfg.MaxOutputTokens
 	if err := l.budget.Allow(estimate); err != nil {
 		return "", err
 	}
@@ -301,7 +307,7 @@ func (l *LLM) complete(ctx context.Context, taskID, system, user string) (string
 		case errors.Is(err, context.DeadlineExceeded):
 			kind = "timeout"
 		}
-		l.cfg.Metrics.llmError(kind)
+		l.cfg.Metrics.LLMError(kind)
 		l.cfg.Logger.Warn("reflect: model request failed", "task", taskID, "kind", kind, "err", err)
 		return "", fmt.Errorf("ask model: %w", err)
 	}
@@ -310,20 +316,20 @@ func (l *LLM) complete(ctx context.Context, taskID, system, user string) (string
 		tokens = estimate
 	}
 	l.budget.Spend(0, tokens)
-	l.cfg.Metrics.llmUsage(tokens)
+	l.cfg.Metrics.LLMUsage(tokens)
 	if len(resp.Choices) == 0 {
-		l.cfg.Metrics.llmError("empty")
+		l.cfg.Metrics.LLMError("empty")
 		l.cfg.Logger.Warn("reflect: model answered with no choices", "task", taskID)
 		return "", fmt.Errorf("ask model: %w: no choices", ErrEmptyAnswer)
 	}
 	msg := resp.Choices[0].Message
 	if msg.Refusal != "" {
-		l.cfg.Metrics.llmError("refusal")
-		l.cfg.Logger.Warn("reflect: model refused", "task", taskID, "refusal", l.scrub(truncate(msg.Refusal, 200)))
-		return "", fmt.Errorf("ask model: %w: %s", ErrRefused, l.scrub(truncate(msg.Refusal, 200)))
+		l.cfg.Metrics.LLMError("refusal")
+		l.cfg.Logger.Warn("reflect: model refused", "task", taskID, "refusal", l.scrub(reflect.Truncate(msg.Refusal, 200)))
+		return "", fmt.Errorf("ask model: %w: %s", ErrRefused, l.scrub(reflect.Truncate(msg.Refusal, 200)))
 	}
 	if strings.TrimSpace(msg.Content) == "" {
-		l.cfg.Metrics.llmError("empty")
+		l.cfg.Metrics.LLMError("empty")
 		l.cfg.Logger.Warn("reflect: model answered with empty content", "task", taskID, "finish_reason", resp.Choices[0].FinishReason)
 		return "", fmt.Errorf("ask model: %w", ErrEmptyAnswer)
 	}
@@ -331,7 +337,7 @@ func (l *LLM) complete(ctx context.Context, taskID, system, user string) (string
 }
 
 // scrub redacts model text bound for logs and errors.
-func (l *LLM) scrub(s string) string {
+func (l *Reflector) scrub(s string) string {
 	if l.cfg.Redactor == nil {
 		return fmt.Sprintf("(%d bytes)", len(s))
 	}
@@ -339,7 +345,7 @@ func (l *LLM) scrub(s string) string {
 	return s
 }
 
-func (l *LLM) params(system, user string) openai.ChatCompletionNewParams {
+func (l *Reflector) params(system, user string) openai.ChatCompletionNewParams {
 	var msgs []openai.ChatCompletionMessageParamUnion
 	if system != "" {
 		msgs = append(msgs, openai.SystemMessage(system))

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -52,7 +52,10 @@ func newReflectionQueue(ctx context.Context, g *globals, traces *daemon.TraceSto
 		logger.Warn("reflection compares experiences by words: no embedder", "err", err)
 	}
 	if llm := g.config.LLM; llm.Model != "" {
-		r, err := reflect.NewLLM(reflect.LLMConfig{
+		if backends.LLM == nil {
+			return nil, nil, fmt.Errorf("start reflection: this build has no LLM reflector (use %s)", FullBinary)
+		}
+		r, err := backends.LLM(LLMConfig{
 			BaseURL: llm.BaseURL, APIKey: llm.APIKey, Model: llm.Model,
 			PromptTemplate: llm.PromptTemplate,
 			CallsPerHour:   llm.CallsPerHour, TokensPerHour: llm.TokensPerHour,

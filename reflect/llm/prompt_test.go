@@ -1,4 +1,4 @@
-package reflect
+package llm
 
 import (
 	"os"
@@ -7,15 +7,15 @@ import (
 	"testing"
 )
 
-// The built-in prompt is embedded from reflect/prompt.tmpl; users read and
+// The built-in prompt is embedded from reflect/llm/prompt.tmpl; users read and
 // replace configs/reflect-prompt.tmpl. The two must be the same text.
 func TestPromptCopyMatches(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "configs", "reflect-prompt.tmpl"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "configs", "reflect-prompt.tmpl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(b) != DefaultPrompt {
-		t.Fatal("configs/reflect-prompt.tmpl differs from reflect/prompt.tmpl: copy one over the other")
+		t.Fatal("configs/reflect-prompt.tmpl differs from reflect/llm/prompt.tmpl: copy one over the other")
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -19,7 +19,6 @@ import (
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
-	"github.com/hindsight-proxy/hindsight/store/weaviate"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -33,6 +32,9 @@ func runDaemon(ctx context.Context, g *globals, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: daemon takes no arguments", errUsage)
+	}
+	if what := backends.missing(g.config); what != "" {
+		return execFull(what)
 	}
 	logger, closer, err := openLog(g.home, "daemon")
 	if err != nil {
@@ -218,7 +220,10 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 	}
 	switch backend {
 	case "weaviate":
-		st, err := weaviate.Open(ctx, weaviate.Config{URL: g.config.Store.Weaviate.URL, GRPC: g.config.Store.Weaviate.GRPC, Logger: logger}, emb)
+		if backends.Weaviate == nil {
+			return nil, backend, fmt.Errorf("open experience store: this build has no Weaviate backend (use %s)", FullBinary)
+		}
+		st, err := backends.Weaviate(ctx, g.config.Store.Weaviate.URL, g.config.Store.Weaviate.GRPC, emb, logger)
 		if err != nil {
 			return nil, backend, err
 		}
@@ -269,7 +274,10 @@ func newEmbedder(ctx context.Context, g *globals) (hindsight.Embedder, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	emb, err := embed.NewOpenAI(ctx, embed.OpenAIConfig{BaseURL: g.config.LLM.BaseURL, APIKey: g.config.LLM.APIKey, Model: g.config.LLM.EmbedModel})
+	if backends.Embedder == nil {
+		return nil, fmt.Errorf("embeddings model %s: this build has no OpenAI-compatible client (use %s)", g.config.LLM.EmbedModel, FullBinary)
+	}
+	emb, err := backends.Embedder(ctx, g.config.LLM.BaseURL, g.config.LLM.APIKey, g.config.LLM.EmbedModel)
 	if err != nil {
 		return nil, fmt.Errorf("embeddings model %s: %w", g.config.LLM.EmbedModel, err)
 	}

@@ -1,0 +1,37 @@
+// Command hindsightd is hindsight with every backend: the same commands as
+// hindsight, plus the Weaviate experience store and the clients of
+// OpenAI-compatible endpoints (LLM reflection, embeddings). "hindsight
+// daemon" runs it in its place when the configuration needs one of them;
+// install it beside hindsight.
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/cli"
+	"github.com/hindsight-proxy/hindsight/reflect"
+	"github.com/hindsight-proxy/hindsight/reflect/llm"
+	"github.com/hindsight-proxy/hindsight/store/embed/openaiembed"
+	"github.com/hindsight-proxy/hindsight/store/weaviate"
+)
+
+func main() {
+	cli.Main(cli.Backends{
+		Weaviate: func(ctx context.Context, url, grpc string, emb hindsight.Embedder, logger *slog.Logger) (hindsight.ExperienceStore, error) {
+			return weaviate.Open(ctx, weaviate.Config{URL: url, GRPC: grpc, Logger: logger}, emb)
+		},
+		Embedder: func(ctx context.Context, baseURL, apiKey, model string) (hindsight.Embedder, error) {
+			return openaiembed.New(ctx, openaiembed.Config{BaseURL: baseURL, APIKey: apiKey, Model: model})
+		},
+		LLM: func(c cli.LLMConfig) (reflect.Reflector, error) {
+			return llm.New(llm.Config{
+				BaseURL: c.BaseURL, APIKey: c.APIKey, Model: c.Model,
+				PromptTemplate: c.PromptTemplate,
+				CallsPerHour:   c.CallsPerHour, TokensPerHour: c.TokensPerHour,
+				Redactor: c.Redactor, Logger: c.Logger, Metrics: c.Metrics,
+			})
+		},
+	})
+}

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/reflect"
+)
+
+// Backends are the optional parts whose client libraries are large: the
+// Weaviate store and everything that speaks to an OpenAI-compatible
+// endpoint. Only the daemon uses them, and every package a binary links
+// costs each of its processes memory at start-up, so the sidecar binary
+// (cmd/hindsight) leaves them out and the full build (cmd/hindsightd)
+// supplies them. A nil field means "not in this build".
+type Backends struct {
+	// Weaviate opens the Weaviate experience store at url (REST) and grpc
+	// (host:port; "" derives it from url), with vectors from emb.
+	Weaviate func(ctx context.Context, url, grpc string, emb hindsight.Embedder, logger *slog.Logger) (hindsight.ExperienceStore, error)
+	// Embedder connects to the embeddings model of an OpenAI-compatible
+	// endpoint; it fails when the model does not answer.
+	Embedder func(ctx context.Context, baseURL, apiKey, model string) (hindsight.Embedder, error)
+	// LLM returns the reflector that asks a language model.
+	LLM func(cfg LLMConfig) (reflect.Reflector, error)
+}
+
+// LLMConfig is what Backends.LLM builds a reflector from.
+type LLMConfig struct {
+	BaseURL, APIKey, Model string
+	PromptTemplate         string // file; "" means the built-in prompt
+	CallsPerHour           int
+	TokensPerHour          int
+	Redactor               reflect.Redactor
+	Logger                 *slog.Logger
+	Metrics                *reflect.Metrics
+}
+
+// backends are those of the running binary, set by Main.
+var backends Backends
+
+// FullBinary is the name of the build with every backend. The sidecar build
+// replaces itself with it when asked to run a daemon whose configuration
+// needs a backend it lacks.
+const FullBinary = "hindsightd"
+
+// missing names the first part of c that b cannot provide, or returns "".
+func (b Backends) missing(c *Config) string {
+	switch {
+	case c.Store.Backend == "weaviate" && b.Weaviate == nil:
+		return "the Weaviate store"
+	case c.LLM.EmbedModel != "" && b.Embedder == nil:
+		return "an embeddings model (llm.embed_model)"
+	case c.LLM.Model != "" && b.LLM == nil:
+		return "an LLM reflector (llm.model)"
+	}
+	return ""
+}
+
+// execFull replaces the process with FullBinary, run with the same
+// arguments and environment, because the configuration needs what (a
+// backend this build lacks). It returns only on failure.
+func execFull(what string) error {
+	path, err := findFull()
+	if err != nil {
+		return fmt.Errorf("configuration needs %s, which only %s has: %w", what, FullBinary, err)
+	}
+	args := append([]string{path}, os.Args[1:]...)
+	if err := syscall.Exec(path, args, os.Environ()); err != nil {
+		return fmt.Errorf("exec %s: %w", path, err)
+	}
+	return nil
+}
+
+// findFull looks for FullBinary beside the running executable, then on
+// PATH.
+func findFull() (string, error) {
+	exe, err := os.Executable()
+	if err == nil {
+		p := filepath.Join(filepath.Dir(exe), FullBinary)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath(FullBinary)
+	if err != nil {
+		return "", fmt.Errorf("%s is neither beside %s nor on PATH (install it: go install github.com/hindsight-proxy/hindsight/cmd/%s)", FullBinary, exe, FullBinary)
+	}
+	return p, nil
+}
