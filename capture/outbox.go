@@ -61,9 +61,11 @@ const (
 
 	// DefaultPersistAfter is how long after its exchange ended a step may
 	// wait in memory for the daemon's acknowledgement before it is written
-	// to disk. A write takes well under a millisecond, so a step relayed
-	// more than 50 ms before a SIGKILL is acknowledged or on disk.
-	DefaultPersistAfter = 20 * time.Millisecond
+	// to disk. A write takes well under a millisecond (20 ms are left for
+	// it), so a step relayed more than 50 ms before a SIGKILL is
+	// acknowledged or on disk. Shorter deadlines write more steps: on a
+	// loaded machine the daemon's round trip often takes 10–20 ms.
+	DefaultPersistAfter = 30 * time.Millisecond
 
 	deliverTimeout = 30 * time.Second
 	// deliverLinger is how long delivery waits after a step arrives for
@@ -71,7 +73,7 @@ const (
 	// per step while an agent makes calls one at a time. It is well below
 	// PersistAfter, so such steps are acknowledged before they are due on
 	// disk.
-	deliverLinger = 3 * time.Millisecond
+	deliverLinger = 1 * time.Millisecond
 	maxBackoff    = 30 * time.Second
 	lockName      = "sidecar.lock"
 	dbName        = "db"
@@ -115,7 +117,7 @@ type OutboxOptions struct {
 // removed; a clean Close removes the whole directory.
 //
 // Steps are delivered from memory first: a step is written to Badger only
-// when the daemon has not acknowledged it PersistAfter (20 ms) after its
+// when the daemon has not acknowledged it PersistAfter (30 ms) after its
 // exchange ended, when the daemon is unreachable or there is no
 // Deliverer, when the steps in memory exceed MaxMemBytes, and at Close.
 // The daemon stores a batch durably before acknowledging it, so a step is
