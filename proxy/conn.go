@@ -86,7 +86,9 @@ func (c *Conn) hookTimeout() time.Duration {
 	return DefaultHookTimeout
 }
 
-// FromClient takes one message from the agent.
+// FromClient takes one message from the agent. The Conn keeps raw (in the
+// Exchange, and as the key of the request in flight): the caller must
+// never modify it afterwards.
 func (c *Conn) FromClient(raw []byte) Action { return c.fromClientAt(raw, time.Now()) }
 
 // fromClientAt is FromClient for a message that arrived at now. A transport
@@ -118,7 +120,7 @@ func (c *Conn) fromClientAt(raw []byte, now time.Time) Action {
 				ex.progressToken = strings.Clone(tok.Raw)
 			}
 		}
-		ex.key = m.IDKey()
+		ex.key = rawString(m.ID) // raw is never modified: a key that aliases it is stable
 		c.mu.Lock()
 		c.track(&c.fromClient, ex.key, ex)
 		if ex.progressToken != "" {
@@ -138,35 +140,47 @@ func (c *Conn) fromClientAt(raw []byte, now time.Time) Action {
 			c.mu.Unlock()
 		}
 	case KindResponse:
-		c.complete(&c.fromServer, &m, now)
+		if _, ex := c.complete(&c.fromServer, &m, now); ex != nil {
+			c.emit(ex)
+		}
 	}
 	return Action{Forward: m.Raw}
 }
 
 // FromServer takes one message from the server and returns the bytes to
-// deliver to the agent, or nil when nothing is to be delivered.
-func (c *Conn) FromServer(raw []byte) []byte { return c.fromServerAt(raw, time.Now()) }
+// deliver to the agent, or nil when nothing is to be delivered. Like
+// FromClient, it keeps raw.
+func (c *Conn) FromServer(raw []byte) []byte {
+	out, ex := c.fromServerAt(raw, time.Now())
+	if ex != nil {
+		c.emit(ex)
+	}
+	return out
+}
 
-// fromServerAt is FromServer for a message that arrived at now.
-func (c *Conn) fromServerAt(raw []byte, now time.Time) []byte {
+// fromServerAt is FromServer for a message that arrived at now, except that
+// the exchange a response completes is returned rather than handed to
+// Hooks.Exchange: the caller emits it (see Conn.emit) once it relayed out,
+// so that the agent does not wait for the hook.
+func (c *Conn) fromServerAt(raw []byte, now time.Time) (out []byte, done *Exchange) {
 	m, err := Parse(raw)
 	if err == ErrParse {
 		// Not JSON at all: typically a server that logs to stdout. It
 		// would only break the agent's reader; log it and skip it.
 		c.logger().Warn("server wrote a line that is not JSON; skipped", "server", c.Session.Server,
 			"bytes", len(m.Raw), "line", truncate(string(m.Raw), 200))
-		return nil
+		return nil, nil
 	}
 	if err != nil {
 		// JSON, but not JSON-RPC as we know it: the agent's SDK decides;
 		// the proxy does not hide a server's bug or a newer protocol.
 		c.logger().Warn("server sent a malformed message", "server", c.Session.Server, "err", err, "bytes", len(m.Raw))
-		return m.Raw
+		return m.Raw, nil
 	}
 	switch m.Kind {
 	case KindRequest:
 		ex := &Exchange{Session: c.Session, Direction: hindsight.ServerToClient, Method: m.Method,
-			ID: m.ID, Request: m.Raw, Started: now, key: m.IDKey()}
+			ID: m.ID, Request: m.Raw, Started: now, key: rawString(m.ID)}
 		c.mu.Lock()
 		c.track(&c.fromServer, ex.key, ex)
 		c.mu.Unlock()
@@ -187,7 +201,7 @@ func (c *Conn) fromServerAt(raw []byte, now time.Time) []byte {
 	case KindResponse:
 		return c.complete(&c.fromClient, &m, now)
 	}
-	return m.Raw
+	return m.Raw, nil
 }
 
 // FailPending ends every agent request in flight with a JSON-RPC error
@@ -242,14 +256,15 @@ func (c *Conn) localToolCall(m *Message, ex *Exchange) (Action, bool) {
 		return Action{}, false
 	}
 	params := m.member(m.params)
-	name := strings.Clone(gjson.Get(rawString(params), "name").String())
+	// name aliases the request, which is never modified (see Exchange.Request).
+	name := gjson.Get(rawString(params), "name").String()
 	handler := c.askToolCall(h, name, params)
 	if handler == nil {
 		return Action{}, false
 	}
 	ex.Local = true
 	lc := &localCall{ex: ex}
-	key, id := m.IDKey(), m.ID // the closure must not capture m: it would go to the heap on every call
+	key, id := rawString(m.ID), m.ID // the closure must not capture m: it would go to the heap on every call
 	c.mu.Lock()
 	if c.local == nil {
 		c.local = make(map[string]*localCall)
@@ -350,9 +365,11 @@ func (c *Conn) track(m *map[string]*Exchange, key string, ex *Exchange) {
 	(*m)[key] = ex
 }
 
-// complete matches a response to its request in table, rewrites it at the
-// interception points and emits the exchange.
-func (c *Conn) complete(table *map[string]*Exchange, m *Message, now time.Time) []byte {
+// complete matches a response to its request in table and rewrites it at
+// the interception points. It returns the message to relay and the
+// completed exchange, which the caller emits (nil when the response
+// answers nothing in flight).
+func (c *Conn) complete(table *map[string]*Exchange, m *Message, now time.Time) ([]byte, *Exchange) {
 	c.mu.Lock()
 	ex := (*table)[string(m.ID)] // no allocation for the lookup
 	if ex != nil {
@@ -363,15 +380,14 @@ func (c *Conn) complete(table *map[string]*Exchange, m *Message, now time.Time) 
 	}
 	c.mu.Unlock()
 	if ex == nil {
-		return m.Raw // an answer to nothing we saw, or after a cancel: relay as is
+		return m.Raw, nil // an answer to nothing we saw, or after a cancel: relay as is
 	}
 	out := m.Raw
 	if ex.Direction == hindsight.ClientToServer {
 		out = c.rewrite(ex, m, now)
 	}
 	ex.Response, ex.Ended = out, now
-	c.emit(ex)
-	return out
+	return out, ex
 }
 
 // rewrite runs the rewriting hook for ex's method, if any, on the result

@@ -31,7 +31,17 @@ func (e *LineTooLongError) Error() string {
 type LineReader struct {
 	r   *bufio.Reader
 	max int
+	// slab is where the next lines are copied to: one allocation holds
+	// many messages, instead of one each. Each line handed out is a
+	// capacity-capped slice of it that is never written again, so callers
+	// may keep lines as long as they like (a kept line keeps its slab).
+	slab []byte
 }
+
+// slabSize is the size of the blocks LineReader copies lines into; lines
+// over slabSize/4 get an allocation of their own, so that a slab is never
+// mostly wasted.
+const slabSize = 16 << 10
 
 // NewLineReader returns a LineReader on r that accepts lines of up to max
 // bytes (MaxLineBytes when max <= 0).
@@ -60,9 +70,7 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 		case err == nil:
 			frag = frag[:len(frag)-1]
 			if long == nil {
-				line := make([]byte, len(frag))
-				copy(line, frag)
-				return line, nil
+				return lr.own(frag), nil
 			}
 			return append(long, frag...), nil
 		case errors.Is(err, bufio.ErrBufferFull):
@@ -76,6 +84,22 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// own returns a copy of frag that the caller owns.
+func (lr *LineReader) own(frag []byte) []byte {
+	n := len(frag)
+	if n > slabSize/4 {
+		line := make([]byte, n)
+		copy(line, frag)
+		return line
+	}
+	if n > cap(lr.slab)-len(lr.slab) {
+		lr.slab = make([]byte, 0, slabSize)
+	}
+	start := len(lr.slab)
+	lr.slab = append(lr.slab, frag...)
+	return lr.slab[start : start+n : start+n]
 }
 
 // Pending reports whether a whole line is already buffered, so that the

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 )
 
 // maxNesting is encoding/json's limit on nested arrays and objects; deeper
@@ -147,13 +148,20 @@ var plain = func() (t [256]bool) {
 func skipString(b []byte, i int) (end int, escaped, ok bool) {
 	i++
 	for {
-		// Eight bytes at a time while none is special, then one by one.
-		for len(b)-i >= 8 && !special8(binary.LittleEndian.Uint64(b[i:i+8])) {
+		// Eight bytes at a time while none is special; the first special
+		// byte of a word is found from its mask. Fewer than eight left:
+		// one by one.
+		for len(b)-i >= 8 {
+			if m := special8(binary.LittleEndian.Uint64(b[i : i+8])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				goto special
+			}
 			i += 8
 		}
 		for i < len(b) && plain[b[i]] {
 			i++
 		}
+	special:
 		if i >= len(b) {
 			return i, escaped, false
 		}
@@ -188,16 +196,18 @@ func skipString(b []byte, i int) (end int, escaped, ok bool) {
 	}
 }
 
-// special8 reports whether any of the eight bytes in x is a quote, a
-// backslash or a control character (it may err towards true only for bytes
-// after one that is).
-func special8(x uint64) bool {
+// special8 returns a mask with the high bit set in each of the eight bytes
+// of x (little-endian) that is a quote, a backslash or a control character;
+// zero when there is none. Bits may also be set, wrongly, in bytes after
+// one that is special, never before it: the lowest set bit marks the first
+// special byte exactly.
+func special8(x uint64) uint64 {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
 	// Flipping bit 1 maps the quote (0x22) to 0x20 and keeps control
 	// characters below 0x20: one test "below 0x21" finds both.
 	q := x ^ (lo * 0x02)
 	bs := x ^ (lo * '\\')
-	return ((q-lo*0x21)&^q|(bs-lo)&^bs)&hi != 0
+	return ((q-lo*0x21)&^q | (bs-lo)&^bs) & hi
 }
 
 func isHex(c byte) bool {

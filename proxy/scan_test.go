@@ -3,31 +3,46 @@ package proxy
 import (
 	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"strings"
 	"testing"
 )
 
 func TestSpecial8(t *testing.T) {
-	naive := func(b []byte) bool {
-		for _, c := range b {
+	// naive returns the index of the first special byte, or 8.
+	naive := func(b []byte) int {
+		for i, c := range b {
 			if c < 0x20 || c == '"' || c == '\\' {
-				return true
+				return i
 			}
 		}
-		return false
+		return 8
 	}
 	cases := []string{"abcdefgh", "abcdefg\"", "\\bcdefgh", "abc\x1fefgh", "\xff\xfe\x80\x7f !#[", "        ",
 		"\x20\x21\x5b\x5d\xc3\xa9\xe2\x82", "aaaa\x00aaa", "\"\"\"\"\"\"\"\"", "\x21\x21\x21\x21\x21\x21\x21\x1f"}
-	for c := range 256 { // every byte in every position
+	for c := range 256 { // every byte in every position, alone and before others
 		for pos := range 8 {
 			b := []byte("abcdefgh")
 			b[pos] = byte(c)
 			cases = append(cases, string(b))
+			for _, after := range []byte{0, '"', '\\', 0x1f, 0x21, 0xff} {
+				for q := pos + 1; q < 8; q++ {
+					b2 := []byte(string(b))
+					b2[q] = after
+					cases = append(cases, string(b2))
+				}
+			}
 		}
 	}
 	for _, c := range cases {
-		if got, want := special8(binary.LittleEndian.Uint64([]byte(c))), naive([]byte(c)); got != want {
-			t.Errorf("special8(%q) = %v, want %v", c, got, want)
+		// The lowest flagged byte is the first special one.
+		m := special8(binary.LittleEndian.Uint64([]byte(c)))
+		got := 8
+		if m != 0 {
+			got = bits.TrailingZeros64(m) >> 3
+		}
+		if want := naive([]byte(c)); got != want {
+			t.Errorf("special8(%q) flags byte %d first, want %d", c, got, want)
 		}
 	}
 }

@@ -463,6 +463,7 @@ func (r *relay) readChild(ch *child) {
 	defer close(ch.outDone)
 	lr := NewLineReader(ch.stdout, r.s.MaxLineBytes)
 	var now time.Time
+	var done []*Exchange // completed, to be emitted once relayed
 	waited := true
 	for {
 		line, err := lr.ReadLine()
@@ -473,34 +474,56 @@ func (r *relay) readChild(ch *child) {
 		switch {
 		case err == nil:
 			if !blank(line) {
-				r.fromChild(ch, line, now)
+				if ex := r.fromChild(ch, line, now); ex != nil {
+					done = append(done, ex)
+				}
 			}
 		case errors.As(err, &tooLong):
 			r.log.Error("server message too long; skipped", "server", r.name, "err", err)
 		default:
+			r.flushAgent(done) // nothing is left: a burst ends before a wait
 			return
 		}
 		// A burst of messages goes to the agent in one write; flush
-		// before waiting for more.
-		if waited = !lr.Pending(); waited {
-			r.agentFailed(r.agent.Flush())
+		// before waiting for more. The Exchange hook sees the exchanges
+		// the burst completed after that: the agent does not wait for it.
+		if waited = !lr.Pending() || len(done) >= maxUnflushed; waited {
+			done = r.flushAgent(done)
 		}
 	}
 }
 
-// fromChild relays one message from the child to the agent's buffer.
-func (r *relay) fromChild(ch *child, line []byte, now time.Time) {
+// flushAgent writes out what was buffered for the agent, then emits the
+// exchanges in done; it returns done emptied.
+func (r *relay) flushAgent(done []*Exchange) []*Exchange {
+	r.agentFailed(r.agent.Flush())
+	for i, ex := range done {
+		r.conn.emit(ex)
+		done[i] = nil
+	}
+	return done[:0]
+}
+
+// maxUnflushed bounds the exchanges a burst of the child's messages
+// completes before readChild flushes them to the agent and emits them.
+const maxUnflushed = 256
+
+// fromChild relays one message from the child to the agent's buffer and
+// returns the exchange it completed, for the caller to emit, if any.
+func (r *relay) fromChild(ch *child, line []byte, now time.Time) *Exchange {
 	if r.replay.Load() && r.isReplayAnswer(line) {
 		if bytes.Contains(line, []byte(`"error"`)) {
 			r.log.Warn("restarted server rejected the replayed initialize", "server", r.name, "response", truncate(string(line), 300))
 		}
 		_, initialized := r.conn.Handshake()
 		go r.becomeReady(ch, initialized)
-		return
+		return nil
 	}
-	if out := r.conn.fromServerAt(line, now); out != nil {
+	out, ex := r.conn.fromServerAt(line, now)
+	if out != nil {
 		r.agentFailed(r.agent.Buffer(out))
 	}
+	return ex
 }
 
 // logStderr copies the child's stderr to the log, line by line.

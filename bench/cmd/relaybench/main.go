@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,6 +58,13 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if len(rest) > 0 && rest[0] == "--" {
 				rest = rest[1:]
 			}
+			if path := os.Getenv("RELAYBENCH_CPUPROFILE"); path != "" {
+				stop, err := startCPUProfile(path)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			return bench.Relay(ctx, rest, os.Stdin, os.Stdout, os.Stderr)
 		}
 	}
@@ -78,7 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		hindsightBin = fs.String("hindsight", "", "hindsight binary (default: build ./cmd/hindsight)")
 		compare      variantFlags
 		verbose      = fs.Bool("v", false, "print every measurement to stderr")
-		profDir      = fs.String("sidecar-cpuprofile", "", "write each sidecar's CPU profile to DIR/VARIANT.pprof (HINDSIGHT_CPUPROFILE)")
+		profDir      = fs.String("sidecar-cpuprofile", "", "write each sidecar's and the byte relay's CPU profile to DIR/VARIANT.pprof (HINDSIGHT_CPUPROFILE, RELAYBENCH_CPUPROFILE)")
 	)
 	fs.Var(&compare, "compare", "NAME=BINARY: also measure `hindsight wrap` of another build, as variant NAME (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -126,8 +134,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("create profile directory: %w", err)
 		}
 		for i, v := range vs {
-			if v.Home != "" { // a sidecar
+			switch {
+			case v.Home != "": // a sidecar
 				vs[i].Env = append(vs[i].Env, "HINDSIGHT_CPUPROFILE="+filepath.Join(abs, v.Name+".pprof"))
+			case v.Name == bench.ByteRelay:
+				vs[i].Env = append(vs[i].Env, "RELAYBENCH_CPUPROFILE="+filepath.Join(abs, v.Name+".pprof"))
 			}
 		}
 	}
@@ -189,6 +200,23 @@ func buildHindsight(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("build ./cmd/hindsight (run from the module's root, or pass -hindsight): %w\n%s", err, b)
 	}
 	return out, nil
+}
+
+// startCPUProfile writes this process's CPU profile to path until stop is
+// called, so that the byte relay can be profiled like the sidecar.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func parseInts(s string) ([]int, error) {
