@@ -1,7 +1,7 @@
 // Package capture records what a Hindsight sidecar relays: it turns every
 // request/response pair (a proxy.Exchange) into a redacted, tagged
-// hindsight.Step, stores it in the sidecar's own Badger outbox and delivers
-// it to the daemon.
+// hindsight.Step and delivers it to the daemon through the sidecar's own
+// outbox, which keeps on disk (Badger) what the daemon has not taken.
 //
 // # Wiring
 //
@@ -52,19 +52,32 @@
 // # Durability and back-pressure
 //
 // Recorder.Hook only queues. Workers redact in parallel; one committer
-// tags, numbers (Source = outbox id, Seq gap-free from 1) and writes
-// batches to Badger. A write is safe from SIGKILL once it returns (Badger's
-// memtable WAL is a shared file mapping); a sync every 20 ms guards
-// against machine crashes. The hindsight_capture_commit_delay_seconds
-// histogram shows how long after an exchange ends its step is durable.
+// tags, numbers (Source = outbox id, Seq gap-free from 1) and hands
+// batches to the outbox, which delivers them to the daemon from memory.
+// A step the daemon has not acknowledged 30 ms after its exchange ended
+// (or any step while the daemon is unreachable, or with no daemon) is
+// written to the outbox's Badger, safe from SIGKILL once the write
+// returns (its memtable WAL is a shared file mapping); a sync every 20 ms
+// guards against machine crashes. The daemon stores a batch durably
+// before it acknowledges it, so a step relayed more than 50 ms before a
+// SIGKILL is acknowledged or on disk. The
+// hindsight_capture_commit_delay_seconds histogram shows how long after
+// an exchange ends its step reaches the outbox.
 //
-// The queue is bounded (16 MiB). Unredacted data may not reach disk and
-// the relay may not wait, so an exchange that finds the queue full is
-// dropped and counted (Stats.Dropped, hindsight_capture_dropped_total),
-// with a log line at most every ten seconds. Once built, steps wait on
-// disk for the daemon as long as needed (hindsight_outbox_spilled_total
-// counts those written while it was away), up to the retention period
-// (default 7 days; a warning at 80%). A disk that cannot be written
-// (full, corrupt) is logged and counted, and steps are held in memory up
-// to a bound and delivered from there.
+// The queue is bounded (16 MiB). Unredacted data may not reach disk
+// readable and the relay may not wait, so when the queue is full
+// exchanges spill: they are sealed with AES-256-GCM under a key that
+// exists only in the sidecar's memory, appended to files under the
+// outbox's spill/ directory, and read back, in order, redacted and
+// recorded as capture catches up (hindsight_capture_spilled_total,
+// _unspilled_total, a log line at most every ten seconds). A crash loses
+// what is spilled; the next sidecar or the daemon deletes it unread and
+// counts it (hindsight_capture_spill_lost_total). Past the spill's bound
+// (1 GiB) exchanges are dropped and counted (Stats.Dropped,
+// hindsight_capture_dropped_total). Built steps wait on disk for the
+// daemon as long as needed (hindsight_outbox_spilled_total counts the
+// steps written to disk), up to the retention period (default 7 days; a
+// warning at 80%). A disk that cannot be written (full, corrupt) is
+// logged and counted, and steps are held in memory up to a bound and
+// delivered from there.
 package capture

@@ -22,12 +22,22 @@ type Stats struct {
 	Rejected         int64 // steps the daemon refused (kept aside until retention)
 	Expired          int64 // undelivered steps removed after the retention period
 	Depth            int64 // undelivered steps in the outbox now (disk and memory)
+	// ExchangesSpilled counts exchanges that found the capture queue full
+	// and were sealed into the spill on disk (see Recorder);
+	// ExchangesUnspilled those read back from it to be recorded.
+	ExchangesSpilled   int64
+	ExchangesUnspilled int64
+	SpillBytes         int64 // the spill's size on disk now
+	// SpillLost counts spilled exchanges lost unread: unreadable, or found
+	// by this process (DrainOrphans) in the spill of a sidecar that died.
+	SpillLost int64
 }
 
 // counters are the live values behind Stats and the Prometheus metrics.
 type counters struct {
 	captured, queued, queuedBytes, dropped, redactions, spilled, held, writeErrors,
 	corrupt, delivered, deliveryFailures, rejected, expired, depth atomic.Int64
+	spilledEx, unspilledEx, spillBytes, spillLost atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -37,6 +47,8 @@ func (c *counters) snapshot() Stats {
 		Held: c.held.Load(), WriteErrors: c.writeErrors.Load(), Corrupt: c.corrupt.Load(),
 		Delivered: c.delivered.Load(), DeliveryFailures: c.deliveryFailures.Load(),
 		Rejected: c.rejected.Load(), Expired: c.expired.Load(), Depth: c.depth.Load(),
+		ExchangesSpilled: c.spilledEx.Load(), ExchangesUnspilled: c.unspilledEx.Load(),
+		SpillBytes: c.spillBytes.Load(), SpillLost: c.spillLost.Load() + spillLostTotal.Load(),
 	}
 }
 
@@ -70,6 +82,12 @@ func (c *counters) register(reg prometheus.Registerer, source string) ([]prometh
 		counter("hindsight_outbox_rejected_total", "Steps the daemon refused.", &c.rejected),
 		counter("hindsight_outbox_expired_total", "Undelivered steps removed after the retention period.", &c.expired),
 		gauge("hindsight_outbox_depth", "Undelivered steps (disk and memory).", c.depth.Load),
+		counter("hindsight_capture_spilled_total", "Exchanges spilled to disk, sealed, because the capture queue was full.", &c.spilledEx),
+		counter("hindsight_capture_unspilled_total", "Spilled exchanges read back and queued for recording.", &c.unspilledEx),
+		gauge("hindsight_capture_spill_bytes", "Bytes of sealed exchanges in the spill on disk.", c.spillBytes.Load),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hindsight_capture_spill_lost_total",
+			Help:        "Spilled exchanges lost unread: unreadable, or left by a sidecar that died (found by this process).",
+			ConstLabels: labels}, func() float64 { return float64(c.spillLost.Load() + spillLostTotal.Load()) }),
 	}
 	for i, col := range cs {
 		if err := reg.Register(col); err != nil {

@@ -1074,6 +1074,7 @@ func drainOne(ctx context.Context, dir, id string, d Deliverer, log *slog.Logger
 	}
 	defer lock.Close()
 	log = log.With("outbox", id)
+	removeDeadSpill(dir, log)
 	if _, err := os.Stat(filepath.Join(dir, dbName)); errors.Is(err, os.ErrNotExist) {
 		return 0, os.RemoveAll(dir) // the sidecar died before writing anything
 	}

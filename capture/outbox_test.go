@@ -391,35 +391,46 @@ func TestSecretsNeverReachDisk(t *testing.T) {
 	}
 }
 
-// TestRecorderDropsWhenQueueFull: with a tiny queue bound, Hook never
-// waits; what does not fit is counted as dropped, and what is recorded
-// is still numbered without gaps.
+// TestRecorderDropsWhenQueueFull: with a tiny queue bound and no spill,
+// or a spill over its bound, Hook never waits; what does not fit is
+// counted as dropped, and what is recorded is still numbered without gaps.
 func TestRecorderDropsWhenQueueFull(t *testing.T) {
-	home := hindsight.Home(t.TempDir())
-	d := &collector{}
-	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger(), MaxQueueBytes: 8 << 10, Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	exs := exchanges(2000)
-	for _, ex := range exs {
-		r.Hook(ex)
-	}
-	if err := r.Sync(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	st := r.Stats()
-	if st.Dropped == 0 || st.Captured+st.Dropped != 2000 {
-		t.Fatalf("stats %+v", st)
-	}
-	waitFor(t, "delivery", func() bool { return r.Stats().Delivered == st.Captured })
-	if err := r.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	for i, s := range d.got() {
-		if s.Seq != uint64(i+1) {
-			t.Fatalf("gap at %d: seq %d", i, s.Seq)
-		}
+	for _, tc := range []struct {
+		name     string
+		maxSpill int64
+	}{
+		{"no spill", -1},
+		{"spill over its bound", 20 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := hindsight.Home(t.TempDir())
+			d := &collector{}
+			r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger(),
+				MaxQueueBytes: 8 << 10, Workers: 1, MaxSpillBytes: tc.maxSpill})
+			if err != nil {
+				t.Fatal(err)
+			}
+			exs := exchanges(2000)
+			for _, ex := range exs {
+				r.Hook(ex)
+			}
+			if err := r.Sync(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			st := r.Stats()
+			if st.Dropped == 0 || st.Captured+st.Dropped != 2000 || (tc.maxSpill > 0) != (st.ExchangesSpilled > 0) {
+				t.Fatalf("stats %+v", st)
+			}
+			waitFor(t, "delivery", func() bool { return r.Stats().Delivered == st.Captured })
+			if err := r.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range d.got() {
+				if s.Seq != uint64(i+1) {
+					t.Fatalf("gap at %d: seq %d", i, s.Seq)
+				}
+			}
+		})
 	}
 }
 

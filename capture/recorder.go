@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,10 @@ type Options struct {
 	MaxQueueBytes int64
 	// Workers is the number of redaction goroutines; 0: min(GOMAXPROCS, 4).
 	Workers int
+	// MaxSpillBytes bounds the exchanges spilled to disk (sealed) while
+	// the queue is full; past it they are dropped. 0: DefaultMaxSpillBytes;
+	// negative: no spill, a full queue drops.
+	MaxSpillBytes int64
 }
 
 // A Recorder turns the exchanges a sidecar relays into redacted, tagged
@@ -59,13 +64,26 @@ type Options struct {
 // as soon as the write returns (typically well under a millisecond after
 // redaction; Stats and the hindsight_capture_* metrics show the queue).
 //
-// The queue is bounded by MaxQueueBytes. Spilling unredacted exchanges to
-// disk would put secrets on disk, and redacting on the caller's goroutine
-// would stall the relay, so when the queue is full — capture is more than
-// 16 MiB behind — an exchange is dropped, counted in Stats.Dropped (and
-// hindsight_capture_dropped_total) and logged. Once redacted, steps are
-// always on disk (the outbox is the spill area while the daemon is away);
-// if the disk fails they are held in memory up to a bound.
+// The queue is bounded by MaxQueueBytes. Redacting on the caller's
+// goroutine would stall the relay, so when the queue is full — capture is
+// more than 16 MiB behind — exchanges spill to disk: a background writer
+// seals each one with AES-256-GCM under a random key that exists only in
+// this process's memory and appends it to a segment file (0600) under the
+// outbox's spill/ directory, so no secret reaches the disk readable. From
+// then on every exchange takes that path, so the order is kept, until the
+// spill has been read back: a background reader opens the exchanges in
+// order and queues them for redaction as room frees up, deleting each
+// segment once read through. Stats.ExchangesSpilled/ExchangesUnspilled
+// (hindsight_capture_spilled_total, _unspilled_total) count them and a
+// log line, at most every ten seconds, says capture is spilling. A crash
+// loses what is spilled (the key died with the process): the next sidecar
+// or the daemon deletes it unread and counts it (SpillLost). Past
+// MaxSpillBytes, or when the spill writer is more than 16 MiB behind too,
+// exchanges are dropped, counted in Stats.Dropped (and
+// hindsight_capture_dropped_total) and logged. Steps handed to the outbox
+// are delivered from memory and written to disk when the daemon does not
+// acknowledge them in time (see Outbox); if the disk fails they are held
+// in memory up to a bound.
 type Recorder struct {
 	opts   Options
 	log    *slog.Logger
@@ -98,6 +116,23 @@ type Recorder struct {
 
 	dropMu   sync.Mutex
 	lastDrop time.Time
+
+	// The spill (see above). spillMu orders Hook's choice of path with
+	// the reader's end of a spill.
+	spillMu      sync.Mutex
+	spilling     atomic.Bool // exchanges go to the spill, not the queue
+	spillPending int64       // exchanges on the spill path, not yet queued or lost
+	spillIn      chan *proxy.Exchange
+	spillInBytes atomic.Int64
+	spillMore    chan struct{} // a spilled exchange was written
+	sp           atomic.Pointer[spill] // opened at the first spill
+	spOnce       sync.Once
+	spErr        error
+	writerDone   chan struct{}
+	unspillDone  chan struct{}
+	unspillStop  chan struct{}
+	spillLogMu   sync.Mutex
+	lastSpillLog time.Time
 }
 
 // built is a step waiting for its turn to be committed; step is nil when
@@ -127,6 +162,9 @@ func New(opts Options) (*Recorder, error) {
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = min(runtime.GOMAXPROCS(0), 4)
+	}
+	if opts.MaxSpillBytes == 0 {
+		opts.MaxSpillBytes = DefaultMaxSpillBytes
 	}
 	log := opts.Logger
 	if log == nil {
@@ -165,6 +203,11 @@ func New(opts Options) (*Recorder, error) {
 		}
 	}
 	r.ready = sync.NewCond(&r.rmu)
+	r.spillIn = make(chan *proxy.Exchange, spillQueue)
+	r.spillMore = make(chan struct{}, 1)
+	r.writerDone, r.unspillDone, r.unspillStop = make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go r.spillWriter()
+	go r.unspill()
 	go r.dispatch()
 	var wg sync.WaitGroup
 	for range opts.Workers {
@@ -197,25 +240,60 @@ func (r *Recorder) Hook(ex *proxy.Exchange) {
 	if ex == nil {
 		return
 	}
-	size := int64(len(ex.Request) + len(ex.Response) + 512)
+	size := exchangeSize(ex)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
 		r.drop("recorder closed")
 		return
 	}
-	if r.c.queuedBytes.Add(size) > r.opts.MaxQueueBytes && r.c.queued.Load() > 0 {
-		r.c.queuedBytes.Add(-size)
+	if !r.spilling.Load() && r.tryQueue(ex, size) {
+		r.accepted.Add(1)
+		return
+	}
+	if r.opts.MaxSpillBytes < 0 {
 		r.drop("capture queue full")
 		return
+	}
+	r.spillMu.Lock()
+	defer r.spillMu.Unlock()
+	if !r.spilling.Load() {
+		if r.tryQueue(ex, size) {
+			r.accepted.Add(1)
+			return
+		}
+		r.spilling.Store(true)
+	}
+	if r.spillInBytes.Add(size) > spillQueueBytes && len(r.spillIn) > 0 {
+		r.spillInBytes.Add(-size)
+		r.drop("capture queue full and spill writer behind")
+		return
+	}
+	select {
+	case r.spillIn <- ex:
+		r.spillPending++
+		r.accepted.Add(1)
+	default:
+		r.spillInBytes.Add(-size)
+		r.drop("capture queue full and spill writer behind")
+	}
+}
+
+func exchangeSize(ex *proxy.Exchange) int64 { return int64(len(ex.Request) + len(ex.Response) + 512) }
+
+// tryQueue puts ex on the queue if it has room.
+func (r *Recorder) tryQueue(ex *proxy.Exchange, size int64) bool {
+	if r.c.queuedBytes.Add(size) > r.opts.MaxQueueBytes && r.c.queued.Load() > 0 {
+		r.c.queuedBytes.Add(-size)
+		return false
 	}
 	select {
 	case r.in <- queued{ex: ex, size: size}:
 		r.c.queued.Add(1)
-		r.accepted.Add(1)
+		return true
 	default:
 		r.c.queuedBytes.Add(-size)
-		r.drop("capture queue full")
+		return false
 	}
 }
 
@@ -364,9 +442,17 @@ func (r *Recorder) Close(ctx context.Context) error {
 		return nil
 	}
 	r.closed = true
-	close(r.in)
+	close(r.spillIn)
 	r.mu.Unlock()
 	var err error
+	// The spill is read back into the queue before it closes.
+	select {
+	case <-r.unspillDone:
+	case <-ctx.Done():
+		close(r.unspillStop)
+		<-r.unspillDone
+	}
+	close(r.in)
 	select {
 	case <-r.done:
 	case <-ctx.Done():
@@ -382,4 +468,124 @@ func (r *Recorder) Close(ctx context.Context) error {
 		r.opts.Registerer.Unregister(c)
 	}
 	return err
+}
+
+// spillWriter seals the exchanges Hook sends to the spill and appends them.
+func (r *Recorder) spillWriter() {
+	defer close(r.writerDone)
+	for ex := range r.spillIn {
+		r.spillInBytes.Add(-exchangeSize(ex))
+		r.spOnce.Do(func() {
+			var sp *spill
+			sp, r.spErr = openSpill(filepath.Join(r.outbox.Dir(), spillDirName), r.opts.MaxSpillBytes, r.spillMore, r.log, r.c)
+			r.sp.Store(sp)
+		})
+		err := r.spErr
+		if err == nil {
+			err = r.sp.Load().put(ex)
+		}
+		if err != nil {
+			r.drop("capture queue full; cannot spill: " + err.Error())
+			r.processed.Add(1)
+			r.spillGone(1)
+			continue
+		}
+		n := r.c.spilledEx.Add(1)
+		r.spillLogMu.Lock()
+		if time.Since(r.lastSpillLog) > 10*time.Second {
+			r.lastSpillLog = time.Now()
+			r.log.Warn("capture is behind: exchanges spill to disk, sealed with a key held only in memory, and are recorded as capture catches up",
+				"spilled_total", n, "unspilled_total", r.c.unspilledEx.Load(), "spill_bytes", r.c.spillBytes.Load())
+		}
+		r.spillLogMu.Unlock()
+	}
+}
+
+// spillGone ends n exchanges' time on the spill path: queued or lost.
+func (r *Recorder) spillGone(n int64) {
+	r.spillMu.Lock()
+	r.spillPending -= n
+	if r.spillPending == 0 {
+		r.spilling.Store(false)
+	}
+	r.spillMu.Unlock()
+}
+
+// unspill reads spilled exchanges back, in order, and queues them as the
+// queue has room, until the spill writer is done and the spill empty.
+func (r *Recorder) unspill() {
+	defer close(r.unspillDone)
+	defer func() {
+		if sp := r.sp.Load(); sp != nil {
+			if n := sp.close(); n > 0 {
+				r.c.dropped.Add(int64(n))
+				r.processed.Add(int64(n))
+				r.log.Error("capture closed before its spill was recorded; exchanges lost", "exchanges", n)
+			}
+		}
+	}()
+	writerDone := r.writerDone
+	for {
+		var ex *proxy.Exchange
+		var ok bool
+		var err error
+		sp := r.sp.Load()
+		if sp != nil {
+			ex, ok, err = sp.next()
+		}
+		if !ok {
+			if writerDone == nil && (sp == nil || sp.pending() == 0) {
+				return
+			}
+			select {
+			case <-r.spillMore:
+			case <-writerDone:
+				writerDone = nil // it wrote its last; see what is left
+			case <-r.unspillStop:
+				<-r.writerDone
+				return
+			}
+			continue
+		}
+		if err != nil {
+			r.c.spillLost.Add(1)
+			r.c.dropped.Add(1)
+			r.processed.Add(1)
+			r.log.Error("spilled exchange unreadable; lost", "err", err)
+			r.spillGone(1)
+			continue
+		}
+		if !r.requeue(ex) {
+			r.c.dropped.Add(1)
+			r.processed.Add(1)
+			r.spillGone(1)
+			<-r.writerDone
+			return
+		}
+		r.c.unspilledEx.Add(1)
+		r.spillGone(1)
+	}
+}
+
+// requeue puts a spilled exchange on the queue once it has room; false
+// when the Recorder is closing and gave up waiting.
+func (r *Recorder) requeue(ex *proxy.Exchange) bool {
+	size := exchangeSize(ex)
+	for {
+		r.rmu.Lock()
+		progress := r.progress
+		r.rmu.Unlock()
+		if n := r.c.queued.Load(); n == 0 || r.c.queuedBytes.Load()+size <= r.opts.MaxQueueBytes && n < maxQueueItems/2 {
+			break
+		}
+		select {
+		case <-progress:
+		case <-r.unspillStop:
+			return false
+		}
+	}
+	r.c.queuedBytes.Add(size)
+	r.c.queued.Add(1)
+	r.in <- queued{ex: ex, size: size}
+	return true
 }

@@ -1,0 +1,237 @@
+package capture
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/proxy"
+)
+
+// plantedSecret is in every exchange of the spill tests.
+const plantedSecret = "ghp_R7pLq2VxW9mZt4Kc8NbY3hJd6FsA1eQo5Ui0"
+
+func secretExchanges(n int) []*proxy.Exchange {
+	exs := exchanges(n)
+	for _, ex := range exs {
+		ex.Request = bytes.Replace(ex.Request, []byte(`"path"`), []byte(`"note":"use `+plantedSecret+`","path"`), 1)
+		ex.Response = bytes.Replace(ex.Response, []byte(`"line `), []byte(`"`+plantedSecret+` line `), 1)
+	}
+	return exs
+}
+
+// scanFor reports the files under root that hold s.
+func scanFor(t *testing.T, root, s string) []string {
+	t.Helper()
+	var hits []string
+	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			hits = append(hits, path)
+		}
+		return nil
+	})
+	return hits
+}
+
+// TestSpillSealsAndReadsBackInOrder: spilled exchanges are on disk only as
+// ciphertext, in files only the owner can read, and come back intact and
+// in order; read-through segments are deleted.
+func TestSpillSealsAndReadsBackInOrder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), spillDirName)
+	c := &counters{}
+	sp, err := openSpill(dir, 1<<30, make(chan struct{}, 1), quietLogger(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exs := secretExchanges(50)
+	exs[3].Injected = []hindsight.Injection{{Channel: "instructions", ExperienceIDs: []string{"e1"}, Tokens: 12}}
+	exs[4].Response, exs[4].Failure, exs[4].Cancelled = nil, "server exited", true
+	for _, ex := range exs {
+		if err := sp.put(ex); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hits := scanFor(t, dir, plantedSecret); len(hits) > 0 {
+		t.Fatalf("planted secret readable in %v", hits)
+	}
+	if hits := scanFor(t, dir, "read_file"); len(hits) > 0 {
+		t.Fatalf("spilled text readable in %v", hits)
+	}
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if fi, err := d.Info(); err == nil && !d.IsDir() && fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v", path, fi.Mode().Perm())
+		}
+		return nil
+	})
+	for i, want := range exs {
+		got, ok, err := sp.next()
+		if !ok || err != nil {
+			t.Fatalf("record %d: ok %v err %v", i, ok, err)
+		}
+		if !bytes.Equal(got.Request, want.Request) || !bytes.Equal(got.Response, want.Response) || got.Session != want.Session ||
+			!got.Started.Equal(want.Started) || !got.Ended.Equal(want.Ended) || got.Method != want.Method ||
+			got.Failure != want.Failure || got.Cancelled != want.Cancelled || len(got.Injected) != len(want.Injected) {
+			t.Fatalf("record %d: got %+v, want %+v", i, got, want)
+		}
+	}
+	if _, ok, _ := sp.next(); ok {
+		t.Fatal("a record past the end")
+	}
+	if n := sp.close(); n != 0 {
+		t.Errorf("%d records unread", n)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("spill directory left: %v", err)
+	}
+}
+
+// TestSpillBound: past MaxSpillBytes a spill refuses exchanges.
+func TestSpillBound(t *testing.T) {
+	sp, err := openSpill(filepath.Join(t.TempDir(), spillDirName), 2000, make(chan struct{}, 1), quietLogger(), &counters{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.close()
+	n := 0
+	for _, ex := range exchanges(100) {
+		if sp.put(ex) == nil {
+			n++
+		}
+	}
+	if n == 0 || n == 100 {
+		t.Fatalf("%d of 100 spilled under a 2000-byte bound", n)
+	}
+}
+
+// TestRecorderSpillsWhenQueueFull: a flood into a tiny queue spills
+// instead of dropping; no planted secret is readable anywhere under the
+// home while it spills; every exchange is recorded exactly once, in order,
+// with its original timestamps, redacted.
+func TestRecorderSpillsWhenQueueFull(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	d := &collector{}
+	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger(), MaxQueueBytes: 8 << 10, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	for _, ex := range secretExchanges(n) {
+		r.Hook(ex)
+	}
+	waitFor(t, "a spilled exchange", func() bool { return r.Stats().ExchangesSpilled > 0 })
+	if hits := scanFor(t, string(home), plantedSecret); len(hits) > 0 {
+		t.Fatalf("planted secret readable in %v", hits)
+	}
+	if err := r.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := r.Stats()
+	if st.Dropped != 0 || st.Captured != n || st.ExchangesSpilled == 0 || st.ExchangesUnspilled != st.ExchangesSpilled {
+		t.Fatalf("stats %+v", st)
+	}
+	t.Logf("%d of %d exchanges spilled", st.ExchangesSpilled, n)
+	waitFor(t, "delivery", func() bool { return r.Stats().Delivered == n })
+	// Capture caught up: new exchanges take the queue again.
+	if r.spilling.Load() {
+		t.Error("still spilling after the spill was read back")
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := d.got()
+	checkInOrder(t, got, n, r.Source())
+	for i, s := range got {
+		if want := `"path":"/p/` + itoa(i) + `"`; !strings.Contains(string(s.Request), want) {
+			t.Fatalf("step %d out of order: %s", i, s.Request)
+		}
+		if strings.Contains(string(s.Request)+string(s.Response), plantedSecret) {
+			t.Fatalf("step %d not redacted", i)
+		}
+	}
+	if hits := scanFor(t, string(home), plantedSecret); len(hits) > 0 {
+		t.Fatalf("planted secret readable in %v", hits)
+	}
+}
+
+// TestRecorderSpillCloses: Close records what is still spilled.
+func TestRecorderSpillCloses(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	d := &collector{}
+	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger(), MaxQueueBytes: 4 << 10, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range exchanges(500) {
+		r.Hook(ex)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Stats(); st.ExchangesSpilled == 0 || st.Dropped != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	checkInOrder(t, d.got(), 500, r.Source())
+	if _, err := os.Stat(filepath.Join(home.Outboxes(), r.Source())); !os.IsNotExist(err) {
+		t.Errorf("outbox left after a clean close: %v", err)
+	}
+}
+
+// TestDeadSpillDeletedAndCounted: the spill of a sidecar that died can
+// never be opened (its key died with it): DrainOrphans deletes it, counts
+// its exchanges and still delivers the outbox's steps.
+func TestDeadSpillDeletedAndCounted(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	dead, err := New(Options{Home: home, Redactor: testRedactor(t), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range exchanges(20) {
+		dead.Hook(ex)
+	}
+	dead.Sync(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	dead.Close(ctx) // no deliverer: the steps stay
+	cancel()
+	// What a sidecar killed while spilling leaves: sealed segments, one
+	// of them torn.
+	dir := filepath.Join(home.Outboxes(), dead.Source(), spillDirName)
+	sp, err := openSpill(dir, 1<<30, make(chan struct{}, 1), quietLogger(), &counters{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range secretExchanges(7) {
+		if err := sp.put(ex); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp.segs[0].w.Write([]byte{0, 0, 1, 0, 42}) // a record cut short by the kill
+	sp.segs[0].w.Close()
+
+	before := SpillLost()
+	d := &collector{}
+	n, err := DrainOrphans(context.Background(), home, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 20 {
+		t.Errorf("drained %d steps, want 20", n)
+	}
+	if lost := SpillLost() - before; lost != 8 {
+		t.Errorf("counted %d lost spilled exchanges, want 8", lost)
+	}
+	if _, err := os.Stat(filepath.Join(home.Outboxes(), dead.Source())); !os.IsNotExist(err) {
+		t.Errorf("dead outbox not removed: %v", err)
+	}
+}
