@@ -124,7 +124,7 @@ type Recorder struct {
 	spillPending int64       // exchanges on the spill path, not yet queued or lost
 	spillIn      chan *proxy.Exchange
 	spillInBytes atomic.Int64
-	spillMore    chan struct{} // a spilled exchange was written
+	spillMore    chan struct{}         // a spilled exchange was written
 	sp           atomic.Pointer[spill] // opened at the first spill
 	spOnce       sync.Once
 	spErr        error
