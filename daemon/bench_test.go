@@ -1,10 +1,14 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,6 +41,7 @@ func BenchmarkIngest(b *testing.B) {
 		ctx := context.Background()
 		seq := uint64(1)
 		b.ReportAllocs()
+		cpu0 := cpuTime(b)
 		for b.Loop() {
 			if _, err := st.Ingest(ctx, benchBatch("bench", seq, batch)); err != nil {
 				b.Fatal(err)
@@ -44,6 +49,7 @@ func BenchmarkIngest(b *testing.B) {
 			seq += batch
 		}
 		b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "steps/s")
+		reportCPU(b, cpu0, b.N*batch)
 	})
 	b.Run("badger-baseline", func(b *testing.B) {
 		db, err := badger.Open(badgerOptions(b.TempDir(), quiet))
@@ -53,6 +59,7 @@ func BenchmarkIngest(b *testing.B) {
 		defer db.Close()
 		seq := uint64(1)
 		b.ReportAllocs()
+		cpu0 := cpuTime(b)
 		for b.Loop() {
 			steps := benchBatch("bench", seq, batch)
 			err := db.Update(func(txn *badger.Txn) error {
@@ -73,5 +80,59 @@ func BenchmarkIngest(b *testing.B) {
 			seq += batch
 		}
 		b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "steps/s")
+		reportCPU(b, cpu0, b.N*batch)
 	})
+}
+
+// BenchmarkIngestHTTP measures what the daemon spends on a delivered batch
+// of 256 steps, as a sidecar's outbox sends it (POST /v1/steps with the
+// steps' JSON): decoding, ingest and the synchronous commit.
+func BenchmarkIngestHTTP(b *testing.B) {
+	const batch = 256
+	st := openTestStore(b, b.TempDir(), &clock{now: t0})
+	defer st.Close()
+	srv := &Server{Traces: st, Logger: quiet}
+	seq := uint64(1)
+	var body []byte
+	b.ReportAllocs()
+	cpu0 := cpuTime(b)
+	for b.Loop() {
+		b.StopTimer()
+		body = append(body[:0], `{"steps":[`...)
+		for i, s := range benchBatch("bench", seq, batch) {
+			if i > 0 {
+				body = append(body, ',')
+			}
+			var err error
+			if body, err = s.AppendJSON(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+		body = append(body, "]}"...)
+		req := httptest.NewRequest(http.MethodPost, "/v1/steps", bytes.NewReader(body))
+		w := httptest.NewRecorder()
+		b.StartTimer()
+		srv.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+		seq += batch
+	}
+	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "steps/s")
+	reportCPU(b, cpu0, b.N*batch)
+}
+
+// cpuTime is the CPU time the process has used: the benchmark's and its
+// background work's (Badger's flushes and compactions).
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the process's CPU time since cpu0 per step.
+func reportCPU(b *testing.B, cpu0 time.Duration, steps int) {
+	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(steps), "cpu-ns/step")
 }

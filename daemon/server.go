@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"syscall"
@@ -130,8 +131,20 @@ func (s *Server) routes() {
 // Serve answers on ln and runs the finality loop until ctx is done, then
 // shuts down cleanly: in-flight requests finish, a last pass makes idle
 // tasks final and hands them to reflection.
+//
+// When the environment names a file in HINDSIGHT_DAEMON_CPUPROFILE, Serve
+// writes a CPU profile of the daemon there, from start to clean shutdown
+// (for measuring ingest; a sidecar's HINDSIGHT_CPUPROFILE is its own).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.init()
+	if path := os.Getenv(CPUProfileEnv); path != "" {
+		stop, err := startCPUProfile(path)
+		if err != nil {
+			s.Logger.Warn("no cpu profile", "err", err)
+		} else {
+			defer stop()
+		}
+	}
 	hs := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -161,6 +174,26 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	wg.Wait()
 	s.pass(shutCtx) // the final drain
 	return err
+}
+
+// CPUProfileEnv names the environment variable that makes Serve write a
+// CPU profile of the daemon (see Serve).
+const CPUProfileEnv = "HINDSIGHT_DAEMON_CPUPROFILE"
+
+// startCPUProfile writes a CPU profile to path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func (s *Server) tick() time.Duration {
@@ -292,6 +325,42 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
+// readSteps reads and decodes a step batch (see decodeStepBatch).
+func readSteps(w http.ResponseWriter, r *http.Request) ([]rawStep, error) {
+	body, err := readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	return decodeStepBatch(body)
+}
+
+// readBody reads a request's body, up to maxBody bytes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	n := 512
+	if r.ContentLength > 0 && r.ContentLength < maxBody {
+		n = int(r.ContentLength) + 1 // +1: EOF without growing
+	}
+	buf := make([]byte, 0, n)
+	body := http.MaxBytesReader(w, r.Body, maxBody)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		m, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return nil, err
+			}
+			return nil, badRequest("read body: %v", err)
+		}
+	}
+}
+
 // --- handlers: daemon and traces ---
 
 func (s *Server) health() Health {
@@ -390,20 +459,20 @@ func DirSize(dir string) int64 {
 }
 
 func (s *Server) handleSteps(w http.ResponseWriter, r *http.Request) {
-	var b StepBatch
-	if err := decodeBody(w, r, &b); err != nil {
+	steps, err := readSteps(w, r)
+	if err != nil {
 		s.m.rejected.Inc()
 		s.Logger.Warn("refused a step batch", "err", err)
 		s.fail(w, r, err)
 		return
 	}
-	if err := ValidateSteps(b.Steps); err != nil {
+	if err := validateRaw(steps); err != nil {
 		s.m.rejected.Inc()
-		s.Logger.Warn("refused a step batch", "steps", len(b.Steps), "err", err)
+		s.Logger.Warn("refused a step batch", "steps", len(steps), "err", err)
 		s.fail(w, r, badRequest("%v", err))
 		return
 	}
-	res, err := s.Traces.Ingest(r.Context(), b.Steps)
+	res, err := s.Traces.ingestRaw(r.Context(), steps)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -305,9 +306,14 @@ func stepsOf(txn *badger.Txn, id string, fn func(*hindsight.Step) error) error {
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
 		var s hindsight.Step
-		if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &s) }); err != nil {
+		item := it.Item()
+		if err := item.Value(func(b []byte) error { return json.Unmarshal(b, &s) }); err != nil {
 			return err
 		}
+		// A step is stored as it was delivered; its key says its task
+		// and index.
+		k := item.Key()
+		s.TaskID, s.StepIndex = id, int(binary.BigEndian.Uint32(k[len(k)-4:]))
 		if err := fn(&s); err != nil {
 			return err
 		}

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -13,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,7 +126,7 @@ func OpenTraceStore(dir string, opt TraceOptions) (*TraceStore, error) {
 	if opt.IdleGap <= 0 {
 		opt.IdleGap = DefaultIdleGap
 	}
-	bo := badgerOptions(dir, opt.Logger)
+	bo := traceBadgerOptions(dir, opt.Logger)
 	if opt.Badger != nil {
 		opt.Badger(&bo)
 	}
@@ -136,6 +136,22 @@ func OpenTraceStore(dir string, opt TraceOptions) (*TraceStore, error) {
 	}
 	return &TraceStore{db: db, dir: dir, logger: opt.Logger, gap: opt.IdleGap, now: opt.Now, started: opt.Now(), hw: map[string]highWater{}}, nil
 }
+
+// traceBadgerOptions are the daemon's Badger settings with what suits a
+// trace store: a step's JSON (most are over a KiB) goes to the value log,
+// written once, and the LSM tree holds its pointer, so memtable flushes and
+// compactions do not copy step bodies again and again (steps are never
+// rewritten, so the value log holds no garbage to collect); writes are
+// serialized by the store's mutex, so Badger need not track conflicts.
+func traceBadgerOptions(dir string, logger *slog.Logger) badger.Options {
+	return badgerOptions(dir, logger).
+		WithValueThreshold(traceValueThreshold).
+		WithDetectConflicts(false)
+}
+
+// traceValueThreshold is the size from which a trace store's value goes to
+// the value log.
+var traceValueThreshold int64 = 512
 
 // Close closes the store.
 func (t *TraceStore) Close() error { return t.db.Close() }
@@ -161,15 +177,38 @@ func (t *TraceStore) Deliver(ctx context.Context, steps []hindsight.Step) error 
 	return err
 }
 
+// DeliverRaw is Deliver for steps each encoded as JSON (of a
+// hindsight.Step), as an outbox stores them (capture.RawDeliverer): they
+// are stored as they are.
+func (t *TraceStore) DeliverRaw(ctx context.Context, steps []json.RawMessage) error {
+	_, err := t.IngestRaw(ctx, steps)
+	return err
+}
+
 // ValidateSteps reports the first step a store cannot accept.
 func ValidateSteps(steps []hindsight.Step) error {
 	for i := range steps {
-		s := &steps[i]
-		if s.Source == "" {
-			return fmt.Errorf("step %d: no source", i)
+		if err := validateStep(i, steps[i].Source); err != nil {
+			return err
 		}
-		if !validID(s.Source) {
-			return fmt.Errorf("step %d: source %q is not a valid id", i, s.Source)
+	}
+	return nil
+}
+
+func validateStep(i int, source string) error {
+	if source == "" {
+		return fmt.Errorf("step %d: no source", i)
+	}
+	if !validID(source) {
+		return fmt.Errorf("step %d: source %q is not a valid id", i, source)
+	}
+	return nil
+}
+
+func validateRaw(steps []rawStep) error {
+	for i := range steps {
+		if err := validateStep(i, steps[i].Source); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -177,7 +216,7 @@ func ValidateSteps(steps []hindsight.Step) error {
 
 // validID accepts ids that fit the key layout.
 func validID(s string) bool {
-	return s != "" && len(s) <= 256 && !bytes.ContainsAny([]byte(s), "\x00/")
+	return s != "" && len(s) <= 256 && !strings.ContainsAny(s, "\x00/")
 }
 
 // Ingest stores steps, assigning each a task and a step index. Steps seen
@@ -189,6 +228,29 @@ func (t *TraceStore) Ingest(ctx context.Context, steps []hindsight.Step) (Ingest
 	if err := ValidateSteps(steps); err != nil {
 		return IngestResult{}, fmt.Errorf("validate steps: %w: %w", ErrRejected, err)
 	}
+	raws, err := encodeSteps(steps)
+	if err != nil {
+		return IngestResult{}, fmt.Errorf("validate steps: %w: %w", ErrRejected, err)
+	}
+	return t.ingestRaw(ctx, raws)
+}
+
+// IngestRaw is Ingest for steps each encoded as JSON (of a
+// hindsight.Step). What decodes is stored as it was encoded; a step that
+// does not decode is refused with an error wrapping ErrRejected.
+func (t *TraceStore) IngestRaw(ctx context.Context, steps []json.RawMessage) (IngestResult, error) {
+	raws, err := decodeRawSteps(steps)
+	if err != nil {
+		return IngestResult{}, fmt.Errorf("decode steps: %w: %w", ErrRejected, err)
+	}
+	if err := validateRaw(raws); err != nil {
+		return IngestResult{}, fmt.Errorf("validate steps: %w: %w", ErrRejected, err)
+	}
+	return t.ingestRaw(ctx, raws)
+}
+
+// ingestRaw is Ingest for validated steps.
+func (t *TraceStore) ingestRaw(ctx context.Context, steps []rawStep) (IngestResult, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.ingest(ctx, steps)
@@ -196,7 +258,7 @@ func (t *TraceStore) Ingest(ctx context.Context, steps []hindsight.Step) (Ingest
 
 // ingest stores steps in one transaction, or halves them when they do not
 // fit in one. t.mu is held.
-func (t *TraceStore) ingest(ctx context.Context, steps []hindsight.Step) (IngestResult, error) {
+func (t *TraceStore) ingest(ctx context.Context, steps []rawStep) (IngestResult, error) {
 	res, err := t.ingestOnce(ctx, steps)
 	if !errors.Is(err, badger.ErrTxnTooBig) || len(steps) < 2 {
 		return res, err
@@ -210,16 +272,22 @@ func (t *TraceStore) ingest(ctx context.Context, steps []hindsight.Step) (Ingest
 	return IngestResult{Accepted: a.Accepted + b.Accepted, Duplicates: a.Duplicates + b.Duplicates}, err
 }
 
-func (t *TraceStore) ingestOnce(ctx context.Context, steps []hindsight.Step) (IngestResult, error) {
+func (t *TraceStore) ingestOnce(ctx context.Context, steps []rawStep) (IngestResult, error) {
 	var res IngestResult
-	w := &ingestTxn{t: t, txn: t.db.NewTransaction(true), recs: map[string]*taskRec{}, latest: map[string]*taskRec{}, hw: map[string]highWater{}, now: t.now()}
+	w := &ingestTxn{
+		t: t, txn: t.db.NewTransaction(true), now: t.now(),
+		recs: map[string]*taskRec{}, latest: map[string]*taskRec{},
+		hw: map[string]highWater{}, closes: map[string]*closeState{},
+	}
 	defer w.txn.Discard()
 	for i := range steps {
-		if err := ctx.Err(); err != nil {
-			return IngestResult{}, err
+		if i%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return IngestResult{}, err
+			}
 		}
-		s := steps[i] // a copy: the caller's slice is not changed
-		dup, err := w.add(&s)
+		s := &steps[i]
+		dup, err := w.add(s)
 		if err != nil {
 			return IngestResult{}, fmt.Errorf("ingest step %s/%d: %w", s.Source, s.Seq, err)
 		}
@@ -235,15 +303,42 @@ func (t *TraceStore) ingestOnce(ctx context.Context, steps []hindsight.Step) (In
 	return res, nil
 }
 
-// ingestTxn is one write transaction of Ingest, with the task records it
-// touched cached until commit.
+// ingestTxn is one write transaction of Ingest, with what it read and
+// wrote cached until commit: task records, high-water marks and session
+// closes are written once per transaction, not once per step.
 type ingestTxn struct {
 	t      *TraceStore
 	txn    *badger.Txn
 	recs   map[string]*taskRec
-	latest map[string]*taskRec  // group → its latest task, as far as this transaction knows
-	hw     map[string]highWater // high-water marks this transaction raised
+	latest map[string]*taskRec    // group → its latest task, as far as this transaction knows
+	hw     map[string]highWater   // high-water marks this transaction raised
+	closes map[string]*closeState // session → its close record, as far as this transaction knows
 	now    time.Time
+
+	// The group of the previous step, and what it was derived from:
+	// consecutive steps of one sidecar share it.
+	groupOf  groupInputs
+	group    string
+	explicit bool
+
+	keys []byte // the keys written, carved out of shared chunks
+}
+
+// closeState is a session's close record as a transaction sees it.
+type closeState struct {
+	rec   closeRec
+	found bool
+	dirty bool
+}
+
+// alloc returns n bytes for a key or value that lives until commit.
+func (w *ingestTxn) alloc(n int) []byte {
+	if cap(w.keys)-len(w.keys) < n {
+		w.keys = make([]byte, 0, max(16<<10, n))
+	}
+	b := w.keys[len(w.keys) : len(w.keys)+n : len(w.keys)+n]
+	w.keys = w.keys[:len(w.keys)+n]
+	return b[:0]
 }
 
 func (w *ingestTxn) commit() error {
@@ -252,10 +347,25 @@ func (w *ingestTxn) commit() error {
 			return err
 		}
 	}
+	for src, h := range w.hw {
+		if err := w.txn.Set(key(pHW, []byte(src)), u64(h.seq)); err != nil {
+			return err
+		}
+	}
+	for sid, c := range w.closes {
+		if c.dirty {
+			if err := setJSON(w.txn, key(pClosed, []byte(sid)), &c.rec); err != nil {
+				return err
+			}
+		}
+	}
 	if err := w.txn.Commit(); err != nil {
 		return err
 	}
 	for src, h := range w.hw {
+		if _, known := w.t.hw[src]; !known {
+			src = strings.Clone(src) // not a view of a request's body
+		}
 		w.t.hw[src] = h
 	}
 	return nil
@@ -281,7 +391,7 @@ func (w *ingestTxn) mark(source string) (highWater, error) {
 	case !errors.Is(err, badger.ErrKeyNotFound):
 		return highWater{}, err
 	}
-	w.t.hw[source] = h
+	w.t.hw[strings.Clone(source)] = h
 	return h, nil
 }
 
@@ -297,13 +407,31 @@ func (w *ingestTxn) rec(id string) (*taskRec, error) {
 	return &r, nil
 }
 
+// closeOf returns the close record of session id as this transaction
+// sees it.
+func (w *ingestTxn) closeOf(id string) (*closeState, error) {
+	if c := w.closes[id]; c != nil {
+		return c, nil
+	}
+	c := &closeState{}
+	switch err := getJSON(w.txn, key(pClosed, []byte(id)), &c.rec); {
+	case err == nil:
+		c.found = true
+	case !errors.Is(err, badger.ErrKeyNotFound):
+		return nil, err
+	}
+	w.closes[id] = c
+	return c, nil
+}
+
 // add stores one step. It reports true for a step stored before.
-func (w *ingestTxn) add(s *hindsight.Step) (dup bool, err error) {
+func (w *ingestTxn) add(s *rawStep) (dup bool, err error) {
 	hw, err := w.mark(s.Source)
 	if err != nil {
 		return false, err
 	}
-	sk := key(pSeq, []byte(s.Source), u64(s.Seq))
+	sk := append(append(append(w.alloc(len(pSeq)+len(s.Source)+9), pSeq...), s.Source...), 0)
+	sk = binary.BigEndian.AppendUint64(sk, s.Seq)
 	// Above the high-water mark a step is new; at or below it (a
 	// redelivery, or steps out of order) the seq key says.
 	if hw.ok && s.Seq <= hw.seq {
@@ -313,34 +441,31 @@ func (w *ingestTxn) add(s *hindsight.Step) (dup bool, err error) {
 			return false, err
 		}
 	}
-	rec, err := w.segment(s)
+	rec, err := w.segment(&s.stepMeta)
 	if err != nil {
 		return false, err
 	}
-	s.TaskID, s.StepIndex = rec.ID, rec.StepCount
-	// The bodies were validated when the batch was decoded: no need for
-	// json.Marshal to scan and compact them again.
-	body, err := s.AppendJSON(nil)
-	if err != nil {
-		return false, fmt.Errorf("encode step: %w", err)
-	}
-	if err := w.txn.Set(key(pStep, []byte(rec.ID), u32(uint32(s.StepIndex))), body); err != nil {
+	idx := rec.StepCount
+	// The step is stored as delivered: its key names its task and index.
+	stk := append(append(append(w.alloc(len(pStep)+len(rec.ID)+5), pStep...), rec.ID...), 0)
+	stk = binary.BigEndian.AppendUint32(stk, uint32(idx))
+	if err := w.txn.Set(stk, s.JSON); err != nil {
 		return false, err
 	}
-	if err := w.txn.Set(sk, []byte(rec.ID+"\x00"+strconv.Itoa(s.StepIndex))); err != nil {
+	v := strconv.AppendInt(append(append(w.alloc(len(rec.ID)+20), rec.ID...), 0), int64(idx), 10)
+	if err := w.txn.Set(sk, v); err != nil {
 		return false, err
 	}
-	if err := w.noteSeq(s, hw); err != nil {
+	if err := w.noteSeq(&s.stepMeta, hw); err != nil {
 		return false, err
 	}
-	w.account(rec, s)
-	return false, nil
+	return false, w.account(rec, &s.stepMeta)
 }
 
 // account adds s to its task's record.
-func (w *ingestTxn) account(rec *taskRec, s *hindsight.Step) {
+func (w *ingestTxn) account(rec *taskRec, s *stepMeta) error {
 	rec.StepCount++
-	if s.Failed() {
+	if s.Failed {
 		rec.FailureCount++
 	}
 	if s.Server != "" && !slices.Contains(rec.Servers, s.Server) {
@@ -363,7 +488,11 @@ func (w *ingestTxn) account(rec *taskRec, s *hindsight.Step) {
 			rec.Sessions = map[string]bool{}
 		}
 		if _, known := rec.Sessions[s.SessionID]; !known {
-			rec.Sessions[s.SessionID] = w.sessionClosed(s.SessionID)
+			c, err := w.closeOf(s.SessionID)
+			if err != nil {
+				return err
+			}
+			rec.Sessions[s.SessionID] = c.found && !c.rec.Pending
 		}
 	}
 	if rec.Final {
@@ -372,45 +501,37 @@ func (w *ingestTxn) account(rec *taskRec, s *hindsight.Step) {
 		w.t.logger.Info("late step reopens a final task", "task", rec.ID, "source", s.Source, "seq", s.Seq)
 		rec.Final = false
 		rec.Reflection = ""
-		_ = w.txn.Set(key(pOpen, []byte(rec.ID)), nil)
-		_ = w.txn.Delete(key(pUnq, []byte(rec.ID)))
+		if err := w.txn.Set(key(pOpen, []byte(rec.ID)), nil); err != nil {
+			return err
+		}
+		if err := w.txn.Delete(key(pUnq, []byte(rec.ID))); err != nil {
+			return err
+		}
 	}
-}
-
-func (w *ingestTxn) sessionClosed(id string) bool {
-	var c closeRec
-	if err := getJSON(w.txn, key(pClosed, []byte(id)), &c); err != nil {
-		return false
-	}
-	return !c.Pending
+	return nil
 }
 
 // noteSeq raises the source's high-water mark and applies a close that
-// was waiting for this step.
-// hw is the mark before s.
-func (w *ingestTxn) noteSeq(s *hindsight.Step, hw highWater) error {
+// was waiting for this step. hw is the mark before s.
+func (w *ingestTxn) noteSeq(s *stepMeta, hw highWater) error {
 	if hw.ok && s.Seq <= hw.seq {
 		return nil
-	}
-	if err := w.txn.Set(key(pHW, []byte(s.Source)), u64(s.Seq)); err != nil {
-		return err
 	}
 	w.hw[s.Source] = highWater{seq: s.Seq, ok: true}
 	if s.SessionID == "" {
 		return nil
 	}
-	ck := key(pClosed, []byte(s.SessionID))
-	var c closeRec
-	if err := getJSON(w.txn, ck, &c); err != nil || !c.Pending || c.Source != s.Source || s.Seq < c.LastSeq {
-		return nil
+	c, err := w.closeOf(s.SessionID)
+	if err != nil || !c.found || !c.rec.Pending || c.rec.Source != s.Source || s.Seq < c.rec.LastSeq {
+		return err
 	}
-	c.Pending = false
-	return setJSON(w.txn, ck, &c)
+	c.rec.Pending, c.dirty = false, true
+	return nil
 }
 
 // stepTimes returns when a step started and ended, falling back on now for
 // a step that carries no time.
-func stepTimes(s *hindsight.Step, now time.Time) (start, end time.Time) {
+func stepTimes(s *stepMeta, now time.Time) (start, end time.Time) {
 	start, end = s.StartedAt, s.EndedAt
 	if start.IsZero() {
 		start = end
@@ -424,10 +545,16 @@ func stepTimes(s *hindsight.Step, now time.Time) (start, end time.Time) {
 	return start, end
 }
 
+// groupInputs are what a step's segmentation group is derived from.
+type groupInputs struct {
+	explicitTask, transport, sessionID, source string
+	hostPID                                    int
+}
+
 // groupOf names the segmentation group of a step: the explicit task, the
 // agent host process of a stdio sidecar, the HTTP session, or, lacking
 // all, the sidecar that sent it.
-func groupOf(s *hindsight.Step) (group string, explicit bool) {
+func groupOf(s *stepMeta) (group string, explicit bool) {
 	switch {
 	case s.ExplicitTask != "" && validID(s.ExplicitTask):
 		return "explicit:" + s.ExplicitTask, true
@@ -440,11 +567,16 @@ func groupOf(s *hindsight.Step) (group string, explicit bool) {
 }
 
 // segment finds or creates the task of s and returns its record.
-func (w *ingestTxn) segment(s *hindsight.Step) (*taskRec, error) {
-	group, explicit := groupOf(s)
-	if s.ExplicitTask != "" && !explicit {
-		w.t.logger.Warn("ignoring an invalid explicit task id", "task", s.ExplicitTask, "source", s.Source)
+func (w *ingestTxn) segment(s *stepMeta) (*taskRec, error) {
+	in := groupInputs{s.ExplicitTask, s.Transport, s.SessionID, s.Source, s.HostPID}
+	if w.group == "" || in != w.groupOf {
+		w.group, w.explicit = groupOf(s)
+		w.groupOf = in
+		if s.ExplicitTask != "" && !w.explicit {
+			w.t.logger.Warn("ignoring an invalid explicit task id", "task", s.ExplicitTask, "source", s.Source)
+		}
 	}
+	group, explicit := w.group, w.explicit
 	start, _ := stepTimes(s, w.now)
 	if explicit {
 		rec, err := w.rec(s.ExplicitTask)

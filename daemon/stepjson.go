@@ -1,0 +1,629 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// stepMeta is what ingest reads of a step: its identity, and what
+// segmentation and its task's record need. The rest of the step is stored
+// as it was delivered.
+type stepMeta struct {
+	Source       string
+	Seq          uint64
+	SessionID    string
+	Server       string
+	ExplicitTask string
+	Transport    string
+	HostPID      int
+	StartedAt    time.Time
+	EndedAt      time.Time
+	Failed       bool // hindsight.Step.Failed
+}
+
+// rawStep is a step to ingest: its JSON encoding (of a hindsight.Step),
+// stored as it is, and what ingest reads of it. The stored encoding's
+// task_id and step_index are not read back: the step's key says them.
+type rawStep struct {
+	stepMeta
+	JSON []byte
+}
+
+func metaOf(s *hindsight.Step) stepMeta {
+	return stepMeta{
+		Source: s.Source, Seq: s.Seq, SessionID: s.SessionID, Server: s.Server,
+		ExplicitTask: s.ExplicitTask, Transport: s.Transport, HostPID: s.HostPID,
+		StartedAt: s.StartedAt, EndedAt: s.EndedAt, Failed: s.Failed(),
+	}
+}
+
+// encodeSteps encodes steps for ingest.
+func encodeSteps(steps []hindsight.Step) ([]rawStep, error) {
+	out := make([]rawStep, len(steps))
+	for i := range steps {
+		b, err := steps[i].AppendJSON(nil)
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %w", i, err)
+		}
+		out[i] = rawStep{stepMeta: metaOf(&steps[i]), JSON: b}
+	}
+	return out, nil
+}
+
+// decodeRawSteps reads steps each encoded as JSON (a hindsight.Step).
+func decodeRawSteps(raws []json.RawMessage) ([]rawStep, error) {
+	out := make([]rawStep, len(raws))
+	for i, r := range raws {
+		if m, ok := scanStep(r); ok {
+			out[i] = rawStep{stepMeta: m, JSON: r}
+			continue
+		}
+		var s hindsight.Step
+		if err := json.Unmarshal(r, &s); err != nil {
+			return nil, fmt.Errorf("step %d: %w", i, err)
+		}
+		b, err := s.AppendJSON(nil)
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %w", i, err)
+		}
+		out[i] = rawStep{stepMeta: metaOf(&s), JSON: b}
+	}
+	return out, nil
+}
+
+// decodeStepBatch decodes the body of POST /v1/steps (a StepBatch). The
+// steps keep their encodings as delivered, sub-slices of body: ingest
+// reads a few fields and stores the rest untouched. A body the fast scanner
+// does not take (keys in another case or escaped, a key twice, escapes in
+// the fields ingest reads, other top-level keys…) is decoded as
+// encoding/json decodes it, with the same result, and its steps encoded
+// again.
+func decodeStepBatch(body []byte) ([]rawStep, error) {
+	if steps, ok := scanStepBatch(body); ok {
+		return steps, nil
+	}
+	var b StepBatch
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&b); err != nil {
+		return nil, badRequest("decode body: %v", err)
+	}
+	steps, err := encodeSteps(b.Steps)
+	if err != nil {
+		return nil, badRequest("encode steps: %v", err)
+	}
+	return steps, nil
+}
+
+// bytesString views b as a string without copying; b must not change
+// while the string is used.
+func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// scanStepBatch is decodeStepBatch's fast path, one pass over body: it
+// reports false for a body it does not take, which the general path then
+// decodes (and refuses, if it is not valid).
+func scanStepBatch(body []byte) ([]rawStep, bool) {
+	sc := scanner{b: body}
+	sc.ws()
+	if !sc.byte('{') {
+		return nil, false
+	}
+	sc.ws()
+	k, plain, ok := sc.str()
+	if !ok || !plain || string(k) != "steps" {
+		return nil, false
+	}
+	sc.ws()
+	if !sc.byte(':') {
+		return nil, false
+	}
+	sc.ws()
+	var steps []rawStep
+	switch {
+	case sc.lit("null"):
+	case sc.byte('['):
+		steps = make([]rawStep, 0, 64)
+		sc.ws()
+		if !sc.byte(']') {
+			for {
+				start := sc.i
+				m, ok := sc.step()
+				if !ok {
+					return nil, false
+				}
+				steps = append(steps, rawStep{stepMeta: m, JSON: body[start:sc.i:sc.i]})
+				sc.ws()
+				if sc.byte(']') {
+					break
+				}
+				if !sc.byte(',') {
+					return nil, false
+				}
+				sc.ws()
+			}
+		}
+	default:
+		return nil, false
+	}
+	sc.ws()
+	if !sc.byte('}') {
+		return nil, false
+	}
+	sc.ws()
+	return steps, sc.i == len(sc.b)
+}
+
+// scanStep is scanStepBatch for one step's JSON.
+func scanStep(raw []byte) (stepMeta, bool) {
+	sc := scanner{b: raw}
+	sc.ws()
+	m, ok := sc.step()
+	sc.ws()
+	return m, ok && sc.i == len(sc.b)
+}
+
+// scanner reads JSON as strictly as encoding/json (whose grammar it
+// follows) or more: what it takes, encoding/json takes too.
+type scanner struct {
+	b []byte
+	i int
+}
+
+// maxDepth bounds the nesting the scanner follows (encoding/json's is
+// 10000); deeper input goes to the general path.
+const maxDepth = 512
+
+func (sc *scanner) ws() {
+	for sc.i < len(sc.b) {
+		switch sc.b[sc.i] {
+		case ' ', '\t', '\n', '\r':
+			sc.i++
+		default:
+			return
+		}
+	}
+}
+
+// byte consumes c if it comes next.
+func (sc *scanner) byte(c byte) bool {
+	if sc.i < len(sc.b) && sc.b[sc.i] == c {
+		sc.i++
+		return true
+	}
+	return false
+}
+
+// lit consumes the literal s if it comes next.
+func (sc *scanner) lit(s string) bool {
+	if len(sc.b)-sc.i >= len(s) && string(sc.b[sc.i:sc.i+len(s)]) == s {
+		sc.i += len(s)
+		return true
+	}
+	return false
+}
+
+func (sc *scanner) peek() byte {
+	if sc.i < len(sc.b) {
+		return sc.b[sc.i]
+	}
+	return 0
+}
+
+// str consumes a string and returns what is between its quotes; plain
+// says it has no escapes.
+func (sc *scanner) str() (s []byte, plain, ok bool) {
+	if !sc.byte('"') {
+		return nil, false, false
+	}
+	start := sc.i
+	plain = true
+	b := sc.b
+	for i := sc.i; i < len(b); {
+		switch c := b[i]; {
+		case c == '"':
+			sc.i = i + 1
+			return b[start:i], plain, true
+		case c == '\\':
+			plain = false
+			if i+1 >= len(b) {
+				return nil, false, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return nil, false, false
+				}
+				i += 6
+			default:
+				return nil, false, false
+			}
+		case c < 0x20:
+			return nil, false, false
+		default:
+			i++
+		}
+	}
+	return nil, false, false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// number consumes a number and returns it.
+func (sc *scanner) number() ([]byte, bool) {
+	b, start := sc.b, sc.i
+	i := sc.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+	default:
+		return nil, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		d := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return nil, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return nil, false
+		}
+	}
+	sc.i = i
+	return b[start:i], true
+}
+
+// skip consumes any value.
+func (sc *scanner) skip(depth int) bool {
+	switch c := sc.peek(); {
+	case c == '"':
+		_, _, ok := sc.str()
+		return ok
+	case c == '{', c == '[':
+		if depth >= maxDepth {
+			return false
+		}
+		sc.i++
+		end := byte('}')
+		if c == '[' {
+			end = ']'
+		}
+		sc.ws()
+		if sc.byte(end) {
+			return true
+		}
+		for {
+			if c == '{' {
+				if _, _, ok := sc.str(); !ok {
+					return false
+				}
+				sc.ws()
+				if !sc.byte(':') {
+					return false
+				}
+				sc.ws()
+			}
+			if !sc.skip(depth + 1) {
+				return false
+			}
+			sc.ws()
+			if sc.byte(end) {
+				return true
+			}
+			if !sc.byte(',') {
+				return false
+			}
+			sc.ws()
+		}
+	case c == 't':
+		return sc.lit("true")
+	case c == 'f':
+		return sc.lit("false")
+	case c == 'n':
+		return sc.lit("null")
+	}
+	_, ok := sc.number()
+	return ok
+}
+
+// value consumes any value and returns it.
+func (sc *scanner) value() ([]byte, bool) {
+	start := sc.i
+	ok := sc.skip(1)
+	return sc.b[start:sc.i], ok
+}
+
+// plainString consumes a string that needs no unescaping and is valid
+// UTF-8, or null ("").
+func (sc *scanner) plainString() (string, bool) {
+	if sc.lit("null") {
+		return "", true
+	}
+	s, plain, ok := sc.str()
+	return bytesString(s), ok && plain && utf8.Valid(s)
+}
+
+// anyString consumes a string or null.
+func (sc *scanner) anyString() bool {
+	if sc.lit("null") {
+		return true
+	}
+	_, _, ok := sc.str()
+	return ok
+}
+
+// time consumes a time as time.Time's UnmarshalJSON reads it.
+func (sc *scanner) time() (time.Time, bool) {
+	var t time.Time
+	if sc.lit("null") {
+		return t, true
+	}
+	start := sc.i
+	if _, _, ok := sc.str(); !ok {
+		return t, false
+	}
+	return t, t.UnmarshalJSON(sc.b[start:sc.i]) == nil
+}
+
+// int consumes an integer that fits an int, or null (0).
+func (sc *scanner) int() (int, bool) {
+	if sc.lit("null") {
+		return 0, true
+	}
+	n, ok := sc.number()
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(bytesString(n), 10, 64)
+	return int(v), err == nil && v == int64(int(v))
+}
+
+// step consumes a step's JSON object and returns what ingest needs of
+// it, checking that every other field has the type a Step gives it, so
+// that the stored encoding decodes later. It reports false for what it
+// does not take: an unknown, escaped or repeated key, a value of another
+// type, an escaped or invalid UTF-8 string in a field it reads.
+func (sc *scanner) step() (m stepMeta, ok bool) {
+	if !sc.byte('{') {
+		return m, false
+	}
+	var seen uint64
+	var isError, rpcError bool
+	var tag string
+	sc.ws()
+	if sc.byte('}') {
+		return m, true
+	}
+	for {
+		k, plain, ok := sc.str()
+		if !ok || !plain {
+			return m, false
+		}
+		f := stepKey(bytesString(k))
+		if f < 0 || seen&(1<<f) != 0 {
+			return m, false
+		}
+		seen |= 1 << f
+		sc.ws()
+		if !sc.byte(':') {
+			return m, false
+		}
+		sc.ws()
+		switch f {
+		case kSessionID:
+			m.SessionID, ok = sc.plainString()
+		case kServer:
+			m.Server, ok = sc.plainString()
+		case kExplicitTask:
+			m.ExplicitTask, ok = sc.plainString()
+		case kTransport:
+			m.Transport, ok = sc.plainString()
+		case kSource:
+			m.Source, ok = sc.plainString()
+		case kCausalTag:
+			tag, ok = sc.plainString()
+		case kTaskID, kDirection, kMethod, kTool, kErrorCode, kClientName, kClientVersion, kProtocolVersion:
+			ok = sc.anyString()
+		case kStartedAt:
+			m.StartedAt, ok = sc.time()
+		case kEndedAt:
+			m.EndedAt, ok = sc.time()
+		case kStepIndex, kRedactions, kNotifications:
+			_, ok = sc.int()
+		case kHostPID:
+			m.HostPID, ok = sc.int()
+		case kSeq:
+			if !sc.lit("null") {
+				var n []byte
+				if n, ok = sc.number(); ok {
+					var err error
+					m.Seq, err = strconv.ParseUint(bytesString(n), 10, 64)
+					ok = err == nil
+				}
+			}
+		case kLatencyMS:
+			if !sc.lit("null") {
+				var n []byte
+				if n, ok = sc.number(); ok {
+					_, err := strconv.ParseFloat(bytesString(n), 64)
+					ok = err == nil
+				}
+			}
+		case kIsError, kLocal:
+			switch {
+			case sc.lit("true"):
+				isError = isError || f == kIsError
+			case sc.lit("false"), sc.lit("null"):
+			default:
+				ok = false
+			}
+		case kError, kInjected, kTruncated:
+			if !sc.lit("null") {
+				var v []byte
+				if v, ok = sc.value(); ok {
+					switch f {
+					case kError:
+						var e hindsight.RPCError
+						ok, rpcError = json.Unmarshal(v, &e) == nil, true
+					case kInjected:
+						var in []hindsight.Injection
+						ok = json.Unmarshal(v, &in) == nil
+					default:
+						var tr []hindsight.Truncation
+						ok = json.Unmarshal(v, &tr) == nil
+					}
+				}
+			}
+		default: // the bodies: any JSON value
+			ok = sc.skip(1)
+		}
+		if !ok {
+			return m, false
+		}
+		sc.ws()
+		if sc.byte('}') {
+			break
+		}
+		if !sc.byte(',') {
+			return m, false
+		}
+		sc.ws()
+	}
+	s := hindsight.Step{CausalTag: hindsight.CausalTag(tag), IsError: isError}
+	if rpcError {
+		s.Error = &hindsight.RPCError{}
+	}
+	m.Failed = s.Failed()
+	return m, true
+}
+
+// The keys of a Step's JSON, as bits of a set.
+const (
+	kTaskID = iota
+	kSessionID
+	kServer
+	kStepIndex
+	kStartedAt
+	kEndedAt
+	kLatencyMS
+	kDirection
+	kMethod
+	kTool
+	kArguments
+	kResult
+	kIsError
+	kError
+	kErrorCode
+	kCausalTag
+	kRedactions
+	kInjected
+	kNotifications
+	kTruncated
+	kLocal
+	kClientName
+	kClientVersion
+	kProtocolVersion
+	kRequest
+	kResponse
+	kExplicitTask
+	kHostPID
+	kTransport
+	kSource
+	kSeq
+)
+
+func stepKey(name string) int {
+	switch name {
+	case "task_id":
+		return kTaskID
+	case "session_id":
+		return kSessionID
+	case "server":
+		return kServer
+	case "step_index":
+		return kStepIndex
+	case "started_at":
+		return kStartedAt
+	case "ended_at":
+		return kEndedAt
+	case "latency_ms":
+		return kLatencyMS
+	case "direction":
+		return kDirection
+	case "method":
+		return kMethod
+	case "tool":
+		return kTool
+	case "arguments":
+		return kArguments
+	case "result":
+		return kResult
+	case "is_error":
+		return kIsError
+	case "error":
+		return kError
+	case "error_code":
+		return kErrorCode
+	case "causal_tag":
+		return kCausalTag
+	case "redactions":
+		return kRedactions
+	case "injected":
+		return kInjected
+	case "notifications":
+		return kNotifications
+	case "truncated":
+		return kTruncated
+	case "local":
+		return kLocal
+	case "client_name":
+		return kClientName
+	case "client_version":
+		return kClientVersion
+	case "protocol_version":
+		return kProtocolVersion
+	case "request":
+		return kRequest
+	case "response":
+		return kResponse
+	case "explicit_task":
+		return kExplicitTask
+	case "host_pid":
+		return kHostPID
+	case "transport":
+		return kTransport
+	case "source":
+		return kSource
+	case "seq":
+		return kSeq
+	}
+	return -1
+}

@@ -1,0 +1,288 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// batchJSON encodes steps as a sidecar's outbox delivers them.
+func batchJSON(t testing.TB, steps []hindsight.Step) []byte {
+	t.Helper()
+	b := []byte(`{"steps":[`)
+	for i := range steps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = steps[i].AppendJSON(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return append(b, "]}"...)
+}
+
+// richSteps are steps with every field of a Step set.
+func richSteps() []hindsight.Step {
+	s := goldenSteps()
+	s[0].Error = &hindsight.RPCError{Code: -32000, Message: "boom <&>", Data: json.RawMessage(`{"why":"x"}`)}
+	s[0].Injected = []hindsight.Injection{{Channel: "instructions", ExperienceIDs: []string{"e1", "e2"}, Tokens: 12}}
+	s[0].Truncated = []hindsight.Truncation{{Field: "result", OriginalSize: 99999, SHA256: "ab"}}
+	s[0].Local, s[0].ClientName, s[0].ClientVersion, s[0].ProtocolVersion = true, "claude", "1.0", "2025-06-18"
+	s[0].Request = json.RawMessage("{\"jsonrpc\":\"2.0\",\n \"id\":1}")
+	s[0].Response = json.RawMessage(`{"jsonrpc":"2.0","id":1,"result":{"a":[1,2.5e-3,true,null,"\u00e9\n"]}}`)
+	s[1].Redactions, s[1].Notifications, s[1].ErrorCode = 3, 2, "EACCES"
+	s[1].StartedAt = s[1].StartedAt.In(time.FixedZone("", 2*3600))
+	s[2].LatencyMS = 1e-9
+	s[3].Transport, s[3].HostPID = "streamable-http", 0
+	return s
+}
+
+// checkScan checks the fast path against encoding/json on data: when it
+// takes data, encoding/json decodes it to the same steps.
+func checkScan(t *testing.T, data []byte) (taken bool) {
+	t.Helper()
+	fast, ok := scanStepBatch(data)
+	var b StepBatch
+	err := json.NewDecoder(bytes.NewReader(data)).Decode(&b)
+	if !ok {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("fast path took %q, which encoding/json refuses: %v", data, err)
+	}
+	if len(fast) != len(b.Steps) {
+		t.Fatalf("fast path read %d steps, encoding/json %d", len(fast), len(b.Steps))
+	}
+	for i := range fast {
+		want := metaOf(&b.Steps[i])
+		got := fast[i].stepMeta
+		if !got.StartedAt.Equal(want.StartedAt) || !got.EndedAt.Equal(want.EndedAt) ||
+			got.StartedAt.String() != want.StartedAt.String() || got.EndedAt.String() != want.EndedAt.String() {
+			t.Fatalf("step %d: times %v, %v; want %v, %v", i, got.StartedAt, got.EndedAt, want.StartedAt, want.EndedAt)
+		}
+		got.StartedAt, got.EndedAt, want.StartedAt, want.EndedAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+		if got != want {
+			t.Fatalf("step %d: read %+v; want %+v", i, got, want)
+		}
+		var s hindsight.Step
+		if err := json.Unmarshal(fast[i].JSON, &s); err != nil {
+			t.Fatalf("step %d: stored JSON %q does not decode: %v", i, fast[i].JSON, err)
+		}
+		if !reflect.DeepEqual(s, b.Steps[i]) {
+			t.Fatalf("step %d: stored JSON decodes to %+v; want %+v", i, s, b.Steps[i])
+		}
+	}
+	return true
+}
+
+func TestScanStepBatch(t *testing.T) {
+	canonical := batchJSON(t, richSteps())
+	for _, tc := range []struct {
+		name string
+		body string
+		fast bool // the fast path takes it
+		ok   bool // decodeStepBatch takes it
+	}{
+		{"canonical", string(canonical), true, true},
+		{"no steps", `{"steps":[]}`, true, true},
+		{"null steps", `{"steps":null}`, true, true},
+		{"whitespace", " \n{ \"steps\" :\t[ {\"source\" : \"a\" , \"seq\":1 } ] }\r\n", true, true},
+		{"key in another case", `{"steps":[{"Source":"a","seq":1}]}`, false, true},
+		{"escaped key", `{"steps":[{"sour\u0063e":"a","seq":1}]}`, false, true},
+		{"escaped source", `{"steps":[{"source":"\u0061","seq":1}]}`, false, true},
+		{"escaped body", `{"steps":[{"source":"a","seq":1,"result":"\u0061\n"}]}`, true, true},
+		{"repeated key", `{"steps":[{"source":"a","source":"b","seq":1}]}`, false, true},
+		{"unknown key", `{"steps":[{"source":"a","seq":1,"extra":{"x":[1]}}]}`, false, true},
+		{"other top-level key", `{"v":1,"steps":[{"source":"a","seq":1}]}`, false, true},
+		{"trailing data", `{"steps":[{"source":"a","seq":1}]} {"x"`, false, true},
+		{"invalid UTF-8 source", "{\"steps\":[{\"source\":\"a\xff\",\"seq\":1}]}", false, true},
+		{"negative seq", `{"steps":[{"source":"a","seq":-1}]}`, false, false},
+		{"fractional index", `{"steps":[{"source":"a","seq":1,"step_index":1.5}]}`, false, false},
+		{"string latency", `{"steps":[{"source":"a","seq":1,"latency_ms":"1"}]}`, false, false},
+		{"bad time", `{"steps":[{"source":"a","seq":1,"started_at":"yesterday"}]}`, false, false},
+		{"bad error", `{"steps":[{"source":"a","seq":1,"error":[1]}]}`, false, false},
+		{"leading zero", `{"steps":[{"source":"a","seq":01}]}`, false, false},
+		{"bad escape", `{"steps":[{"source":"a","seq":1,"result":"\x"}]}`, false, false},
+		{"control character", "{\"steps\":[{\"source\":\"a\",\"seq\":1,\"result\":\"\t\"}]}", false, false},
+		{"unterminated", `{"steps":[{"source":"a","seq":1,"result":{"a":[1,2}}]}`, false, false},
+		{"not a step", `{"steps":[1]}`, false, false},
+		{"empty", ``, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := checkScan(t, []byte(tc.body)); got != tc.fast {
+				t.Errorf("fast path took it: %v; want %v", got, tc.fast)
+			}
+			steps, err := decodeStepBatch([]byte(tc.body))
+			if (err == nil) != tc.ok {
+				t.Fatalf("decodeStepBatch: %v; want ok %v", err, tc.ok)
+			}
+			for _, s := range steps {
+				var d hindsight.Step
+				if err := json.Unmarshal(s.JSON, &d); err != nil {
+					t.Fatalf("stored JSON %q does not decode: %v", s.JSON, err)
+				}
+			}
+		})
+	}
+}
+
+// FuzzScanStepBatch checks the one-pass batch reader against
+// encoding/json: whatever it takes, encoding/json decodes to the same
+// steps, and what it stores decodes to them too.
+func FuzzScanStepBatch(f *testing.F) {
+	f.Add(batchJSON(f, richSteps()))
+	f.Add(batchJSON(f, benchBatch("bench", 1, 2)))
+	f.Add([]byte(`{"steps":[{"source":"a","seq":1,"error":{},"injected":null,"is_error":null,"host_pid":-3}]}`))
+	f.Add([]byte(`{"steps":[{"source":"a","seq":18446744073709551615,"started_at":"0001-01-01T00:00:00Z","ended_at":"9999-12-31T23:59:59.999999999+14:00"}]}`))
+	f.Add([]byte(`{"steps":[{"source":"a","seq":1,"latency_ms":-0.0e+00,"result":[[[{"":{}}]]],"causal_tag":"timeout"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkScan(t, data)
+	})
+}
+
+// TestRedeliveryOfPartlyStoredBatch: a batch whose first part was stored
+// (a delivery whose answer was lost after a part committed, or an outbox
+// that sent some steps alone) is completed by its redelivery, through the
+// API as a sidecar sends it: nothing twice, nothing missing, the same
+// order, indices and timestamps as one delivery would give.
+func TestRedeliveryOfPartlyStoredBatch(t *testing.T) {
+	ctx := context.Background()
+	batch := make([]hindsight.Step, 40)
+	for i := range batch {
+		s := stdio(step("sc", uint64(i+1), time.Duration(i)*time.Second), "s1", 77)
+		s.StartedAt = s.StartedAt.Add(123456789 * time.Nanosecond) // keeps its nanoseconds
+		s.Result = json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("y", 600+i) + `"}]}`)
+		if i%7 == 3 {
+			s.CausalTag, s.IsError = hindsight.TagFailure, true
+		}
+		batch[i] = s
+	}
+	post := func(t *testing.T, srv *Server, steps []hindsight.Step) IngestResult {
+		t.Helper()
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/steps", bytes.NewReader(batchJSON(t, steps))))
+		if w.Code != http.StatusOK {
+			t.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+		var res IngestResult
+		if err := json.Unmarshal(w.Body.Bytes(), &res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	export := func(t *testing.T, st *TraceStore) (string, []hindsight.Task) {
+		t.Helper()
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		if err := st.Steps(ctx, nil, func(s *hindsight.Step) error { return enc.Encode(s) }); err != nil {
+			t.Fatal(err)
+		}
+		tasks, err := st.Tasks(ctx, TaskFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return buf.String(), tasks
+	}
+
+	once := &Server{Traces: openTestStore(t, t.TempDir(), &clock{now: t0}), Logger: quiet}
+	defer once.Traces.Close()
+	if res := post(t, once, batch); res.Accepted != len(batch) {
+		t.Fatalf("one delivery: %+v", res)
+	}
+	wantExport, wantTasks := export(t, once.Traces)
+
+	for _, cut := range []int{1, 17, 39, 40} {
+		srv := &Server{Traces: openTestStore(t, t.TempDir(), &clock{now: t0}), Logger: quiet}
+		if res := post(t, srv, batch[:cut]); res.Accepted != cut {
+			t.Fatalf("cut %d: first part: %+v", cut, res)
+		}
+		if res := post(t, srv, batch); res.Accepted != len(batch)-cut || res.Duplicates != cut {
+			t.Fatalf("cut %d: redelivery: %+v; want %d accepted, %d duplicates", cut, res, len(batch)-cut, cut)
+		}
+		gotExport, gotTasks := export(t, srv.Traces)
+		if len(gotTasks) != 1 || len(wantTasks) != 1 {
+			t.Fatalf("cut %d: %d tasks; one delivery made %d", cut, len(gotTasks), len(wantTasks))
+		}
+		// Task ids are random: compare all else.
+		gotExport = strings.ReplaceAll(gotExport, gotTasks[0].ID, wantTasks[0].ID)
+		gotTasks[0].ID = wantTasks[0].ID
+		if gotExport != wantExport {
+			t.Errorf("cut %d: export differs from one delivery's:\n%s\nwant:\n%s", cut, gotExport, wantExport)
+		}
+		if !reflect.DeepEqual(gotTasks, wantTasks) {
+			t.Errorf("cut %d: tasks %+v; want %+v", cut, gotTasks, wantTasks)
+		}
+		srv.Traces.Close()
+	}
+
+	// What is read back is what was sent, task id and index aside.
+	task, err := once.Traces.Task(ctx, wantTasks[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range task.Steps {
+		want := batch[i]
+		want.TaskID, want.StepIndex = task.ID, i
+		if !s.StartedAt.Equal(want.StartedAt) || !s.EndedAt.Equal(want.EndedAt) {
+			t.Fatalf("step %d: times %v, %v; sent %v, %v", i, s.StartedAt, s.EndedAt, want.StartedAt, want.EndedAt)
+		}
+		s.StartedAt, s.EndedAt, want.StartedAt, want.EndedAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+		if !reflect.DeepEqual(s, want) {
+			t.Fatalf("step %d: read %+v; sent %+v", i, s, want)
+		}
+	}
+	if task.FailureCount != 6 || task.StepCount != len(batch) {
+		t.Errorf("task counts %d steps, %d failures; want %d, 6", task.StepCount, task.FailureCount, len(batch))
+	}
+}
+
+// TestScanStepBatchMutations runs checkScan on seeded random mutations of
+// valid batches: bytes changed, dropped, doubled, and JSON's special
+// characters put in, so the fast path meets near-valid input of every
+// kind on every run (FuzzScanStepBatch explores further).
+func TestScanStepBatchMutations(t *testing.T) {
+	seeds := [][]byte{
+		batchJSON(t, richSteps()),
+		[]byte(`{"steps":[{"source":"a","seq":1,"error":{},"injected":null,"is_error":true,"host_pid":-3,"latency_ms":1.5e3}]}`),
+	}
+	special := []byte(`{}[]",:\ -+.eE0119tfnul` + "\x00\n\xff")
+	rng := rand.New(rand.NewPCG(1, 2))
+	n := 20000
+	if testing.Short() {
+		n = 2000
+	}
+	taken := 0
+	for range n {
+		b := bytes.Clone(seeds[rng.IntN(len(seeds))])
+		for range 1 + rng.IntN(3) {
+			i := rng.IntN(len(b))
+			switch rng.IntN(4) {
+			case 0:
+				b[i] = special[rng.IntN(len(special))]
+			case 1:
+				b = append(b[:i], b[i+1:]...)
+			case 2:
+				b = append(b[:i+1], b[i:]...)
+			default:
+				b = append(b[:i], append([]byte{special[rng.IntN(len(special))]}, b[i:]...)...)
+			}
+		}
+		if checkScan(t, b) {
+			taken++
+		}
+	}
+	if taken == 0 {
+		t.Fatal("the fast path took none of the mutations")
+	}
+	t.Logf("the fast path took %d of %d mutations", taken, n)
+}
