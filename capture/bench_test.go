@@ -136,6 +136,9 @@ func BenchmarkRecorder(b *testing.B) {
 	// every step is written to disk.
 	b.Run("steps", func(b *testing.B) { steps(b, rawSink{}) })
 	b.Run("steps-nodaemon", func(b *testing.B) { steps(b, nil) })
+	// steps-slowdaemon: a daemon that takes longer than PersistAfter to
+	// acknowledge, so that every step is written to disk and removed.
+	b.Run("steps-slowdaemon", func(b *testing.B) { steps(b, rawSink{delay: 2 * DefaultPersistAfter}) })
 	b.Run("hook", func(b *testing.B) {
 		r := open(b, rawSink{})
 		b.ReportAllocs()
@@ -163,8 +166,14 @@ func BenchmarkRecorder(b *testing.B) {
 // rawSink is a RawDeliverer that acknowledges every batch at once without
 // looking at it: the daemon client's share of the sidecar's work is
 // writing the encodings to a socket.
-type rawSink struct{}
+type rawSink struct{ delay time.Duration }
 
-func (rawSink) Deliver(context.Context, []hindsight.Step) error { return nil }
+func (d rawSink) Deliver(context.Context, []hindsight.Step) error {
+	time.Sleep(d.delay)
+	return nil
+}
 
-func (rawSink) DeliverRaw(context.Context, []json.RawMessage) error { return nil }
+func (d rawSink) DeliverRaw(context.Context, []json.RawMessage) error {
+	time.Sleep(d.delay)
+	return nil
+}

@@ -297,6 +297,12 @@ func openBadger(dir string, log *slog.Logger) (*badger.DB, error) {
 		// memtables and 2 MB tables held ~58 MB of the sidecar's heap,
 		// these ~30 MB; 2 MB memtables held less again but cost 1.6× the
 		// CPU per step while a backlog is written (BenchmarkRecorder/steps).
+		//
+		// Steps stay in the LSM tree (a high value threshold): a write to
+		// the memtable's WAL survives a SIGKILL once it returns, a write
+		// to the value log does not (TestSIGKILLLosesNothingRelayed fails
+		// with the values there), although it would cost less than half
+		// the CPU per step written and removed.
 		WithMemTableSize(4 << 20).
 		WithNumMemtables(2).
 		WithValueLogFileSize(16 << 20).

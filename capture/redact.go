@@ -677,7 +677,8 @@ func stringEnd(doc []byte, start int) int {
 }
 
 // decodeJSONString decodes a JSON string token (quotes included) of a
-// document already checked by json.Valid.
+// document already checked by json.Valid. A string without escapes is
+// returned as a view of raw, without copying.
 func decodeJSONString(raw []byte) string {
 	body := raw[1 : len(raw)-1]
 	if !utf8.Valid(body) {
@@ -688,7 +689,10 @@ func decodeJSONString(raw []byte) string {
 		return strings.ToValidUTF8(string(body), "\uFFFD")
 	}
 	if bytes.IndexByte(body, '\\') < 0 {
-		return string(body)
+		// A view of the document, which is never modified while it is
+		// redacted (a request or response as relayed, or a copy made for
+		// a document nested in a string); nothing outlives it but copies.
+		return bytesString(body)
 	}
 	b := make([]byte, 0, len(body))
 	for i := 0; i < len(body); i++ {
