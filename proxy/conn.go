@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -115,9 +114,9 @@ func (c *Conn) fromClientAt(raw []byte, now time.Time) Action {
 				return a
 			}
 		}
-		if bytes.Contains(m.Raw, progressTokenMember) {
-			if tok := gjson.Get(rawString(m.member(m.params)), "_meta.progressToken"); tok.Exists() {
-				ex.progressToken = strings.Clone(tok.Raw)
+		if meta := m.member(m.meta); bytes.Contains(meta, progressTokenMember) {
+			if tok := gjson.Get(rawString(meta), "progressToken"); tok.Exists() {
+				ex.progressToken = tok.Raw // aliases raw, which is never modified
 			}
 		}
 		ex.key = rawString(m.ID) // raw is never modified: a key that aliases it is stable
@@ -256,8 +255,7 @@ func (c *Conn) localToolCall(m *Message, ex *Exchange) (Action, bool) {
 		return Action{}, false
 	}
 	params := m.member(m.params)
-	// name aliases the request, which is never modified (see Exchange.Request).
-	name := gjson.Get(rawString(params), "name").String()
+	name := m.paramString(m.name)
 	handler := c.askToolCall(h, name, params)
 	if handler == nil {
 		return Action{}, false

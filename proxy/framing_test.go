@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 )
 
 func TestLineReader(t *testing.T) {
@@ -255,6 +257,20 @@ func checkParse(t *testing.T, line []byte) {
 			// Invalid UTF-8 is kept by Parse and replaced by encoding/json.
 			if bytes.Count(m.Raw, []byte(`"method"`)) == 1 && utf8.Valid(m.Raw) {
 				t.Fatalf("method %q, encoding/json says %q", m.Method, *probe.Method)
+			}
+		}
+	}
+	if err == nil && utf8.Valid(m.Raw) && bytes.IndexByte(m.Raw, '\\') < 0 {
+		// The tool name and _meta noted while params is validated agree
+		// with gjson's reading (escapes aside, where the two may differ
+		// in how they repair invalid input).
+		if params := gjson.GetBytes(m.Raw, "params"); params.IsObject() && m.params.ok() &&
+			params.Raw == string(m.member(m.params)) {
+			if got, want := m.paramString(m.name), params.Get("name").String(); got != want {
+				t.Fatalf("%s: params name %q, gjson says %q", m.Raw, got, want)
+			}
+			if got, want := string(m.member(m.meta)), params.Get("_meta").Raw; got != want {
+				t.Fatalf("%s: params _meta %q, gjson says %q", m.Raw, got, want)
 			}
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+
+	"github.com/tidwall/gjson"
 )
 
 // Kind classifies a JSON-RPC message.
@@ -43,6 +45,10 @@ type Message struct {
 	Method string
 
 	params, result, rpcErr span // the members' values in Raw
+	// name and meta are the values of params' own "name" and "_meta"
+	// members, found while params is validated, so that a tools/call's
+	// tool name and a progress token need no second scan.
+	name, meta span
 }
 
 // IDKey returns a map key for the message's id that treats equal ids alike
@@ -103,12 +109,17 @@ func Parse(raw []byte) (Message, error) {
 				return m, ErrParse
 			}
 			vStart := skipSpace(raw, i+1)
-			vEnd, ok := skipValue(raw, vStart, 1)
-			if !ok {
-				return m, ErrParse
-			}
 			if kEsc {
 				key = unescapeKey(key)
+			}
+			var vEnd int
+			if string(key) == "params" && !m.params.ok() && vStart < len(raw) && raw[vStart] == '{' {
+				vEnd, ok = m.skipParams(raw, vStart)
+			} else {
+				vEnd, ok = skipValue(raw, vStart, 1)
+			}
+			if !ok {
+				return m, ErrParse
 			}
 			var dst *span
 			switch string(key) {
@@ -170,6 +181,70 @@ func Parse(raw []byte) (Message, error) {
 		return m, ErrInvalid
 	}
 	return m, nil
+}
+
+// skipParams validates the params object starting at raw[i], as skipValue
+// does, and notes where its "name" and "_meta" members' values are.
+func (m *Message) skipParams(raw []byte, i int) (int, bool) {
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i >= len(raw) || raw[i] != '"' {
+			return i, false
+		}
+		kEnd, kEsc, ok := skipString(raw, i)
+		if !ok {
+			return i, false
+		}
+		key := raw[i+1 : kEnd-1]
+		i = skipSpace(raw, kEnd)
+		if i >= len(raw) || raw[i] != ':' {
+			return i, false
+		}
+		vStart := skipSpace(raw, i+1)
+		vEnd, ok := skipValue(raw, vStart, 2) // inside the message and params
+		if !ok {
+			return vEnd, false
+		}
+		if kEsc {
+			key = unescapeKey(key)
+		}
+		var dst *span
+		switch string(key) {
+		case "name":
+			dst = &m.name
+		case "_meta":
+			dst = &m.meta
+		}
+		if dst != nil && !dst.ok() { // the first of duplicate members wins, as with gjson
+			*dst = span{vStart, vEnd}
+		}
+		i = skipSpace(raw, vEnd)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+			continue
+		}
+		if i < len(raw) && raw[i] == '}' {
+			return i + 1, true
+		}
+		return i, false
+	}
+}
+
+// paramString returns the value at s in Raw as gjson's String would: a
+// string's contents (aliasing Raw when it holds no escapes: Raw is never
+// modified), other values as written; "" when s is absent.
+func (m *Message) paramString(s span) string {
+	if !s.ok() {
+		return ""
+	}
+	v := m.Raw[s.start:s.end]
+	if v[0] == '"' && bytes.IndexByte(v, '\\') < 0 {
+		return rawString(v[1 : len(v)-1])
+	}
+	return gjson.Parse(rawString(v)).String()
 }
 
 // member returns the value at s in Raw, capped so that appending to it

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 func TestParse(t *testing.T) {
@@ -146,6 +148,58 @@ func TestValidJSONAgreesWithEncodingJSON(t *testing.T) {
 	} {
 		if got, want := validJSON([]byte(in)), json.Valid([]byte(in)); got != want {
 			t.Errorf("validJSON(%q) = %v, encoding/json says %v", in, got, want)
+		}
+	}
+}
+
+// TestParseParamsMembers checks the tool name and _meta found while params
+// is validated against gjson, which the hooks' callers used before.
+func TestParseParamsMembers(t *testing.T) {
+	for _, raw := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"name":"inner"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"name":"inner","_meta":{}},"name":"echo"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e\"cho\u00e9","_meta":{"progressToken":7}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"n\u0061me":"escaped-key","_meta":{"progressToken":"t"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"first","name":"second"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":42}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{ }}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[{"name":"x"}]}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`,
+		`{"params":{"_meta":{"progressToken":"p"},"name":"late"},"method":"tools/call","id":"a","jsonrpc":"2.0"}`,
+	} {
+		m, err := Parse([]byte(raw))
+		if err != nil {
+			t.Fatalf("Parse(%s): %v", raw, err)
+		}
+		params := gjson.GetBytes([]byte(raw), "params")
+		wantName := ""
+		if params.IsObject() {
+			wantName = params.Get("name").String()
+		}
+		if got := m.paramString(m.name); got != wantName {
+			t.Errorf("%s: name %q, want %q", raw, got, wantName)
+		}
+		wantTok := ""
+		if params.IsObject() {
+			wantTok = params.Get("_meta.progressToken").Raw
+		}
+		gotTok := ""
+		if meta := m.member(m.meta); meta != nil {
+			gotTok = gjson.GetBytes(meta, "progressToken").Raw
+		}
+		if gotTok != wantTok {
+			t.Errorf("%s: progress token %q, want %q", raw, gotTok, wantTok)
+		}
+	}
+	// Invalid params are still refused.
+	for _, raw := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name" "echo"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ec` + "\x01" + `ho"}}`,
+	} {
+		if _, err := Parse([]byte(raw)); err != ErrParse {
+			t.Errorf("Parse(%s) = %v, want ErrParse", raw, err)
 		}
 	}
 }
