@@ -218,3 +218,16 @@ func FuzzDecodeJSONString(f *testing.F) {
 		}
 	})
 }
+
+// FuzzValidJSON holds validJSON to json.Valid's answers.
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range []string{`{}`, `[1,2.5e-3,-0,"a\u00e9\n"]`, `{"a":{"b":[true,false,null]}}`, `01`, `1.`, `"\x"`, `"a` + "\x01" + `"`,
+		` {"a" : 1 } `, `{"a":1,}`, `[`, `"\ud800"`, "\"\xff\"", `-`, `1e+`, `tru`, `{"a":"b"}x`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := validJSON(b), json.Valid(b); got != want {
+			t.Fatalf("validJSON(%q) = %v, json.Valid %v", b, got, want)
+		}
+	})
+}
