@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -224,6 +225,14 @@ func (sc *scanner) str() (s []byte, plain, ok bool) {
 	plain = true
 	b := sc.b
 	for i := sc.i; i < len(b); {
+		// Eight bytes at a time while none is a quote, a backslash or a
+		// control character.
+		for i+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
 		switch c := b[i]; {
 		case c == '"':
 			sc.i = i + 1
@@ -251,6 +260,18 @@ func (sc *scanner) str() (s []byte, plain, ok bool) {
 		}
 	}
 	return nil, false, false
+}
+
+// special8 reports whether any of the eight bytes in x is a quote, a
+// backslash or below 0x20 (bytes of 0x80 and above are none of these).
+func special8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote := x ^ (ones * '"')
+	bslash := x ^ (ones * '\\')
+	// A byte is zero in v, or below n, when (v - n) sets its high bit and
+	// the byte did not have it already.
+	lt := func(v, n uint64) uint64 { return (v - ones*n) &^ v & highs }
+	return lt(x, 0x20)|lt(quote, 1)|lt(bslash, 1) != 0
 }
 
 func isHex(c byte) bool {

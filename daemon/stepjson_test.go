@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 )
 
@@ -285,4 +287,100 @@ func TestScanStepBatchMutations(t *testing.T) {
 		t.Fatal("the fast path took none of the mutations")
 	}
 	t.Logf("the fast path took %d of %d mutations", taken, n)
+}
+
+func TestSpecial8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	pick := []byte{0, 1, 0x1f, 0x20, 0x21, '"', '\\', '[', 0x7f, 0x80, 0xa2, 0xdc, 0xff, 'a'}
+	for range 200000 {
+		var b [8]byte
+		want := false
+		for i := range b {
+			if rng.IntN(2) == 0 {
+				b[i] = pick[rng.IntN(len(pick))]
+			} else {
+				b[i] = byte(rng.IntN(256))
+			}
+			want = want || b[i] < 0x20 || b[i] == '"' || b[i] == '\\'
+		}
+		if got := special8(binary.LittleEndian.Uint64(b[:])); got != want {
+			t.Fatalf("special8(%q) = %v; want %v", b, got, want)
+		}
+	}
+}
+
+// TestIngestRunsOfSeqs: the store knows which seqs it holds by runs of
+// consecutive seqs; seqs missing below a source's high-water mark (steps
+// set aside by a sidecar, then delivered after all) fill in, redeliveries
+// of any part are duplicates, across a restart too, and a store written
+// before runs (a seq key per step) still knows its steps.
+func TestIngestRunsOfSeqs(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := openTestStore(t, dir, &clock{now: t0})
+	seqs := func(from, to uint64) []hindsight.Step {
+		var out []hindsight.Step
+		for q := from; q <= to; q++ {
+			out = append(out, stdio(step("sc", q, time.Duration(q)*time.Second), "s1", 9))
+		}
+		return out
+	}
+	check := func(t *testing.T, st *TraceStore, steps []hindsight.Step, accepted, dups int) {
+		t.Helper()
+		res, err := st.Ingest(ctx, steps)
+		if err != nil || res.Accepted != accepted || res.Duplicates != dups {
+			t.Fatalf("ingest %d steps: %+v, %v; want %d accepted, %d duplicates", len(steps), res, err, accepted, dups)
+		}
+	}
+	check(t, st, seqs(1, 5), 5, 0)
+	check(t, st, seqs(10, 12), 3, 0)                      // 6…9 missing
+	check(t, st, append(seqs(3, 4), seqs(7, 7)...), 1, 2) // 7 fills in
+	check(t, st, seqs(1, 13), 4, 9)                       // 6, 8, 9 and 13 are new
+	check(t, st, seqs(1, 13), 0, 13)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st = openTestStore(t, dir, &clock{now: t0})
+	defer st.Close()
+	check(t, st, seqs(1, 14), 1, 13)
+	// One batch with a step twice, a redelivered one and new ones.
+	check(t, st, append(seqs(15, 16), append(seqs(15, 15), seqs(2, 2)...)...), 2, 2)
+
+	// A store from before runs: hw/ and a seq/ key per step.
+	err := st.DB().Update(func(txn *badger.Txn) error {
+		for q := uint64(1); q <= 5; q++ {
+			if err := txn.Set(key(pSeq, []byte("old"), u64(q)), []byte("t-x\x000")); err != nil {
+				return err
+			}
+		}
+		return txn.Set(key(pHW, []byte("old")), u64(5))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := func(from, to uint64) []hindsight.Step {
+		var out []hindsight.Step
+		for q := from; q <= to; q++ {
+			out = append(out, step("old", q, time.Duration(q)*time.Second))
+		}
+		return out
+	}
+	st.mu.Lock()
+	delete(st.hw, "old")
+	st.mu.Unlock()
+	check(t, st, old(3, 8), 3, 3)
+	check(t, st, old(1, 9), 1, 8)
+
+	tasks, err := st.Tasks(ctx, TaskFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, task := range tasks {
+		total += task.StepCount
+	}
+	if total != 16+4 {
+		t.Errorf("%d steps stored; want 20", total)
+	}
 }

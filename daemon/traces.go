@@ -26,7 +26,8 @@ const DefaultIdleGap = 10 * time.Minute
 // Key layout of the trace store. Separators are NUL bytes, which task ids,
 // sources and group names never contain (see validID).
 //
-//	seq/SOURCE\0SEQ(8)   → TASKID\0INDEX  every step ever ingested (dedupe)
+//	run/SOURCE\0FIRST(8) → LAST(8)        runs of consecutive seqs ingested (dedupe)
+//	seq/SOURCE\0SEQ(8)   → TASKID\0INDEX  a step ingested (dedupe; stores before runs)
 //	task/TASKID          → taskRec (JSON)
 //	step/TASKID\0IDX(4)  → hindsight.Step (JSON)
 //	grp/GROUP\0START(8)  → TASKID         tasks of a group by start time
@@ -36,6 +37,7 @@ const DefaultIdleGap = 10 * time.Minute
 //	hw/SOURCE            → SEQ(8)         highest seq ingested from a source
 var (
 	pSeq    = []byte("seq/")
+	pRun    = []byte("run/")
 	pTask   = []byte("task/")
 	pStep   = []byte("step/")
 	pGroup  = []byte("grp/")
@@ -109,11 +111,17 @@ type TraceStore struct {
 }
 
 // highWater is a source's highest ingested Seq; ok is false for a source
-// never seen.
+// never seen. When runOK, the stored run of consecutive seqs that ends at
+// seq starts at run: the next seq extends it.
 type highWater struct {
-	seq uint64
-	ok  bool
+	seq   uint64
+	ok    bool
+	run   uint64
+	runOK bool
 }
+
+// seqRun is a run of consecutive seqs of one source, all ingested.
+type seqRun struct{ first, last uint64 }
 
 // OpenTraceStore opens (creating) the trace store in dir.
 func OpenTraceStore(dir string, opt TraceOptions) (*TraceStore, error) {
@@ -278,6 +286,7 @@ func (t *TraceStore) ingestOnce(ctx context.Context, steps []rawStep) (IngestRes
 		t: t, txn: t.db.NewTransaction(true), now: t.now(),
 		recs: map[string]*taskRec{}, latest: map[string]*taskRec{},
 		hw: map[string]highWater{}, closes: map[string]*closeState{},
+		runs: map[string][]seqRun{}, known: map[string][]seqRun{},
 	}
 	defer w.txn.Discard()
 	for i := range steps {
@@ -313,6 +322,8 @@ type ingestTxn struct {
 	latest map[string]*taskRec    // group → its latest task, as far as this transaction knows
 	hw     map[string]highWater   // high-water marks this transaction raised
 	closes map[string]*closeState // session → its close record, as far as this transaction knows
+	runs   map[string][]seqRun    // source → runs this transaction writes
+	known  map[string][]seqRun    // source → stored runs it read
 	now    time.Time
 
 	// The group of the previous step, and what it was derived from:
@@ -350,6 +361,13 @@ func (w *ingestTxn) commit() error {
 	for src, h := range w.hw {
 		if err := w.txn.Set(key(pHW, []byte(src)), u64(h.seq)); err != nil {
 			return err
+		}
+	}
+	for src, runs := range w.runs {
+		for _, r := range runs {
+			if err := w.txn.Set(runKey(src, r.first), u64(r.last)); err != nil {
+				return err
+			}
 		}
 	}
 	for sid, c := range w.closes {
@@ -391,8 +409,79 @@ func (w *ingestTxn) mark(source string) (highWater, error) {
 	case !errors.Is(err, badger.ErrKeyNotFound):
 		return highWater{}, err
 	}
+	if h.ok {
+		r, found, err := w.storedRun(source, h.seq)
+		if err != nil {
+			return highWater{}, err
+		}
+		if found && r.last == h.seq {
+			h.run, h.runOK = r.first, true
+		}
+	}
 	w.t.hw[strings.Clone(source)] = h
 	return h, nil
+}
+
+func runKey(source string, first uint64) []byte {
+	return key(pRun, []byte(source), u64(first))
+}
+
+// storedRun returns the stored run of source that starts last at or
+// before seq.
+func (w *ingestTxn) storedRun(source string, seq uint64) (r seqRun, found bool, err error) {
+	prefix := key(pRun, []byte(source), nil)
+	opt := badger.DefaultIteratorOptions
+	opt.PrefetchValues = false
+	opt.Reverse = true
+	opt.Prefix = prefix
+	it := w.txn.NewIterator(opt)
+	defer it.Close()
+	it.Seek(append(runKey(source, seq), 0xff))
+	if !it.ValidForPrefix(prefix) {
+		return seqRun{}, false, nil
+	}
+	item := it.Item()
+	k := item.Key()
+	err = item.Value(func(v []byte) error {
+		if len(v) != 8 || len(k) != len(prefix)+8 {
+			return fmt.Errorf("run key %q: bad value %x", k, v)
+		}
+		r = seqRun{first: binary.BigEndian.Uint64(k[len(prefix):]), last: binary.BigEndian.Uint64(v)}
+		return nil
+	})
+	return r, err == nil, err
+}
+
+// seen reports whether seq of source, at or below its high-water mark,
+// was ingested: by this transaction, in a stored run, or (in a store
+// from before runs) under its seq key.
+func (w *ingestTxn) seen(source string, seq uint64) (bool, error) {
+	for _, runs := range [2][]seqRun{w.runs[source], w.known[source]} {
+		for _, r := range runs {
+			if r.first <= seq && seq <= r.last {
+				return true, nil
+			}
+		}
+	}
+	r, found, err := w.storedRun(source, seq)
+	if err != nil {
+		return false, err
+	}
+	if found && seq <= r.last {
+		// The steps of a redelivery that follow are likely in it too.
+		w.known[source] = append(w.known[source], r)
+		return true, nil
+	}
+	sk := append(append(append(w.alloc(len(pSeq)+len(source)+9), pSeq...), source...), 0)
+	sk = binary.BigEndian.AppendUint64(sk, seq)
+	switch _, err := w.txn.Get(sk); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return false, nil
+	default:
+		return false, err
+	}
 }
 
 func (w *ingestTxn) rec(id string) (*taskRec, error) {
@@ -430,15 +519,11 @@ func (w *ingestTxn) add(s *rawStep) (dup bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	sk := append(append(append(w.alloc(len(pSeq)+len(s.Source)+9), pSeq...), s.Source...), 0)
-	sk = binary.BigEndian.AppendUint64(sk, s.Seq)
 	// Above the high-water mark a step is new; at or below it (a
-	// redelivery, or steps out of order) the seq key says.
+	// redelivery, or steps out of order) the runs of seqs say.
 	if hw.ok && s.Seq <= hw.seq {
-		if _, err := w.txn.Get(sk); err == nil {
-			return true, nil
-		} else if !errors.Is(err, badger.ErrKeyNotFound) {
-			return false, err
+		if seen, err := w.seen(s.Source, s.Seq); seen || err != nil {
+			return seen, err
 		}
 	}
 	rec, err := w.segment(&s.stepMeta)
@@ -450,10 +535,6 @@ func (w *ingestTxn) add(s *rawStep) (dup bool, err error) {
 	stk := append(append(append(w.alloc(len(pStep)+len(rec.ID)+5), pStep...), rec.ID...), 0)
 	stk = binary.BigEndian.AppendUint32(stk, uint32(idx))
 	if err := w.txn.Set(stk, s.JSON); err != nil {
-		return false, err
-	}
-	v := strconv.AppendInt(append(append(w.alloc(len(rec.ID)+20), rec.ID...), 0), int64(idx), 10)
-	if err := w.txn.Set(sk, v); err != nil {
 		return false, err
 	}
 	if err := w.noteSeq(&s.stepMeta, hw); err != nil {
@@ -515,9 +596,25 @@ func (w *ingestTxn) account(rec *taskRec, s *stepMeta) error {
 // was waiting for this step. hw is the mark before s.
 func (w *ingestTxn) noteSeq(s *stepMeta, hw highWater) error {
 	if hw.ok && s.Seq <= hw.seq {
+		// A seq below the mark, missing until now: a run of its own.
+		w.runs[s.Source] = append(w.runs[s.Source], seqRun{first: s.Seq, last: s.Seq})
 		return nil
 	}
-	w.hw[s.Source] = highWater{seq: s.Seq, ok: true}
+	first := s.Seq
+	if hw.runOK && s.Seq == hw.seq+1 {
+		first = hw.run // the next seq: the run goes on
+	}
+	runs := w.runs[s.Source]
+	i := len(runs) - 1
+	for i >= 0 && runs[i].first != first {
+		i--
+	}
+	if i >= 0 {
+		runs[i].last = s.Seq
+	} else {
+		w.runs[s.Source] = append(runs, seqRun{first: first, last: s.Seq})
+	}
+	w.hw[s.Source] = highWater{seq: s.Seq, ok: true, run: first, runOK: true}
 	if s.SessionID == "" {
 		return nil
 	}
