@@ -60,9 +60,10 @@ type Options struct {
 // appends the exchange to an in-memory queue. Redaction and step building
 // run on background workers (in parallel), tagging and numbering on one
 // committer goroutine in the order the exchanges completed, and the
-// committer writes each batch to Badger, which is safe from a killed process
-// as soon as the write returns (typically well under a millisecond after
-// redaction; Stats and the hindsight_capture_* metrics show the queue).
+// committer hands each batch to the Outbox, which delivers it to the daemon
+// from memory and writes to Badger what the daemon has not acknowledged
+// 30 ms after its exchange ended (see Outbox; Stats and the
+// hindsight_capture_* metrics show the queue).
 //
 // The queue is bounded by MaxQueueBytes. Redacting on the caller's
 // goroutine would stall the relay, so when the queue is full — capture is
@@ -411,8 +412,10 @@ func (r *Recorder) readyAt(a uint64) bool {
 	return ok
 }
 
-// Sync waits until every exchange queued before it is in the outbox (safe
-// from a killed process), or ctx is done.
+// Sync waits until every exchange queued (or spilled) before it has been
+// handed to the outbox, or ctx is done. With no Deliverer, or while the
+// daemon is unreachable, the outbox has written them to disk by then;
+// otherwise they are acknowledged or on disk within Outbox's PersistAfter.
 func (r *Recorder) Sync(ctx context.Context) error {
 	target := r.accepted.Load()
 	for {
