@@ -3,6 +3,7 @@ package capture
 import (
 	"bytes"
 	"encoding/json"
+	"hash/maphash"
 
 	"github.com/hindsight-proxy/hindsight"
 )
@@ -38,7 +39,7 @@ type history struct {
 
 type callKey struct {
 	target string
-	args   []byte
+	args   uint64 // maphash of the compacted arguments
 }
 
 // NewTagger returns an empty Tagger.
@@ -55,9 +56,9 @@ func (t *Tagger) Tag(s *hindsight.Step) {
 		target += " " + s.Tool
 	}
 	slot := string(s.Direction) + " " + s.Method
-	args := compact(s.Arguments)
+	args := argsHash(s.Arguments)
 	prev, hasPrev := h.last[slot]
-	same := hasPrev && prev.target == target && bytes.Equal(prev.args, args)
+	same := hasPrev && prev.target == target && prev.args == args
 	h.last[slot] = callKey{target: target, args: args}
 
 	switch s.CausalTag {
@@ -110,13 +111,17 @@ func (t *Tagger) session(id string) *history {
 	return h
 }
 
-func compact(raw json.RawMessage) []byte {
-	if len(raw) == 0 {
-		return nil
+// argsHash hashes arguments as compacted JSON, so that the same call
+// sent with other whitespace is still the same; arguments without any
+// whitespace byte, as most clients send them, are hashed as they are.
+func argsHash(raw json.RawMessage) uint64 {
+	if bytes.ContainsAny(raw, " \t\r\n") {
+		var b bytes.Buffer
+		if json.Compact(&b, raw) == nil {
+			raw = b.Bytes()
+		}
 	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return raw
-	}
-	return b.Bytes()
+	return maphash.Bytes(argsSeed, raw)
 }
+
+var argsSeed = maphash.MakeSeed()
