@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -382,5 +383,41 @@ func TestIngestRunsOfSeqs(t *testing.T) {
 	}
 	if total != 16+4 {
 		t.Errorf("%d steps stored; want 20", total)
+	}
+}
+
+func TestIngestRaw(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t, t.TempDir(), &clock{now: t0})
+	defer st.Close()
+	var raws []json.RawMessage
+	for _, s := range richSteps() {
+		b, err := s.AppendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws = append(raws, b)
+	}
+	// Another encoder's spelling of a step: decoded, stored re-encoded.
+	raws = append(raws, json.RawMessage(`{"SOURCE":"other","Seq":7,"started_at":"2026-11-30T09:00:00Z"}`))
+	if err := st.DeliverRaw(ctx, raws); err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.IngestRaw(ctx, raws)
+	if err != nil || res.Duplicates != len(raws) {
+		t.Fatalf("redelivery: %+v, %v", res, err)
+	}
+	var got []hindsight.Step
+	if err := st.Steps(ctx, nil, func(s *hindsight.Step) error { got = append(got, *s); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(raws) {
+		t.Fatalf("%d steps stored; want %d", len(got), len(raws))
+	}
+	for _, bad := range []string{`{"source":"a","seq":"1"}`, `{"source":"a/b","seq":1}`, `[1]`} {
+		_, err := st.IngestRaw(ctx, []json.RawMessage{json.RawMessage(bad)})
+		if !errors.Is(err, ErrRejected) {
+			t.Errorf("IngestRaw(%s) = %v; want ErrRejected", bad, err)
+		}
 	}
 }

@@ -148,9 +148,10 @@ func OpenTraceStore(dir string, opt TraceOptions) (*TraceStore, error) {
 // traceBadgerOptions are the daemon's Badger settings with what suits a
 // trace store: a step's JSON (most are over a KiB) goes to the value log,
 // written once, and the LSM tree holds its pointer, so memtable flushes and
-// compactions do not copy step bodies again and again (steps are never
-// rewritten, so the value log holds no garbage to collect); writes are
-// serialized by the store's mutex, so Badger need not track conflicts.
+// compactions do not copy step bodies again and again. Steps are never
+// rewritten; task records, which are, stay under the threshold (they are a
+// few hundred bytes), so the value log holds next to no garbage. Writes
+// are serialized by the store's mutex, so Badger need not track conflicts.
 func traceBadgerOptions(dir string, logger *slog.Logger) badger.Options {
 	return badgerOptions(dir, logger).
 		WithValueThreshold(traceValueThreshold).
@@ -159,7 +160,7 @@ func traceBadgerOptions(dir string, logger *slog.Logger) badger.Options {
 
 // traceValueThreshold is the size from which a trace store's value goes to
 // the value log.
-var traceValueThreshold int64 = 512
+const traceValueThreshold = 1 << 10
 
 // Close closes the store.
 func (t *TraceStore) Close() error { return t.db.Close() }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 )
 
@@ -435,7 +436,13 @@ func TestTaskNotFound(t *testing.T) {
 }
 
 func TestIngestBatchLargerThanATransaction(t *testing.T) {
-	st := openTestStore(t, t.TempDir(), &clock{now: t0})
+	// Step bodies go to the value log, so a transaction holds many steps:
+	// a small memtable makes this batch too large for one.
+	st, err := OpenTraceStore(t.TempDir(), TraceOptions{Logger: quiet, Now: (&clock{now: t0}).Now,
+		Badger: func(o *badger.Options) { o.MemTableSize = 256 << 10 }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer st.Close()
 	big := json.RawMessage(`{"text":"` + strings.Repeat("y", 8<<10) + `"}`)
 	huge := json.RawMessage(`{"text":"` + strings.Repeat("z", 3<<20) + `"}`)
@@ -445,6 +452,13 @@ func TestIngestBatchLargerThanATransaction(t *testing.T) {
 		batch[i].Arguments, batch[i].Result, batch[i].Response = big, big, big
 	}
 	batch[700].Result = huge
+	raws, err := encodeSteps(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ingestOnce(context.Background(), raws); !errors.Is(err, badger.ErrTxnTooBig) {
+		t.Fatalf("one transaction: %v; want it too big", err)
+	}
 	res := ingest(t, st, batch...)
 	if res.Accepted != len(batch) {
 		t.Fatalf("accepted %d of %d", res.Accepted, len(batch))
