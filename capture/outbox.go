@@ -885,6 +885,8 @@ func (o *Outbox) enforceRetention() {
 		return nil
 	})
 	if len(expired) > 0 {
+		o.wmu.Lock() // what is on disk changes
+		defer o.wmu.Unlock()
 		wb := o.db.NewWriteBatch()
 		for _, k := range expired {
 			_ = wb.Delete(k)

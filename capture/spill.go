@@ -203,7 +203,13 @@ func (s *spill) next() (ex *proxy.Exchange, ok bool, err error) {
 			break
 		}
 		if seg.w != nil {
-			return nil, false, nil // caught up with the writer
+			// Caught up with the writer: delete what was read, and let the
+			// next exchange start a new segment.
+			if seg.records == 0 {
+				return nil, false, nil
+			}
+			seg.w.Close()
+			seg.w = nil
 		}
 		// Read through and closed: delete it.
 		if s.rfile != nil {

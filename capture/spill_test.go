@@ -87,6 +87,16 @@ func TestSpillSealsAndReadsBackInOrder(t *testing.T) {
 	if _, ok, _ := sp.next(); ok {
 		t.Fatal("a record past the end")
 	}
+	if files, _ := os.ReadDir(dir); len(files) != 0 || c.spillBytes.Load() != 0 {
+		t.Errorf("read-through spill left %d files, %d bytes", len(files), c.spillBytes.Load())
+	}
+	// The next exchange starts a new segment.
+	if err := sp.put(exs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := sp.next(); !ok || err != nil || !bytes.Equal(got.Request, exs[0].Request) {
+		t.Fatalf("after a new segment: %v %v", ok, err)
+	}
 	if n := sp.close(); n != 0 {
 		t.Errorf("%d records unread", n)
 	}
