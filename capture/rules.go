@@ -9,6 +9,13 @@ import (
 // normalizeKey lower-cases a key name and drops separators, so that
 // "API-Key", "api_key" and "apiKey" are one name.
 func normalizeKey(k string) string {
+	i := 0
+	for i < len(k) && ('a' <= k[i] && k[i] <= 'z' || '0' <= k[i] && k[i] <= '9') {
+		i++
+	}
+	if i == len(k) {
+		return k // already normal, as most keys are: no copy
+	}
 	var b strings.Builder
 	b.Grow(len(k))
 	for i := 0; i < len(k); i++ {
