@@ -85,41 +85,45 @@ func BenchmarkIngest(b *testing.B) {
 }
 
 // BenchmarkIngestHTTP measures what the daemon spends on a delivered batch
-// of 256 steps, as a sidecar's outbox sends it (POST /v1/steps with the
-// steps' JSON): decoding, ingest and the synchronous commit.
+// of steps, as a sidecar's outbox sends it (POST /v1/steps with the steps'
+// JSON): decoding, ingest and the synchronous commit; batches of 256 (an
+// outbox catching up) and of 16 (steady traffic).
 func BenchmarkIngestHTTP(b *testing.B) {
-	const batch = 256
-	st := openTestStore(b, b.TempDir(), &clock{now: t0})
-	defer st.Close()
-	srv := &Server{Traces: st, Logger: quiet}
-	seq := uint64(1)
-	var body []byte
-	b.ReportAllocs()
-	cpu0 := cpuTime(b)
-	for b.Loop() {
-		b.StopTimer()
-		body = append(body[:0], `{"steps":[`...)
-		for i, s := range benchBatch("bench", seq, batch) {
-			if i > 0 {
-				body = append(body, ',')
+	for _, batch := range []int{256, 16} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			st := openTestStore(b, b.TempDir(), &clock{now: t0})
+			defer st.Close()
+			srv := &Server{Traces: st, Logger: quiet}
+			seq := uint64(1)
+			var body []byte
+			b.ReportAllocs()
+			cpu0 := cpuTime(b)
+			for b.Loop() {
+				b.StopTimer()
+				body = append(body[:0], `{"steps":[`...)
+				for i, s := range benchBatch("bench", seq, batch) {
+					if i > 0 {
+						body = append(body, ',')
+					}
+					var err error
+					if body, err = s.AppendJSON(body); err != nil {
+						b.Fatal(err)
+					}
+				}
+				body = append(body, "]}"...)
+				req := httptest.NewRequest(http.MethodPost, "/v1/steps", bytes.NewReader(body))
+				w := httptest.NewRecorder()
+				b.StartTimer()
+				srv.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", w.Code, w.Body)
+				}
+				seq += uint64(batch)
 			}
-			var err error
-			if body, err = s.AppendJSON(body); err != nil {
-				b.Fatal(err)
-			}
-		}
-		body = append(body, "]}"...)
-		req := httptest.NewRequest(http.MethodPost, "/v1/steps", bytes.NewReader(body))
-		w := httptest.NewRecorder()
-		b.StartTimer()
-		srv.ServeHTTP(w, req)
-		if w.Code != http.StatusOK {
-			b.Fatalf("status %d: %s", w.Code, w.Body)
-		}
-		seq += batch
+			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "steps/s")
+			reportCPU(b, cpu0, b.N*batch)
+		})
 	}
-	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "steps/s")
-	reportCPU(b, cpu0, b.N*batch)
 }
 
 // cpuTime is the CPU time the process has used: the benchmark's and its

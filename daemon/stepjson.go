@@ -227,6 +227,9 @@ func (sc *scanner) str() (s []byte, plain, ok bool) {
 	for i := sc.i; i < len(b); {
 		// Eight bytes at a time while none is a quote, a backslash or a
 		// control character.
+		for i+16 <= len(b) && !special8(binary.LittleEndian.Uint64(b[i:])) && !special8(binary.LittleEndian.Uint64(b[i+8:])) {
+			i += 16
+		}
 		for i+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[i:])) {
 			i += 8
 		}
@@ -263,15 +266,13 @@ func (sc *scanner) str() (s []byte, plain, ok bool) {
 }
 
 // special8 reports whether any of the eight bytes in x is a quote, a
-// backslash or below 0x20 (bytes of 0x80 and above are none of these).
+// backslash or below 0x20 (bytes of 0x80 and above are none of these). A
+// byte of v is below n when v-n borrows into its high bit while the byte's
+// own high bit is clear; a byte equals c when v^c is below 1.
 func special8(x uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	quote := x ^ (ones * '"')
-	bslash := x ^ (ones * '\\')
-	// A byte is zero in v, or below n, when (v - n) sets its high bit and
-	// the byte did not have it already.
-	lt := func(v, n uint64) uint64 { return (v - ones*n) &^ v & highs }
-	return lt(x, 0x20)|lt(quote, 1)|lt(bslash, 1) != 0
+	q, s := x^(ones*'"'), x^(ones*'\\')
+	return ((x-ones*0x20)&^x|(q-ones)&^q|(s-ones)&^s)&highs != 0
 }
 
 func isHex(c byte) bool {

@@ -421,3 +421,29 @@ func TestIngestRaw(t *testing.T) {
 		}
 	}
 }
+
+// TestIngestSeesTaskUpdates: a batch that continues a task sees what was
+// written to its record since the last batch (the store caches the
+// latest task of each group between batches).
+func TestIngestSeesTaskUpdates(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t, t.TempDir(), &clock{now: t0})
+	defer st.Close()
+	ingest(t, st, stdio(step("fs", 1, 0), "s1", 100), stdio(step("fs", 2, time.Second), "s1", 100))
+	taskOf := func(key string) string { return placement(t, st)[key][0].(string) }
+	id := taskOf("fs/1")
+	if err := st.SetReflection(ctx, id, "failed"); err != nil {
+		t.Fatal(err)
+	}
+	ingest(t, st, stdio(step("fs", 3, 2*time.Second), "s1", 100))
+	if taskOf("fs/3") != id {
+		t.Fatal("the third step started a task of its own")
+	}
+	task, err := st.Task(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Reflection != "failed" || task.StepCount != 3 {
+		t.Errorf("task: reflection %q, %d steps; want failed, 3", task.Reflection, task.StepCount)
+	}
+}

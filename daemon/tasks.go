@@ -65,6 +65,7 @@ func (t *TraceStore) FinalizeIdle(ctx context.Context) ([]string, error) {
 
 // finalize does FinalizeIdle; t.mu is held.
 func (t *TraceStore) finalize(ctx context.Context, now time.Time) ([]string, error) {
+	clear(t.latest) // task records change here
 	var final []string
 	err := t.db.Update(func(txn *badger.Txn) error {
 		ids, err := keysUnder(txn, pOpen)
@@ -172,6 +173,7 @@ func (t *TraceStore) SetReflection(ctx context.Context, id, state string) error 
 func (t *TraceStore) update(id string, fn func(*badger.Txn, *taskRec) error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	clear(t.latest) // task records change here
 	return t.db.Update(func(txn *badger.Txn) error {
 		var rec taskRec
 		if err := getJSON(txn, key(pTask, []byte(id)), &rec); err != nil {

@@ -71,6 +71,27 @@ type taskRec struct {
 	Sessions   map[string]bool `json:"sessions"`    // session id → closed
 }
 
+// clone returns a copy of r that shares no memory with it, not even its
+// strings' (which may be views of a request's body).
+func (r *taskRec) clone() *taskRec {
+	c := *r
+	c.ID, c.Group, c.Reflection = strings.Clone(r.ID), strings.Clone(r.Group), strings.Clone(r.Reflection)
+	c.Steps = nil
+	if r.Servers != nil {
+		c.Servers = make([]string, len(r.Servers))
+		for i, s := range r.Servers {
+			c.Servers[i] = strings.Clone(s)
+		}
+	}
+	if r.Sessions != nil {
+		c.Sessions = make(map[string]bool, len(r.Sessions))
+		for k, v := range r.Sessions {
+			c.Sessions[strings.Clone(k)] = v
+		}
+	}
+	return &c
+}
+
 // closeRec records that a sidecar said a session ended. When the sidecar
 // named the last seq it sent, the close waits for that step to arrive.
 type closeRec struct {
@@ -108,6 +129,11 @@ type TraceStore struct {
 	// use of a source: a step above its source's high-water mark was never
 	// seen, so the common in-order step needs no dedupe lookup.
 	hw map[string]highWater
+	// latest caches, by segmentation group, the committed record of the
+	// group's latest task (t.mu held), so that a batch continuing it
+	// needs no index lookup nor decoding. Writes to task records other
+	// than ingest's empty it.
+	latest map[string]*taskRec
 }
 
 // highWater is a source's highest ingested Seq; ok is false for a source
@@ -142,7 +168,7 @@ func OpenTraceStore(dir string, opt TraceOptions) (*TraceStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open trace store: %w", err)
 	}
-	return &TraceStore{db: db, dir: dir, logger: opt.Logger, gap: opt.IdleGap, now: opt.Now, started: opt.Now(), hw: map[string]highWater{}}, nil
+	return &TraceStore{db: db, dir: dir, logger: opt.Logger, gap: opt.IdleGap, now: opt.Now, started: opt.Now(), hw: map[string]highWater{}, latest: map[string]*taskRec{}}, nil
 }
 
 // traceBadgerOptions are the daemon's Badger settings with what suits a
@@ -380,6 +406,9 @@ func (w *ingestTxn) commit() error {
 	}
 	if err := w.txn.Commit(); err != nil {
 		return err
+	}
+	for group, rec := range w.latest {
+		w.t.latest[strings.Clone(group)] = rec.clone()
 	}
 	for src, h := range w.hw {
 		if _, known := w.t.hw[src]; !known {
@@ -686,9 +715,17 @@ func (w *ingestTxn) segment(s *stepMeta) (*taskRec, error) {
 		}
 		return w.create(s.ExplicitTask, group, start)
 	}
-	// Most steps of a batch continue the group's latest task: skip the
-	// index lookups for them.
-	if rec := w.latest[group]; rec != nil && !start.Before(rec.StartedAt) && !start.After(rec.LastAt.Add(w.t.gap)) {
+	// Most steps continue the group's latest task: skip the index
+	// lookups for them.
+	rec := w.latest[group]
+	if c := w.t.latest[group]; rec == nil && c != nil {
+		if rec = w.recs[c.ID]; rec == nil {
+			rec = c.clone()
+			w.recs[rec.ID] = rec
+		}
+		w.latest[group] = rec
+	}
+	if rec != nil && !start.Before(rec.StartedAt) && !start.After(rec.LastAt.Add(w.t.gap)) {
 		return rec, nil
 	}
 	prev, next, err := w.neighbours(group, start)
@@ -712,7 +749,7 @@ func (w *ingestTxn) segment(s *stepMeta) (*taskRec, error) {
 		}
 		return next, nil
 	}
-	rec, err := w.create(newTaskID(start), group, start)
+	rec, err = w.create(newTaskID(start), group, start)
 	if err == nil && next == nil {
 		w.latest[group] = rec
 	}
