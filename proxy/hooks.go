@@ -62,7 +62,9 @@ type Hooks struct {
 
 	// Exchange is called once for every request that completed, failed or
 	// was cancelled, with the bytes as relayed. It is called on the relay's
-	// path and must return at once (queue the work).
+	// path and must return at once (queue the work). On stdio it runs once
+	// the response was written to the agent, so the agent never waits for
+	// it; the next messages from the server do.
 	Exchange func(ex *Exchange)
 }
 

@@ -572,3 +572,32 @@ func TestStdioAgentNotReading(t *testing.T) {
 	}
 	outW.Close()
 }
+
+// TestStdioExchangeAfterRelay checks that the Exchange hook runs after the
+// response reached the agent: the agent never waits for it.
+func TestStdioExchangeAfterRelay(t *testing.T) {
+	st, _, _, _ := fakeStdio(t, fakeserver.ModeMCP)
+	received := make(chan struct{})
+	hookSaw := make(chan bool, 1)
+	st.Hooks = &Hooks{Exchange: func(ex *Exchange) {
+		if ex.Method != "ping" {
+			return
+		}
+		select {
+		case <-received: // the agent has the response already
+			hookSaw <- true
+		case <-time.After(5 * time.Second):
+			hookSaw <- false
+		}
+	}}
+	a := runStdio(t, st)
+	a.initialize()
+	a.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	if got := a.recv(); got != `{"jsonrpc":"2.0","id":1,"result":{}}` {
+		t.Fatalf("got %s", got)
+	}
+	close(received)
+	if !<-hookSaw {
+		t.Fatal("the Exchange hook ran before the response was relayed to the agent")
+	}
+}
