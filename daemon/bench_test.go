@@ -140,3 +140,28 @@ func cpuTime(b *testing.B) time.Duration {
 func reportCPU(b *testing.B, cpu0 time.Duration, steps int) {
 	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(steps), "cpu-ns/step")
 }
+
+// BenchmarkTaskRead measures reading a task of 256 steps back (what
+// reflection and `traces show` do).
+func BenchmarkTaskRead(b *testing.B) {
+	const steps = 256
+	st := openTestStore(b, b.TempDir(), &clock{now: t0})
+	defer st.Close()
+	ctx := context.Background()
+	if _, err := st.Ingest(ctx, benchBatch("bench", 1, steps)); err != nil {
+		b.Fatal(err)
+	}
+	tasks, err := st.Tasks(ctx, TaskFilter{})
+	if err != nil || len(tasks) != 1 {
+		b.Fatalf("tasks: %v, %v", tasks, err)
+	}
+	b.ReportAllocs()
+	cpu0 := cpuTime(b)
+	for b.Loop() {
+		task, err := st.Task(ctx, tasks[0].ID)
+		if err != nil || len(task.Steps) != steps {
+			b.Fatalf("task: %v", err)
+		}
+	}
+	reportCPU(b, cpu0, b.N*steps)
+}

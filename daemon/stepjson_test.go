@@ -84,8 +84,31 @@ func checkScan(t *testing.T, data []byte) (taken bool) {
 		if !reflect.DeepEqual(s, b.Steps[i]) {
 			t.Fatalf("step %d: stored JSON decodes to %+v; want %+v", i, s, b.Steps[i])
 		}
+		checkDecode(t, fast[i].JSON)
 	}
 	return true
+}
+
+// checkDecode checks decodeStep against json.Unmarshal on raw.
+func checkDecode(t *testing.T, raw []byte) {
+	t.Helper()
+	var want, got hindsight.Step
+	wantErr := json.Unmarshal(raw, &want)
+	gotErr := decodeStep(raw, &got)
+	if (gotErr == nil) != (wantErr == nil) {
+		t.Fatalf("decodeStep(%q): %v; json.Unmarshal: %v", raw, gotErr, wantErr)
+	}
+	if wantErr != nil {
+		return
+	}
+	if !got.StartedAt.Equal(want.StartedAt) || !got.EndedAt.Equal(want.EndedAt) ||
+		got.StartedAt.String() != want.StartedAt.String() || got.EndedAt.String() != want.EndedAt.String() {
+		t.Fatalf("decodeStep(%q): times %v, %v; want %v, %v", raw, got.StartedAt, got.EndedAt, want.StartedAt, want.EndedAt)
+	}
+	got.StartedAt, got.EndedAt, want.StartedAt, want.EndedAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decodeStep(%q) = %+v; want %+v", raw, got, want)
+	}
 }
 
 func TestScanStepBatch(t *testing.T) {
@@ -100,6 +123,8 @@ func TestScanStepBatch(t *testing.T) {
 		{"no steps", `{"steps":[]}`, true, true},
 		{"null steps", `{"steps":null}`, true, true},
 		{"whitespace", " \n{ \"steps\" :\t[ {\"source\" : \"a\" , \"seq\":1 } ] }\r\n", true, true},
+		{"nulls", `{"steps":[{"source":"a","seq":1,"arguments":null,"error":null,"task_id":null,"is_error":null,"started_at":null,"latency_ms":null}]}`, true, true},
+		{"escapes in fields not read", `{"steps":[{"source":"a","seq":1,"method":"tools\/call","tool":"\u00e9\ud83d\ude00","error_code":"\ud800"}]}`, true, true},
 		{"key in another case", `{"steps":[{"Source":"a","seq":1}]}`, false, true},
 		{"escaped key", `{"steps":[{"sour\u0063e":"a","seq":1}]}`, false, true},
 		{"escaped source", `{"steps":[{"source":"\u0061","seq":1}]}`, false, true},
@@ -282,6 +307,10 @@ func TestScanStepBatchMutations(t *testing.T) {
 		}
 		if checkScan(t, b) {
 			taken++
+		}
+		// The same mutation in one step alone, as stored.
+		if i := bytes.Index(b, []byte(`[{`)); i >= 0 {
+			checkDecode(t, b[i+1:len(b)-2])
 		}
 	}
 	if taken == 0 {

@@ -309,7 +309,7 @@ func stepsOf(txn *badger.Txn, id string, fn func(*hindsight.Step) error) error {
 	for it.Rewind(); it.Valid(); it.Next() {
 		var s hindsight.Step
 		item := it.Item()
-		if err := item.Value(func(b []byte) error { return json.Unmarshal(b, &s) }); err != nil {
+		if err := item.Value(func(b []byte) error { return decodeStep(b, &s) }); err != nil {
 			return err
 		}
 		// A step is stored as it was delivered; its key says its task
