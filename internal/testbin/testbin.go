@@ -5,11 +5,13 @@ package testbin
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,29 +110,54 @@ func StopDaemon(t testing.TB, home string) {
 	})
 }
 
-// stopDaemon stops the daemon whose lock is in home, waiting up to grace
-// after SIGTERM.
+// stopDaemon stops the daemons of home, waiting up to grace after SIGTERM.
+// It finds them by home's lock file and, for a daemon still starting (a
+// sidecar that exited at once may have just spawned one), by scanning
+// /proc for daemons whose environment names home.
 func stopDaemon(home string, grace time.Duration) error {
-	b, err := os.ReadFile(filepath.Join(home, "daemon.lock"))
-	if err != nil {
-		return nil // no daemon ever ran here
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 || pid == os.Getpid() || !isDaemon(pid) {
-		return nil // released, or the test's own lock, or a reused pid
-	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		return nil // gone already
-	}
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
-		if !isDaemon(pid) {
-			return nil
+	pids := daemonsOf(home)
+	if b, err := os.ReadFile(filepath.Join(home, "daemon.lock")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 && pid != os.Getpid() && isDaemon(pid) && !slices.Contains(pids, pid) {
+			pids = append(pids, pid)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	syscall.Kill(pid, syscall.SIGKILL)
-	return fmt.Errorf("daemon pid %d ignored SIGTERM for %v; killed", pid, grace)
+	var errs []error
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+			continue // gone already
+		}
+		deadline := time.Now().Add(grace)
+		for isDaemon(pid) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if isDaemon(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			errs = append(errs, fmt.Errorf("daemon pid %d ignored SIGTERM for %v; killed", pid, grace))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// daemonsOf returns the live daemons whose environment has
+// HINDSIGHT_HOME=home.
+func daemonsOf(home string) []int {
+	if abs, err := filepath.Abs(home); err == nil {
+		home = abs
+	}
+	want := []byte("HINDSIGHT_HOME=" + home + "\x00")
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() || !isDaemon(pid) {
+			continue
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err == nil && (bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...))) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // isDaemon reports whether pid is a live `hindsight … daemon` process (not
