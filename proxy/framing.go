@@ -31,17 +31,7 @@ func (e *LineTooLongError) Error() string {
 type LineReader struct {
 	r   *bufio.Reader
 	max int
-	// slab is where the next lines are copied to: one allocation holds
-	// many messages, instead of one each. Each line handed out is a
-	// capacity-capped slice of it that is never written again, so callers
-	// may keep lines as long as they like (a kept line keeps its slab).
-	slab []byte
 }
-
-// slabSize is the size of the blocks LineReader copies lines into; lines
-// over slabSize/4 get an allocation of their own, so that a slab is never
-// mostly wasted.
-const slabSize = 16 << 10
 
 // NewLineReader returns a LineReader on r that accepts lines of up to max
 // bytes (MaxLineBytes when max <= 0).
@@ -86,20 +76,16 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 	}
 }
 
-// own returns a copy of frag that the caller owns.
+// own returns a copy of frag that the caller owns. Each line has an
+// allocation of its own: lines are kept for unbounded times (capture's
+// queue, the initialize replayed to a respawned server), and a line that
+// shared a block with others would keep them all alive, so capture's bound
+// on queued bytes would no longer bound memory. Sharing blocks saved ~20 ns
+// a line.
 func (lr *LineReader) own(frag []byte) []byte {
-	n := len(frag)
-	if n > slabSize/4 {
-		line := make([]byte, n)
-		copy(line, frag)
-		return line
-	}
-	if n > cap(lr.slab)-len(lr.slab) {
-		lr.slab = make([]byte, 0, slabSize)
-	}
-	start := len(lr.slab)
-	lr.slab = append(lr.slab, frag...)
-	return lr.slab[start : start+n : start+n]
+	line := make([]byte, len(frag))
+	copy(line, frag)
+	return line
 }
 
 // Pending reports whether a whole line is already buffered, so that the
