@@ -35,6 +35,12 @@ type stepMeta struct {
 type rawStep struct {
 	stepMeta
 	JSON []byte
+
+	// When the step came in a request's body, src is the body and JSON
+	// is src[off:off+len(JSON)]: steps next to each other in it are
+	// stored as one slice of it.
+	src []byte
+	off int
 }
 
 func metaOf(s *hindsight.Step) stepMeta {
@@ -137,7 +143,7 @@ func scanStepBatch(body []byte) ([]rawStep, bool) {
 				if !ok {
 					return nil, false
 				}
-				steps = append(steps, rawStep{stepMeta: m, JSON: body[start:sc.i:sc.i]})
+				steps = append(steps, rawStep{stepMeta: m, JSON: body[start:sc.i:sc.i], src: body, off: start})
 				sc.ws()
 				if sc.byte(']') {
 					break
@@ -171,12 +177,13 @@ func scanStep(raw []byte) (stepMeta, bool) {
 // scanner reads JSON as strictly as encoding/json (whose grammar it
 // follows) or more: what it takes, encoding/json takes too.
 type scanner struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	depth int // the nesting it follows; 0: maxDepth
 }
 
-// maxDepth bounds the nesting the scanner follows (encoding/json's is
-// 10000); deeper input goes to the general path.
+// maxDepth bounds the nesting the scanner follows by default (encoding/json
+// follows 10000); deeper input goes to the general path.
 const maxDepth = 512
 
 func (sc *scanner) ws() {
@@ -330,7 +337,7 @@ func (sc *scanner) skip(depth int) bool {
 		_, _, ok := sc.str()
 		return ok
 	case c == '{', c == '[':
-		if depth >= maxDepth {
+		if depth >= maxDepth && depth >= sc.depth {
 			return false
 		}
 		sc.i++

@@ -376,6 +376,20 @@ func TestIngestRunsOfSeqs(t *testing.T) {
 	check(t, st, seqs(1, 14), 1, 13)
 	// One batch with a step twice, a redelivered one and new ones.
 	check(t, st, append(seqs(15, 16), append(seqs(15, 15), seqs(2, 2)...)...), 2, 2)
+	// Indices in order of arrival, whatever was stored under one key.
+	var order []uint64
+	if err := st.Steps(ctx, nil, func(s *hindsight.Step) error {
+		if s.StepIndex != len(order) {
+			t.Fatalf("step %s/%d has index %d; want %d", s.Source, s.Seq, s.StepIndex, len(order))
+		}
+		order = append(order, s.Seq)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []uint64{1, 2, 3, 4, 5, 10, 11, 12, 7, 6, 8, 9, 13, 14, 15, 16}; !reflect.DeepEqual(order, want) {
+		t.Errorf("steps in order %v; want %v", order, want)
+	}
 
 	// A store from before runs: hw/ and a seq/ key per step.
 	err := st.DB().Update(func(txn *badger.Txn) error {
@@ -475,4 +489,111 @@ func TestIngestSeesTaskUpdates(t *testing.T) {
 	if task.Reflection != "failed" || task.StepCount != 3 {
 		t.Errorf("task: reflection %q, %d steps; want failed, 3", task.Reflection, task.StepCount)
 	}
+}
+
+// TestChunks: a batch's steps of one task are stored under one key, split
+// when large; steps of tasks interleaved in a batch, steps stored one at a
+// time and in chunks all read back in index order.
+func TestChunks(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t, t.TempDir(), &clock{now: t0})
+	defer st.Close()
+	body := json.RawMessage(`{"text":"` + strings.Repeat("c", 200<<10) + `"}`)
+	var batch []hindsight.Step
+	for i := range 60 { // 12 MB for host 1: three chunks or more
+		s := stdio(step("a", uint64(i+1), time.Duration(i)*time.Second), "s1", 1)
+		s.Result = body
+		batch = append(batch, s, stdio(step("b", uint64(i+1), time.Duration(i)*time.Second), "s2", 2))
+	}
+	srv := &Server{Traces: st, Logger: quiet}
+	ingest(t, st, batch[:1]...) // one step alone first
+	if res := postSteps(t, srv, batch); res.Accepted != len(batch)-1 || res.Duplicates != 1 {
+		t.Fatalf("ingest: %+v", res)
+	}
+	// Steps of one task, with a redelivered one amid new ones.
+	more := []hindsight.Step{batch[120-2], stdio(step("b", 61, 60*time.Second), "s2", 2), batch[3], stdio(step("b", 62, 61*time.Second), "s2", 2)}
+	if res := postSteps(t, srv, more); res.Accepted != 2 || res.Duplicates != 2 {
+		t.Fatalf("ingest: %+v", res)
+	}
+	chunks := 0
+	err := st.DB().View(func(txn *badger.Txn) error {
+		opt := badger.DefaultIteratorOptions
+		opt.Prefix = pStep
+		it := txn.NewIterator(opt)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			chunks++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chunks < 5 || chunks > 10 {
+		t.Errorf("%d keys for 120 steps of two tasks; want a few chunks", chunks)
+	}
+	tasks, err := st.Tasks(ctx, TaskFilter{})
+	if err != nil || len(tasks) != 2 {
+		t.Fatalf("tasks: %v, %v", tasks, err)
+	}
+	for _, task := range tasks {
+		full, err := st.Task(ctx, task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 60 + 2*strings.Count(full.Steps[0].Source, "b"); len(full.Steps) != want {
+			t.Fatalf("task %s: %d steps", task.ID, len(full.Steps))
+		}
+		for i, s := range full.Steps {
+			if s.StepIndex != i || s.Seq != uint64(i+1) || s.TaskID != task.ID {
+				t.Fatalf("task %s: step %d is %s/%d at index %d of %s", task.ID, i, s.Source, s.Seq, s.StepIndex, s.TaskID)
+			}
+			if s.Source == "a" && len(s.Result) != len(body) {
+				t.Fatalf("step %d: result of %d bytes", i, len(s.Result))
+			}
+		}
+	}
+}
+
+// TestDeepStep: a step nested deeper than the one-pass reader follows is
+// stored and read back (through encoding/json).
+func TestDeepStep(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t, t.TempDir(), &clock{now: t0})
+	defer st.Close()
+	deep := json.RawMessage(strings.Repeat(`{"a":[`, 600) + `1` + strings.Repeat(`]}`, 600))
+	batch := []hindsight.Step{step("d", 1, 0), step("d", 2, time.Second), step("d", 3, 2*time.Second)}
+	batch[1].Result = deep
+	srv := &Server{Traces: st, Logger: quiet}
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/steps", bytes.NewReader(batchJSON(t, batch))))
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	tasks, err := st.Tasks(ctx, TaskFilter{})
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("tasks: %v, %v", tasks, err)
+	}
+	task, err := st.Task(ctx, tasks[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(task.Steps) != 3 || !bytes.Equal(task.Steps[1].Result, deep) || task.Steps[2].Seq != 3 {
+		t.Fatalf("read back %d steps", len(task.Steps))
+	}
+}
+
+// postSteps delivers steps as a sidecar does.
+func postSteps(t *testing.T, srv *Server, steps []hindsight.Step) IngestResult {
+	t.Helper()
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/steps", bytes.NewReader(batchJSON(t, steps))))
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	var res IngestResult
+	if err := json.Unmarshal(w.Body.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

@@ -307,20 +307,54 @@ func stepsOf(txn *badger.Txn, id string, fn func(*hindsight.Step) error) error {
 	it := txn.NewIterator(opt)
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
-		var s hindsight.Step
 		item := it.Item()
-		if err := item.Value(func(b []byte) error { return decodeStep(b, &s) }); err != nil {
+		var steps []hindsight.Step // fn may keep a pointer
+		err := item.Value(func(b []byte) error {
+			return eachStored(b, func(raw []byte) error {
+				steps = append(steps, hindsight.Step{})
+				return decodeStep(raw, &steps[len(steps)-1])
+			})
+		})
+		if err != nil {
 			return err
 		}
-		// A step is stored as it was delivered; its key says its task
-		// and index.
+		// Steps are stored as they were delivered; the key says their
+		// task and the index of the first.
 		k := item.Key()
-		s.TaskID, s.StepIndex = id, int(binary.BigEndian.Uint32(k[len(k)-4:]))
-		if err := fn(&s); err != nil {
-			return err
+		first := int(binary.BigEndian.Uint32(k[len(k)-4:]))
+		for i := range steps {
+			steps[i].TaskID, steps[i].StepIndex = id, first+i
+			if err := fn(&steps[i]); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// eachStored calls fn with each step's JSON in a stored value: one step,
+// or a chunk of them, comma-separated.
+func eachStored(b []byte, fn func(raw []byte) error) error {
+	sc := scanner{b: b, depth: 10001} // what encoding/json accepted
+
+	sc.ws()
+	for {
+		start := sc.i
+		if !sc.skip(1) {
+			return fmt.Errorf("read stored steps: bad value at byte %d", sc.i)
+		}
+		if err := fn(b[start:sc.i]); err != nil {
+			return err
+		}
+		sc.ws()
+		if sc.i == len(b) {
+			return nil
+		}
+		if !sc.byte(',') {
+			return fmt.Errorf("read stored steps: bad value at byte %d", sc.i)
+		}
+		sc.ws()
+	}
 }
 
 // TraceStats summarizes the trace store.

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
@@ -29,7 +30,9 @@ const DefaultIdleGap = 10 * time.Minute
 //	run/SOURCE\0FIRST(8) → LAST(8)        runs of consecutive seqs ingested (dedupe)
 //	seq/SOURCE\0SEQ(8)   → TASKID\0INDEX  a step ingested (dedupe; stores before runs)
 //	task/TASKID          → taskRec (JSON)
-//	step/TASKID\0IDX(4)  → hindsight.Step (JSON)
+//	step/TASKID\0IDX(4)  → hindsight.Step (JSON), or the steps IDX,
+//	                       IDX+1… comma-separated (a chunk: one batch's
+//	                       steps of the task, as the batch had them)
 //	grp/GROUP\0START(8)  → TASKID         tasks of a group by start time
 //	open/TASKID          → ""             tasks not final yet
 //	unq/TASKID           → ""             final tasks not yet handed to reflection
@@ -312,7 +315,7 @@ func (t *TraceStore) ingestOnce(ctx context.Context, steps []rawStep) (IngestRes
 	w := &ingestTxn{
 		t: t, txn: t.db.NewTransaction(true), now: t.now(),
 		recs: map[string]*taskRec{}, latest: map[string]*taskRec{},
-		hw: map[string]highWater{}, closes: map[string]*closeState{},
+		hw: map[string]highWater{}, closes: map[string]*closeState{}, chunks: map[string]*stepChunk{},
 		runs: map[string][]seqRun{}, known: map[string][]seqRun{},
 	}
 	defer w.txn.Discard()
@@ -360,6 +363,8 @@ type ingestTxn struct {
 	explicit bool
 
 	keys []byte // the keys written, carved out of shared chunks
+
+	chunks map[string]*stepChunk // task id → the steps to write under one key
 }
 
 // closeState is a session's close record as a transaction sees it.
@@ -380,6 +385,11 @@ func (w *ingestTxn) alloc(n int) []byte {
 }
 
 func (w *ingestTxn) commit() error {
+	for id, c := range w.chunks {
+		if err := w.flushChunk(id, c); err != nil {
+			return err
+		}
+	}
 	for id, rec := range w.recs {
 		if err := setJSON(w.txn, key(pTask, []byte(id)), rec); err != nil {
 			return err
@@ -562,15 +572,93 @@ func (w *ingestTxn) add(s *rawStep) (dup bool, err error) {
 	}
 	idx := rec.StepCount
 	// The step is stored as delivered: its key names its task and index.
-	stk := append(append(append(w.alloc(len(pStep)+len(rec.ID)+5), pStep...), rec.ID...), 0)
-	stk = binary.BigEndian.AppendUint32(stk, uint32(idx))
-	if err := w.txn.Set(stk, s.JSON); err != nil {
+	if err := w.putStep(rec.ID, idx, s); err != nil {
 		return false, err
 	}
 	if err := w.noteSeq(&s.stepMeta, hw); err != nil {
 		return false, err
 	}
 	return false, w.account(rec, &s.stepMeta)
+}
+
+// stepChunk is steps of one task with consecutive indices, to be written
+// under one key: Badger's cost is mostly per key. Steps that were next to
+// each other in a request's body are a slice of it; others are copied.
+type stepChunk struct {
+	first int // the index of the first step
+	n     int // steps
+
+	src        []byte // the body the steps are in, or nil
+	start, end int    // their span in src
+	buf        []byte // the steps, comma-separated, when not a span
+}
+
+// maxChunk bounds the steps written under one key (Badger refuses values
+// near its value log's file size).
+const maxChunk = 4 << 20
+
+// value returns what c stores.
+func (c *stepChunk) value() []byte {
+	if c.buf != nil {
+		return c.buf
+	}
+	return c.src[c.start:c.end:c.end]
+}
+
+// putStep adds s, the step of task id with index idx, to what the
+// transaction writes.
+func (w *ingestTxn) putStep(id string, idx int, s *rawStep) error {
+	c := w.chunks[id]
+	if c != nil && (c.first+c.n != idx || len(c.value())+len(s.JSON) > maxChunk) {
+		if err := w.flushChunk(id, c); err != nil {
+			return err
+		}
+		c = nil
+	}
+	switch {
+	case c == nil:
+		c = &stepChunk{first: idx, src: s.src, start: s.off, end: s.off + len(s.JSON)}
+		if s.src == nil {
+			c.src, c.start, c.end = s.JSON, 0, len(s.JSON)
+		}
+		w.chunks[id] = c
+	case c.buf == nil && s.src != nil && unsafe.SliceData(c.src) == unsafe.SliceData(s.src) && separator(c.src, c.end, s.off):
+		c.end = s.off + len(s.JSON) // next in the body
+	default:
+		if c.buf == nil {
+			v := c.value()
+			c.buf = append(make([]byte, 0, 2*(len(v)+len(s.JSON))), v...)
+		}
+		c.buf = append(append(c.buf, ','), s.JSON...)
+	}
+	c.n++
+	return nil
+}
+
+// separator reports whether b[from:to] is a comma between blanks.
+func separator(b []byte, from, to int) bool {
+	if from > to || to > len(b) {
+		return false
+	}
+	comma := false
+	for _, c := range b[from:to] {
+		switch {
+		case c == ',' && !comma:
+			comma = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		default:
+			return false
+		}
+	}
+	return comma
+}
+
+// flushChunk writes c, the chunk of task id.
+func (w *ingestTxn) flushChunk(id string, c *stepChunk) error {
+	delete(w.chunks, id)
+	k := append(append(append(w.alloc(len(pStep)+len(id)+5), pStep...), id...), 0)
+	k = binary.BigEndian.AppendUint32(k, uint32(c.first))
+	return w.txn.Set(k, c.value())
 }
 
 // account adds s to its task's record.

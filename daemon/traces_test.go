@@ -436,19 +436,21 @@ func TestTaskNotFound(t *testing.T) {
 }
 
 func TestIngestBatchLargerThanATransaction(t *testing.T) {
-	// Step bodies go to the value log, so a transaction holds many steps:
-	// a small memtable makes this batch too large for one.
+	// A task's steps of one batch are stored under one key, and their
+	// bodies in the value log: a batch is too large for one transaction
+	// when it has many tasks and the memtable is small.
 	st, err := OpenTraceStore(t.TempDir(), TraceOptions{Logger: quiet, Now: (&clock{now: t0}).Now,
 		Badger: func(o *badger.Options) { o.MemTableSize = 256 << 10 }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	const jobs = 300
 	big := json.RawMessage(`{"text":"` + strings.Repeat("y", 8<<10) + `"}`)
 	huge := json.RawMessage(`{"text":"` + strings.Repeat("z", 3<<20) + `"}`)
 	batch := make([]hindsight.Step, 1500)
 	for i := range batch {
-		batch[i] = stdio(step("big", uint64(i+1), time.Duration(i)*time.Millisecond), "s1", 100)
+		batch[i] = explicit(stdio(step("big", uint64(i+1), time.Duration(i)*time.Millisecond), "s1", 100), fmt.Sprintf("job-%d", i%jobs))
 		batch[i].Arguments, batch[i].Result, batch[i].Response = big, big, big
 	}
 	batch[700].Result = huge
@@ -467,15 +469,14 @@ func TestIngestBatchLargerThanATransaction(t *testing.T) {
 		t.Fatalf("redelivery: %+v", res)
 	}
 	p := placement(t, st)
-	task := p["big/1"][0]
 	for i := range batch {
 		got := p[fmt.Sprintf("big/%d", i+1)]
-		if got[0] != task || got[1] != i {
-			t.Fatalf("step %d placed at %v, want index %d of %v", i+1, got, i, task)
+		if want := fmt.Sprintf("job-%d", i%jobs); got[0] != want || got[1] != i/jobs {
+			t.Fatalf("step %d placed at %v, want index %d of %s", i+1, got, i/jobs, want)
 		}
 	}
-	full, err := st.Task(context.Background(), task.(string))
-	if err != nil || full.StepCount != len(batch) || len(full.Steps[700].Result) != len(huge) {
+	full, err := st.Task(context.Background(), fmt.Sprintf("job-%d", 700%jobs))
+	if err != nil || full.StepCount != len(batch)/jobs || len(full.Steps[700/jobs].Result) != len(huge) {
 		t.Fatalf("task: %d steps, %v", full.StepCount, err)
 	}
 }
