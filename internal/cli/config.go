@@ -32,6 +32,9 @@ type Config struct {
 		// MaxBodyBytes truncates stored arguments and results above this
 		// size (the original size and SHA-256 are kept).
 		MaxBodyBytes int `yaml:"max_body_bytes"`
+		// MaxSpillBytes bounds what capture spills to disk, sealed, when it
+		// falls behind (default 1 GiB; negative: drop instead of spilling).
+		MaxSpillBytes int64 `yaml:"max_spill_bytes"`
 		// Redact adds user rules to the built-in redactor.
 		Redact struct {
 			Keys     []string `yaml:"keys"` // JSON key names whose values are secret

@@ -97,7 +97,11 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 	// Metrics at GET /metrics on the socket: the daemon's own, the Go
 	// runtime's and the process's (RSS), and reflection's when it has them.
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "hindsight_capture_spill_lost_total",
+			Help: "Exchanges found spilled by dead sidecars and deleted unread (sealed with a key that died with them).",
+		}, func() float64 { return float64(capture.SpillLost()) }))
 	if c, ok := queue.(prometheus.Collector); ok {
 		if err := reg.Register(c); err != nil {
 			logger.Warn("register reflection metrics", "err", err)

@@ -283,13 +283,14 @@ func (s *sidecar) startCapture(g *globals, name string, logger *slog.Logger) (*c
 		return nil, err
 	}
 	rec, err := capture.New(capture.Options{
-		Home:         g.home,
-		Server:       name,
-		Redactor:     red,
-		MaxBodyBytes: g.config.Capture.MaxBodyBytes,
-		Deliverer:    deliverer{c: s.client, k: s.keeper},
-		Logger:       logger,
-		Retention:    g.config.Outbox.Retention,
+		Home:          g.home,
+		Server:        name,
+		Redactor:      red,
+		MaxBodyBytes:  g.config.Capture.MaxBodyBytes,
+		MaxSpillBytes: g.config.Capture.MaxSpillBytes,
+		Deliverer:     deliverer{c: s.client, k: s.keeper},
+		Logger:        logger,
+		Retention:     g.config.Outbox.Retention,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start capture: %w", err)
