@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -76,6 +77,14 @@ func runWrap(ctx context.Context, g *globals, args []string) error {
 		stop := watchHeap(path+".peak", logger)
 		defer writeHeapProfile(path, logger)
 		defer stop()
+	}
+
+	if os.Getenv("GOGC") == "" && !g.config.captureEnabled() {
+		// Relaying only, the live heap is ~2 MB and the collector's
+		// minimum target makes it run every few thousand calls: twice the
+		// headroom costs ~4 MB and saves ~15% of the relay's CPU. With
+		// capture the heap is larger and the default serves better.
+		debug.SetGCPercent(200)
 	}
 
 	var hooks *proxy.Hooks
