@@ -87,9 +87,10 @@ func BenchmarkIngest(b *testing.B) {
 // BenchmarkIngestHTTP measures what the daemon spends on a delivered batch
 // of steps, as a sidecar's outbox sends it (POST /v1/steps with the steps'
 // JSON): decoding, ingest and the synchronous commit; batches of 256 (an
-// outbox catching up) and of 16 (steady traffic).
+// outbox catching up), of 16 (steady traffic) and of 1 (an agent calling
+// a tool now and then: the cost of a batch, mostly Badger's two syncs).
 func BenchmarkIngestHTTP(b *testing.B) {
-	for _, batch := range []int{256, 16} {
+	for _, batch := range []int{256, 16, 1} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			st := openTestStore(b, b.TempDir(), &clock{now: t0})
 			defer st.Close()

@@ -377,7 +377,7 @@ type closeState struct {
 // alloc returns n bytes for a key or value that lives until commit.
 func (w *ingestTxn) alloc(n int) []byte {
 	if cap(w.keys)-len(w.keys) < n {
-		w.keys = make([]byte, 0, max(16<<10, n))
+		w.keys = make([]byte, 0, max(1<<10, n))
 	}
 	b := w.keys[len(w.keys) : len(w.keys)+n : len(w.keys)+n]
 	w.keys = w.keys[:len(w.keys)+n]
