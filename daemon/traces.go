@@ -114,11 +114,13 @@ type TraceOptions struct {
 
 // TraceStore keeps steps in Badger and segments them into tasks.
 //
-// Steps are keyed by Source and Seq, so a batch delivered twice is stored
-// once. Segmentation puts a step into a task by, in this order: the explicit
-// task id; the agent host process of a stdio sidecar; the session id. A new
-// task starts after an idle gap. Step indices are assigned in arrival order
-// and never change, so reflection can cite them.
+// Steps are known by Source and Seq, so a batch delivered twice is stored
+// once. A step is stored as it was delivered (ingest reads its JSON once,
+// in one pass, for what it needs), and a batch costs one transaction.
+// Segmentation puts a step into a task by, in this order: the explicit task
+// id; the agent host process of a stdio sidecar; the session id. A new task
+// starts after an idle gap. Step indices are assigned in arrival order and
+// never change, so reflection can cite them.
 type TraceStore struct {
 	db      *badger.DB
 	dir     string
