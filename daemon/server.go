@@ -55,7 +55,7 @@ type Server struct {
 
 // metrics count what the daemon did, for GET /metrics.
 type metrics struct {
-	ingested, duplicates, rejected, final, enqueueFailures prometheus.Counter
+	ingested, duplicates, batches, rejected, final, enqueueFailures prometheus.Counter
 }
 
 func (s *Server) initMetrics() {
@@ -68,11 +68,12 @@ func (s *Server) initMetrics() {
 	s.m = metrics{
 		ingested:        c("hindsight_daemon_steps_ingested_total", "Steps stored in the trace store."),
 		duplicates:      c("hindsight_daemon_steps_duplicate_total", "Redelivered steps skipped."),
+		batches:         c("hindsight_daemon_step_batches_total", "Step batches stored (each costs a commit and two disk syncs)."),
 		rejected:        c("hindsight_daemon_batches_rejected_total", "Step batches refused as bad input."),
 		final:           c("hindsight_daemon_tasks_final_total", "Tasks that became final."),
 		enqueueFailures: c("hindsight_daemon_enqueue_failures_total", "Failed hand-overs of final tasks to reflection."),
 	}
-	for _, col := range []prometheus.Collector{s.m.ingested, s.m.duplicates, s.m.rejected, s.m.final, s.m.enqueueFailures} {
+	for _, col := range []prometheus.Collector{s.m.ingested, s.m.duplicates, s.m.batches, s.m.rejected, s.m.final, s.m.enqueueFailures} {
 		if err := s.Registry.Register(col); err != nil {
 			s.Logger.Warn("register daemon metric", "err", err)
 		}
@@ -477,6 +478,7 @@ func (s *Server) handleSteps(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	s.m.batches.Inc()
 	s.m.ingested.Add(float64(res.Accepted))
 	s.m.duplicates.Add(float64(res.Duplicates))
 	if res.Duplicates > 0 {

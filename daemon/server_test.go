@@ -181,7 +181,7 @@ func TestAPITraces(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	for _, want := range []string{"hindsight_daemon_steps_ingested_total 2", "hindsight_daemon_steps_duplicate_total 2",
+	for _, want := range []string{"hindsight_daemon_steps_ingested_total 2", "hindsight_daemon_steps_duplicate_total 2", "hindsight_daemon_step_batches_total 2",
 		"hindsight_daemon_batches_rejected_total 1", "hindsight_daemon_tasks_final_total 1"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("metrics lack %q:\n%s", want, b)
