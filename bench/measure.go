@@ -62,7 +62,31 @@ type Options struct {
 	Calls       int           // cap on calls per measurement; 0: none
 	Warmup      int           // calls per variant before the first round; default 500
 	Payload     int           // bytes of text in each echo call's arguments; default 256
-	Progress    io.Writer     // one line per measurement when set
+	// Pace, when > 0, adds a measurement at the concurrency key Paced: one
+	// call in flight, started Pace times a second on a fixed schedule, so
+	// that the machine idles between calls as it does beside an agent and
+	// p50 shows what lies on the path rather than what competes for CPU.
+	Pace     float64
+	Progress io.Writer // one line per measurement when set
+}
+
+// Paced is the concurrency key of the paced measurements (Options.Pace).
+const Paced = 0
+
+// levels returns the concurrency keys measured: Concurrency, then Paced.
+func (o *Options) levels() []int {
+	if o.Pace > 0 {
+		return append(slices.Clone(o.Concurrency), Paced)
+	}
+	return o.Concurrency
+}
+
+// label names a concurrency key for reports.
+func (o *Options) label(conc int) string {
+	if conc == Paced {
+		return fmt.Sprintf("1 in flight, %.0f/s", o.Pace)
+	}
+	return fmt.Sprintf("%d in flight", conc)
 }
 
 func (o *Options) defaults() {
@@ -185,16 +209,22 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	n := len(opts.Variants)
 	for round := range opts.Rounds {
-		for _, conc := range opts.Concurrency {
+		for _, conc := range opts.levels() {
 			for k := range n {
 				i := (round + k) % n
 				v := opts.Variants[i]
 				runtime.GC() // the driver's own garbage is nobody's cost
 				u0, uErr := procs[i].Usage()
-				s, err := Measure(ctx, procs[i].Client, args, conc, opts.Duration, opts.Calls)
+				var s Sample
+				var err error
+				if conc == Paced {
+					s, err = MeasurePaced(ctx, procs[i].Client, args, opts.Pace, opts.Duration, opts.Calls)
+				} else {
+					s, err = Measure(ctx, procs[i].Client, args, conc, opts.Duration, opts.Calls)
+				}
 				if err != nil {
-					return nil, fmt.Errorf("variant %s, round %d, %d in flight: %w (stderr: %s)",
-						v.Name, round+1, conc, err, strings.TrimSpace(procs[i].Stderr()))
+					return nil, fmt.Errorf("variant %s, round %d, %s: %w (stderr: %s)",
+						v.Name, round+1, opts.label(conc), err, strings.TrimSpace(procs[i].Stderr()))
 				}
 				s.Syscalls, s.CPU = -1, -1
 				if u1, err := procs[i].Usage(); err == nil && uErr == nil {
@@ -203,8 +233,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				rep.Samples[v.Name][conc] = append(rep.Samples[v.Name][conc], s)
 				rep.TotalCalls[v.Name] += s.Calls
 				if opts.Progress != nil {
-					fmt.Fprintf(opts.Progress, "round %d  %-18s %3d in flight  %8.0f calls/s  p50 %-9v p99 %-9v %5.2f syscalls/call  CPU %v/call\n",
-						round+1, v.Name, conc, s.Rate(), s.P50.Round(100*time.Nanosecond), s.P99.Round(100*time.Nanosecond),
+					fmt.Fprintf(opts.Progress, "round %d  %-18s %-20s %8.0f calls/s  p50 %-9v p99 %-9v %5.2f syscalls/call  CPU %v/call\n",
+						round+1, v.Name, opts.label(conc), s.Rate(), s.P50.Round(100*time.Nanosecond), s.P99.Round(100*time.Nanosecond),
 						s.SyscallsPerCall(), s.CPUPerCall().Round(100*time.Nanosecond))
 				}
 			}
@@ -346,6 +376,42 @@ func Measure(ctx context.Context, c *Client, args []byte, conc int, d time.Durat
 	}
 	slices.Sort(all)
 	return Sample{Calls: len(all), Elapsed: elapsed, P50: percentile(all, 50), P99: percentile(all, 99)}, nil
+}
+
+// MeasurePaced makes one call at a time on c, started rate times a second
+// on a fixed schedule (a call that overruns its slot delays only the next
+// start), until d has passed and/or maxCalls calls were made, and returns
+// their latency percentiles and rate.
+func MeasurePaced(ctx context.Context, c *Client, args []byte, rate float64, d time.Duration, maxCalls int) (Sample, error) {
+	if rate <= 0 {
+		return Sample{}, errors.New("measure paced: rate must be positive")
+	}
+	if d <= 0 && maxCalls <= 0 {
+		return Sample{}, errors.New("measure paced: neither a duration nor a call count")
+	}
+	interval := time.Duration(float64(time.Second) / rate)
+	start := time.Now()
+	var lats []time.Duration
+	for i := 0; maxCalls <= 0 || i < maxCalls; i++ {
+		next := start.Add(time.Duration(i) * interval)
+		if d > 0 && next.Sub(start) >= d {
+			break
+		}
+		if wait := time.Until(next); wait > 0 {
+			time.Sleep(wait)
+		}
+		t0 := time.Now()
+		if _, err := c.Call(ctx, "tools/call", args); err != nil {
+			return Sample{}, fmt.Errorf("measure paced: %w", err)
+		}
+		lats = append(lats, time.Since(t0))
+	}
+	if len(lats) == 0 {
+		return Sample{}, errors.New("measure paced: no call completed")
+	}
+	elapsed := time.Since(start)
+	slices.Sort(lats)
+	return Sample{Calls: len(lats), Elapsed: elapsed, P50: percentile(lats, 50), P99: percentile(lats, 99)}, nil
 }
 
 // percentile returns the nearest-rank percentile of sorted.

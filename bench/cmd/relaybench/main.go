@@ -80,6 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		calls    = fs.Int("calls", 0, "cap on calls per measurement (0: none)")
 		concList = fs.String("concurrency", "1,64", "calls in flight, comma-separated")
 		payload  = fs.Int("payload", 256, "bytes of text in each echo call")
+		pace     = fs.Float64("pace", 1000, "also measure one call in flight started this many times a second (0: not)")
 		warmup   = fs.Int("warmup", 500, "calls per variant before the first round")
 		variants = fs.String("variants", strings.Join([]string{bench.Direct, bench.ByteRelay, bench.Sidecar, bench.SidecarNoCapture}, ","),
 			"variants to measure, in order")
@@ -143,7 +144,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	opts := bench.Options{Variants: vs, Rounds: *rounds, Concurrency: concs, Duration: *duration,
-		Calls: *calls, Warmup: *warmup, Payload: *payload}
+		Calls: *calls, Warmup: *warmup, Payload: *payload, Pace: *pace}
 	if *verbose {
 		opts.Progress = stderr
 	}
