@@ -166,8 +166,11 @@ func TestAPITraces(t *testing.T) {
 	if err != nil || len(final) != 1 || final[0] != id {
 		t.Fatalf("CloseSession = %v, %v", final, err)
 	}
-	waitFor(t, func() bool { return slices.Contains(q.ids(), id) })
-	task, _ = c.Task(ctx, id)
+	// The queue takes the task, then the store records it as queued.
+	waitFor(t, func() bool {
+		task, _ = c.Task(ctx, id)
+		return slices.Contains(q.ids(), id) && task != nil && task.Reflection != ""
+	})
 	if !task.Final || task.Reflection != "pending" {
 		t.Fatalf("after close: final %v, reflection %q", task.Final, task.Reflection)
 	}
