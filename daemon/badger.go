@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"log/slog"
 
 	"github.com/dgraph-io/badger/v4"
@@ -21,7 +20,7 @@ func BadgerOptions(dir string, logger *slog.Logger) badger.Options {
 // badgerOptions are the daemon's Badger settings (see BadgerOptions).
 func badgerOptions(dir string, logger *slog.Logger) badger.Options {
 	return badger.DefaultOptions(dir).
-		WithLogger(levelLogger{badgerlog.New(logger), logger}).
+		WithLogger(badgerlog.New(logger)).
 		WithSyncWrites(true).
 		WithMemTableSize(16 << 20).   // a transaction holds up to 15% of it
 		WithValueThreshold(16 << 10). // large steps go to the value log, so a batch fits a transaction
@@ -32,24 +31,4 @@ func badgerOptions(dir string, logger *slog.Logger) badger.Options {
 		WithIndexCacheSize(4 << 20).
 		WithValueLogFileSize(64 << 20).
 		WithNumCompactors(2)
-}
-
-// levelLogger formats Badger's debug and info lines (which badgerlog logs
-// at debug level; Badger writes one per commit) only when the logger takes
-// debug lines.
-type levelLogger struct {
-	badger.Logger
-	l *slog.Logger
-}
-
-func (b levelLogger) Debugf(f string, a ...any) {
-	if b.l.Enabled(context.Background(), slog.LevelDebug) {
-		b.Logger.Debugf(f, a...)
-	}
-}
-
-func (b levelLogger) Infof(f string, a ...any) {
-	if b.l.Enabled(context.Background(), slog.LevelDebug) {
-		b.Logger.Infof(f, a...)
-	}
 }

@@ -4,6 +4,7 @@
 package badgerlog
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -18,8 +19,16 @@ type logger struct{ l *slog.Logger }
 
 func (b logger) Errorf(f string, a ...any)   { b.l.Error(line(f, a)) }
 func (b logger) Warningf(f string, a ...any) { b.l.Warn(line(f, a)) }
-func (b logger) Infof(f string, a ...any)    { b.l.Debug(line(f, a)) }
-func (b logger) Debugf(f string, a ...any)   { b.l.Debug(line(f, a)) }
+func (b logger) Infof(f string, a ...any)    { b.debug(f, a) }
+func (b logger) Debugf(f string, a ...any)   { b.debug(f, a) }
+
+// debug logs at debug level, formatting only when the logger takes debug
+// lines: Badger writes one on every commit.
+func (b logger) debug(f string, a []any) {
+	if b.l.Enabled(context.Background(), slog.LevelDebug) {
+		b.l.Debug(line(f, a))
+	}
+}
 
 func line(f string, a []any) string {
 	return "badger: " + strings.TrimSpace(fmt.Sprintf(f, a...))

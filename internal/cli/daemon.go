@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -323,4 +324,10 @@ type storeDeliverer struct{ t *daemon.TraceStore }
 
 func (d storeDeliverer) Deliver(ctx context.Context, steps []hindsight.Step) error {
 	return rejected(d.t.Deliver(ctx, steps))
+}
+
+// DeliverRaw stores steps as their outbox encoded them, without decoding
+// and encoding them again (capture.RawDeliverer).
+func (d storeDeliverer) DeliverRaw(ctx context.Context, steps []json.RawMessage) error {
+	return rejected(d.t.DeliverRaw(ctx, steps))
 }
