@@ -14,13 +14,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/profile"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -139,7 +139,7 @@ func (s *Server) routes() {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.init()
 	if path := os.Getenv(CPUProfileEnv); path != "" {
-		stop, err := startCPUProfile(path)
+		stop, err := profile.StartCPU(path)
 		if err != nil {
 			s.Logger.Warn("no cpu profile", "err", err)
 		} else {
@@ -180,22 +180,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // CPUProfileEnv names the environment variable that makes Serve write a
 // CPU profile of the daemon (see Serve).
 const CPUProfileEnv = "HINDSIGHT_DAEMON_CPUPROFILE"
-
-// startCPUProfile writes a CPU profile to path until stop is called.
-func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("create cpu profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("start cpu profile: %w", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
-}
 
 func (s *Server) tick() time.Duration {
 	if s.Tick > 0 {

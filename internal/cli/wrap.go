@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hindsight-proxy/hindsight/internal/profile"
 	"github.com/hindsight-proxy/hindsight/proxy"
 )
 
@@ -65,7 +66,7 @@ func runWrap(ctx context.Context, g *globals, args []string) error {
 	defer signal.Stop(sigpipe)
 
 	if path := os.Getenv("HINDSIGHT_CPUPROFILE"); path != "" {
-		stop, err := startCPUProfile(path)
+		stop, err := profile.StartCPU(path)
 		if err != nil {
 			return err
 		}
@@ -117,23 +118,6 @@ func runWrap(ctx context.Context, g *globals, args []string) error {
 	}
 	logger.Info("wrap stopped", "server", *name, "ran", time.Since(start).Round(time.Millisecond).String())
 	return nil
-}
-
-// startCPUProfile writes a CPU profile of the sidecar to path until stop
-// is called (HINDSIGHT_CPUPROFILE, for measuring the relay).
-func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("create cpu profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("start cpu profile: %w", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
 }
 
 // writeHeapProfile writes a heap profile of the sidecar to path

@@ -26,13 +26,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/bench"
+	"github.com/hindsight-proxy/hindsight/internal/profile"
 )
 
 func main() {
@@ -59,7 +59,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				rest = rest[1:]
 			}
 			if path := os.Getenv("RELAYBENCH_CPUPROFILE"); path != "" {
-				stop, err := startCPUProfile(path)
+				stop, err := profile.StartCPU(path)
 				if err != nil {
 					return err
 				}
@@ -201,23 +201,6 @@ func buildHindsight(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("build ./cmd/hindsight (run from the module's root, or pass -hindsight): %w\n%s", err, b)
 	}
 	return out, nil
-}
-
-// startCPUProfile writes this process's CPU profile to path until stop is
-// called, so that the byte relay can be profiled like the sidecar.
-func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("create cpu profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("start cpu profile: %w", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
 }
 
 func parseInts(s string) ([]int, error) {
