@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 func TestSmokeDriver(t *testing.T) {
 	var out, errOut bytes.Buffer
 	args := []string{"-rounds", "2", "-duration", "0", "-calls", "40", "-warmup", "10",
-		"-concurrency", "1,4", "-hindsight", testbin.Hindsight(t), "-v"}
+		"-concurrency", "1,4", "-pace", "2000", "-hindsight", testbin.Hindsight(t), "-v"}
 	if err := run(context.Background(), args, &out, &errOut); err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, errOut.String())
 	}
@@ -39,14 +39,15 @@ func TestSmokeDriver(t *testing.T) {
 		"| path (its own process) | CPU/call (4 in flight) | syscalls/call | daemon CPU/call | peak RSS |",
 		"| direct |", "| relay |", "| sidecar |", "| sidecar-nocapture |",
 		"| sidecar's throughput vs relay's, 4 in flight |", "| capture's cost in p50, 1 in flight |",
+		"| calls/s (1 in flight, 2000/s) |", "| capture's cost in p50, 1 in flight, 2000/s |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("output lacks %q:\n%s", want, md)
 		}
 	}
-	// 2 rounds × 2 concurrencies × 4 variants, one progress line each.
-	if n := strings.Count(errOut.String(), "in flight"); n != 16 {
-		t.Errorf("%d progress lines, want 16:\n%s", n, errOut.String())
+	// 2 rounds × (2 concurrencies + paced) × 4 variants, one progress line each.
+	if n := strings.Count(errOut.String(), "in flight"); n != 24 {
+		t.Errorf("%d progress lines, want 24:\n%s", n, errOut.String())
 	}
 }
 
