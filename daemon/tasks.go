@@ -27,7 +27,7 @@ func (t *TraceStore) CloseSession(ctx context.Context, sessionID, source string,
 	defer t.mu.Unlock()
 	now := t.now()
 	c := closeRec{At: now}
-	err := t.db.Update(func(txn *badger.Txn) error {
+	err := t.write(func(txn *badger.Txn) error {
 		if source != "" && lastSeq != nil {
 			c.Source, c.LastSeq = source, *lastSeq
 			c.Pending = true
@@ -67,7 +67,7 @@ func (t *TraceStore) FinalizeIdle(ctx context.Context) ([]string, error) {
 func (t *TraceStore) finalize(ctx context.Context, now time.Time) ([]string, error) {
 	clear(t.latest) // task records change here
 	var final []string
-	err := t.db.Update(func(txn *badger.Txn) error {
+	err := t.write(func(txn *badger.Txn) error {
 		ids, err := keysUnder(txn, pOpen)
 		if err != nil {
 			return err
@@ -174,7 +174,7 @@ func (t *TraceStore) update(id string, fn func(*badger.Txn, *taskRec) error) err
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	clear(t.latest) // task records change here
-	return t.db.Update(func(txn *badger.Txn) error {
+	return t.write(func(txn *badger.Txn) error {
 		var rec taskRec
 		if err := getJSON(txn, key(pTask, []byte(id)), &rec); err != nil {
 			if errors.Is(err, badger.ErrKeyNotFound) {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -110,7 +111,13 @@ type TraceOptions struct {
 	Logger  *slog.Logger          // nil: slog.Default()
 	Now     func() time.Time      // nil: time.Now (tests set a clock)
 	Badger  func(*badger.Options) // adjusts Badger's options; may be nil
+	// SyncInterval is how often written steps are synced to disk; 0:
+	// DefaultSyncInterval. See TraceStore.
+	SyncInterval time.Duration
 }
+
+// DefaultSyncInterval is how often the trace store syncs what it wrote.
+const DefaultSyncInterval = 200 * time.Millisecond
 
 // TraceStore keeps steps in Badger and segments them into tasks.
 //
@@ -121,8 +128,18 @@ type TraceOptions struct {
 // id; the agent host process of a stdio sidecar; the session id. A new task
 // starts after an idle gap. Step indices are assigned in arrival order and
 // never change, so reflection can cite them.
+//
+// A batch is acknowledged once written, before it is synced: a write is in
+// the kernel's page cache when Ingest returns, so it survives the daemon's
+// crash or SIGKILL, and a loop syncs every SyncInterval (200 ms), so a
+// machine crash loses at most that much — the outbox's own promise. Two
+// fsyncs per batch cost the daemon more CPU than the rest of ingest with
+// an agent's small batches.
 type TraceStore struct {
 	db      *badger.DB
+	dirty   atomic.Bool   // written since the last sync
+	stop    chan struct{} // closed by Close: the sync loop ends
+	synced  chan struct{} // closed when the sync loop has ended
 	dir     string
 	logger  *slog.Logger
 	gap     time.Duration
@@ -173,7 +190,34 @@ func OpenTraceStore(dir string, opt TraceOptions) (*TraceStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open trace store: %w", err)
 	}
-	return &TraceStore{db: db, dir: dir, logger: opt.Logger, gap: opt.IdleGap, now: opt.Now, started: opt.Now(), hw: map[string]highWater{}, latest: map[string]*taskRec{}}, nil
+	if opt.SyncInterval <= 0 {
+		opt.SyncInterval = DefaultSyncInterval
+	}
+	t := &TraceStore{db: db, dir: dir, logger: opt.Logger, gap: opt.IdleGap, now: opt.Now, started: opt.Now(),
+		hw: map[string]highWater{}, latest: map[string]*taskRec{}, stop: make(chan struct{}), synced: make(chan struct{})}
+	go t.syncLoop(opt.SyncInterval)
+	return t, nil
+}
+
+// syncLoop syncs the database every interval when it was written, until
+// Close.
+func (t *TraceStore) syncLoop(interval time.Duration) {
+	defer close(t.synced)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+			if t.dirty.Swap(false) {
+				if err := t.db.Sync(); err != nil {
+					t.dirty.Store(true)
+					t.logger.Error("sync trace store", "err", err)
+				}
+			}
+		}
+	}
 }
 
 // traceBadgerOptions are the daemon's Badger settings with what suits a
@@ -185,6 +229,7 @@ func OpenTraceStore(dir string, opt TraceOptions) (*TraceStore, error) {
 // are serialized by the store's mutex, so Badger need not track conflicts.
 func traceBadgerOptions(dir string, logger *slog.Logger) badger.Options {
 	return badgerOptions(dir, logger).
+		WithSyncWrites(false). // synced by syncLoop (see TraceStore)
 		WithValueThreshold(traceValueThreshold).
 		WithDetectConflicts(false)
 }
@@ -193,8 +238,16 @@ func traceBadgerOptions(dir string, logger *slog.Logger) badger.Options {
 // the value log.
 const traceValueThreshold = 1 << 10
 
-// Close closes the store.
-func (t *TraceStore) Close() error { return t.db.Close() }
+// Close stops the sync loop and closes the store, which syncs it.
+func (t *TraceStore) Close() error {
+	select {
+	case <-t.stop:
+	default:
+		close(t.stop)
+	}
+	<-t.synced
+	return t.db.Close()
+}
 
 // DB returns the underlying Badger database, for components of the daemon
 // that keep their own prefixed keys in it (they must not use the prefixes
@@ -419,6 +472,7 @@ func (w *ingestTxn) commit() error {
 	if err := w.txn.Commit(); err != nil {
 		return err
 	}
+	w.t.dirty.Store(true)
 	for group, rec := range w.latest {
 		w.t.latest[strings.Clone(group)] = rec.clone()
 	}
@@ -921,4 +975,12 @@ func setJSON(txn *badger.Txn, k []byte, v any) error {
 		return err
 	}
 	return txn.Set(k, b)
+}
+
+// write runs fn in a read-write transaction and marks the store for the
+// next sync.
+func (t *TraceStore) write(fn func(txn *badger.Txn) error) error {
+	err := t.db.Update(fn)
+	t.dirty.Store(true)
+	return err
 }

@@ -532,3 +532,24 @@ func TestIngestOutOfOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceStoreSyncsWrites checks that ingest leaves the store marked for
+// the sync loop, and that the loop syncs it within its interval.
+func TestTraceStoreSyncsWrites(t *testing.T) {
+	ts, err := OpenTraceStore(t.TempDir(), TraceOptions{SyncInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close()
+	if ts.dirty.Load() {
+		t.Fatal("a fresh store is marked for sync")
+	}
+	if _, err := ts.Ingest(context.Background(), []hindsight.Step{step("s1", 1, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ts.dirty.Load(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the sync loop did not sync the ingested batch")
+		}
+	}
+}
