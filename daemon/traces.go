@@ -132,9 +132,10 @@ const DefaultSyncInterval = 200 * time.Millisecond
 // A batch is acknowledged once written, before it is synced: a write is in
 // the kernel's page cache when Ingest returns, so it survives the daemon's
 // crash or SIGKILL, and a loop syncs every SyncInterval (200 ms), so a
-// machine crash loses at most that much — the outbox's own promise. Two
-// fsyncs per batch cost the daemon more CPU than the rest of ingest with
-// an agent's small batches.
+// machine crash (not a process's) loses at most the steps of that long.
+// Two fsyncs per batch cost the daemon more CPU than the rest of ingest
+// with an agent's small batches, and they lengthened its acknowledgements
+// past the outbox's deadline, so that sidecars wrote steps to disk anyway.
 type TraceStore struct {
 	db      *badger.DB
 	dirty   atomic.Bool   // written since the last sync
