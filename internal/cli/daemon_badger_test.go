@@ -15,7 +15,8 @@ import (
 // TestDaemonBadgerOptions: every Badger database the daemon opens (traces,
 // the embedded experience store, the reflection queue) has the daemon's
 // small memtables and caches, not Badger's defaults (64 MB memtables, a
-// 256 MB block cache).
+// 256 MB block cache). Writes are synchronous except in the trace store,
+// which syncs on a timer (daemon.TraceStore).
 func TestDaemonBadgerOptions(t *testing.T) {
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -47,10 +48,10 @@ func TestDaemonBadgerOptions(t *testing.T) {
 		o := db.Opts()
 		if o.MemTableSize != want.MemTableSize || o.NumMemtables != want.NumMemtables ||
 			o.BlockCacheSize != want.BlockCacheSize || o.IndexCacheSize != want.IndexCacheSize ||
-			!o.SyncWrites {
-			t.Errorf("%s: memtable %d×%d, block cache %d, index cache %d, sync %v; want %d×%d, %d, %d, sync",
+			o.SyncWrites != (name != "traces") {
+			t.Errorf("%s: memtable %d×%d, block cache %d, index cache %d, sync %v; want %d×%d, %d, %d, sync %v",
 				name, o.MemTableSize, o.NumMemtables, o.BlockCacheSize, o.IndexCacheSize, o.SyncWrites,
-				want.MemTableSize, want.NumMemtables, want.BlockCacheSize, want.IndexCacheSize)
+				want.MemTableSize, want.NumMemtables, want.BlockCacheSize, want.IndexCacheSize, name != "traces")
 		}
 		if o.MemTableSize > 16<<20 || o.BlockCacheSize > 16<<20 {
 			t.Errorf("%s: memtable %d, block cache %d: not memory-conscious", name, o.MemTableSize, o.BlockCacheSize)
