@@ -195,19 +195,6 @@ func TestRedeliveryOfPartlyStoredBatch(t *testing.T) {
 		}
 		batch[i] = s
 	}
-	post := func(t *testing.T, srv *Server, steps []hindsight.Step) IngestResult {
-		t.Helper()
-		w := httptest.NewRecorder()
-		srv.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/steps", bytes.NewReader(batchJSON(t, steps))))
-		if w.Code != http.StatusOK {
-			t.Fatalf("status %d: %s", w.Code, w.Body)
-		}
-		var res IngestResult
-		if err := json.Unmarshal(w.Body.Bytes(), &res); err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
 	export := func(t *testing.T, st *TraceStore) (string, []hindsight.Task) {
 		t.Helper()
 		var buf bytes.Buffer
@@ -224,17 +211,17 @@ func TestRedeliveryOfPartlyStoredBatch(t *testing.T) {
 
 	once := &Server{Traces: openTestStore(t, t.TempDir(), &clock{now: t0}), Logger: quiet}
 	defer once.Traces.Close()
-	if res := post(t, once, batch); res.Accepted != len(batch) {
+	if res := postSteps(t, once, batch); res.Accepted != len(batch) {
 		t.Fatalf("one delivery: %+v", res)
 	}
 	wantExport, wantTasks := export(t, once.Traces)
 
 	for _, cut := range []int{1, 17, 39, 40} {
 		srv := &Server{Traces: openTestStore(t, t.TempDir(), &clock{now: t0}), Logger: quiet}
-		if res := post(t, srv, batch[:cut]); res.Accepted != cut {
+		if res := postSteps(t, srv, batch[:cut]); res.Accepted != cut {
 			t.Fatalf("cut %d: first part: %+v", cut, res)
 		}
-		if res := post(t, srv, batch); res.Accepted != len(batch)-cut || res.Duplicates != cut {
+		if res := postSteps(t, srv, batch); res.Accepted != len(batch)-cut || res.Duplicates != cut {
 			t.Fatalf("cut %d: redelivery: %+v; want %d accepted, %d duplicates", cut, res, len(batch)-cut, cut)
 		}
 		gotExport, gotTasks := export(t, srv.Traces)

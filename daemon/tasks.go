@@ -393,10 +393,7 @@ func (t *TraceStore) Stats(ctx context.Context) (TraceStats, error) {
 
 // keysUnder returns the rest of every key under prefix.
 func keysUnder(txn *badger.Txn, prefix []byte) ([]string, error) {
-	opt := badger.DefaultIteratorOptions
-	opt.PrefetchValues = false
-	opt.Prefix = prefix
-	it := txn.NewIterator(opt)
+	it := keyIterator(txn, prefix, false)
 	defer it.Close()
 	var out []string
 	for it.Rewind(); it.Valid(); it.Next() {

@@ -527,11 +527,7 @@ func runKey(source string, first uint64) []byte {
 // before seq.
 func (w *ingestTxn) storedRun(source string, seq uint64) (r seqRun, found bool, err error) {
 	prefix := key(pRun, []byte(source), nil)
-	opt := badger.DefaultIteratorOptions
-	opt.PrefetchValues = false
-	opt.Reverse = true
-	opt.Prefix = prefix
-	it := w.txn.NewIterator(opt)
+	it := keyIterator(w.txn, prefix, true)
 	defer it.Close()
 	it.Seek(append(runKey(source, seq), 0xff))
 	if !it.ValidForPrefix(prefix) {
@@ -911,11 +907,7 @@ func (w *ingestTxn) neighbours(group string, t time.Time) (prev, next *taskRec, 
 	prefix := key(pGroup, []byte(group), nil)
 	at := groupKey(group, t)
 	find := func(reverse bool) (*taskRec, error) {
-		opt := badger.DefaultIteratorOptions
-		opt.PrefetchValues = false
-		opt.Reverse = reverse
-		opt.Prefix = prefix
-		it := w.txn.NewIterator(opt)
+		it := keyIterator(w.txn, prefix, reverse)
 		defer it.Close()
 		seek := at
 		if reverse {
@@ -984,4 +976,14 @@ func (t *TraceStore) write(fn func(txn *badger.Txn) error) error {
 	err := t.db.Update(fn)
 	t.dirty.Store(true)
 	return err
+}
+
+// keyIterator iterates over the keys under prefix, in reverse when asked,
+// without fetching values.
+func keyIterator(txn *badger.Txn, prefix []byte, reverse bool) *badger.Iterator {
+	opt := badger.DefaultIteratorOptions
+	opt.PrefetchValues = false
+	opt.Reverse = reverse
+	opt.Prefix = prefix
+	return txn.NewIterator(opt)
 }
