@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/tasktest"
 )
 
 // flakySource fails the first n loads, then serves tasks.
 type flakySource struct {
-	tasks taskMap
+	tasks tasktest.Map
 	fails atomic.Int32
 }
 
@@ -48,10 +49,10 @@ func rulesPipeline(store hindsight.ExperienceStore, r Reflector) *Pipeline {
 	return &Pipeline{Reflector: r, Validator: &Validator{}, Merger: &Merger{Store: store}}
 }
 
-func traceTasks(t *testing.T, names ...string) taskMap {
-	m := taskMap{}
+func traceTasks(t *testing.T, names ...string) tasktest.Map {
+	m := tasktest.Map{}
 	for _, n := range names {
-		task := loadTask(t, filepath.Join("testdata", "rules", n+".trace.json"))
+		task := tasktest.Load(t, filepath.Join("testdata", "rules", n+".trace.json"))
 		m[task.ID] = task
 	}
 	return m

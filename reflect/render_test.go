@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/tasktest"
 )
 
 // bigTask has n successful reads of large files with one failure and its
@@ -83,7 +84,7 @@ func TestShorten(t *testing.T) {
 // TestPipelineCrossCheck: the rules add a recovery lesson the model missed,
 // but not one about failures the model's accepted lessons already cite.
 func TestPipelineCrossCheck(t *testing.T) {
-	task := loadTask(t, "testdata/rules/login_401.trace.json")
+	task := tasktest.Load(t, "testdata/rules/login_401.trace.json")
 	store := newMemStore()
 	m := NewMetrics()
 	p := &Pipeline{Validator: &Validator{Metrics: m}, Merger: &Merger{Store: store, Metrics: m}, CrossCheck: Rules{}}

@@ -10,24 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/tasktest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-func loadTask(t testing.TB, path string) *hindsight.Task {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var task hindsight.Task
-	if err := json.Unmarshal(b, &task); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	task.StepCount = len(task.Steps)
-	return &task
-}
 
 // TestRulesGolden runs the rule-based reflector on recorded traces and
 // compares its experiences, after validation, with the golden files.
@@ -39,7 +25,7 @@ func TestRulesGolden(t *testing.T) {
 	for _, path := range traces {
 		name := strings.TrimSuffix(filepath.Base(path), ".trace.json")
 		t.Run(name, func(t *testing.T) {
-			task := loadTask(t, path)
+			task := tasktest.Load(t, path)
 			exps, err := Rules{}.Reflect(context.Background(), task)
 			if err != nil {
 				t.Fatal(err)
@@ -97,7 +83,7 @@ func TestRulesLessons(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.trace, func(t *testing.T) {
-			task := loadTask(t, filepath.Join("testdata", "rules", c.trace+".trace.json"))
+			task := tasktest.Load(t, filepath.Join("testdata", "rules", c.trace+".trace.json"))
 			exps, _ := Rules{}.Reflect(context.Background(), task)
 			if len(exps) != c.n {
 				t.Fatalf("got %d experiences, want %d: %+v", len(exps), c.n, exps)

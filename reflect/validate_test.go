@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/tasktest"
 )
 
 // fakeSecrets stands in for the capture redactor: it replaces bearer tokens
@@ -18,7 +19,7 @@ var fakeSecrets = RedactorFunc(func(s string) (string, int) {
 })
 
 func TestValidate(t *testing.T) {
-	task := loadTask(t, filepath.Join("testdata", "rules", "login_401.trace.json"))
+	task := tasktest.Load(t, filepath.Join("testdata", "rules", "login_401.trace.json"))
 	good := hindsight.Experience{
 		Situation: "list_orders returns 401 before login", Action: "called login", Result: "ok",
 		Lesson: "Call login before list_orders; without it list_orders fails with 401.", Confidence: 0.9,
@@ -81,7 +82,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestValidateFillsToolAndRedacts(t *testing.T) {
-	task := loadTask(t, filepath.Join("testdata", "rules", "login_401.trace.json"))
+	task := tasktest.Load(t, filepath.Join("testdata", "rules", "login_401.trace.json"))
 	e := hindsight.Experience{
 		Situation:   "list_orders says 401 Unauthorized",
 		Lesson:      "Call login before list_orders, then send Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.abc.def with each call.",

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
+	"github.com/hindsight-proxy/hindsight/internal/tasktest"
 	"github.com/hindsight-proxy/hindsight/reflect"
 	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
@@ -103,17 +103,6 @@ func (f *fakeLLM) count() int {
 	return len(f.requests)
 }
 
-// taskMap is a TaskSource over tasks in memory.
-type taskMap map[string]*hindsight.Task
-
-func (m taskMap) Task(ctx context.Context, id string) (*hindsight.Task, error) {
-	t, ok := m[id]
-	if !ok {
-		return nil, fmt.Errorf("task %s: %w", id, hindsight.ErrNotFound)
-	}
-	return t, nil
-}
-
 // syncBuffer collects log output from several goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -140,7 +129,7 @@ type harness struct {
 	store   *embedded.Store
 	metrics *reflect.Metrics
 	logs    *syncBuffer
-	tasks   taskMap
+	tasks   tasktest.Map
 }
 
 func newHarness(t *testing.T, cfg Config, script ...reply) *harness {
@@ -164,8 +153,8 @@ func newHarness(t *testing.T, cfg Config, script ...reply) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.tasks = taskMap{}
-	task := loadTask(t, filepath.Join("..", "testdata", "rules", "login_401.trace.json"))
+	h.tasks = tasktest.Map{}
+	task := tasktest.Load(t, filepath.Join("..", "testdata", "rules", "login_401.trace.json"))
 	h.tasks[task.ID] = task
 	db, err := badger.Open(badger.DefaultOptions(t.TempDir()).WithLogger(nil))
 	if err != nil {
@@ -447,7 +436,7 @@ func TestLLMHourlyCap(t *testing.T) {
 
 func TestLLMSkipsRoutineSuccess(t *testing.T) {
 	h := newHarness(t, Config{}, reply{content: answer(goodExp)})
-	ok := loadTask(t, filepath.Join("..", "testdata", "rules", "all_success.trace.json"))
+	ok := tasktest.Load(t, filepath.Join("..", "testdata", "rules", "all_success.trace.json"))
 	h.tasks[ok.ID] = ok
 	if err := h.queue.RunNow(context.Background(), []string{ok.ID}, false, nil); err != nil {
 		t.Fatal(err)
@@ -506,19 +495,4 @@ func all(t *testing.T, st *embedded.Store) []hindsight.Experience {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// loadTask reads a recorded task (reflect's golden traces).
-func loadTask(t testing.TB, path string) *hindsight.Task {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var task hindsight.Task
-	if err := json.Unmarshal(b, &task); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	task.StepCount = len(task.Steps)
-	return &task
 }
