@@ -1,24 +1,28 @@
 package capture
 
 import (
+	"encoding/binary"
 	"strings"
 	"unicode/utf8"
 )
 
 // A keywordIndex finds which of a fixed set of keywords occur in a text,
-// case-insensitively, in one pass over the bytes: a table indexed by the
-// first two bytes of every keyword points at the few keywords to compare
-// there. It replaces an Aho-Corasick automaton walked byte by byte, which
-// cost more than everything else the redactor does on text without secrets.
+// case-insensitively, in one pass over the bytes. At each position a few
+// bit tests on the next four bytes (ASCII-folded, so that case does not
+// matter) rule out almost every place where no keyword begins; only the
+// rest are compared with the keywords that start with the same two bytes.
+// It replaces an Aho-Corasick automaton walked byte by byte, which cost more
+// than everything else the redactor does on text without secrets.
 //
 // Keywords match as strings.ToLower(text) would contain them: text with
 // non-ASCII bytes is lower-cased first (some non-ASCII letters lower-case to
 // ASCII ones, the Kelvin sign to 'k'); ASCII text is folded on the fly.
 type keywordIndex struct {
 	first []uint16 // 65536 entries: lower-cased first two bytes → 1+group, 0: none
-	// has marks the non-zero entries of first: 8 KB that stay in the L1
-	// cache, where first's 128 KB would not.
-	has    [1 << 10]uint64
+	// grams is the filter, 8 KB that stay in the L1 cache: a bit for the
+	// hash of every keyword's first three bytes, folded (for two-byte
+	// keywords, of each of them followed by any byte).
+	grams  [1 << 10]uint64
 	groups [][]keyword
 	all    uint64 // the union of every keyword's bits
 }
@@ -35,6 +39,16 @@ type keyword struct {
 // minKeyword is the shortest keyword an index takes.
 const minKeyword = 2
 
+// fold4 is the ASCII case fold of four bytes at once: setting bit 5 maps
+// A-Z to a-z. It maps a few other bytes together too ('_' and DEL), which
+// only lets more positions through the filters, never fewer.
+const fold4 = 0x20202020
+
+// gramHash maps folded bytes to a filter's bit.
+func gramHash(w uint32) uint32 { return (w * 0x9E3779B1) >> 16 }
+
+func setBit(f *[1 << 10]uint64, b uint32) { f[b>>6] |= 1 << (b & 63) }
+
 // add indexes keyword k (at least minKeyword bytes) with bits.
 func (x *keywordIndex) add(k string, bits uint64) {
 	if x.first == nil {
@@ -48,7 +62,6 @@ func (x *keywordIndex) add(k string, bits uint64) {
 	if x.first[b] == 0 {
 		x.groups = append(x.groups, nil)
 		x.first[b] = uint16(len(x.groups))
-		x.has[b>>6] |= 1 << (b & 63)
 	}
 	g := &x.groups[x.first[b]-1]
 	kw := keyword{text: k, bits: bits}
@@ -58,6 +71,14 @@ func (x *keywordIndex) add(k string, bits uint64) {
 	}
 	*g = append(*g, kw)
 	x.all |= bits
+	f := (kw.p4 | fold4) & 0xffffff
+	if len(k) > 2 {
+		setBit(&x.grams, gramHash(f))
+		return
+	}
+	for c := range uint32(256) {
+		setBit(&x.grams, gramHash(f&0xffff|(c|0x20)<<16))
+	}
 }
 
 // lowerASCII maps A-Z to a-z and every other byte to itself.
@@ -77,46 +98,66 @@ func (x *keywordIndex) find(s string, stop uint64) uint64 {
 	if x.first == nil || len(s) < minKeyword {
 		return 0
 	}
-	return x.scan(s, stop, false)
-}
-
-// scan is find over s, lower-cased already when lowered.
-func (x *keywordIndex) scan(s string, stop uint64, lowered bool) uint64 {
 	if stop == 0 {
 		stop = x.all
 	}
-	var found uint64
-	first := x.first[:1<<16]
-	prev := lowerASCII[s[0]]
-	if prev >= utf8.RuneSelf && !lowered {
-		return x.scan(strings.ToLower(s), stop, true)
+	if !isASCII(s) {
+		s = strings.ToLower(s)
 	}
-	for i := 1; i < len(s); i++ {
-		c := lowerASCII[s[i]]
-		if c >= utf8.RuneSelf && !lowered {
-			return x.scan(strings.ToLower(s), stop, true)
-		}
-		b := uint16(prev)<<8 | uint16(c)
-		prev = c
-		if x.has[b>>6]&(1<<(b&63)) == 0 {
-			continue
-		}
-		g := first[b]
-		at := s[i-1:]
-		var w uint32
-		for j := 0; j < 4 && j < len(at); j++ {
-			w |= uint32(lowerASCII[at[j]]) << (8 * j)
-		}
-		for _, k := range x.groups[g-1] {
-			if w&k.m4 == k.p4 && found&k.bits != k.bits && hasPrefixFold(at, k.text) {
-				found |= k.bits
-				if found&stop == stop {
-					return found
-				}
+	var found uint64
+	g := &x.grams
+	b := bytesView(s)
+	i := 0
+	for ; i+4 <= len(b); i++ {
+		h := gramHash((binary.LittleEndian.Uint32(b[i:i+4]) | fold4) & 0xffffff)
+		if g[h>>6&1023]&(1<<(h&63)) != 0 {
+			if found |= x.at(s[i:], found); found&stop == stop {
+				return found
 			}
 		}
 	}
+	for ; i+minKeyword <= len(s); i++ { // the last two or three bytes
+		if found |= x.at(s[i:], found); found&stop == stop {
+			return found
+		}
+	}
 	return found
+}
+
+// at returns the bits of the keywords s begins with, skipping those whose
+// bits are all in found already.
+func (x *keywordIndex) at(s string, found uint64) uint64 {
+	g := x.first[uint16(lowerASCII[s[0]])<<8|uint16(lowerASCII[s[1]])]
+	if g == 0 {
+		return 0
+	}
+	var w uint32
+	for j := 0; j < 4 && j < len(s); j++ {
+		w |= uint32(lowerASCII[s[j]]) << (8 * j)
+	}
+	var bits uint64
+	for _, k := range x.groups[g-1] {
+		if w&k.m4 == k.p4 && (found|bits)&k.bits != k.bits && hasPrefixFold(s, k.text) {
+			bits |= k.bits
+		}
+	}
+	return bits
+}
+
+// isASCII reports whether s holds only ASCII bytes, eight at a time.
+func isASCII(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if binary.LittleEndian.Uint64(bytesView(s[i:]))&0x8080808080808080 != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // hasPrefixFold reports whether s begins with lower (lower-cased ASCII or

@@ -89,6 +89,28 @@ func TestGitleaksKeywords(t *testing.T) {
 	}
 }
 
+// TestSensitiveEnds checks the filter in front of builtinSensitive: every
+// sensitive name, alone or as the end of a longer one, gets through it.
+func TestSensitiveEnds(t *testing.T) {
+	var names []string
+	for n := range sensitiveExact {
+		names = append(names, n)
+	}
+	for _, s := range sensitiveSuffixes {
+		names = append(names, s, "db"+s)
+	}
+	for _, n := range names {
+		if !builtinSensitive(n) {
+			t.Errorf("builtinSensitive(%q) = false", n)
+		}
+	}
+	for _, n := range []string{"jsonrpc", "method", "params", "name", "text", "progresstoken", "id", "ab"} {
+		if builtinSensitive(n) {
+			t.Errorf("builtinSensitive(%q) = true", n)
+		}
+	}
+}
+
 func FuzzKeywordIndex(f *testing.F) {
 	for _, s := range []string{"", "ey", "EYJ", "a\u212Aelvin", "x://y", "İstanbul token", "\xff\xfekey"} {
 		f.Add(s)

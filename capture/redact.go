@@ -174,6 +174,9 @@ var keywordsIndex = sync.OnceValues(func() (*keywordIndex, error) {
 		if len(k) < minKeyword {
 			return nil, fmt.Errorf("load gitleaks rules: keyword %q shorter than %d bytes", k, minKeyword)
 		}
+		if !keywordInLeaf(k) {
+			return nil, fmt.Errorf("load gitleaks rules: keyword %q could span two strings of a document; cleanJSON cannot look for it", k)
+		}
 		x.add(k, gitleaksBit)
 	}
 	if len(gitleaksKeywords) < 100 {
@@ -181,11 +184,22 @@ var keywordsIndex = sync.OnceValues(func() (*keywordIndex, error) {
 	}
 	for i, rule := range builtinText {
 		for _, k := range rule.keywords {
+			if !keywordInLeaf(k) {
+				return nil, fmt.Errorf("redact rule %s: keyword %q could span two strings of a document", rule.id, k)
+			}
 			x.add(k, 1<<i)
 		}
 	}
 	return x, nil
 })
+
+// keywordInLeaf reports whether keyword k can only occur in the "key:
+// value" lines that redactJSON scans within one key or one value: it holds
+// no line break and no ": ", does not begin with a space and does not end
+// with a colon.
+func keywordInLeaf(k string) bool {
+	return !strings.Contains(k, "\n") && !strings.Contains(k, ": ") && !strings.HasPrefix(k, " ") && !strings.HasSuffix(k, ":")
+}
 
 // NewRedactor returns a Redactor with the built-in rules and those of cfg.
 func NewRedactor(cfg RedactorConfig) (*Redactor, error) {
@@ -244,6 +258,9 @@ const maxJSONDepth = 4
 func (r *Redactor) Redact(data []byte) ([]byte, int) {
 	seen := found{}
 	if validJSON(data) {
+		if len(r.patterns) == 0 && r.cleanJSON(data, 0) {
+			return data, 0
+		}
 		out, n := r.redactJSON(data, 0, seen)
 		return propagateJSON(out, n, seen)
 	}
@@ -468,6 +485,66 @@ type leaf struct {
 	plumbing   bool // a progress token or cursor: scanned without its key, so "token" gives no context
 }
 
+// cleanJSON reports whether doc, a valid JSON document, holds nothing
+// redactJSON could change: no sensitive key, and no keyword of gitleaks or
+// of a built-in text rule in any key or string (strings holding JSON are
+// looked into too, as redactJSON does). Every rule needs one of those to
+// fire, so a clean document, which is most of them, costs one pass that
+// allocates nothing (but the decoding of escaped strings) instead of the
+// leaf collection, the text built for gitleaks and its scan. User patterns
+// run on every text, so a Redactor with any does not ask.
+//
+// redactJSON looks for keywords in its leaves joined as "key: value" lines;
+// looking in each string alone finds the same ones, since no keyword holds
+// a line break or ": " or begins with a space or ends with a colon
+// (keywordsIndex checks).
+func (r *Redactor) cleanJSON(doc []byte, depth int) bool {
+	for i := 0; i < len(doc); i++ {
+		if doc[i] != '"' {
+			continue
+		}
+		end, plain := plainStringEnd(doc, i)
+		var s string
+		if plain {
+			s = bytesString(doc[i+1 : end])
+		} else {
+			s = decodeJSONString(doc[i : end+1])
+		}
+		i = end
+		if isKeyAt(doc, end+1) {
+			// The protocol's own names ("progressToken") are not looked
+			// at: redactJSON neither scans them nor gives them as context.
+			if r.sensitiveKey(s) != "" || !notSensitive[normalizeKey(s)] && r.keywords.find(s, 0) != 0 {
+				return false
+			}
+			continue
+		}
+		if r.keywords.find(s, 0) != 0 {
+			return false
+		}
+		if t := strings.TrimSpace(s); depth < maxJSONDepth && len(t) > 1 && (t[0] == '{' || t[0] == '[') &&
+			validJSON(bytesView(t)) && !r.cleanJSON(bytesView(t), depth+1) {
+			return false
+		}
+	}
+	return true
+}
+
+// isKeyAt reports whether the string token of a valid JSON document that
+// ends just before doc[i] is an object's key: a colon follows it.
+func isKeyAt(doc []byte, i int) bool {
+	for ; i < len(doc); i++ {
+		switch doc[i] {
+		case ' ', '\t', '\n', '\r':
+		case ':':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
 // redactJSON redacts a valid JSON document, keeping its layout: only the
 // tokens that change are rewritten.
 func (r *Redactor) redactJSON(doc []byte, depth int, seen found) ([]byte, int) {
@@ -678,6 +755,23 @@ func (r *Redactor) collect(leaves []leaf, doc []byte) []leaf {
 		}
 	}
 	return leaves
+}
+
+// plainStringEnd is stringEnd, also reporting whether the string is plain:
+// ASCII without escapes, so that its bytes are its value.
+func plainStringEnd(doc []byte, start int) (int, bool) {
+	var or byte
+	for i := start + 1; i < len(doc); i++ {
+		switch c := doc[i]; c {
+		case '\\':
+			return stringEnd(doc, start), false
+		case '"':
+			return i, or < utf8.RuneSelf
+		default:
+			or |= c
+		}
+	}
+	return len(doc) - 1, false
 }
 
 // stringEnd returns the index of the quote closing the string that opens

@@ -110,6 +110,57 @@ func TestRedactCorpusEchoed(t *testing.T) {
 	}
 }
 
+// TestCleanJSON holds the redactor's fast path to the full one: a document
+// cleanJSON passes must be one redactJSON leaves alone, and every corpus
+// message, bare or echoed, must take the full path.
+func TestCleanJSON(t *testing.T) {
+	r, err := NewRedactor(RedactorConfig{Keys: []string{"X-Internal-Ticket"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs [][]byte
+	for _, c := range loadCorpus(t) {
+		msg, _ := json.Marshal(string(c.Message))
+		docs = append(docs, c.Message,
+			[]byte(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"message":`+string(msg)+`}}}`))
+	}
+	for _, d := range docs {
+		if _, n := r.redactJSON(d, 0, found{}); n > 0 && r.cleanJSON(d, 0) {
+			t.Errorf("cleanJSON passed a document with %d secrets: %s", n, d)
+		}
+	}
+	for name, p := range typicalPayloads() {
+		if !r.cleanJSON(p, 0) {
+			t.Errorf("%s: a payload without secrets takes the full path", name)
+		}
+	}
+	for _, tc := range []struct {
+		doc   string
+		clean bool
+	}{
+		{`{"a":"b","n":[1,2,{"c":null}]}`, true},
+		{`{"Password":"hunter2"}`, false},
+		{`{"x-internal-ticket":42}`, false},
+		{`{"progressToken":7}`, true},
+		{`{"text":"{\"api_key\":\"abc\"}"}`, false},
+		{`{"text":"Bearer abcdefgh12345678"}`, false},
+		{`{"\u0074oken":"x"}`, false},
+		{`"plain words only"`, true},
+	} {
+		if got := r.cleanJSON([]byte(tc.doc), 0); got != tc.clean {
+			t.Errorf("cleanJSON(%s) = %v, want %v", tc.doc, got, tc.clean)
+		}
+	}
+}
+
+func TestKeywordInLeaf(t *testing.T) {
+	for k, want := range map[string]bool{"ghp_": true, "private key": true, "://": true, "key:": false, "a: b": false, " key": false, "a\nb": false} {
+		if got := keywordInLeaf(k); got != want {
+			t.Errorf("keywordInLeaf(%q) = %v, want %v", k, got, want)
+		}
+	}
+}
+
 func jsonEscaped(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
@@ -185,7 +236,16 @@ func FuzzRedact(f *testing.F) {
 	f.Add(`not json at all`, "authorization")
 	f.Add(`{"s":"\u2028\ud800"}`, "")
 	const planted = "ghp_Qm7Tz2XcV9bN4kL8pR1sW6yH3jF5dA0gE2uI"
+	plain, err := NewRedactor(RedactorConfig{}) // no patterns: Redact may take cleanJSON's fast path
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, doc, key string) {
+		if validJSON([]byte(doc)) && plain.cleanJSON([]byte(doc), 0) {
+			if _, n := plain.redactJSON([]byte(doc), 0, found{}); n > 0 {
+				t.Fatalf("cleanJSON passed a document redactJSON changes %d times: %s", n, doc)
+			}
+		}
 		out, _ := r.Redact([]byte(doc))
 		if json.Valid([]byte(doc)) && !json.Valid(out) {
 			t.Fatalf("valid JSON became invalid: %q → %q", doc, out)

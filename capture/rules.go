@@ -2,7 +2,9 @@ package capture
 
 import (
 	"encoding/base64"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -55,6 +57,19 @@ var notSensitive = map[string]bool{
 	"nextcursor": true, "tokentype": true, "tokens": true,
 }
 
+// sensitiveEnds has a bit for the last two bytes of every sensitive name:
+// most keys end otherwise and are ruled out without a map lookup.
+var sensitiveEnds = func() (f [1 << 10]uint64) {
+	for _, names := range [][]string{slices.Collect(maps.Keys(sensitiveExact)), sensitiveSuffixes} {
+		for _, n := range names {
+			setBit(&f, uint32(n[len(n)-2])<<8|uint32(n[len(n)-1]))
+		}
+	}
+	return f
+}()
+
+func hasBit(f *[1 << 10]uint64, b uint32) bool { return f[b>>6&1023]&(1<<(b&63)) != 0 }
+
 // canonicalKey names the sensitive part of a normalised key ("dbpassword"
 // → "password"), for placeholders.
 func canonicalKey(n string) string {
@@ -70,7 +85,7 @@ func canonicalKey(n string) string {
 }
 
 func builtinSensitive(n string) bool {
-	if n == "" || notSensitive[n] {
+	if len(n) < 3 || !hasBit(&sensitiveEnds, uint32(n[len(n)-2])<<8|uint32(n[len(n)-1])) || notSensitive[n] {
 		return false
 	}
 	if sensitiveExact[n] {
