@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"hash/maphash"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,6 +156,23 @@ func FuzzBuildStep(f *testing.F) {
 		NewTagger().Tag(&s)
 		if _, err := json.Marshal(&s); err != nil {
 			t.Fatalf("step does not encode: %v", err)
+		}
+	})
+}
+
+// FuzzArgsHash holds argsHash to hashing the compacted arguments: the same
+// call with other whitespace is the same call.
+func FuzzArgsHash(f *testing.F) {
+	for _, s := range []string{`{"a": 1}`, `{"path":"/a b","n":[1, 2]}`, "{\n\t\"q\" : \"x \\\" y\"\n}", `"s"`, `[ ]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var b bytes.Buffer
+		if json.Compact(&b, raw) != nil {
+			return
+		}
+		if got, want := argsHash(raw), maphash.Bytes(argsSeed, b.Bytes()); got != want {
+			t.Fatalf("argsHash(%q) differs from the hash of %q", raw, b.Bytes())
 		}
 	})
 }

@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bytes"
 	"encoding/json"
 	"hash/maphash"
 
@@ -111,17 +110,29 @@ func (t *Tagger) session(id string) *history {
 	return h
 }
 
-// argsHash hashes arguments as compacted JSON, so that the same call
-// sent with other whitespace is still the same; arguments without any
-// whitespace byte, as most clients send them, are hashed as they are.
+// argsHash hashes arguments as compacted JSON would be hashed, so that the
+// same call sent with other whitespace is still the same: it feeds the
+// hash the runs between whitespace outside strings, in one pass (maphash
+// gives the same sum however the bytes are split).
 func argsHash(raw json.RawMessage) uint64 {
-	if bytes.ContainsAny(raw, " \t\r\n") {
-		var b bytes.Buffer
-		if json.Compact(&b, raw) == nil {
-			raw = b.Bytes()
+	var h maphash.Hash
+	h.SetSeed(argsSeed)
+	start := 0
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+		case ' ', '\t', '\r', '\n':
+			h.Write(raw[start:i])
+			start = i + 1
 		}
 	}
-	return maphash.Bytes(argsSeed, raw)
+	h.Write(raw[start:])
+	return h.Sum64()
 }
 
 var argsSeed = maphash.MakeSeed()
