@@ -94,8 +94,11 @@ type Recorder struct {
 	tagger *Tagger
 	colls  []prometheus.Collector
 
-	in   chan queued // Hook → dispatcher
-	work chan queued // dispatcher → workers
+	// work is the queue: Hook → workers. qmu numbers the exchanges as
+	// they enter it (next), so the committer can restore their order.
+	work chan queued
+	qmu  sync.Mutex
+	next uint64
 
 	mu     sync.RWMutex // guards closed against Hook's send
 	closed bool
@@ -103,7 +106,7 @@ type Recorder struct {
 	rmu        sync.Mutex
 	ready      *sync.Cond
 	results    map[uint64]built // arrival → built step
-	dispatched uint64           // arrivals handed to workers
+	dispatched uint64           // arrivals queued, known once allIn
 	allIn      bool             // the dispatcher finished
 	committed  uint64           // arrivals committed
 	done       chan struct{}    // the committer finished
@@ -190,7 +193,7 @@ func New(opts Options) (*Recorder, error) {
 	}
 	r := &Recorder{opts: opts, log: log.With("component", "capture", "server", opts.Server, "outbox", ob.ID()),
 		red: red, outbox: ob, c: c, tagger: NewTagger(), colls: colls,
-		in: make(chan queued, maxQueueItems), work: make(chan queued, opts.Workers*2),
+		work:  make(chan queued, maxQueueItems),
 		batch: make([]hindsight.Step, 0, commitBatch), results: map[uint64]built{}, done: make(chan struct{}), progress: make(chan struct{}),
 		commitDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:        "hindsight_capture_commit_delay_seconds",
@@ -209,7 +212,6 @@ func New(opts Options) (*Recorder, error) {
 	r.writerDone, r.unspillDone, r.unspillStop = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go r.spillWriter()
 	go r.unspill()
-	go r.dispatch()
 	var wg sync.WaitGroup
 	for range opts.Workers {
 		wg.Add(1)
@@ -220,7 +222,11 @@ func New(opts Options) (*Recorder, error) {
 	}
 	go func() {
 		wg.Wait()
+		r.qmu.Lock()
+		n := r.next
+		r.qmu.Unlock()
 		r.rmu.Lock()
+		r.dispatched = n
 		r.allIn = true
 		r.ready.Broadcast()
 		r.rmu.Unlock()
@@ -288,12 +294,23 @@ func (r *Recorder) tryQueue(ex *proxy.Exchange, size int64) bool {
 		r.c.queuedBytes.Add(-size)
 		return false
 	}
+	if !r.enqueue(ex, size) {
+		r.c.queuedBytes.Add(-size)
+		return false
+	}
+	r.c.queued.Add(1)
+	return true
+}
+
+// enqueue numbers ex and puts it on the queue, unless it is full.
+func (r *Recorder) enqueue(ex *proxy.Exchange, size int64) bool {
+	r.qmu.Lock()
+	defer r.qmu.Unlock()
 	select {
-	case r.in <- queued{ex: ex, size: size}:
-		r.c.queued.Add(1)
+	case r.work <- queued{ex: ex, size: size, arrival: r.next}:
+		r.next++
 		return true
 	default:
-		r.c.queuedBytes.Add(-size)
 		return false
 	}
 }
@@ -307,20 +324,6 @@ func (r *Recorder) drop(why string) {
 		r.lastDrop = time.Now()
 		r.log.Warn("exchange not recorded", "reason", why, "dropped_total", n,
 			"queued", r.c.queued.Load(), "queued_bytes", r.c.queuedBytes.Load())
-	}
-}
-
-// dispatch numbers exchanges in the order they were queued.
-func (r *Recorder) dispatch() {
-	defer close(r.work)
-	var n uint64
-	for q := range r.in {
-		q.arrival = n
-		n++
-		r.rmu.Lock()
-		r.dispatched = n
-		r.rmu.Unlock()
-		r.work <- q
 	}
 }
 
@@ -455,7 +458,7 @@ func (r *Recorder) Close(ctx context.Context) error {
 		close(r.unspillStop)
 		<-r.unspillDone
 	}
-	close(r.in)
+	close(r.work)
 	select {
 	case <-r.done:
 	case <-ctx.Done():
@@ -589,6 +592,10 @@ func (r *Recorder) requeue(ex *proxy.Exchange) bool {
 	}
 	r.c.queuedBytes.Add(size)
 	r.c.queued.Add(1)
-	r.in <- queued{ex: ex, size: size}
+	for !r.enqueue(ex, size) {
+		// Only Hook races for the room waited for above, and it
+		// spills while the spill is read back: this is brief.
+		time.Sleep(time.Millisecond)
+	}
 	return true
 }
