@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -86,7 +87,8 @@ func BenchmarkIngest(b *testing.B) {
 
 // BenchmarkIngestHTTP measures what the daemon spends on a delivered batch
 // of steps, as a sidecar's outbox sends it (POST /v1/steps with the steps'
-// JSON): decoding, ingest and the commit; batches of 256 (an outbox
+// JSON; steps of relaybench's echo call, about 1.6 KB each): decoding,
+// ingest and the commit; batches of 256 (an outbox
 // catching up), of 128, 64 and 16 (an agent calling tools back to back:
 // the outbox lingers 10 ms for a batch) and of 1 (an agent calling a tool
 // now and then: the cost of a batch). The bodies are encoded ahead, a
@@ -125,13 +127,34 @@ func BenchmarkIngestHTTP(b *testing.B) {
 	}
 }
 
+// echoBatch is a batch of n steps of relaybench's call (bench.EchoTool
+// with 256 bytes of text) as a sidecar records them, from one sidecar,
+// starting at seq.
+func echoBatch(source string, seq uint64, n int) []hindsight.Step {
+	text := strings.Repeat("hindsight ", 26)[:256]
+	args := `{"text":"` + text + `"}`
+	result := `{"content":[{"type":"text","text":"` + text + `"}]}`
+	out := make([]hindsight.Step, n)
+	for i := range out {
+		id := strconv.FormatUint(seq+uint64(i), 10)
+		s := stdio(step(source, seq+uint64(i), time.Duration(seq+uint64(i))*time.Millisecond), "s1", 100)
+		s.Server, s.Tool, s.LatencyMS = "echo", "echo", 0.061
+		s.Arguments, s.Result = json.RawMessage(args), json.RawMessage(result)
+		s.Request = json.RawMessage(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":` + args + `}}`)
+		s.Response = json.RawMessage(`{"jsonrpc":"2.0","id":` + id + `,"result":` + result + `}`)
+		s.ClientName, s.ClientVersion, s.ProtocolVersion = "relaybench", "1.0", "2025-06-18"
+		out[i] = s
+	}
+	return out
+}
+
 // benchBodies encodes n bodies of POST /v1/steps, each of batch steps of
-// benchBatch, with consecutive seqs from seq.
+// echoBatch, with consecutive seqs from seq.
 func benchBodies(b *testing.B, seq uint64, batch, n int) [][]byte {
 	out := make([][]byte, n)
 	for j := range out {
 		body := []byte(`{"steps":[`)
-		for i, s := range benchBatch("bench", seq, batch) {
+		for i, s := range echoBatch("bench", seq, batch) {
 			if i > 0 {
 				body = append(body, ',')
 			}

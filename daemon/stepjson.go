@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -231,17 +232,21 @@ func (sc *scanner) str() (s []byte, plain, ok bool) {
 	start := sc.i
 	plain = true
 	b := sc.b
+	quote := -1 // the next quote at or after i, once looked for
 	for i := sc.i; i < len(b); {
 		// Eight bytes at a time while none is a quote, a backslash or a
-		// control character.
-		for i+16 <= len(b) && !special8(binary.LittleEndian.Uint64(b[i:])) && !special8(binary.LittleEndian.Uint64(b[i+8:])) {
-			i += 16
-		}
-		for i+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[i:])) {
-			i += 8
-		}
-		if i >= len(b) {
-			break
+		// control character; past sixteen, a run (see plainRun). Then on
+		// to the first that is.
+		if i+8 <= len(b) {
+			m := special8(binary.LittleEndian.Uint64(b[i:]))
+			if m == 0 {
+				i += 8
+				if i+8 <= len(b) && special8(binary.LittleEndian.Uint64(b[i:])) == 0 {
+					i, quote = plainRun(b, i+8, quote)
+				}
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
 		}
 		switch c := b[i]; {
 		case c == '"':
@@ -272,14 +277,60 @@ func (sc *scanner) str() (s []byte, plain, ok bool) {
 	return nil, false, false
 }
 
-// special8 reports whether any of the eight bytes in x is a quote, a
-// backslash or below 0x20 (bytes of 0x80 and above are none of these). A
-// byte of v is below n when v-n borrows into its high bit while the byte's
-// own high bit is clear; a byte equals c when v^c is below 1.
-func special8(x uint64) bool {
+// plainRun returns the index of the first quote, backslash or control
+// character in b at or after i (len(b) if none), and the index of the
+// first quote at or after it (-1 if none). quote is that of an earlier
+// call for the same string, or -1: a string with many escapes is searched
+// for its closing quote once, not once per escape.
+func plainRun(b []byte, i, quote int) (end, nextQuote int) {
+	if quote < i {
+		if quote = bytes.IndexByte(b[i:], '"'); quote < 0 {
+			return len(b), -1
+		}
+		quote += i
+	}
+	end = quote
+	if n := bytes.IndexByte(b[i:quote], '\\'); n >= 0 {
+		end = i + n
+	}
+	if n := control(b[i:end]); n >= 0 {
+		end = i + n
+	}
+	return end, quote
+}
+
+// control returns the index of the first byte of b below 0x20, or -1.
+func control(b []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	// A byte of v is below 0x20 when v-0x20 borrows into its high bit
+	// while the byte's own high bit is clear; a borrow from a lower byte
+	// can only flag more bytes when one already is.
+	for ; i+16 <= len(b); i += 16 {
+		x, y := binary.LittleEndian.Uint64(b[i:]), binary.LittleEndian.Uint64(b[i+8:])
+		if ((x-ones*0x20)&^x|(y-ones*0x20)&^y)&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] < 0x20 {
+			return i
+		}
+	}
+	return -1
+}
+
+// special8 flags the bytes of x (little-endian) that are a quote, a
+// backslash or below 0x20 (bytes of 0x80 and above are none of these):
+// the high bit of the lowest such byte is the lowest bit set, and none is
+// set when there is none. A byte of v is below n when v-n borrows into
+// its high bit while the byte's own high bit is clear (a borrow goes on
+// only from a byte that is below n, so bytes above it may be flagged
+// wrongly, never bytes below); a byte equals c when v^c is below 1.
+func special8(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q, s := x^(ones*'"'), x^(ones*'\\')
-	return ((x-ones*0x20)&^x|(q-ones)&^q|(s-ones)&^s)&highs != 0
+	return ((x-ones*0x20)&^x | (q-ones)&^q | (s-ones)&^s) & highs
 }
 
 func isHex(c byte) bool {
@@ -451,16 +502,14 @@ func (sc *scanner) step() (m stepMeta, ok bool) {
 	if sc.byte('}') {
 		return m, true
 	}
+	next := 0 // the key a sidecar writes next (see key)
 	for {
-		k, plain, ok := sc.str()
-		if !ok || !plain {
-			return m, false
-		}
-		f := stepKey(bytesString(k))
-		if f < 0 || seen&(1<<f) != 0 {
+		f, ok := sc.key(next)
+		if !ok || seen&(1<<f) != 0 {
 			return m, false
 		}
 		seen |= 1 << f
+		next = f + 1
 		sc.ws()
 		if !sc.byte(':') {
 			return m, false
@@ -588,6 +637,37 @@ const (
 	kSource
 	kSeq
 )
+
+// stepKeys are the keys of a Step's JSON, quoted, in the order of the
+// constants above, which is the order Step.AppendJSON writes them in.
+var stepKeys = [...]string{
+	`"task_id"`, `"session_id"`, `"server"`, `"step_index"`, `"started_at"`, `"ended_at"`,
+	`"latency_ms"`, `"direction"`, `"method"`, `"tool"`, `"arguments"`, `"result"`,
+	`"is_error"`, `"error"`, `"error_code"`, `"causal_tag"`, `"redactions"`, `"injected"`,
+	`"notifications"`, `"truncated"`, `"local"`, `"client_name"`, `"client_version"`,
+	`"protocol_version"`, `"request"`, `"response"`, `"explicit_task"`, `"host_pid"`,
+	`"transport"`, `"source"`, `"seq"`,
+}
+
+// key consumes a key of a step's object and returns which it is. It first
+// tries next, the key that follows the previous one in the order a
+// sidecar writes them: a key with neither escapes nor control characters
+// that is followed by its closing quote is that key, as str would read it.
+// It reports false for a key that is not a Step's or has escapes.
+func (sc *scanner) key(next int) (int, bool) {
+	if next < len(stepKeys) {
+		if k := stepKeys[next]; len(sc.b)-sc.i >= len(k) && string(sc.b[sc.i:sc.i+len(k)]) == k {
+			sc.i += len(k)
+			return next, true
+		}
+	}
+	k, plain, ok := sc.str()
+	if !ok || !plain {
+		return 0, false
+	}
+	f := stepKey(bytesString(k))
+	return f, f >= 0
+}
 
 func stepKey(name string) int {
 	switch name {

@@ -6,13 +6,16 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math/bits"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
@@ -306,22 +309,142 @@ func TestScanStepBatchMutations(t *testing.T) {
 	t.Logf("the fast path took %d of %d mutations", taken, n)
 }
 
+// TestScanStrings holds the string scanner to encoding/json on strings
+// made of long plain runs (which it skips with plainRun), escapes, quotes,
+// control characters and multi-byte UTF-8 in every order: it takes what
+// encoding/json takes, ends where the string ends, and says whether it
+// has escapes.
+func TestScanStrings(t *testing.T) {
+	pieces := []string{
+		"a", "abcdefgh", strings.Repeat("x", 15), strings.Repeat("y", 17), strings.Repeat("z", 40),
+		`"`, `\`, `\"`, `\\`, `\n`, `\u00e9`, `\u12`, `\x`, "\x00", "\x1f", "\t", "\x7f", "é", "\xff", " ",
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 100000 {
+		var b strings.Builder
+		b.WriteByte('"')
+		for range rng.IntN(8) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		if rng.IntN(8) > 0 {
+			b.WriteByte('"')
+		}
+		in := b.String()
+		// The first string in, as encoding/json reads it.
+		var want string
+		wantOK, wantEnd := false, 0
+		d := json.NewDecoder(strings.NewReader(in + " 0"))
+		if err := d.Decode(&want); err == nil {
+			wantOK, wantEnd = true, int(d.InputOffset())
+		}
+		sc := scanner{b: []byte(in + " 0")}
+		got, plain, ok := sc.str()
+		if ok != wantOK {
+			t.Fatalf("str(%q): ok %v; encoding/json: %v", in, ok, wantOK)
+		}
+		if !ok {
+			continue
+		}
+		if sc.i != wantEnd {
+			t.Fatalf("str(%q) ends at %d; encoding/json at %d", in, sc.i, wantEnd)
+		}
+		if hasEscape := bytes.IndexByte(got, '\\') >= 0; plain == hasEscape {
+			t.Fatalf("str(%q): plain %v with %q between the quotes", in, plain, got)
+		}
+		if plain && utf8.Valid(got) && string(got) != want {
+			t.Fatalf("str(%q) = %q; encoding/json: %q", in, got, want)
+		}
+	}
+}
+
+// TestStepKeys: the keys key tries first are the Step's keys in the order
+// of their constants, which is the order Step.AppendJSON writes them in,
+// and key reads a key it does not expect as str and stepKey do.
+func TestStepKeys(t *testing.T) {
+	for f, k := range stepKeys {
+		if got := stepKey(k[1 : len(k)-1]); got != f {
+			t.Errorf("stepKey(%s) = %d; want %d", k, got, f)
+		}
+	}
+	raw, err := richSteps()[0].AppendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []int
+	sc := scanner{b: raw, i: 1}
+	for {
+		k, _, ok := sc.str()
+		if !ok {
+			t.Fatalf("no key at %d of %s", sc.i, raw)
+		}
+		order = append(order, stepKey(string(k)))
+		if sc.i++; !sc.skip(1) || sc.peek() == '}' {
+			break
+		}
+		sc.i++
+	}
+	if !slices.IsSorted(order) || len(order) < 25 {
+		t.Errorf("AppendJSON writes the keys in the order %v", order)
+	}
+	for _, c := range []struct {
+		in   string
+		next int
+		want int
+		ok   bool
+	}{
+		{`"task_id":`, kTaskID, kTaskID, true},
+		{`"session_id":`, kTaskID, kSessionID, true},
+		{`"task_idx":`, kTaskID, 0, false},
+		{`"task_id`, kTaskID, 0, false},
+		{`"task\u005fid":`, kTaskID, 0, false},
+		{`"seq":`, kSeq, kSeq, true},
+		{`"seq":`, kSeq + 1, kSeq, true},
+	} {
+		sc := scanner{b: []byte(c.in)}
+		if f, ok := sc.key(c.next); ok != c.ok || ok && (f != c.want || sc.b[sc.i] != ':') {
+			t.Errorf("key(%q, %d) = %d, %v at %d; want %d, %v", c.in, c.next, f, ok, sc.i, c.want, c.ok)
+		}
+	}
+}
+
+func TestControl(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 100000 {
+		b := make([]byte, rng.IntN(40))
+		want := -1
+		for i := range b {
+			b[i] = byte(0x20 + rng.IntN(0xe0))
+			if rng.IntN(50) == 0 {
+				b[i] = byte(rng.IntN(0x20))
+			}
+			if want < 0 && b[i] < 0x20 {
+				want = i
+			}
+		}
+		if got := control(b); got != want {
+			t.Fatalf("control(%q) = %d; want %d", b, got, want)
+		}
+	}
+}
+
 func TestSpecial8(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	pick := []byte{0, 1, 0x1f, 0x20, 0x21, '"', '\\', '[', 0x7f, 0x80, 0xa2, 0xdc, 0xff, 'a'}
 	for range 200000 {
 		var b [8]byte
-		want := false
+		want := 8 // the first special byte
 		for i := range b {
 			if rng.IntN(2) == 0 {
 				b[i] = pick[rng.IntN(len(pick))]
 			} else {
 				b[i] = byte(rng.IntN(256))
 			}
-			want = want || b[i] < 0x20 || b[i] == '"' || b[i] == '\\'
+			if want == 8 && (b[i] < 0x20 || b[i] == '"' || b[i] == '\\') {
+				want = i
+			}
 		}
-		if got := special8(binary.LittleEndian.Uint64(b[:])); got != want {
-			t.Fatalf("special8(%q) = %v; want %v", b, got, want)
+		if got := bits.TrailingZeros64(special8(binary.LittleEndian.Uint64(b[:]))) >> 3; got != want {
+			t.Fatalf("special8(%q) flags byte %d first; want %d", b, got, want)
 		}
 	}
 }
