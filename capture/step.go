@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -65,18 +66,31 @@ func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
 	// it returns); the step keeps req and resp, so its arguments and
 	// result are slices of them, and strings are copied out.
 	if reqCut == nil {
+		// One pass over params' members instead of a search per path;
+		// the first of duplicate members wins, as with a search.
 		params := gjson.Get(bytesString(req), "params")
-		if ex.Method == "tools/call" {
-			s.Tool = strings.Clone(params.Get("name").String())
-			if a := params.Get("arguments"); a.Exists() {
-				s.Arguments = rawIn(req, a)
-			}
-		} else if params.Exists() {
+		var seen [3]bool
+		if ex.Method != "tools/call" && params.Exists() {
 			s.Arguments = rawIn(req, params)
 		}
-		if t := params.Get(taskMetaPath); t.Type == gjson.String && t.Str != "" {
-			s.ExplicitTask = strings.Clone(t.Str)
-		}
+		params.ForEach(func(k, v gjson.Result) bool {
+			i := slices.Index([]string{"name", "arguments", "_meta"}, k.Str)
+			if i < 0 || seen[i] {
+				return true
+			}
+			seen[i] = true
+			switch {
+			case i == 0 && ex.Method == "tools/call":
+				s.Tool = strings.Clone(v.String())
+			case i == 1 && ex.Method == "tools/call":
+				s.Arguments = rawIn(req, v)
+			case i == 2:
+				if t := v.Get(taskMetaKeyPath); t.Type == gjson.String && t.Str != "" {
+					s.ExplicitTask = strings.Clone(t.Str)
+				}
+			}
+			return true
+		})
 	} else if ex.Method == "tools/call" {
 		s.Tool = gjson.GetBytes(ex.Request, "params.name").String() // a tool name is no secret
 		if n, _ := r.RedactString(s.Tool); n != s.Tool {
@@ -84,7 +98,16 @@ func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
 		}
 	}
 	if respCut == nil && len(resp) > 0 {
-		res := gjson.GetMany(bytesString(resp), "result", "error")
+		var res [2]gjson.Result // result, error: one pass over the members
+		gjson.Parse(bytesString(resp)).ForEach(func(k, v gjson.Result) bool {
+			switch {
+			case k.Str == "result" && !res[0].Exists():
+				res[0] = v
+			case k.Str == "error" && !res[1].Exists():
+				res[1] = v
+			}
+			return true
+		})
 		if res[0].Exists() {
 			s.Result = rawIn(resp, res[0])
 			s.IsError = res[0].Get("isError").Bool()
@@ -116,8 +139,8 @@ func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
 	return s
 }
 
-// taskMetaPath is the gjson path of TaskMetaKey below params.
-var taskMetaPath = "_meta." + gjsonEscape(TaskMetaKey)
+// taskMetaKeyPath is the gjson path of TaskMetaKey in _meta.
+var taskMetaKeyPath = gjsonEscape(TaskMetaKey)
 
 func gjsonEscape(path string) string {
 	return strings.NewReplacer(".", `\.`, "*", `\*`, "?", `\?`).Replace(path)

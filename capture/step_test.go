@@ -176,3 +176,19 @@ func FuzzArgsHash(f *testing.F) {
 		}
 	})
 }
+
+// TestBuildStepDuplicateMembers: of duplicate members the first is read,
+// as a path search reads it.
+func TestBuildStepDuplicateMembers(t *testing.T) {
+	r, err := NewRedactor(RedactorConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := &proxy.Exchange{Method: "tools/call", Direction: hindsight.ClientToServer,
+		Request:  []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":1},"name":"b","arguments":{"x":2},"_meta":{"io.hindsight/task":"t1"}}}`),
+		Response: []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true},"result":{"content":[]}}`)}
+	s := BuildStep(ex, r, 0)
+	if s.Tool != "a" || string(s.Arguments) != `{"x":1}` || s.ExplicitTask != "t1" || !s.IsError {
+		t.Errorf("tool %q, arguments %s, task %q, is_error %v; want a, {\"x\":1}, t1, true", s.Tool, s.Arguments, s.ExplicitTask, s.IsError)
+	}
+}
