@@ -764,7 +764,7 @@ func plainStringEnd(doc []byte, start int) (int, bool) {
 	for i := start + 1; i < len(doc); i++ {
 		switch c := doc[i]; c {
 		case '\\':
-			return stringEnd(doc, start), false
+			return stringEndFrom(doc, i), false
 		case '"':
 			return i, or < utf8.RuneSelf
 		default:
@@ -776,8 +776,11 @@ func plainStringEnd(doc []byte, start int) (int, bool) {
 
 // stringEnd returns the index of the quote closing the string that opens
 // at doc[start].
-func stringEnd(doc []byte, start int) int {
-	for i := start + 1; i < len(doc); i++ {
+func stringEnd(doc []byte, start int) int { return stringEndFrom(doc, start+1) }
+
+// stringEndFrom is stringEnd, scanning from doc[i], inside the string.
+func stringEndFrom(doc []byte, i int) int {
+	for ; i < len(doc); i++ {
 		switch doc[i] {
 		case '\\':
 			i++
@@ -808,10 +811,20 @@ func decodeJSONString(raw []byte) string {
 	}
 	b := make([]byte, 0, len(body))
 	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if c != '\\' || i+1 >= len(body) {
-			b = append(b, c)
+		// Copy the run up to the next escape at once.
+		if n := bytes.IndexByte(body[i:], '\\'); n != 0 {
+			if n < 0 {
+				n = len(body) - i
+			}
+			b = append(b, body[i:i+n]...)
+			if i += n - 1; i+1 >= len(body) {
+				break
+			}
 			continue
+		}
+		if i+1 >= len(body) {
+			b = append(b, '\\')
+			break
 		}
 		i++
 		switch body[i] {
