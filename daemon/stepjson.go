@@ -135,7 +135,9 @@ func scanStepBatch(body []byte) ([]rawStep, bool) {
 	switch {
 	case sc.lit("null"):
 	case sc.byte('['):
-		steps = make([]rawStep, 0, 64)
+		// A step is a KiB or more, most often: room for a body's steps
+		// without growing, up to 64, and not much more.
+		steps = make([]rawStep, 0, min(64, 1+len(body)/768))
 		sc.ws()
 		if !sc.byte(']') {
 			for {

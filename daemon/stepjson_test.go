@@ -608,9 +608,9 @@ func TestChunks(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t, t.TempDir(), &clock{now: t0})
 	defer st.Close()
-	body := json.RawMessage(`{"text":"` + strings.Repeat("c", 200<<10) + `"}`)
+	body := json.RawMessage(`{"text":"` + strings.Repeat("c", maxChunk/20) + `"}`)
 	var batch []hindsight.Step
-	for i := range 60 { // 12 MB for host 1: three chunks or more
+	for i := range 60 { // three maxChunks for host 1: three chunks or more
 		s := stdio(step("a", uint64(i+1), time.Duration(i)*time.Second), "s1", 1)
 		s.Result = body
 		batch = append(batch, s, stdio(step("b", uint64(i+1), time.Duration(i)*time.Second), "s2", 2))

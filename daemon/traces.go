@@ -447,7 +447,11 @@ func (w *ingestTxn) commit() error {
 		}
 	}
 	for id, rec := range w.recs {
-		if err := setJSON(w.txn, key(pTask, []byte(id)), rec); err != nil {
+		v, err := rec.appendJSON(w.alloc(512))
+		if err != nil {
+			return fmt.Errorf("encode task %s: %w", id, err)
+		}
+		if err := w.txn.Set(key(pTask, []byte(id)), v); err != nil {
 			return err
 		}
 	}
@@ -647,8 +651,10 @@ type stepChunk struct {
 }
 
 // maxChunk bounds the steps written under one key (Badger refuses values
-// near its value log's file size).
-const maxChunk = 4 << 20
+// near its value log's file size). Badger encodes each value into a
+// buffer it grows anew for every write, so a batch of large chunks costs
+// it more than the same bytes in chunks of this size.
+const maxChunk = 64 << 10
 
 // value returns what c stores.
 func (c *stepChunk) value() []byte {
