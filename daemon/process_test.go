@@ -8,9 +8,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -253,6 +255,36 @@ func TestEnsureRunningStartsOneDaemon(t *testing.T) {
 	// A second call finds it without starting another.
 	if _, err := EnsureRunning(ctx, home, bin); err != nil || LockHolder(home) != pids[0] {
 		t.Fatalf("EnsureRunning again: %v, holder %d", err, LockHolder(home))
+	}
+	// It runs on one processor, unless the environment says otherwise.
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pids[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "GOMAXPROCS=1"
+	if v, ok := os.LookupEnv("GOMAXPROCS"); ok {
+		want = "GOMAXPROCS=" + v
+	}
+	if !slices.Contains(strings.Split(string(env), "\x00"), want) {
+		t.Errorf("daemon environment lacks %s: %q", want, env)
+	}
+}
+
+func TestDaemonEnv(t *testing.T) {
+	for _, c := range []struct {
+		env, want []string
+	}{
+		{[]string{"PATH=/bin"}, []string{"PATH=/bin", "HINDSIGHT_HOME=/h", "GOMAXPROCS=1"}},
+		{[]string{"GOMAXPROCS=4", "PATH=/bin"}, []string{"GOMAXPROCS=4", "PATH=/bin", "HINDSIGHT_HOME=/h"}},
+		{[]string{"HINDSIGHT_HOME=/old"}, []string{"HINDSIGHT_HOME=/old", "HINDSIGHT_HOME=/h", "GOMAXPROCS=1"}},
+	} {
+		in := slices.Clone(c.env)
+		if got := daemonEnv(in, "/h"); !slices.Equal(got, c.want) {
+			t.Errorf("daemonEnv(%q) = %q; want %q", c.env, got, c.want)
+		}
+		if !slices.Equal(in, c.env) {
+			t.Errorf("daemonEnv changed its argument: %q", in)
+		}
 	}
 }
 
