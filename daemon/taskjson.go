@@ -55,6 +55,12 @@ func (r *taskRec) appendJSON(b []byte) ([]byte, error) {
 		return append(b, "null}"...), nil
 	}
 	b = append(b, '{')
+	if len(r.Sessions) == 1 { // most tasks: no keys to sort
+		for k, v := range r.Sessions {
+			b = strconv.AppendBool(append(appendJSONString(b, k), ':'), v)
+		}
+		return append(b, "}}"...), nil
+	}
 	for i, k := range slices.Sorted(maps.Keys(r.Sessions)) {
 		if i > 0 {
 			b = append(b, ',')

@@ -47,8 +47,10 @@ func (t *TraceStore) CloseSession(ctx context.Context, sessionID, source string,
 		return setJSON(txn, key(pClosed, []byte(sessionID)), &c)
 	})
 	if err != nil {
+		delete(t.closes, sessionID) // written or not: the store says
 		return nil, fmt.Errorf("close session: %w", err)
 	}
+	t.cacheClose(sessionID, closeState{rec: c, found: true})
 	return t.finalize(ctx, now)
 }
 

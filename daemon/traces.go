@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -96,6 +97,17 @@ func (r *taskRec) clone() *taskRec {
 	return &c
 }
 
+// copy returns a copy of r that ingest may change without changing r: a
+// record of TraceStore.latest, whose strings are its own (see clone).
+func (r *taskRec) copy() *taskRec {
+	c := *r
+	c.Servers = slices.Clip(r.Servers) // account appends, then sorts
+	if r.Sessions != nil {
+		c.Sessions = maps.Clone(r.Sessions)
+	}
+	return &c
+}
+
 // closeRec records that a sidecar said a session ended. When the sidecar
 // named the last seq it sent, the close waits for that step to arrive.
 type closeRec struct {
@@ -157,6 +169,28 @@ type TraceStore struct {
 	// needs no index lookup nor decoding. Writes to task records other
 	// than ingest's empty it.
 	latest map[string]*taskRec
+	// closes caches the committed closed/SESSION records (t.mu held),
+	// found or not, by session id: a session's steps above its source's
+	// high-water mark look for a close that waits for them, once a batch.
+	// Ingest and CloseSession, which write them, keep it current.
+	closes map[string]closeState
+}
+
+// maxCachedCloses bounds TraceStore.closes (a session is an agent's run
+// of a server: a long-lived daemon sees many).
+const maxCachedCloses = 4096
+
+// cacheClose records the committed close record of session id; t.mu is
+// held.
+func (t *TraceStore) cacheClose(id string, c closeState) {
+	if _, ok := t.closes[id]; !ok {
+		if len(t.closes) >= maxCachedCloses {
+			clear(t.closes)
+		}
+		id = strings.Clone(id) // not a view of a request's body
+	}
+	c.dirty = false
+	t.closes[id] = c
 }
 
 // highWater is a source's highest ingested Seq; ok is false for a source
@@ -195,7 +229,7 @@ func OpenTraceStore(dir string, opt TraceOptions) (*TraceStore, error) {
 		opt.SyncInterval = DefaultSyncInterval
 	}
 	t := &TraceStore{db: db, dir: dir, logger: opt.Logger, gap: opt.IdleGap, now: opt.Now, started: opt.Now(),
-		hw: map[string]highWater{}, latest: map[string]*taskRec{}, stop: make(chan struct{}), synced: make(chan struct{})}
+		hw: map[string]highWater{}, latest: map[string]*taskRec{}, closes: map[string]closeState{}, stop: make(chan struct{}), synced: make(chan struct{})}
 	go t.syncLoop(opt.SyncInterval)
 	return t, nil
 }
@@ -478,6 +512,11 @@ func (w *ingestTxn) commit() error {
 		return err
 	}
 	w.t.dirty.Store(true)
+	for sid, c := range w.closes {
+		if c.dirty {
+			w.t.cacheClose(sid, *c)
+		}
+	}
 	for group, rec := range w.latest {
 		w.t.latest[strings.Clone(group)] = rec.clone()
 	}
@@ -599,6 +638,10 @@ func (w *ingestTxn) closeOf(id string) (*closeState, error) {
 	if c := w.closes[id]; c != nil {
 		return c, nil
 	}
+	if c, ok := w.t.closes[id]; ok {
+		w.closes[id] = &c // a copy: the cache changes only on commit
+		return &c, nil
+	}
 	c := &closeState{}
 	switch err := getJSON(w.txn, key(pClosed, []byte(id)), &c.rec); {
 	case err == nil:
@@ -607,6 +650,7 @@ func (w *ingestTxn) closeOf(id string) (*closeState, error) {
 		return nil, err
 	}
 	w.closes[id] = c
+	w.t.cacheClose(id, *c) // what the store holds, committed or not
 	return c, nil
 }
 
@@ -867,7 +911,7 @@ func (w *ingestTxn) segment(s *stepMeta) (*taskRec, error) {
 	rec := w.latest[group]
 	if c := w.t.latest[group]; rec == nil && c != nil {
 		if rec = w.recs[c.ID]; rec == nil {
-			rec = c.clone()
+			rec = c.copy()
 			w.recs[rec.ID] = rec
 		}
 		w.latest[group] = rec
