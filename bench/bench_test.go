@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -617,5 +618,24 @@ func TestCaptureNotOff(t *testing.T) {
 		if strings.HasPrefix(c.Name, "capture's") && c.Verdict() != "n/a" {
 			t.Errorf("%s: verdict %q with capture on in both variants, want n/a", c.Name, c.Verdict())
 		}
+	}
+}
+
+func TestQuartiles(t *testing.T) {
+	for _, tc := range []struct {
+		v      []float64
+		lo, hi float64
+	}{
+		{[]float64{5}, 5, 5},
+		{[]float64{1, 2, 3, 4, 5}, 2, 4},
+		{[]float64{1, 2, 3, 4, 5, 6, 7, 8, 9}, 3, 7},
+		{[]float64{1, 2}, 1, 2},
+	} {
+		if lo, hi := quartiles(tc.v); lo != tc.lo || hi != tc.hi {
+			t.Errorf("quartiles(%v) = %v, %v; want %v, %v", tc.v, lo, hi, tc.lo, tc.hi)
+		}
+	}
+	if lo, hi := quartiles(nil); !math.IsNaN(lo) || !math.IsNaN(hi) {
+		t.Errorf("quartiles(nil) = %v, %v; want NaN", lo, hi)
 	}
 }
