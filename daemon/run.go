@@ -223,7 +223,8 @@ const StartTimeout = 15 * time.Second
 // none answers: exe (the hindsight binary) is run as `exe [globalArgs…]
 // daemon`, detached in a session of its own with stdin, stdout and stderr
 // on /dev/null (it logs to its own file), inheriting the environment with
-// HINDSIGHT_HOME set to home. Concurrent callers may each start one; the
+// HINDSIGHT_HOME set to home and, unless it sets GOMAXPROCS, GOMAXPROCS=1
+// (see daemonEnv). Concurrent callers may each start one; the
 // lock lets one survive, and every caller waits until it answers.
 func EnsureRunning(ctx context.Context, home hindsight.Home, exe string, globalArgs ...string) (*Client, error) {
 	// The daemon runs in /: a relative home would name another directory.
