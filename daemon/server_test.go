@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -353,5 +355,59 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met in 10s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestStepsBodyLengthLies: a step batch whose Content-Length is shorter
+// than its body (the body is cut there), longer than it (the sender
+// closes early), or past the body limit (no buffer of that size is made)
+// is refused as bad input, and nothing of it is stored; a truthful one
+// after them on a new connection is stored.
+func TestStepsBodyLengthLies(t *testing.T) {
+	st := openTestStore(t, t.TempDir(), &clock{now: t0})
+	defer st.Close()
+	c := startServer(t, &Server{Traces: st})
+	body := batchJSON(t, []hindsight.Step{stdio(step("fs", 1, 0), "s1", 100), stdio(step("fs", 2, time.Second), "s1", 100)})
+	post := func(length int64, body []byte) string {
+		t.Helper()
+		conn, err := net.Dial("unix", c.Socket())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /v1/steps HTTP/1.1\r\nHost: hindsight\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", length)
+		conn.Write(body)
+		conn.(*net.UnixConn).CloseWrite()
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			return "no answer: " + err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}
+	for _, c := range []struct {
+		name   string
+		length int64
+		want   string // the error's start
+	}{
+		{"shorter", int64(len(body) - 10), "bad request: decode body: "},
+		{"longer", int64(len(body) + 1000), "bad request: read body: "},
+		{"past the limit", maxBody + 1, "bad request: read body: "},
+		{"far past the limit", 1 << 40, "bad request: read body: "},
+	} {
+		if got := post(c.length, body); !strings.HasPrefix(got, `400 {"error":"`+c.want) {
+			t.Errorf("%s Content-Length: %s; want 400 %s…", c.name, got, c.want)
+		}
+		if n := len(placement(t, st)); n != 0 {
+			t.Fatalf("%s Content-Length: %d steps stored", c.name, n)
+		}
+	}
+	if got := post(int64(len(body)), body); !strings.HasPrefix(got, "200 ") {
+		t.Fatalf("truthful Content-Length: %s", got)
+	}
+	if n := len(placement(t, st)); n != 2 {
+		t.Fatalf("%d steps stored; want 2", n)
 	}
 }
