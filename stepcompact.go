@@ -1,0 +1,114 @@
+package hindsight
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// The bodies a step's compact encoding may leave out, as named in its
+// "derived" member.
+const (
+	DerivedArguments = "arguments"
+	DerivedResult    = "result"
+)
+
+// RequestArguments returns the arguments capture records for a request:
+// the params.arguments of a tools/call, the params of any other method,
+// nil when there are none or request is not a JSON object. Of duplicate
+// members the first counts.
+func RequestArguments(method string, request json.RawMessage) json.RawMessage {
+	params := gjson.Get(view(request), "params")
+	if method == "tools/call" {
+		return rawOf(params.Get("arguments"))
+	}
+	return rawOf(params)
+}
+
+// ResponseResult returns the result member of a response, nil when it has
+// none or is not a JSON object.
+func ResponseResult(response json.RawMessage) json.RawMessage {
+	return rawOf(gjson.Get(view(response), "result"))
+}
+
+func rawOf(r gjson.Result) json.RawMessage {
+	if !r.Exists() || r.Raw == "" {
+		return nil
+	}
+	return json.RawMessage(r.Raw)
+}
+
+// view is b as a string without copying; b is not changed while it is used.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// AppendCompactJSON appends s encoded as AppendJSON does, but without its
+// arguments and result when they are exactly what RequestArguments and
+// ResponseResult find in its request and response, which is how capture
+// builds them: the bodies are then sent and stored once, not twice. A
+// "derived" member, last, names what was left out; Derive puts it back.
+// A step whose bodies are not derivable (cut, or built otherwise) is
+// encoded whole, with no "derived" member.
+func (s *Step) AppendCompactJSON(b []byte) ([]byte, error) {
+	c := *s
+	var derived []string
+	if len(c.Arguments) > 0 && bytes.Equal(RequestArguments(c.Method, c.Request), c.Arguments) {
+		c.Arguments = nil
+		derived = append(derived, DerivedArguments)
+	}
+	if len(c.Result) > 0 && bytes.Equal(ResponseResult(c.Response), c.Result) {
+		c.Result = nil
+		derived = append(derived, DerivedResult)
+	}
+	start := len(b)
+	b, err := c.AppendJSON(b)
+	if err != nil || len(derived) == 0 {
+		return b, err
+	}
+	if len(b) == start || b[len(b)-1] != '}' {
+		return b, fmt.Errorf("encode step: unexpected encoding")
+	}
+	b = append(b[:len(b)-1], `,"derived":[`...)
+	for i, d := range derived {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, d)
+	}
+	return append(b, "]}"...), nil
+}
+
+// Derive puts back the bodies a compact encoding left out, named by its
+// "derived" member.
+func (s *Step) Derive(derived []string) error {
+	for _, d := range derived {
+		switch d {
+		case DerivedArguments:
+			s.Arguments = RequestArguments(s.Method, s.Request)
+		case DerivedResult:
+			s.Result = ResponseResult(s.Response)
+		default:
+			return fmt.Errorf("derive step bodies: unknown body %q", d)
+		}
+	}
+	return nil
+}
+
+// UnmarshalCompactJSON decodes a step encoded by AppendJSON or
+// AppendCompactJSON into s, deriving what the latter left out.
+func UnmarshalCompactJSON(data []byte, s *Step) error {
+	var w struct {
+		Step
+		Derived []string `json:"derived"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	if err := w.Step.Derive(w.Derived); err != nil {
+		return err
+	}
+	*s = w.Step
+	return nil
+}

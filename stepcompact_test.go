@@ -1,0 +1,129 @@
+package hindsight
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// compactCases are steps as capture builds them, and some it does not.
+func compactCases() map[string]struct {
+	step    Step
+	derived string // the "derived" member expected, "" for none
+} {
+	call := fullStep()
+	call.Request = json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/tmp/a\u00e9","n":[1,2]}}}`)
+	call.Response = json.RawMessage(`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
+	list := Step{Method: "tools/list", Source: "s", Seq: 2,
+		Request:   json.RawMessage(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"c"}}`),
+		Arguments: json.RawMessage(`{"cursor":"c"}`),
+		Response:  json.RawMessage(`{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"x"}}`)}
+	cut := call
+	cut.Request = json.RawMessage(`"{\"jsonrpc\":\"2.0\",…"`) // a request too large, kept as a preview
+	other := call
+	other.Result = json.RawMessage(`{"content":[1]}`) // not the response's
+	dup := call
+	dup.Request = json.RawMessage(`{"params":{"arguments":{"a":1},"arguments":{"path":"/tmp/a\u00e9","n":[1,2]}}}`)
+	return map[string]struct {
+		step    Step
+		derived string
+	}{
+		"tools/call":         {call, `"derived":["arguments","result"]`},
+		"params":             {list, `"derived":["arguments"]`},
+		"request cut":        {cut, `"derived":["result"]`},
+		"result not derived": {other, `"derived":["arguments"]`},
+		"second duplicate":   {dup, `"derived":["result"]`},
+		"no bodies":          {Step{Method: "ping", Source: "s", Seq: 1}, ""},
+	}
+}
+
+// TestStepCompactJSON: the compact encoding leaves out exactly the bodies
+// that can be derived, and decoding it gives back the step AppendJSON
+// encodes.
+func TestStepCompactJSON(t *testing.T) {
+	for name, tc := range compactCases() {
+		t.Run(name, func(t *testing.T) {
+			full, err := tc.step.AppendJSON(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compact, err := tc.step.AppendCompactJSON([]byte("x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if compact[0] != 'x' {
+				t.Fatal("AppendCompactJSON did not append")
+			}
+			compact = compact[1:]
+			if !json.Valid(compact) {
+				t.Fatalf("invalid JSON: %s", compact)
+			}
+			if got := strings.Contains(string(compact), `"derived"`); got != (tc.derived != "") || !strings.Contains(string(compact), tc.derived) {
+				t.Errorf("compact encoding %s, want %s", compact, tc.derived)
+			}
+			if tc.derived != "" && len(compact) >= len(full) {
+				t.Errorf("compact encoding (%d bytes) no shorter than the full one (%d)", len(compact), len(full))
+			}
+			var back Step
+			if err := UnmarshalCompactJSON(compact, &back); err != nil {
+				t.Fatal(err)
+			}
+			again, err := back.AppendJSON(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(again) != string(full) {
+				t.Errorf("round trip:\n%s\nwant\n%s", again, full)
+			}
+		})
+	}
+}
+
+func TestStepDeriveUnknown(t *testing.T) {
+	var s Step
+	if err := s.Derive([]string{"request"}); err == nil {
+		t.Error("Derive accepted an unknown body")
+	}
+	if err := UnmarshalCompactJSON([]byte(`{"method":"x","derived":["nope"]}`), &s); err == nil {
+		t.Error("UnmarshalCompactJSON accepted an unknown body")
+	}
+}
+
+// FuzzStepCompactJSON: whatever the bodies, the compact encoding decodes
+// to the step the full one decodes to.
+func FuzzStepCompactJSON(f *testing.F) {
+	f.Add("tools/call", `{"params":{"arguments":{"a":1}}}`, `{"a":1}`, `{"result":[1]}`, `[1]`)
+	f.Add("x", `{"params":[1]}`, `[1]`, `{"result":{},"result":1}`, `{}`)
+	f.Add("tools/call", `"cut"`, `{}`, `null`, `null`)
+	f.Fuzz(func(t *testing.T, method, req, args, resp, res string) {
+		s := Step{Method: method}
+		for _, b := range []struct {
+			dst *json.RawMessage
+			v   string
+		}{{&s.Request, req}, {&s.Arguments, args}, {&s.Response, resp}, {&s.Result, res}} {
+			if json.Valid([]byte(b.v)) {
+				*b.dst = json.RawMessage(b.v)
+			}
+		}
+		full, err := s.AppendJSON(nil)
+		if err != nil || !json.Valid(full) {
+			return // bodies AppendJSON cannot carry (whitespace around them is kept, so still valid)
+		}
+		compact, err := s.AppendCompactJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got Step
+		if err := json.Unmarshal(full, &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := UnmarshalCompactJSON(compact, &got); err != nil {
+			t.Fatalf("decode %s: %v", compact, err)
+		}
+		a, _ := got.AppendJSON(nil)
+		b, _ := want.AppendJSON(nil)
+		if string(a) != string(b) {
+			t.Fatalf("compact %s decodes to\n%s\nthe full encoding to\n%s", compact, a, b)
+		}
+	})
+}
