@@ -362,7 +362,7 @@ func (o *Outbox) Append(steps []hindsight.Step) {
 	for i := range steps {
 		steps[i].Source, steps[i].Seq = o.id, o.next
 		s := &steps[i]
-		raw, err := s.AppendJSON(nil)
+		raw, err := s.AppendCompactJSON(nil)
 		if err != nil {
 			// Not numbered: the daemon must see no gap in the seqs.
 			steps[i].Seq = 0
@@ -707,7 +707,7 @@ func (o *Outbox) send(ctx context.Context, batch []entry) (err error) {
 	}
 	steps := make([]hindsight.Step, len(batch))
 	for i, e := range batch {
-		if err := json.Unmarshal(e.raw, &steps[i]); err != nil {
+		if err := hindsight.UnmarshalCompactJSON(e.raw, &steps[i]); err != nil {
 			return fmt.Errorf("%w: decode step %d: %v", ErrRejected, e.seq, err)
 		}
 	}
@@ -945,10 +945,17 @@ func (o *Outbox) exportRejected() error {
 	return nil
 }
 
-// appendLine appends a stored step as one line of JSON: compacted, since
+// appendLine appends a stored step as one line of JSON: whole (a step's
+// compact encoding gets its derived bodies back) and compacted, since
 // Step.AppendJSON keeps the bodies' whitespace (newlines included), or as a
 // JSON string when it is not JSON at all.
 func appendLine(lines, v []byte) []byte {
+	var s hindsight.Step
+	if hindsight.UnmarshalCompactJSON(v, &s) == nil {
+		if full, err := s.AppendJSON(nil); err == nil {
+			v = full
+		}
+	}
 	var buf bytes.Buffer
 	if json.Compact(&buf, v) == nil {
 		return append(lines, buf.Bytes()...)

@@ -198,13 +198,17 @@ func TestOutboxRejected(t *testing.T) {
 		if s.Seq != want {
 			t.Fatalf("delivered seq %d at %d, want %d", s.Seq, i, want)
 		}
+		// Stored compact, delivered whole.
+		if !strings.HasPrefix(string(s.Arguments), `{"path":"/p/`) || !strings.HasPrefix(string(s.Result), `{"content":`) {
+			t.Fatalf("step %d delivered without its bodies: arguments %s, result %s", s.Seq, s.Arguments, s.Result)
+		}
 	}
 	if st := r.Stats(); st.Rejected != 1 {
 		t.Errorf("rejected %d", st.Rejected)
 	}
 	b, err := os.ReadFile(filepath.Join(home.Outboxes(), ".rejected", r.Source()+".jsonl"))
-	if err != nil || !strings.Contains(string(b), `"seq":7`) {
-		t.Errorf("refused step not kept: %v %s", err, b)
+	if err != nil || !strings.Contains(string(b), `"seq":7`) || !strings.Contains(string(b), `"arguments":{"path":"/p/6"`) || strings.Contains(string(b), `"derived"`) {
+		t.Errorf("refused step not kept whole: %v %s", err, b)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 //	GET  /v1/health                      Health
 //	GET  /v1/status                      Status
 //	POST /v1/steps                       StepBatch → IngestResult
+//	POST /v1/steps/compact               the same; steps may be compact (hindsight.Step.AppendCompactJSON)
 //	POST /v1/sessions/close              SessionClose → SessionCloseResult
 //	GET  /v1/tasks?final=&limit=         []hindsight.Task (no steps), newest first
 //	GET  /v1/tasks/{id}                  hindsight.Task with steps

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
@@ -22,7 +23,16 @@ import (
 type Client struct {
 	socket string
 	hc     *http.Client
+	// fullSince is when a daemon last answered that it does not know
+	// compact steps (one older than this client); until compactRetry has
+	// passed, IngestRaw sends them whole.
+	fullSince atomic.Int64
 }
+
+// compactRetry is how long IngestRaw sends whole steps to a daemon that
+// did not know compact ones, before it asks again (it may have been
+// replaced by a newer one).
+const compactRetry = time.Minute
 
 // NewClient returns a client for the daemon listening on socket.
 func NewClient(socket string) *Client {
@@ -146,7 +156,35 @@ func (c *Client) DeliverRaw(ctx context.Context, steps []json.RawMessage) error 
 // hindsight.Step). They are sent as they are, neither validated nor
 // encoded again: the daemon refuses a batch that does not decode, with an
 // error wrapping ErrRejected.
+//
+// Steps may be in their compact encoding (hindsight.Step.AppendCompactJSON,
+// as capture's outbox stores them). A daemon older than this client does
+// not know it: it answers 404 to POST /v1/steps/compact, and the steps are
+// then sent whole, decoded and encoded again, to POST /v1/steps.
 func (c *Client) IngestRaw(ctx context.Context, steps []json.RawMessage) (IngestResult, error) {
+	if since := c.fullSince.Load(); since == 0 || time.Since(time.Unix(0, since)) > compactRetry {
+		res, err := c.ingestRaw(ctx, "/steps/compact", steps)
+		if ae := (*APIError)(nil); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+			return res, err
+		}
+		c.fullSince.Store(time.Now().UnixNano())
+	}
+	whole := make([]json.RawMessage, len(steps))
+	for i, raw := range steps {
+		var s hindsight.Step
+		if err := hindsight.UnmarshalCompactJSON(raw, &s); err != nil {
+			return IngestResult{}, fmt.Errorf("%w: decode step %d: %v", ErrRejected, i, err)
+		}
+		b, err := s.AppendJSON(nil)
+		if err != nil {
+			return IngestResult{}, fmt.Errorf("%w: encode step %d: %v", ErrRejected, i, err)
+		}
+		whole[i] = b
+	}
+	return c.ingestRaw(ctx, "/steps", whole)
+}
+
+func (c *Client) ingestRaw(ctx context.Context, path string, steps []json.RawMessage) (IngestResult, error) {
 	n := len(`{"steps":[]}`) + len(steps)
 	for _, s := range steps {
 		n += len(s)
@@ -161,7 +199,7 @@ func (c *Client) IngestRaw(ctx context.Context, steps []json.RawMessage) (Ingest
 	}
 	b = append(b, "]}"...)
 	var res IngestResult
-	resp, err := c.do(ctx, http.MethodPost, "/steps", nil, bytes.NewReader(b), "application/json")
+	resp, err := c.do(ctx, http.MethodPost, path, nil, bytes.NewReader(b), "application/json")
 	if err != nil {
 		return res, err
 	}

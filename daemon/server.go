@@ -114,6 +114,9 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/health", s.handleHealth)
 	m.HandleFunc("GET /v1/status", s.handleStatus)
 	m.HandleFunc("POST /v1/steps", s.handleSteps)
+	// Both take compact steps; a sidecar posts those to this path, which a
+	// daemon that cannot read them answers 404 (see Client.IngestRaw).
+	m.HandleFunc("POST /v1/steps/compact", s.handleSteps)
 	m.HandleFunc("POST /v1/sessions/close", s.handleSessionClose)
 	m.HandleFunc("GET /v1/tasks", s.handleTasks)
 	m.HandleFunc("GET /v1/tasks/{id}", s.handleTask)

@@ -18,11 +18,11 @@ func decodeStep(raw []byte, s *hindsight.Step) error {
 	sc.ws()
 	if sc.fill(s) {
 		if sc.ws(); sc.i == len(sc.b) {
-			return nil
+			return s.Derive(sc.names)
 		}
 	}
 	*s = hindsight.Step{}
-	return json.Unmarshal(raw, s)
+	return hindsight.UnmarshalCompactJSON(raw, s)
 }
 
 // stringValue consumes a string, or null ("").
@@ -179,6 +179,9 @@ func (sc *scanner) field(f int, s *hindsight.Step) (ok bool) {
 			return json.Unmarshal(v, &s.Injected) == nil
 		}
 		return json.Unmarshal(v, &s.Truncated) == nil
+	case kDerived:
+		sc.names, ok = sc.derived(true)
+		return ok
 	case kArguments, kResult, kRequest, kResponse:
 		v, ok := sc.value()
 		if !ok {

@@ -74,7 +74,7 @@ func decodeRawSteps(raws []json.RawMessage) ([]rawStep, error) {
 			continue
 		}
 		var s hindsight.Step
-		if err := json.Unmarshal(r, &s); err != nil {
+		if err := hindsight.UnmarshalCompactJSON(r, &s); err != nil {
 			return nil, fmt.Errorf("step %d: %w", i, err)
 		}
 		b, err := s.AppendJSON(nil)
@@ -97,11 +97,19 @@ func decodeStepBatch(body []byte) ([]rawStep, error) {
 	if steps, ok := scanStepBatch(body); ok {
 		return steps, nil
 	}
-	var b StepBatch
+	var b struct {
+		Steps []json.RawMessage `json:"steps"`
+	}
 	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&b); err != nil {
 		return nil, badRequest("decode body: %v", err)
 	}
-	steps, err := encodeSteps(b.Steps)
+	full := make([]hindsight.Step, len(b.Steps))
+	for i, r := range b.Steps {
+		if err := hindsight.UnmarshalCompactJSON(r, &full[i]); err != nil {
+			return nil, badRequest("decode body: step %d: %v", i, err)
+		}
+	}
+	steps, err := encodeSteps(full)
 	if err != nil {
 		return nil, badRequest("encode steps: %v", err)
 	}
@@ -182,7 +190,8 @@ func scanStep(raw []byte) (stepMeta, bool) {
 type scanner struct {
 	b     []byte
 	i     int
-	depth int // the nesting it follows; 0: maxDepth
+	depth int      // the nesting it follows; 0: maxDepth
+	names []string // the "derived" member fill read
 }
 
 // maxDepth bounds the nesting the scanner follows by default (encoding/json
@@ -565,6 +574,8 @@ func (sc *scanner) step() (m stepMeta, ok bool) {
 			default:
 				ok = false
 			}
+		case kDerived:
+			_, ok = sc.derived(false)
 		case kError, kInjected, kTruncated:
 			if !sc.lit("null") {
 				var v []byte
@@ -638,6 +649,7 @@ const (
 	kTransport
 	kSource
 	kSeq
+	kDerived // a compact encoding's list of the bodies it left out
 )
 
 // stepKeys are the keys of a Step's JSON, quoted, in the order of the
@@ -648,7 +660,7 @@ var stepKeys = [...]string{
 	`"is_error"`, `"error"`, `"error_code"`, `"causal_tag"`, `"redactions"`, `"injected"`,
 	`"notifications"`, `"truncated"`, `"local"`, `"client_name"`, `"client_version"`,
 	`"protocol_version"`, `"request"`, `"response"`, `"explicit_task"`, `"host_pid"`,
-	`"transport"`, `"source"`, `"seq"`,
+	`"transport"`, `"source"`, `"seq"`, `"derived"`,
 }
 
 // key consumes a key of a step's object and returns which it is. It first
@@ -735,6 +747,43 @@ func stepKey(name string) int {
 		return kSource
 	case "seq":
 		return kSeq
+	case "derived":
+		return kDerived
 	}
 	return -1
+}
+
+// derived consumes a compact encoding's "derived" member: the bodies it
+// left out (see hindsight.Step.AppendCompactJSON), returned when keep is
+// set. Anything but a list of known body names is refused.
+func (sc *scanner) derived(keep bool) (names []string, ok bool) {
+	if !sc.byte('[') {
+		return nil, false
+	}
+	sc.ws()
+	if sc.byte(']') {
+		return nil, true
+	}
+	for {
+		v, plain, ok := sc.str()
+		if !ok || !plain {
+			return nil, false
+		}
+		switch string(v) {
+		case hindsight.DerivedArguments, hindsight.DerivedResult:
+			if keep {
+				names = append(names, string(v))
+			}
+		default:
+			return nil, false
+		}
+		sc.ws()
+		if sc.byte(']') {
+			return names, true
+		}
+		if !sc.byte(',') {
+			return nil, false
+		}
+		sc.ws()
+	}
 }
