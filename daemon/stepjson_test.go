@@ -58,8 +58,7 @@ func richSteps() []hindsight.Step {
 func checkScan(t *testing.T, data []byte) (taken bool) {
 	t.Helper()
 	fast, ok := scanStepBatch(data)
-	var b StepBatch
-	err := json.NewDecoder(bytes.NewReader(data)).Decode(&b)
+	b, err := referenceBatch(data)
 	if !ok {
 		return false
 	}
@@ -81,7 +80,7 @@ func checkScan(t *testing.T, data []byte) (taken bool) {
 			t.Fatalf("step %d: read %+v; want %+v", i, got, want)
 		}
 		var s hindsight.Step
-		if err := json.Unmarshal(fast[i].JSON, &s); err != nil {
+		if err := hindsight.UnmarshalCompactJSON(fast[i].JSON, &s); err != nil {
 			t.Fatalf("step %d: stored JSON %q does not decode: %v", i, fast[i].JSON, err)
 		}
 		if !reflect.DeepEqual(s, b.Steps[i]) {
@@ -92,11 +91,34 @@ func checkScan(t *testing.T, data []byte) (taken bool) {
 	return true
 }
 
-// checkDecode checks decodeStep against json.Unmarshal on raw.
+// referenceBatch decodes a step batch as encoding/json does, compact steps
+// included (hindsight.UnmarshalCompactJSON): what the scanner must agree
+// with.
+func referenceBatch(data []byte) (StepBatch, error) {
+	var raw struct {
+		Steps []json.RawMessage `json:"steps"`
+	}
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&raw); err != nil {
+		return StepBatch{}, err
+	}
+	b := StepBatch{Steps: make([]hindsight.Step, len(raw.Steps))}
+	for i, r := range raw.Steps {
+		if err := hindsight.UnmarshalCompactJSON(r, &b.Steps[i]); err != nil {
+			return StepBatch{}, err
+		}
+	}
+	if raw.Steps == nil {
+		b.Steps = nil
+	}
+	return b, nil
+}
+
+// checkDecode checks decodeStep against encoding/json (with compact steps'
+// bodies derived) on raw.
 func checkDecode(t *testing.T, raw []byte) {
 	t.Helper()
 	var want, got hindsight.Step
-	wantErr := json.Unmarshal(raw, &want)
+	wantErr := hindsight.UnmarshalCompactJSON(raw, &want)
 	gotErr := decodeStep(raw, &got)
 	if (gotErr == nil) != (wantErr == nil) {
 		t.Fatalf("decodeStep(%q): %v; json.Unmarshal: %v", raw, gotErr, wantErr)
@@ -176,6 +198,8 @@ func FuzzScanStepBatch(f *testing.F) {
 	f.Add([]byte(`{"steps":[{"source":"a","seq":1,"error":{},"injected":null,"is_error":null,"host_pid":-3}]}`))
 	f.Add([]byte(`{"steps":[{"source":"a","seq":18446744073709551615,"started_at":"0001-01-01T00:00:00Z","ended_at":"9999-12-31T23:59:59.999999999+14:00"}]}`))
 	f.Add([]byte(`{"steps":[{"source":"a","seq":1,"latency_ms":-0.0e+00,"result":[[[{"":{}}]]],"causal_tag":"timeout"}]}`))
+	f.Add(compactBatchJSON(f, []hindsight.Step{compactStep("c", 1, 0)}))
+	f.Add([]byte(`{"steps":[{"source":"a","seq":1,"method":"x","request":{"params":[1]},"derived":["arguments"]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkScan(t, data)
 	})
@@ -271,6 +295,7 @@ func TestRedeliveryOfPartlyStoredBatch(t *testing.T) {
 func TestScanStepBatchMutations(t *testing.T) {
 	seeds := [][]byte{
 		batchJSON(t, richSteps()),
+		compactBatchJSON(t, []hindsight.Step{compactStep("ob-m", 1, 0), compactStep("ob-m", 2, time.Second)}),
 		[]byte(`{"steps":[{"source":"a","seq":1,"error":{},"injected":null,"is_error":true,"host_pid":-3,"latency_ms":1.5e3}]}`),
 	}
 	special := []byte(`{}[]",:\ -+.eE0119tfnul` + "\x00\n\xff")
@@ -706,4 +731,20 @@ func postSteps(t *testing.T, srv *Server, steps []hindsight.Step) IngestResult {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// compactBatchJSON is a step batch of steps in their compact encoding.
+func compactBatchJSON(t testing.TB, steps []hindsight.Step) []byte {
+	t.Helper()
+	b := []byte(`{"steps":[`)
+	for i := range steps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = steps[i].AppendCompactJSON(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return append(b, "]}"...)
 }
