@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -36,6 +37,12 @@ func runDaemon(ctx context.Context, g *globals, args []string) error {
 	}
 	if what := backends.missing(g.config); what != "" {
 		return execFull(what)
+	}
+	// One processor, as a daemon a sidecar starts gets (see
+	// daemon.EnsureRunning): on the few cores beside an agent, waking a
+	// second thread for every batch cost more than the batches.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
 	}
 	logger, closer, err := openLog(g.home, "daemon")
 	if err != nil {
