@@ -10,8 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"runtime"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 
