@@ -21,8 +21,18 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 )
 
-// batchJSON encodes steps as a sidecar's outbox delivers them.
+// batchJSON encodes steps as a step batch, whole.
 func batchJSON(t testing.TB, steps []hindsight.Step) []byte {
+	return encodeBatch(t, steps, (*hindsight.Step).AppendJSON)
+}
+
+// compactBatchJSON encodes steps as a sidecar's outbox delivers them: in
+// their compact encoding.
+func compactBatchJSON(t testing.TB, steps []hindsight.Step) []byte {
+	return encodeBatch(t, steps, (*hindsight.Step).AppendCompactJSON)
+}
+
+func encodeBatch(t testing.TB, steps []hindsight.Step, enc func(*hindsight.Step, []byte) ([]byte, error)) []byte {
 	t.Helper()
 	b := []byte(`{"steps":[`)
 	for i := range steps {
@@ -30,7 +40,7 @@ func batchJSON(t testing.TB, steps []hindsight.Step) []byte {
 			b = append(b, ',')
 		}
 		var err error
-		if b, err = steps[i].AppendJSON(b); err != nil {
+		if b, err = enc(&steps[i], b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -731,20 +741,4 @@ func postSteps(t *testing.T, srv *Server, steps []hindsight.Step) IngestResult {
 		t.Fatal(err)
 	}
 	return res
-}
-
-// compactBatchJSON is a step batch of steps in their compact encoding.
-func compactBatchJSON(t testing.TB, steps []hindsight.Step) []byte {
-	t.Helper()
-	b := []byte(`{"steps":[`)
-	for i := range steps {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		var err error
-		if b, err = steps[i].AppendCompactJSON(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return append(b, "]}"...)
 }
