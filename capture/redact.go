@@ -258,7 +258,7 @@ const maxJSONDepth = 4
 func (r *Redactor) Redact(data []byte) ([]byte, int) {
 	seen := found{}
 	if validJSON(data) {
-		if len(r.patterns) == 0 && r.cleanJSON(data, 0) {
+		if len(r.patterns) == 0 && r.cleanJSON(data, 0, false) {
 			return data, 0
 		}
 		out, n := r.redactJSON(data, 0, seen)
@@ -498,7 +498,11 @@ type leaf struct {
 // looking in each string alone finds the same ones, since no keyword holds
 // a line break or ": " or begins with a space or ends with a colon
 // (keywordsIndex checks).
-func (r *Redactor) cleanJSON(doc []byte, depth int) bool {
+//
+// searched says doc's whole text was searched for keywords already, and
+// holds none (a document held in a string): its plain strings, which are
+// pieces of that text, are not searched again.
+func (r *Redactor) cleanJSON(doc []byte, depth int, searched bool) bool {
 	for i := 0; i < len(doc); i++ {
 		if doc[i] != '"' {
 			continue
@@ -514,16 +518,16 @@ func (r *Redactor) cleanJSON(doc []byte, depth int) bool {
 		if isKeyAt(doc, end+1) {
 			// The protocol's own names ("progressToken") are not looked
 			// at: redactJSON neither scans them nor gives them as context.
-			if r.sensitiveKey(s) != "" || !notSensitive[normalizeKey(s)] && r.keywords.find(s, 0) != 0 {
+			if r.sensitiveKey(s) != "" || !(plain && searched) && !notSensitive[normalizeKey(s)] && r.keywords.find(s, 0) != 0 {
 				return false
 			}
 			continue
 		}
-		if r.keywords.find(s, 0) != 0 {
+		if !(plain && searched) && r.keywords.find(s, 0) != 0 {
 			return false
 		}
 		if t := strings.TrimSpace(s); depth < maxJSONDepth && len(t) > 1 && (t[0] == '{' || t[0] == '[') &&
-			validJSON(bytesView(t)) && !r.cleanJSON(bytesView(t), depth+1) {
+			validJSON(bytesView(t)) && !r.cleanJSON(bytesView(t), depth+1, true) {
 			return false
 		}
 	}

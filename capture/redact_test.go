@@ -125,12 +125,12 @@ func TestCleanJSON(t *testing.T) {
 			[]byte(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"message":`+string(msg)+`}}}`))
 	}
 	for _, d := range docs {
-		if _, n := r.redactJSON(d, 0, found{}); n > 0 && r.cleanJSON(d, 0) {
+		if _, n := r.redactJSON(d, 0, found{}); n > 0 && r.cleanJSON(d, 0, false) {
 			t.Errorf("cleanJSON passed a document with %d secrets: %s", n, d)
 		}
 	}
 	for name, p := range typicalPayloads() {
-		if !r.cleanJSON(p, 0) {
+		if !r.cleanJSON(p, 0, false) {
 			t.Errorf("%s: a payload without secrets takes the full path", name)
 		}
 	}
@@ -145,9 +145,13 @@ func TestCleanJSON(t *testing.T) {
 		{`{"text":"{\"api_key\":\"abc\"}"}`, false},
 		{`{"text":"Bearer abcdefgh12345678"}`, false},
 		{`{"\u0074oken":"x"}`, false},
+		// A document in a string is searched as a whole, and its escaped
+		// strings once more, decoded.
+		{`{"text":"{\"a\":\"\\u0074oken\"}"}`, false},
+		{`{"text":"{\"a\":\"b\\n\"}"}`, true},
 		{`"plain words only"`, true},
 	} {
-		if got := r.cleanJSON([]byte(tc.doc), 0); got != tc.clean {
+		if got := r.cleanJSON([]byte(tc.doc), 0, false); got != tc.clean {
 			t.Errorf("cleanJSON(%s) = %v, want %v", tc.doc, got, tc.clean)
 		}
 	}
@@ -241,7 +245,7 @@ func FuzzRedact(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, doc, key string) {
-		if validJSON([]byte(doc)) && plain.cleanJSON([]byte(doc), 0) {
+		if validJSON([]byte(doc)) && plain.cleanJSON([]byte(doc), 0, false) {
 			if _, n := plain.redactJSON([]byte(doc), 0, found{}); n > 0 {
 				t.Fatalf("cleanJSON passed a document redactJSON changes %d times: %s", n, doc)
 			}
