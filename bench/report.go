@@ -83,7 +83,11 @@ func (c Check) Verdict() string {
 // machine's state, so their difference or ratio is steadier than that of
 // their separate medians.
 func (r *Report) paired(a, b string, conc int, f func(x, y Sample) float64) float64 {
-	v := r.pairs(a, b, conc, f)
+	return medianOrNaN(r.pairs(a, b, conc, f))
+}
+
+// medianOrNaN is the median of v, NaN when v is empty.
+func medianOrNaN(v []float64) float64 {
 	if len(v) == 0 {
 		return math.NaN()
 	}
@@ -112,6 +116,7 @@ func quartiles(v []float64) (lo, hi float64) {
 }
 
 func p50Diff(x, y Sample) float64   { return float64(x.P50 - y.P50) }
+func p50Added(x, y Sample) float64  { return float64(x.P50)/float64(y.P50) - 1 }
 func rateRatio(x, y Sample) float64 { return x.Rate() / y.Rate() }
 
 // Checks evaluates the targets the variants present allow, the relay's for
@@ -155,8 +160,9 @@ func (r *Report) Checks() []Check {
 			if c != 1 && c != Paced {
 				continue
 			}
-			added := r.paired(Sidecar, SidecarNoCapture, c, func(x, y Sample) float64 { return float64(x.P50)/float64(y.P50) - 1 })
-			lo, hi := quartiles(r.pairs(Sidecar, SidecarNoCapture, c, func(x, y Sample) float64 { return float64(x.P50)/float64(y.P50) - 1 }))
+			rounds := r.pairs(Sidecar, SidecarNoCapture, c, p50Added)
+			added := medianOrNaN(rounds)
+			lo, hi := quartiles(rounds)
 			on, _, _ := r.Median(Sidecar, c)
 			off, _, _ := r.Median(SidecarNoCapture, c)
 			out = append(out, Check{
