@@ -107,7 +107,7 @@ type Recorder struct {
 	ready      *sync.Cond
 	results    map[uint64]built // arrival → built step
 	dispatched uint64           // arrivals queued, known once allIn
-	allIn      bool             // the dispatcher finished
+	allIn      bool             // the workers finished (the queue is closed)
 	committed  uint64           // arrivals committed
 	done       chan struct{}    // the committer finished
 	progress   chan struct{}    // closed and replaced after each commit
