@@ -19,24 +19,35 @@ const (
 // RequestArguments returns the arguments capture records for a request:
 // the params.arguments of a tools/call, the params of any other method,
 // nil when there are none or request is not a JSON object. Of duplicate
-// members the first counts.
+// members the first counts. The result is a slice of request, not a copy
+// (its capacity is capped, so appending to it never writes into request).
 func RequestArguments(method string, request json.RawMessage) json.RawMessage {
 	params := gjson.Get(view(request), "params")
 	if method == "tools/call" {
-		return rawOf(params.Get("arguments"))
+		return within(request, params.Get("arguments"))
 	}
-	return rawOf(params)
+	return within(request, params)
 }
 
 // ResponseResult returns the result member of a response, nil when it has
-// none or is not a JSON object.
+// none or is not a JSON object. Like RequestArguments, it returns a slice
+// of response.
 func ResponseResult(response json.RawMessage) json.RawMessage {
-	return rawOf(gjson.Get(view(response), "result"))
+	return within(response, gjson.Get(view(response), "result"))
 }
 
-func rawOf(r gjson.Result) json.RawMessage {
+// within returns the text of r, which gjson found in body, as a slice of
+// body with its capacity capped; a copy when gjson built the text itself
+// (it does not for the paths above, but nothing in its API promises so).
+func within(body []byte, r gjson.Result) json.RawMessage {
 	if !r.Exists() || r.Raw == "" {
 		return nil
+	}
+	p := uintptr(unsafe.Pointer(unsafe.StringData(r.Raw)))
+	b := uintptr(unsafe.Pointer(unsafe.SliceData(body)))
+	if n := uintptr(len(r.Raw)); p >= b && p-b <= uintptr(len(body)) && n <= uintptr(len(body))-(p-b) {
+		i := int(p - b)
+		return body[i : i+len(r.Raw) : i+len(r.Raw)]
 	}
 	return json.RawMessage(r.Raw)
 }

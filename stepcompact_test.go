@@ -79,6 +79,51 @@ func TestStepCompactJSON(t *testing.T) {
 	}
 }
 
+// TestDerivedBodiesAlias: the derived bodies are slices of the request and
+// response, not copies, and appending to them cannot write into those.
+func TestDerivedBodiesAlias(t *testing.T) {
+	for _, tc := range []struct {
+		method, body, want string
+		result             bool
+	}{
+		{"tools/call", `{"method":"tools/call","params":{"name":"x","arguments":{"a":[1, 2]}}}`, `{"a":[1, 2]}`, false},
+		{"tools/list", `{"method":"tools/list","params":{"cursor":"c"}} `, `{"cursor":"c"}`, false},
+		{"tools/call", `{"params":{"arguments":"s"},"params":{"arguments":1}}`, `"s"`, false},
+		{"", `{"id":1,"result":{"content":[]},"result":2}`, `{"content":[]}`, true},
+		{"", `{"id":1,"result":null}`, `null`, true},
+		{"tools/call", `{"params":{"name":"x"}}`, ``, false},
+		{"", `{"id":1,"error":{"code":1}}`, ``, true},
+		{"tools/call", `[1]`, ``, false},
+		{"", `not json`, ``, true},
+	} {
+		body := json.RawMessage(tc.body)
+		var got json.RawMessage
+		if tc.result {
+			got = ResponseResult(body)
+		} else {
+			got = RequestArguments(tc.method, body)
+		}
+		if string(got) != tc.want {
+			t.Errorf("%s %s: got %q, want %q", tc.method, tc.body, got, tc.want)
+			continue
+		}
+		if len(got) == 0 {
+			if got != nil {
+				t.Errorf("%s: empty body is not nil", tc.body)
+			}
+			continue
+		}
+		i := strings.Index(tc.body, tc.want)
+		if &got[0] != &body[i] || cap(got) != len(got) {
+			t.Errorf("%s: not a capped slice of the body at %d", tc.body, i)
+		}
+		_ = append(got, 'X')
+		if string(body) != tc.body {
+			t.Errorf("appending to the derived body changed the body: %s", body)
+		}
+	}
+}
+
 func TestStepDeriveUnknown(t *testing.T) {
 	var s Step
 	if err := s.Derive([]string{"request"}); err == nil {
