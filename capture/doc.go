@@ -57,8 +57,10 @@
 // A step the daemon has not acknowledged 30 ms after its exchange ended
 // (or any step while the daemon is unreachable, or with no daemon) is
 // written to the outbox's Badger, safe from SIGKILL once the write
-// returns (its memtable WAL is a shared file mapping); a sync every 20 ms
-// guards against machine crashes. The daemon stores a batch durably
+// returns (its memtable WAL is a shared file mapping); a sync within 20 ms
+// of a write guards against machine crashes. The database is opened 15 ms
+// before the first such write is due: while the daemon keeps up, a
+// sidecar runs no Badger at all, and an idle one wakes for nothing. The daemon stores a batch durably
 // before it acknowledges it, so a step relayed more than 50 ms before a
 // SIGKILL is acknowledged or on disk. The
 // hindsight_capture_commit_delay_seconds histogram shows how long after

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -62,8 +63,9 @@ const (
 	// DefaultPersistAfter is how long after its exchange ended a step may
 	// wait in memory for the daemon's acknowledgement before it is written
 	// to disk. A write takes well under a millisecond (20 ms are left for
-	// it), so a step relayed more than 50 ms before a SIGKILL is
-	// acknowledged or on disk. Shorter deadlines write more steps when a
+	// it; the database, when not open yet, is opened openLead before), so
+	// a step relayed more than 50 ms before a SIGKILL is acknowledged or on
+	// disk. Shorter deadlines write more steps when a
 	// loaded daemon answers late.
 	DefaultPersistAfter = 30 * time.Millisecond
 
@@ -97,9 +99,9 @@ type OutboxOptions struct {
 	Retention time.Duration // undelivered steps are kept this long; 0: DefaultRetention
 	BatchSize int           // steps per delivery; 0: DefaultBatchSize
 	MaxHeld   int           // steps kept in memory while the disk fails; 0: DefaultMaxHeld
-	// SyncInterval is how often written steps are fsynced (a write is
-	// already safe from a killed process once Append returns; the sync
-	// guards against a machine crash). 0: DefaultSyncInterval.
+	// SyncInterval is how long after a write the database is fsynced
+	// (a write is already safe from a killed process once it returns; the
+	// sync guards against a machine crash). 0: DefaultSyncInterval.
 	SyncInterval time.Duration
 	// MaxMemBytes bounds the undelivered steps kept in memory, from which
 	// they are delivered; older undelivered steps are written to disk and
@@ -126,19 +128,27 @@ type OutboxOptions struct {
 // The daemon stores a batch durably before acknowledging it, so a step is
 // always either acknowledged or on disk within PersistAfter plus one write
 // of its end: a SIGKILL loses none relayed 50 ms earlier. While the daemon
-// keeps up, the outbox never touches the disk.
+// keeps up, the outbox never touches the disk: its database is opened
+// when the first step must be written.
 //
 // When the disk cannot be written (full, read-only, corrupt) steps are kept
 // in memory up to MaxHeld and delivered from there, and the failure is
 // logged and counted; nothing blocks the caller.
 type Outbox struct {
-	id          string
-	dir         string
-	opts        OutboxOptions
-	log         *slog.Logger
-	c           *counters
-	lock        *os.File
-	db          *badger.DB // nil when the disk could not be opened
+	id   string
+	dir  string
+	opts OutboxOptions
+	log  *slog.Logger
+	c    *counters
+	lock *os.File
+	// db is opened when a step must first reach disk (see disk): while
+	// the daemon keeps up, a sidecar runs no database at all, and its
+	// compactors and syncs do not wake it. nil until then, and while it
+	// cannot be opened.
+	db          atomic.Pointer[badger.DB]
+	syncWake    chan struct{} // syncLoop: steps were written
+	dbMu        sync.Mutex    // one open of db at a time
+	movedAside  bool          // a database that did not open was moved aside (once); dbMu
 	cancel      context.CancelFunc
 	notify      chan struct{} // a step was appended
 	draining    chan struct{} // closed by Close: deliver what is left, then stop
@@ -255,20 +265,7 @@ func openOutbox(opts OutboxOptions, c *counters) (*Outbox, error) {
 	o := &Outbox{id: id, dir: dir, opts: opts, log: log.With("outbox", id), c: c, lock: lock, next: 1, opened: time.Now(),
 		notify: make(chan struct{}, 1), draining: make(chan struct{}), loopDone: make(chan struct{}),
 		syncDone: make(chan struct{}), stopSync: make(chan struct{}),
-		wake: make(chan struct{}, 1), persistDone: make(chan struct{})}
-	db, err := openDB(filepath.Join(dir, dbName), o.log)
-	if err != nil {
-		// Move whatever is there aside and start fresh once; if that
-		// fails too, run from memory.
-		c.corrupt.Add(1)
-		o.log.Error("cannot open outbox database; starting a fresh one", "err", err)
-		_ = os.Rename(filepath.Join(dir, dbName), filepath.Join(dir, dbName+".corrupt"))
-		if db, err = openDB(filepath.Join(dir, dbName), o.log); err != nil {
-			c.writeErrors.Add(1)
-			o.log.Error("cannot open outbox database; keeping steps in memory", "err", err, "max_held", opts.MaxHeld)
-		}
-	}
-	o.db = db
+		wake: make(chan struct{}, 1), persistDone: make(chan struct{}), syncWake: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	o.cancel = cancel
 	go o.deliverLoop(ctx)
@@ -282,6 +279,39 @@ func (o *Outbox) ID() string { return o.id }
 
 // Dir is the outbox directory.
 func (o *Outbox) Dir() string { return o.dir }
+
+// disk returns the outbox's database, opening it the first time a step
+// must be written. A database that does not open is moved aside (kept for
+// inspection) and a fresh one tried once; when that fails too the error is
+// returned, the steps stay in memory (see persist), and the next write
+// tries again (without moving anything aside again).
+func (o *Outbox) disk() (*badger.DB, error) {
+	if db := o.db.Load(); db != nil {
+		return db, nil
+	}
+	o.dbMu.Lock()
+	defer o.dbMu.Unlock()
+	if db := o.db.Load(); db != nil {
+		return db, nil
+	}
+	path := filepath.Join(o.dir, dbName)
+	db, err := openDB(path, o.log)
+	if err != nil {
+		if _, serr := os.Stat(path); serr == nil && !o.movedAside {
+			o.movedAside = true
+			o.c.corrupt.Add(1)
+			aside := path + ".corrupt-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+			o.log.Error("cannot open outbox database; moved aside, starting a fresh one", "err", err, "to", aside)
+			_ = os.Rename(path, aside)
+			db, err = openDB(path, o.log)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("open outbox database: %w", err)
+		}
+	}
+	o.db.Store(db)
+	return db, nil
+}
 
 // openDB opens an outbox database; a variable so tests can make the disk
 // fail.
@@ -356,7 +386,7 @@ func (o *Outbox) Append(steps []hindsight.Step) {
 	}
 	now := time.Now()
 	// Nothing will acknowledge these steps soon: write them now.
-	atOnce := o.opts.Deliverer == nil || o.db == nil || o.lastFailed || o.writeFailing
+	atOnce := o.opts.Deliverer == nil || o.lastFailed || o.writeFailing
 	waiting := o.memDisk < len(o.mem)
 	added := 0
 	for i := range steps {
@@ -428,6 +458,10 @@ func (o *Outbox) persist(now time.Time, all bool) {
 		o.writeFailing = false
 		o.memDisk = k
 		o.dirty = true
+		select {
+		case o.syncWake <- struct{}{}:
+		default:
+		}
 		o.c.spilled.Add(int64(len(batch)))
 		o.c.held.Store(0)
 		o.trimMem()
@@ -524,10 +558,11 @@ func (o *Outbox) onDisk(steps []entry) []entry {
 
 // write stores entries in as few transactions as Badger allows.
 func (o *Outbox) write(entries []entry) error {
-	if o.db == nil {
-		return errors.New("outbox database not open")
+	db, err := o.disk()
+	if err != nil {
+		return err
 	}
-	txn := o.db.NewTransaction(true)
+	txn := db.NewTransaction(true)
 	defer func() { txn.Discard() }()
 	for _, e := range entries {
 		k := stepKey(prefixStep, e.seq)
@@ -535,7 +570,7 @@ func (o *Outbox) write(entries []entry) error {
 			if err := txn.Commit(); err != nil {
 				return fmt.Errorf("commit outbox: %w", err)
 			}
-			txn = o.db.NewTransaction(true)
+			txn = db.NewTransaction(true)
 			if err := txn.Set(k, e.raw); err != nil {
 				return fmt.Errorf("write outbox: %w", err)
 			}
@@ -550,10 +585,13 @@ func (o *Outbox) write(entries []entry) error {
 }
 
 // persistLoop writes steps held only in memory to disk when they are due.
+// While the database is not open yet, it opens it openLead before the
+// first such deadline, so that the write still makes it.
 func (o *Outbox) persistLoop() {
 	defer close(o.persistDone)
 	t := time.NewTimer(time.Hour)
 	t.Stop()
+	tried := false // to open the database ahead of a deadline
 	for {
 		o.mu.Lock()
 		var due time.Time
@@ -562,8 +600,12 @@ func (o *Outbox) persistLoop() {
 		}
 		failing := o.writeFailing
 		o.mu.Unlock()
+		opening := false
 		if !due.IsZero() {
 			d := time.Until(due)
+			if opening = o.db.Load() == nil && !tried && !failing; opening {
+				d -= openLead
+			}
 			if failing {
 				d = max(d, time.Second) // retry a failing disk at a gentle pace
 			}
@@ -576,6 +618,11 @@ func (o *Outbox) persistLoop() {
 		case <-o.wake:
 			t.Stop()
 		case <-t.C:
+			if opening {
+				tried = true
+				_, _ = o.disk() // a failure is the write's to report
+				continue
+			}
 			o.wmu.Lock()
 			o.persist(time.Now(), false)
 			o.wmu.Unlock()
@@ -583,24 +630,36 @@ func (o *Outbox) persistLoop() {
 	}
 }
 
-// syncLoop fsyncs the database every SyncInterval while steps are written.
+// openLead is how long before a step must be on disk the outbox opens its
+// database, when it is not open yet: opening takes 5–15 ms, more on a
+// loaded machine, and the write must still land within PersistAfter.
+const openLead = 15 * time.Millisecond
+
+// syncLoop fsyncs the database SyncInterval after steps are written; the
+// steps written meanwhile share the sync. It sleeps while nothing is
+// written, and shutdown syncs what is left.
 func (o *Outbox) syncLoop() {
 	defer close(o.syncDone)
-	t := time.NewTicker(o.opts.SyncInterval)
-	defer t.Stop()
 	for {
 		select {
 		case <-o.stopSync:
 			return
+		case <-o.syncWake:
+		}
+		t := time.NewTimer(o.opts.SyncInterval)
+		select {
+		case <-o.stopSync:
+			t.Stop()
+			return
 		case <-t.C:
-			o.mu.Lock()
-			dirty := o.dirty
-			o.dirty = false
-			o.mu.Unlock()
-			if dirty && o.db != nil {
-				if err := o.db.Sync(); err != nil {
-					o.log.Warn("sync outbox", "err", err)
-				}
+		}
+		o.mu.Lock()
+		dirty := o.dirty
+		o.dirty = false
+		o.mu.Unlock()
+		if db := o.db.Load(); dirty && db != nil {
+			if err := db.Sync(); err != nil {
+				o.log.Warn("sync outbox", "err", err)
 			}
 		}
 	}
@@ -742,8 +801,14 @@ func (o *Outbox) reject(e entry, err error) {
 	var s struct{ Method, Tool string }
 	_ = json.Unmarshal(e.raw, &s)
 	o.log.Error("daemon refused a step; set aside", "seq", e.seq, "method", s.Method, "tool", s.Tool, "err", err)
-	if o.db != nil {
-		_ = o.db.Update(func(txn *badger.Txn) error { return txn.Set(stepKey(prefixRejected, e.seq), e.raw) })
+	o.wmu.Lock()
+	db, derr := o.disk()
+	if derr == nil {
+		derr = db.Update(func(txn *badger.Txn) error { return txn.Set(stepKey(prefixRejected, e.seq), e.raw) })
+	}
+	o.wmu.Unlock()
+	if derr != nil {
+		o.log.Error("cannot keep a refused step; lost", "seq", e.seq, "err", derr)
 	}
 	o.remove([]entry{e})
 }
@@ -772,11 +837,11 @@ func (o *Outbox) nextBatch(n int) []entry {
 		out = append(out, o.mem[:min(n, len(o.mem))]...)
 	}
 	o.mu.Unlock()
-	if o.db != nil && !fromMem {
+	if db := o.db.Load(); db != nil && !fromMem {
 		o.mu.Lock()
 		from := stepKey(prefixStep, o.removed+1)
 		o.mu.Unlock()
-		err := o.db.View(func(txn *badger.Txn) error {
+		err := db.View(func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixStep}, PrefetchValues: true, PrefetchSize: 64})
 			defer it.Close()
 			// Seeking past the delivered steps skips their tombstones,
@@ -792,7 +857,7 @@ func (o *Outbox) nextBatch(n int) []entry {
 				if err != nil {
 					o.log.Error("undecodable step in outbox; removed", "key", hex.EncodeToString(k), "err", err)
 					k := it.Item().KeyCopy(nil)
-					go o.db.Update(func(txn *badger.Txn) error { return txn.Delete(k) })
+					go db.Update(func(txn *badger.Txn) error { return txn.Delete(k) })
 					continue
 				}
 				out = append(out, entry{seq: binary.BigEndian.Uint64(k[1:]), raw: v})
@@ -828,8 +893,8 @@ func (o *Outbox) remove(steps []entry) {
 	o.mu.Lock()
 	del := o.onDisk(steps)
 	o.mu.Unlock()
-	if o.db != nil && len(del) > 0 {
-		wb := o.db.NewWriteBatch()
+	if db := o.db.Load(); db != nil && len(del) > 0 {
+		wb := db.NewWriteBatch()
 		for _, e := range del {
 			_ = wb.Delete(stepKey(prefixStep, e.seq))
 		}
@@ -851,8 +916,9 @@ func (o *Outbox) remove(steps []entry) {
 // enforceRetention drops undelivered steps older than the retention period
 // and warns when the oldest one nears it.
 func (o *Outbox) enforceRetention() {
-	if o.db == nil {
-		return
+	db := o.db.Load()
+	if db == nil {
+		return // nothing was written
 	}
 	o.retMu.Lock()
 	defer o.retMu.Unlock()
@@ -866,7 +932,7 @@ func (o *Outbox) enforceRetention() {
 	}
 	var expired [][]byte
 	var oldest time.Time
-	_ = o.db.View(func(txn *badger.Txn) error {
+	_ = db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixStep}, PrefetchValues: true, PrefetchSize: 16})
 		defer it.Close()
 		// Steps are stored in time order: stop at the first one still kept.
@@ -890,7 +956,7 @@ func (o *Outbox) enforceRetention() {
 	if len(expired) > 0 {
 		o.wmu.Lock() // what is on disk changes
 		defer o.wmu.Unlock()
-		wb := o.db.NewWriteBatch()
+		wb := db.NewWriteBatch()
 		for _, k := range expired {
 			_ = wb.Delete(k)
 		}
@@ -919,7 +985,7 @@ func (o *Outbox) enforceRetention() {
 // outbox can be removed without losing them silently.
 func (o *Outbox) exportRejected() error {
 	var lines []byte
-	_ = o.db.View(func(txn *badger.Txn) error {
+	_ = o.db.Load().View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixRejected}, PrefetchValues: true})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -1011,17 +1077,17 @@ func (o *Outbox) shutdown() error {
 	o.wmu.Unlock()
 	empty := true
 	var err error
-	if o.db != nil {
-		empty = countKeys(o.db, prefixStep) == 0
+	if db := o.db.Load(); db != nil {
+		empty = countKeys(db, prefixStep) == 0
 		if empty {
 			if e := o.exportRejected(); e != nil {
 				empty, err = false, e
 			}
 		}
-		if e := o.db.Sync(); e != nil {
+		if e := db.Sync(); e != nil {
 			err = fmt.Errorf("sync outbox: %w", e)
 		}
-		if e := o.db.Close(); e != nil && err == nil {
+		if e := db.Close(); e != nil && err == nil {
 			err = fmt.Errorf("close outbox: %w", e)
 		}
 	}
@@ -1108,7 +1174,8 @@ func drainOne(ctx context.Context, dir, id string, d Deliverer, log *slog.Logger
 		}
 		return 0, nil
 	}
-	o := &Outbox{id: id, dir: dir, db: db, log: log, c: c, opts: OutboxOptions{Deliverer: d, BatchSize: DefaultBatchSize, Retention: DefaultRetention}}
+	o := &Outbox{id: id, dir: dir, log: log, c: c, opts: OutboxOptions{Deliverer: d, BatchSize: DefaultBatchSize, Retention: DefaultRetention}}
+	o.db.Store(db)
 	o.diskOnly = countKeys(db, prefixStep)
 	o.c.depth.Add(int64(o.diskOnly))
 	o.enforceRetention()

@@ -287,7 +287,10 @@ func TestOutboxHoldsInMemoryWhenDiskFails(t *testing.T) {
 		steps[i] = hindsight.Step{Method: "tools/call", EndedAt: time.Now()}
 	}
 	o.Append(steps)
-	if st := c.snapshot(); st.Held != 5 || st.Dropped != 3 || st.WriteErrors == 0 || st.Depth != 5 {
+	// The database is opened when the steps must be written: PersistAfter
+	// after their exchanges ended.
+	waitFor(t, "the failed write", func() bool { return c.snapshot().WriteErrors > 0 })
+	if st := c.snapshot(); st.Held != 5 || st.Dropped != 3 || st.Depth != 5 {
 		t.Errorf("stats %+v", st)
 	}
 	d.setDown(false)
@@ -304,6 +307,74 @@ func TestOutboxHoldsInMemoryWhenDiskFails(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOutboxOpensDiskWhenNeeded: while the daemon acknowledges steps in
+// time the outbox creates no database (nothing of Badger runs in the
+// sidecar); a daemon that answers late makes it open one ahead of the
+// deadline and write the steps there, and they are delivered once.
+func TestOutboxOpensDiskWhenNeeded(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	d := &slowCollector{}
+	c := &counters{}
+	// A deadline far beyond delivery's linger, so that a loaded machine
+	// does not make the first part fail.
+	const persistAfter = 500 * time.Millisecond
+	o, err := openOutbox(OutboxOptions{Home: home, Deliverer: d, Logger: quietLogger(), PersistAfter: persistAfter}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func() []hindsight.Step { return []hindsight.Step{{Method: "tools/call", EndedAt: time.Now()}} }
+	for range 20 {
+		o.Append(step())
+		time.Sleep(2 * time.Millisecond)
+	}
+	waitFor(t, "delivery", func() bool { return c.delivered.Load() == 20 })
+	if _, err := os.Stat(filepath.Join(o.Dir(), dbName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("database created while the daemon kept up: %v", err)
+	}
+	if o.db.Load() != nil || c.spilled.Load() != 0 {
+		t.Fatalf("steps written while the daemon kept up: %+v", c.snapshot())
+	}
+
+	d.setDelay(2 * persistAfter)
+	o.Append(step())
+	waitFor(t, "the step on disk", func() bool { return c.spilled.Load() == 1 })
+	if o.db.Load() == nil {
+		t.Fatal("no database")
+	}
+	waitFor(t, "delivery", func() bool { return c.delivered.Load() == 21 })
+	if err := o.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(o.Dir()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("emptied outbox not removed: %v", err)
+	}
+	if got := d.count(); got != 21 {
+		t.Errorf("delivered %d steps, want 21", got)
+	}
+}
+
+// slowCollector acknowledges every batch after its delay.
+type slowCollector struct {
+	mu    sync.Mutex
+	delay time.Duration
+	n     int
+}
+
+func (c *slowCollector) Deliver(ctx context.Context, steps []hindsight.Step) error {
+	c.mu.Lock()
+	d := c.delay
+	c.mu.Unlock()
+	time.Sleep(d)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n += len(steps)
+	return nil
+}
+
+func (c *slowCollector) setDelay(d time.Duration) { c.mu.Lock(); c.delay = d; c.mu.Unlock() }
+
+func (c *slowCollector) count() int { c.mu.Lock(); defer c.mu.Unlock(); return c.n }
 
 func TestOutboxRetention(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
