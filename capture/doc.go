@@ -59,8 +59,9 @@
 // written to the outbox's Badger, safe from SIGKILL once the write
 // returns (its memtable WAL is a shared file mapping); a sync within 20 ms
 // of a write guards against machine crashes. The database is opened 15 ms
-// before the first such write is due: while the daemon keeps up, a
-// sidecar runs no Badger at all, and an idle one wakes for nothing. The daemon stores a batch durably
+// before the first such write is due, and closed again once empty and a
+// minute without writes: while the daemon keeps up, a sidecar runs no
+// Badger at all, and an idle one wakes for nothing. The daemon stores a batch durably
 // before it acknowledges it, so a step relayed more than 50 ms before a
 // SIGKILL is acknowledged or on disk. The
 // hindsight_capture_commit_delay_seconds histogram shows how long after

@@ -129,7 +129,8 @@ type OutboxOptions struct {
 // always either acknowledged or on disk within PersistAfter plus one write
 // of its end: a SIGKILL loses none relayed 50 ms earlier. While the daemon
 // keeps up, the outbox never touches the disk: its database is opened
-// when the first step must be written.
+// when the first step must be written, and closed when it has been empty
+// for a while (closeIdleDisk).
 //
 // When the disk cannot be written (full, read-only, corrupt) steps are kept
 // in memory up to MaxHeld and delivered from there, and the failure is
@@ -168,16 +169,18 @@ type Outbox struct {
 	persistDone chan struct{}
 
 	mu           sync.Mutex
-	next         uint64  // seq of the next step
-	mem          []entry // the newest undelivered steps, in seq order
-	memDisk      int     // mem[:memDisk] are on disk too; the rest only in memory
-	memBytes     int     // their encoded size
-	diskOnly     int     // undelivered steps on disk but not in mem; while > 0, delivery reads Badger
-	removed      uint64  // the highest seq removed: steps leave in seq order, so all below are gone too
-	dirty        bool    // written since the last sync
-	lastFailed   bool    // the last delivery attempt failed
-	writeFailing bool    // the last write to disk failed
-	closed       bool    // Close has begun shutting the database
+	next         uint64    // seq of the next step
+	mem          []entry   // the newest undelivered steps, in seq order
+	memDisk      int       // mem[:memDisk] are on disk too; the rest only in memory
+	memBytes     int       // their encoded size
+	diskOnly     int       // undelivered steps on disk but not in mem; while > 0, delivery reads Badger
+	removed      uint64    // the highest seq removed: steps leave in seq order, so all below are gone too
+	dirty        bool      // written since the last sync
+	lastFailed   bool      // the last delivery attempt failed
+	writeFailing bool      // the last write to disk failed
+	lastWrite    time.Time // of steps to disk (see closeIdleDisk)
+	keptRejected bool      // a refused step is in the database (until Close exports it)
+	closed       bool      // Close has begun shutting the database
 }
 
 // An entry is a step as the outbox keeps it: its seq and its JSON
@@ -311,6 +314,38 @@ func (o *Outbox) disk() (*badger.DB, error) {
 	}
 	o.db.Store(db)
 	return db, nil
+}
+
+// idleDisk is how long an outbox's database stays open after its last
+// write once nothing is left in it.
+const idleDisk = time.Minute
+
+// closeIdleDisk closes the database and removes it when it holds nothing
+// (every step written was delivered, no refused step is kept) and nothing
+// was written for idleDisk: a sidecar whose daemon answered late once goes
+// back to running no database. disk opens a fresh one when needed.
+func (o *Outbox) closeIdleDisk(now time.Time) {
+	o.wmu.Lock()
+	defer o.wmu.Unlock()
+	o.dbMu.Lock()
+	defer o.dbMu.Unlock()
+	db := o.db.Load()
+	if db == nil {
+		return
+	}
+	o.mu.Lock()
+	busy := o.closed || o.memDisk > 0 || o.diskOnly > 0 || o.keptRejected || now.Sub(o.lastWrite) < idleDisk
+	o.mu.Unlock()
+	if busy || countKeys(db, prefixStep) > 0 {
+		return
+	}
+	o.db.Store(nil)
+	if err := db.Close(); err != nil {
+		o.log.Warn("close idle outbox database", "err", err)
+	}
+	if err := os.RemoveAll(filepath.Join(o.dir, dbName)); err != nil {
+		o.log.Warn("remove idle outbox database", "err", err)
+	}
 }
 
 // openDB opens an outbox database; a variable so tests can make the disk
@@ -458,6 +493,7 @@ func (o *Outbox) persist(now time.Time, all bool) {
 		o.writeFailing = false
 		o.memDisk = k
 		o.dirty = true
+		o.lastWrite = now
 		select {
 		case o.syncWake <- struct{}{}:
 		default:
@@ -591,7 +627,7 @@ func (o *Outbox) persistLoop() {
 	defer close(o.persistDone)
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	tried := false // to open the database ahead of a deadline
+	tried := false // to open the database ahead of a deadline, and failed
 	for {
 		o.mu.Lock()
 		var due time.Time
@@ -600,6 +636,9 @@ func (o *Outbox) persistLoop() {
 		}
 		failing := o.writeFailing
 		o.mu.Unlock()
+		if o.db.Load() != nil {
+			tried = false // closeIdleDisk may close it again
+		}
 		opening := false
 		if !due.IsZero() {
 			d := time.Until(due)
@@ -619,8 +658,8 @@ func (o *Outbox) persistLoop() {
 			t.Stop()
 		case <-t.C:
 			if opening {
-				tried = true
-				_, _ = o.disk() // a failure is the write's to report
+				_, err := o.disk()
+				tried = err != nil // a failure is the write's to report
 				continue
 			}
 			o.wmu.Lock()
@@ -657,11 +696,13 @@ func (o *Outbox) syncLoop() {
 		dirty := o.dirty
 		o.dirty = false
 		o.mu.Unlock()
+		o.dbMu.Lock() // not closed meanwhile (closeIdleDisk)
 		if db := o.db.Load(); dirty && db != nil {
 			if err := db.Sync(); err != nil {
 				o.log.Warn("sync outbox", "err", err)
 			}
 		}
+		o.dbMu.Unlock()
 	}
 }
 
@@ -704,6 +745,7 @@ func (o *Outbox) deliverLoop(ctx context.Context) {
 				draining = true
 			case <-retention.C:
 				o.enforceRetention()
+				o.closeIdleDisk(time.Now())
 			}
 			continue
 		}
@@ -727,6 +769,7 @@ func (o *Outbox) deliverLoop(ctx context.Context) {
 		case <-time.After(wait):
 		case <-retention.C:
 			o.enforceRetention()
+			o.closeIdleDisk(time.Now())
 		}
 	}
 }
@@ -805,6 +848,11 @@ func (o *Outbox) reject(e entry, err error) {
 	db, derr := o.disk()
 	if derr == nil {
 		derr = db.Update(func(txn *badger.Txn) error { return txn.Set(stepKey(prefixRejected, e.seq), e.raw) })
+	}
+	if derr == nil {
+		o.mu.Lock()
+		o.keptRejected = true
+		o.mu.Unlock()
 	}
 	o.wmu.Unlock()
 	if derr != nil {

@@ -354,6 +354,56 @@ func TestOutboxOpensDiskWhenNeeded(t *testing.T) {
 	}
 }
 
+// TestOutboxClosesIdleDisk: a database opened because the daemon answered
+// late is closed and removed once everything in it was delivered and
+// nothing was written for idleDisk, and opened again when needed; a
+// refused step kept in it keeps it open.
+func TestOutboxClosesIdleDisk(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	d := &slowCollector{delay: 200 * time.Millisecond}
+	c := &counters{}
+	o, err := openOutbox(OutboxOptions{Home: home, Deliverer: d, Logger: quietLogger(), PersistAfter: 20 * time.Millisecond}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbDir := filepath.Join(o.Dir(), dbName)
+	late := func(n int64) {
+		t.Helper()
+		d.setDelay(200 * time.Millisecond)
+		o.Append([]hindsight.Step{{Method: "tools/call", EndedAt: time.Now()}})
+		waitFor(t, "the step on disk", func() bool { return c.spilled.Load() == n })
+		d.setDelay(0)
+		waitFor(t, "delivery", func() bool { return c.delivered.Load() == n })
+	}
+	late(1)
+	o.closeIdleDisk(time.Now())
+	if o.db.Load() == nil {
+		t.Fatal("closed right after a write")
+	}
+	o.closeIdleDisk(time.Now().Add(2 * idleDisk))
+	if o.db.Load() != nil {
+		t.Fatal("idle database not closed")
+	}
+	if _, err := os.Stat(dbDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("idle database not removed: %v", err)
+	}
+
+	late(2) // opened again
+	o.mu.Lock()
+	o.keptRejected = true
+	o.mu.Unlock()
+	o.closeIdleDisk(time.Now().Add(2 * idleDisk))
+	if o.db.Load() == nil {
+		t.Fatal("closed with a refused step in it")
+	}
+	if err := o.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.count(); got != 2 {
+		t.Errorf("delivered %d steps, want 2", got)
+	}
+}
+
 // slowCollector acknowledges every batch after its delay.
 type slowCollector struct {
 	mu    sync.Mutex
