@@ -53,19 +53,24 @@
 //
 // Recorder.Hook only queues. Workers redact in parallel; one committer
 // tags, numbers (Source = outbox id, Seq gap-free from 1) and hands
-// batches to the outbox, which delivers them to the daemon from memory.
-// A step the daemon has not acknowledged 30 ms after its exchange ended
-// (or any step while the daemon is unreachable, or with no daemon) is
-// written to the outbox's Badger, safe from SIGKILL once the write
-// returns (its memtable WAL is a shared file mapping); a sync within 20 ms
-// of a write guards against machine crashes. The database is opened 15 ms
-// before the first such write is due, and closed again once empty and a
-// minute without writes: while the daemon keeps up, a sidecar runs no
-// Badger at all, and an idle one wakes for nothing. The daemon stores a batch durably
-// before it acknowledges it, so a step relayed more than 50 ms before a
-// SIGKILL is acknowledged or on disk. The
-// hindsight_capture_commit_delay_seconds histogram shows how long after
-// an exchange ends its step reaches the outbox.
+// batches to the outbox, which writes them to its journal (one write per
+// batch: safe from SIGKILL once it returns) and delivers them to the
+// daemon from memory every quarter of a second. A step the daemon has not
+// acknowledged 5 s after its exchange ended (or any step while the daemon
+// is unreachable, or with no daemon) is written to the outbox's Badger,
+// and the journal segments whose steps all left memory are removed. A
+// drainer of a dead sidecar's outbox hands its journal to the database and
+// delivers it again; the daemon drops the steps it has. When the journal
+// cannot be written, the outbox delivers every 10 ms and writes what the
+// daemon has not acknowledged in 30 ms to Badger (safe once the write
+// returns: its memtable WAL is a shared file mapping), so a step relayed
+// more than 50 ms before a SIGKILL is acknowledged or on disk. A sync
+// within 20 ms of a Badger write guards against machine crashes. The
+// database is opened 15 ms before the first such write is due, and closed
+// again once empty and a minute without writes: while the daemon keeps
+// up, a sidecar runs no Badger at all, and an idle one wakes for nothing.
+// The hindsight_capture_commit_delay_seconds histogram shows how long
+// after an exchange ends its step reaches the outbox.
 //
 // The queue is bounded (16 MiB). Unredacted data may not reach disk
 // readable and the relay may not wait, so when the queue is full

@@ -278,7 +278,7 @@ func TestOutboxHoldsInMemoryWhenDiskFails(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
 	d := &collector{down: true}
 	c := &counters{}
-	o, err := openOutbox(OutboxOptions{Home: home, Deliverer: d, Logger: quietLogger(), MaxHeld: 5}, c)
+	o, err := openOutbox(OutboxOptions{Home: home, Deliverer: d, Logger: quietLogger(), MaxHeld: 5, JournalPersistAfter: 20 * time.Millisecond}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestOutboxOpensDiskWhenNeeded(t *testing.T) {
 	// A deadline far beyond delivery's linger, so that a loaded machine
 	// does not make the first part fail.
 	const persistAfter = 500 * time.Millisecond
-	o, err := openOutbox(OutboxOptions{Home: home, Deliverer: d, Logger: quietLogger(), PersistAfter: persistAfter}, c)
+	o, err := openOutbox(OutboxOptions{Home: home, Deliverer: d, Logger: quietLogger(), PersistAfter: persistAfter, JournalPersistAfter: persistAfter}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func TestOutboxClosesIdleDisk(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
 	d := &slowCollector{delay: 200 * time.Millisecond}
 	c := &counters{}
-	o, err := openOutbox(OutboxOptions{Home: home, Deliverer: d, Logger: quietLogger(), PersistAfter: 20 * time.Millisecond}, c)
+	o, err := openOutbox(OutboxOptions{Home: home, Deliverer: d, Logger: quietLogger(), PersistAfter: 20 * time.Millisecond, JournalPersistAfter: 20 * time.Millisecond}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,6 +404,45 @@ func TestOutboxClosesIdleDisk(t *testing.T) {
 	}
 }
 
+// TestOutboxJournalBacklog: steps are journaled until a backlog builds
+// up; the steps after it are written to Badger PersistAfter after their
+// exchange, and the journaled ones before them, due much later, do not
+// hold them back. The journal keeps only what is in memory alone.
+func TestOutboxJournalBacklog(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	d := &slowCollector{delay: time.Hour}
+	c := &counters{}
+	o, err := openOutbox(OutboxOptions{Home: home, Deliverer: d, Logger: quietLogger(),
+		PersistAfter: 20 * time.Millisecond, JournalPersistAfter: time.Hour, MaxMemBytes: 64 << 20}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		o.Close(ctx)
+	}()
+	text := strings.Repeat("x", 4<<10)
+	batch := func(n int) []hindsight.Step {
+		out := make([]hindsight.Step, n)
+		for i := range out {
+			out[i] = hindsight.Step{Method: "tools/call", EndedAt: time.Now(), Arguments: json.RawMessage(`"` + text + `"`)}
+		}
+		return out
+	}
+	o.Append(batch(300)) // ~1.2 MB: journaled, due in an hour
+	journaled, _ := readJournal(o.Dir(), quietLogger())
+	if len(journaled) != 300 || c.spilled.Load() != 0 {
+		t.Fatalf("journaled %d, written %d; want 300, 0", len(journaled), c.spilled.Load())
+	}
+	o.Append(batch(1)) // a backlog now: due in 20 ms, and the rest with it
+	waitFor(t, "the backlog on disk", func() bool { return c.spilled.Load() == 301 })
+	journaled, _ = readJournal(o.Dir(), quietLogger())
+	if len(journaled) != 0 {
+		t.Errorf("journal still holds %d steps that are in the database", len(journaled))
+	}
+}
+
 // slowCollector acknowledges every batch after its delay.
 type slowCollector struct {
 	mu    sync.Mutex
@@ -415,7 +454,11 @@ func (c *slowCollector) Deliver(ctx context.Context, steps []hindsight.Step) err
 	c.mu.Lock()
 	d := c.delay
 	c.mu.Unlock()
-	time.Sleep(d)
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.n += len(steps)

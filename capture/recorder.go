@@ -60,9 +60,9 @@ type Options struct {
 // appends the exchange to an in-memory queue. Redaction and step building
 // run on background workers (in parallel), tagging and numbering on one
 // committer goroutine in the order the exchanges completed, and the
-// committer hands each batch to the Outbox, which delivers it to the daemon
-// from memory and writes to Badger what the daemon has not acknowledged
-// 30 ms after its exchange ended (see Outbox; Stats and the
+// committer hands each batch to the Outbox, which writes it to its journal,
+// delivers it to the daemon from memory and writes to Badger what the
+// daemon has not taken in time (see Outbox; Stats and the
 // hindsight_capture_* metrics show the queue).
 //
 // The queue is bounded by MaxQueueBytes. Redacting on the caller's
@@ -417,8 +417,9 @@ func (r *Recorder) readyAt(a uint64) bool {
 
 // Sync waits until every exchange queued (or spilled) before it has been
 // handed to the outbox, or ctx is done. With no Deliverer, or while the
-// daemon is unreachable, the outbox has written them to disk by then;
-// otherwise they are acknowledged or on disk within Outbox's PersistAfter.
+// daemon is unreachable, the outbox has written them to its database by
+// then; otherwise to its journal (or, when that cannot be written, they are
+// acknowledged or in the database within Outbox's PersistAfter).
 func (r *Recorder) Sync(ctx context.Context) error {
 	target := r.accepted.Load()
 	for {

@@ -1,0 +1,136 @@
+package capture
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// TestParseJournal: records come back as written, up to a torn or corrupt
+// one.
+func TestParseJournal(t *testing.T) {
+	var seg []byte
+	for i, raw := range []string{`{"a":1}`, ``, "{\"b\":\"x\ny\"}"} {
+		seg = appendRecord(seg, uint64(10+i), []byte(raw))
+	}
+	whole := parseJournal(seg)
+	if len(whole) != 3 || whole[0].seq != 10 || string(whole[0].raw) != `{"a":1}` || whole[2].seq != 12 || string(whole[2].raw) != "{\"b\":\"x\ny\"}" {
+		t.Fatalf("whole segment: %+v", whole)
+	}
+	flip := bytes.Clone(seg)
+	flip[journalHeader+3] ^= 1 // the first payload
+	for name, tc := range map[string]struct {
+		data []byte
+		want int
+	}{
+		"torn header":   {seg[:len(seg)-len("{\"b\":\"x\ny\"}")-3], 2},
+		"torn payload":  {seg[:len(seg)-1], 2},
+		"corrupt first": {flip, 0},
+		"empty":         {nil, 0},
+		"garbage":       {[]byte("not a journal at all, just text"), 0},
+	} {
+		if got := parseJournal(tc.data); len(got) != tc.want {
+			t.Errorf("%s: %d records, want %d", name, len(got), tc.want)
+		}
+	}
+}
+
+// TestJournalSegments: a full segment is followed by a new one; release
+// removes the segments whose steps all left memory and empties the current
+// one; readJournal gives the steps of what is left in seq order.
+func TestJournalSegments(t *testing.T) {
+	dir := t.TempDir()
+	j := &journal{dir: dir}
+	big := bytes.Repeat([]byte("x"), journalSegment/2)
+	for seq := uint64(1); seq <= 5; seq++ {
+		if err := j.write([]entry{{seq: seq, raw: big}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := func() []string {
+		m, _ := filepath.Glob(filepath.Join(dir, journalPrefix+"*"))
+		return m
+	}
+	if n := len(files()); n != 3 {
+		t.Fatalf("%d segments, want 3 (two full, one current)", n)
+	}
+	j.release(3) // steps 1 and 2 left memory
+	if n := len(files()); n != 2 {
+		t.Fatalf("after release: %d segments, want 2", n)
+	}
+	got, paths := readJournal(dir, quietLogger())
+	if len(paths) != 2 || !slices.EqualFunc(got, []entry{{seq: 3}, {seq: 4}, {seq: 5}}, func(a, b entry) bool { return a.seq == b.seq }) {
+		t.Fatalf("left: %d paths, seqs %v", len(paths), got)
+	}
+	j.release(6)
+	got, _ = readJournal(dir, quietLogger())
+	if len(got) != 0 {
+		t.Fatalf("after releasing everything: %d steps", len(got))
+	}
+	if err := j.write([]entry{{seq: 6, raw: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	j.close(true)
+	if n := len(files()); n != 0 {
+		t.Fatalf("after close: %d segments", n)
+	}
+}
+
+// FuzzParseJournal: any bytes parse without panicking into records that
+// encode back to a prefix of them.
+func FuzzParseJournal(f *testing.F) {
+	f.Add(appendRecord(appendRecord(nil, 1, []byte(`{"a":1}`)), 2, []byte(`{}`)))
+	f.Add([]byte{})
+	f.Add([]byte("garbage garbage garbage"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var again []byte
+		for _, e := range parseJournal(data) {
+			again = appendRecord(again, e.seq, e.raw)
+		}
+		if !bytes.HasPrefix(data, again) {
+			t.Fatalf("records do not encode back to a prefix of the input")
+		}
+	})
+}
+
+// TestDrainOrphanJournal: the outbox of a sidecar that died with steps only
+// in its journal (no database yet, a torn last record) is drained: the
+// whole records are delivered in order, and the outbox is removed.
+func TestDrainOrphanJournal(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	dir := filepath.Join(home.Outboxes(), "dead")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var seg []byte
+	for seq := uint64(1); seq <= 3; seq++ {
+		at := time.Date(2026, 11, 30, 9, 0, 0, 123456789, time.UTC).Add(time.Duration(seq-1) * time.Second) // as checkInOrder wants
+		s := hindsight.Step{Source: "dead", Seq: seq, Method: "tools/call", StartedAt: at, EndedAt: at}
+		raw, err := s.AppendCompactJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seg = appendRecord(seg, seq, raw)
+	}
+	seg = append(seg, appendRecord(nil, 4, []byte(`{"seq":4}`))[:10]...) // torn
+	if err := os.WriteFile(filepath.Join(dir, journalPrefix+"0000000000000001"+journalSuffix), seg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := &collector{}
+	n, err := DrainOrphans(context.Background(), home, d)
+	if err != nil || n != 3 {
+		t.Fatalf("drained %d, %v; want 3", n, err)
+	}
+	checkInOrder(t, d.got(), 3, "dead")
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("drained outbox not removed: %v", err)
+	}
+}
