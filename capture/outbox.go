@@ -458,9 +458,10 @@ func (o *Outbox) Append(steps []hindsight.Step) {
 	now := time.Now()
 	// Nothing will acknowledge these steps soon: write them now.
 	atOnce := o.opts.Deliverer == nil || o.lastFailed || o.writeFailing
-	// A backlog (the daemon falls behind, a flood of calls) is not
-	// journaled: it is delivered continuously, and written to Badger.
-	journaled := o.journalOn.Load() && o.opts.Deliverer != nil && o.memBytes < journalMaxBytes
+	// Steps written to Badger at once need no journal, nor does a backlog
+	// (the daemon falls behind, a flood of calls): it is delivered
+	// continuously, and written to Badger.
+	journaled := !atOnce && o.journalOn.Load() && o.memBytes < journalMaxBytes
 	after := o.opts.PersistAfter
 	if journaled {
 		after = o.opts.JournalPersistAfter
