@@ -86,9 +86,12 @@ func (j *journal) write(entries []entry) error {
 	n, err := j.f.Write(buf)
 	j.size += int64(n)
 	if err != nil {
+		// What was written whole may be read back by a drainer: the
+		// segment goes when the whole batch has left memory.
 		j.failing = true
 		j.f.Close()
 		j.f = nil
+		j.old = append(j.old, jsegment{j.path, entries[len(entries)-1].seq})
 		return fmt.Errorf("write journal: %w", err)
 	}
 	j.last = entries[len(entries)-1].seq

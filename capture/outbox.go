@@ -61,13 +61,13 @@ const (
 	// (their encoded size) to be delivered without reading Badger back.
 	DefaultMaxMemBytes = 4 << 20
 
-	// DefaultPersistAfter is how long after its exchange ended a step may
-	// wait in memory for the daemon's acknowledgement before it is written
-	// to disk. A write takes well under a millisecond (20 ms are left for
-	// it; the database, when not open yet, is opened openLead before), so
-	// a step relayed more than 50 ms before a SIGKILL is acknowledged or on
-	// disk. Shorter deadlines write more steps when a
-	// loaded daemon answers late.
+	// DefaultPersistAfter is how long after its exchange ended a step the
+	// journal does not hold may wait in memory for the daemon's
+	// acknowledgement before it is written to disk. A write takes well
+	// under a millisecond (20 ms are left for it; the database, when not
+	// open yet, is opened openLead before), so a step relayed more than
+	// 50 ms before a SIGKILL is acknowledged or on disk. Shorter deadlines
+	// write more steps when a loaded daemon answers late.
 	DefaultPersistAfter = 30 * time.Millisecond
 
 	// DefaultJournalPersistAfter replaces PersistAfter for the steps the
@@ -178,6 +178,8 @@ type Outbox struct {
 	syncWake    chan struct{} // syncLoop: steps were written
 	dbMu        sync.Mutex    // one open of db at a time
 	movedAside  bool          // a database that did not open was moved aside (once); dbMu
+	openFailed  time.Time     // when db last failed to open; dbMu
+	openErr     error         // why; dbMu
 	cancel      context.CancelFunc
 	notify      chan struct{} // a step was appended
 	draining    chan struct{} // closed by Close: deliver what is left, then stop
@@ -322,8 +324,8 @@ func (o *Outbox) Dir() string { return o.dir }
 // disk returns the outbox's database, opening it the first time a step
 // must be written. A database that does not open is moved aside (kept for
 // inspection) and a fresh one tried once; when that fails too the error is
-// returned, the steps stay in memory (see persist), and the next write
-// tries again (without moving anything aside again).
+// returned, the steps stay in memory (see persist), and a write openRetry
+// later tries again (without moving anything aside again).
 func (o *Outbox) disk() (*badger.DB, error) {
 	if db := o.db.Load(); db != nil {
 		return db, nil
@@ -332,6 +334,9 @@ func (o *Outbox) disk() (*badger.DB, error) {
 	defer o.dbMu.Unlock()
 	if db := o.db.Load(); db != nil {
 		return db, nil
+	}
+	if time.Since(o.openFailed) < openRetry {
+		return nil, o.openErr // a failing disk is not tried at every write
 	}
 	path := filepath.Join(o.dir, dbName)
 	db, err := openDB(path, o.log)
@@ -345,12 +350,16 @@ func (o *Outbox) disk() (*badger.DB, error) {
 			db, err = openDB(path, o.log)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("open outbox database: %w", err)
+			o.openFailed, o.openErr = time.Now(), fmt.Errorf("open outbox database: %w", err)
+			return nil, o.openErr
 		}
 	}
 	o.db.Store(db)
 	return db, nil
 }
+
+// openRetry spaces the attempts to open a database that failed to open.
+const openRetry = time.Second
 
 // idleDisk is how long an outbox's database stays open after its last
 // write once nothing is left in it.
