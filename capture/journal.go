@@ -61,6 +61,14 @@ const (
 
 var errJournalOff = errors.New("journal given up")
 
+// openSegment creates a journal segment; a variable so tests can make the
+// disk fail.
+var openSegment = defaultOpenSegment
+
+func defaultOpenSegment(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o600)
+}
+
 // write appends the records of entries to the current segment in one write.
 func (j *journal) write(entries []entry) error {
 	if j.failing {
@@ -71,7 +79,7 @@ func (j *journal) write(entries []entry) error {
 	}
 	if j.f == nil {
 		path := filepath.Join(j.dir, fmt.Sprintf("%s%016x%s", journalPrefix, entries[0].seq, journalSuffix))
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o600)
+		f, err := openSegment(path)
 		if err != nil {
 			j.failing = true
 			return fmt.Errorf("open journal: %w", err)

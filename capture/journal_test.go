@@ -134,3 +134,32 @@ func TestDrainOrphanJournal(t *testing.T) {
 		t.Errorf("drained outbox not removed: %v", err)
 	}
 }
+
+// TestOutboxJournalFails: a journal that cannot be written is given up and
+// counted; the steps it did not take reach Badger PersistAfter after their
+// exchange, not JournalPersistAfter.
+func TestOutboxJournalFails(t *testing.T) {
+	openSegment = func(string) (*os.File, error) { return nil, errors.New("no space left on device") }
+	defer func() { openSegment = defaultOpenSegment }()
+	home := hindsight.Home(t.TempDir())
+	d := &slowCollector{delay: time.Hour}
+	c := &counters{}
+	o, err := openOutbox(OutboxOptions{Home: home, Deliverer: d, Logger: quietLogger(),
+		PersistAfter: 20 * time.Millisecond, JournalPersistAfter: time.Hour}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		o.Close(ctx)
+	}()
+	o.Append([]hindsight.Step{{Method: "tools/call", EndedAt: time.Now()}, {Method: "tools/call", EndedAt: time.Now()}})
+	if o.journalOn.Load() || c.writeErrors.Load() != 1 {
+		t.Fatalf("journal on %v, write errors %d", o.journalOn.Load(), c.writeErrors.Load())
+	}
+	waitFor(t, "the steps on disk", func() bool { return c.spilled.Load() == 2 })
+	if o.linger() != deliverLinger {
+		t.Errorf("linger %v without a journal", o.linger())
+	}
+}
