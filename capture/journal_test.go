@@ -141,19 +141,7 @@ func TestDrainOrphanJournal(t *testing.T) {
 func TestOutboxJournalFails(t *testing.T) {
 	openSegment = func(string) (*os.File, error) { return nil, errors.New("no space left on device") }
 	defer func() { openSegment = defaultOpenSegment }()
-	home := hindsight.Home(t.TempDir())
-	d := &slowCollector{delay: time.Hour}
-	c := &counters{}
-	o, err := openOutbox(OutboxOptions{Home: home, Deliverer: d, Logger: quietLogger(),
-		PersistAfter: 20 * time.Millisecond, JournalPersistAfter: time.Hour}, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		defer cancel()
-		o.Close(ctx)
-	}()
+	o, c := openStalled(t, OutboxOptions{PersistAfter: 20 * time.Millisecond, JournalPersistAfter: time.Hour})
 	o.Append([]hindsight.Step{{Method: "tools/call", EndedAt: time.Now()}, {Method: "tools/call", EndedAt: time.Now()}})
 	if o.journalOn.Load() || c.writeErrors.Load() != 1 {
 		t.Fatalf("journal on %v, write errors %d", o.journalOn.Load(), c.writeErrors.Load())

@@ -409,19 +409,7 @@ func TestOutboxClosesIdleDisk(t *testing.T) {
 // exchange, and the journaled ones before them, due much later, do not
 // hold them back. The journal keeps only what is in memory alone.
 func TestOutboxJournalBacklog(t *testing.T) {
-	home := hindsight.Home(t.TempDir())
-	d := &slowCollector{delay: time.Hour}
-	c := &counters{}
-	o, err := openOutbox(OutboxOptions{Home: home, Deliverer: d, Logger: quietLogger(),
-		PersistAfter: 20 * time.Millisecond, JournalPersistAfter: time.Hour, MaxMemBytes: 64 << 20}, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		defer cancel()
-		o.Close(ctx)
-	}()
+	o, c := openStalled(t, OutboxOptions{PersistAfter: 20 * time.Millisecond, JournalPersistAfter: time.Hour, MaxMemBytes: 64 << 20})
 	text := strings.Repeat("x", 4<<10)
 	batch := func(n int) []hindsight.Step {
 		out := make([]hindsight.Step, n)
@@ -441,6 +429,24 @@ func TestOutboxJournalBacklog(t *testing.T) {
 	if len(journaled) != 0 {
 		t.Errorf("journal still holds %d steps that are in the database", len(journaled))
 	}
+}
+
+// openStalled opens an outbox with opts whose daemon never answers, closed
+// (without waiting for it) when the test ends.
+func openStalled(t *testing.T, opts OutboxOptions) (*Outbox, *counters) {
+	t.Helper()
+	opts.Home, opts.Deliverer, opts.Logger = hindsight.Home(t.TempDir()), &slowCollector{delay: time.Hour}, quietLogger()
+	c := &counters{}
+	o, err := openOutbox(opts, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		o.Close(ctx)
+	})
+	return o, c
 }
 
 // slowCollector acknowledges every batch after its delay.
