@@ -51,9 +51,10 @@
 //
 // # Durability and back-pressure
 //
-// Recorder.Hook only queues. Workers redact in parallel; one committer
-// tags, numbers (Source = outbox id, Seq gap-free from 1) and hands
-// batches to the outbox, which writes them to its journal (one write per
+// Recorder.Hook only queues; the queue is handed to the workers in batches,
+// 20 ms after the first exchange of a batch. Workers redact in parallel;
+// one committer tags, numbers (Source = outbox id, Seq gap-free from 1)
+// and hands batches to the outbox, which writes them to its journal (one write per
 // batch: safe from SIGKILL once it returns) and delivers them to the
 // daemon from memory every quarter of a second. A step the daemon has not
 // acknowledged 5 s after its exchange ended (or any step while the daemon

@@ -442,6 +442,11 @@ func stepKey(prefix byte, seq uint64) []byte {
 	return k
 }
 
+// journaling reports whether Append journals the steps it is handed
+// (unless a backlog builds up) rather than writing them to disk at once or
+// within PersistAfter.
+func (o *Outbox) journaling() bool { return o.opts.Deliverer != nil && o.journalOn.Load() }
+
 // Append numbers steps (setting Source and Seq) and queues them for
 // delivery. A step is kept in memory until the daemon acknowledges it, and
 // written to disk when that has not happened PersistAfter after its

@@ -26,6 +26,20 @@ const (
 	// it adds at most that much to the time until a step is durable (well
 	// within the 50 ms a killed sidecar may lose).
 	commitLinger = 2 * time.Millisecond
+	// handOffLinger and handOffBatch batch the hand-off from Hook to the
+	// workers: the exchanges queued are handed over handOffLinger after
+	// the first of them, or as soon as handOffBatch are waiting, in chunks
+	// of handOffChunk. Calls made one at a time then wake the workers and
+	// the committer once per batch instead of once or twice per call,
+	// which costs the relay less (README, Performance). It adds at most
+	// handOffLinger to the time until a step is durable, so it applies
+	// only while the outbox journals (Outbox.journaling): a step not
+	// journaled must be acknowledged or written within its PersistAfter,
+	// counted from the exchange's end, and is handed over after
+	// commitLinger.
+	handOffLinger = 20 * time.Millisecond
+	handOffBatch  = commitBatch
+	handOffChunk  = 64
 )
 
 // Options configure a Recorder. Home is required; everything else has a
@@ -57,8 +71,11 @@ type Options struct {
 // delivered to the daemon.
 //
 // Hook is installed as proxy.Hooks.Exchange and returns at once: it only
-// appends the exchange to an in-memory queue. Redaction and step building
-// run on background workers (in parallel), tagging and numbering on one
+// appends the exchange to an in-memory queue, waking nothing but, for the
+// first exchange of a batch, the goroutine that hands the queue to the
+// workers 20 ms later (or once 256 exchanges wait; 2 ms while the outbox
+// cannot journal). Redaction and step building run on background workers
+// (in parallel), tagging and numbering on one
 // committer goroutine in the order the exchanges completed, and the
 // committer hands each batch to the Outbox, which writes it to its journal,
 // delivers it to the daemon from memory and writes to Badger what the
@@ -94,11 +111,16 @@ type Recorder struct {
 	tagger *Tagger
 	colls  []prometheus.Collector
 
-	// work is the queue: Hook → workers. qmu numbers the exchanges as
-	// they enter it (next), so the committer can restore their order.
-	work chan queued
-	qmu  sync.Mutex
-	next uint64
+	// The queue: Hook appends to pending, numbering the exchanges as they
+	// enter it (next) so that the committer can restore their order, and
+	// the dispatcher hands pending to the workers in chunks on work. kick
+	// says pending is no longer empty, full that it holds handOffBatch.
+	qmu          sync.Mutex
+	next         uint64
+	pending      []queued
+	kick, full   chan struct{}
+	stopDispatch chan struct{}
+	work         chan []queued
 
 	mu     sync.RWMutex // guards closed against Hook's send
 	closed bool
@@ -193,7 +215,8 @@ func New(opts Options) (*Recorder, error) {
 	}
 	r := &Recorder{opts: opts, log: log.With("component", "capture", "server", opts.Server, "outbox", ob.ID()),
 		red: red, outbox: ob, c: c, tagger: NewTagger(), colls: colls,
-		work:  make(chan queued, maxQueueItems),
+		kick: make(chan struct{}, 1), full: make(chan struct{}, 1), stopDispatch: make(chan struct{}),
+		work:  make(chan []queued, opts.Workers),
 		batch: make([]hindsight.Step, 0, commitBatch), results: map[uint64]built{}, done: make(chan struct{}), progress: make(chan struct{}),
 		commitDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:        "hindsight_capture_commit_delay_seconds",
@@ -212,6 +235,7 @@ func New(opts Options) (*Recorder, error) {
 	r.writerDone, r.unspillDone, r.unspillStop = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go r.spillWriter()
 	go r.unspill()
+	go r.dispatch()
 	var wg sync.WaitGroup
 	for range opts.Workers {
 		wg.Add(1)
@@ -306,12 +330,71 @@ func (r *Recorder) tryQueue(ex *proxy.Exchange, size int64) bool {
 func (r *Recorder) enqueue(ex *proxy.Exchange, size int64) bool {
 	r.qmu.Lock()
 	defer r.qmu.Unlock()
-	select {
-	case r.work <- queued{ex: ex, size: size, arrival: r.next}:
-		r.next++
-		return true
-	default:
+	if len(r.pending) >= maxQueueItems {
 		return false
+	}
+	r.pending = append(r.pending, queued{ex: ex, size: size, arrival: r.next})
+	r.next++
+	switch len(r.pending) {
+	case 1:
+		signal(r.kick)
+	case handOffBatch:
+		signal(r.full)
+	}
+	return true
+}
+
+// signal sends on a channel of capacity one unless a signal is waiting.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// dispatch hands what Hook queued to the workers, handOffLinger (or
+// commitLinger) after the first exchange of a batch or once handOffBatch
+// are waiting, until the Recorder closes; then it hands over the rest and
+// closes work.
+func (r *Recorder) dispatch() {
+	defer close(r.work)
+	linger := time.NewTimer(handOffLinger)
+	linger.Stop()
+	for stopping := false; !stopping; {
+		chunk := handOffChunk
+		select {
+		case <-r.kick:
+			d := commitLinger
+			if r.outbox.journaling() {
+				d = handOffLinger
+			}
+			linger.Reset(d)
+			select {
+			case <-linger.C:
+				// A trickle: one worker builds it, leaving the other
+				// processors to the relay.
+				chunk = handOffBatch
+			case <-r.full:
+			case <-r.stopDispatch:
+				stopping = true
+			}
+			linger.Stop()
+		case <-r.stopDispatch:
+			stopping = true
+		}
+		r.qmu.Lock()
+		batch := r.pending
+		r.pending = nil
+		select { // a full signal for the batch just taken
+		case <-r.full:
+		default:
+		}
+		r.qmu.Unlock()
+		for len(batch) > 0 {
+			n := min(len(batch), chunk)
+			r.work <- batch[:n:n]
+			batch = batch[n:]
+		}
 	}
 }
 
@@ -327,13 +410,22 @@ func (r *Recorder) drop(why string) {
 	}
 }
 
+// worker builds the steps of each chunk it is handed, then passes them to
+// the committer together.
 func (r *Recorder) worker() {
-	for q := range r.work {
-		s := r.build(q.ex)
+	var steps []*hindsight.Step
+	for chunk := range r.work {
+		steps = steps[:0]
+		for _, q := range chunk {
+			steps = append(steps, r.build(q.ex))
+		}
 		r.rmu.Lock()
-		r.results[q.arrival] = built{step: s, size: q.size}
+		for i, q := range chunk {
+			r.results[q.arrival] = built{step: steps[i], size: q.size}
+		}
 		r.ready.Broadcast()
 		r.rmu.Unlock()
+		clear(steps)
 	}
 }
 
@@ -459,7 +551,7 @@ func (r *Recorder) Close(ctx context.Context) error {
 		close(r.unspillStop)
 		<-r.unspillDone
 	}
-	close(r.work)
+	close(r.stopDispatch)
 	select {
 	case <-r.done:
 	case <-ctx.Done():
