@@ -29,14 +29,15 @@ const (
 	// handOffLinger and handOffBatch batch the hand-off from Hook to the
 	// workers: the exchanges queued are handed over handOffLinger after
 	// the first of them, or as soon as handOffBatch are waiting, in chunks
-	// of handOffChunk. Calls made one at a time then wake the workers and
-	// the committer once per batch instead of once or twice per call,
-	// which costs the relay less (README, Performance). It adds at most
-	// handOffLinger to the time until a step is durable, so it applies
-	// only while the outbox journals (Outbox.journaling): a step not
-	// journaled must be acknowledged or written within its PersistAfter,
-	// counted from the exchange's end, and is handed over after
-	// commitLinger.
+	// of handOffChunk (a batch that waited its linger goes to one worker,
+	// leaving the other processors to the relay). Calls made one at a
+	// time then wake the workers and the committer once per batch instead
+	// of once or twice per call, which costs the relay less (README,
+	// Performance). It adds at most handOffLinger to the time until a
+	// step is durable, so it applies only while the outbox journals
+	// (Outbox.journaling): a step not journaled must be acknowledged or
+	// written within its PersistAfter, counted from the exchange's end,
+	// and is handed over after commitLinger.
 	handOffLinger = 20 * time.Millisecond
 	handOffBatch  = commitBatch
 	handOffChunk  = 64
