@@ -265,6 +265,7 @@ func TestSmokeRun(t *testing.T) {
 		Calls:       50,
 		Warmup:      20,
 		Payload:     100,
+		Settle:      -1, // TestWaitQuiet and TestSmokeDriver wait
 	}
 	rep, err := Run(context.Background(), opts)
 	if err != nil {

@@ -66,7 +66,10 @@ type Options struct {
 	// call in flight, started Pace times a second on a fixed schedule, so
 	// that the machine idles between calls as it does beside an agent and
 	// p50 shows what lies on the path rather than what competes for CPU.
-	Pace     float64
+	Pace float64
+	// Settle bounds the wait for a quiet machine before each measurement
+	// (see waitQuiet); 0: DefaultSettle; negative: no wait.
+	Settle   time.Duration
 	Progress io.Writer // one line per measurement when set
 }
 
@@ -104,6 +107,9 @@ func (o *Options) defaults() {
 	}
 	if o.Payload <= 0 {
 		o.Payload = 256
+	}
+	if o.Settle == 0 {
+		o.Settle = DefaultSettle
 	}
 }
 
@@ -160,6 +166,11 @@ type Report struct {
 	// every call made to each variant, warm-up included.
 	DaemonCPU  map[string]time.Duration
 	TotalCalls map[string]int
+	// Settled is the time spent waiting for a quiet machine before the
+	// measurements, Unsettled the measurements that started without it
+	// (the wait reached Options.Settle).
+	Settled   time.Duration
+	Unsettled int
 	// Notes are warnings about the run, printed under the tables.
 	Notes []string
 	// CaptureNotOff lists variants with CaptureOff whose sidecar recorded
@@ -214,6 +225,16 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				i := (round + k) % n
 				v := opts.Variants[i]
 				runtime.GC() // the driver's own garbage is nobody's cost
+				if opts.Settle > 0 {
+					waited, quiet, err := waitQuiet(ctx, opts.Settle)
+					if err != nil {
+						return nil, fmt.Errorf("wait for a quiet machine: %w", err)
+					}
+					rep.Settled += waited
+					if !quiet {
+						rep.Unsettled++
+					}
+				}
 				u0, uErr := procs[i].Usage()
 				var s Sample
 				var err error

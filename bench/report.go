@@ -251,6 +251,12 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		"echo payload %d B; %d CPUs, %s %s/%s; took %v.\n\n",
 		o.Rounds, per, o.Payload, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		r.Took.Round(time.Second))
+	if o.Settle > 0 {
+		n := o.Rounds * len(concs) * len(o.Variants)
+		fmt.Fprintf(w, "Each measurement started on a quiet machine (≤ %.0f%% busy over %v; waited %v in all, "+
+			"%d of %d measurements started after %v without).\n\n",
+			quietShare*100, quietWindow, r.Settled.Round(100*time.Millisecond), r.Unsettled, n, o.Settle)
+	}
 	r.writeSpeed(w, concs)
 	r.writeWork(w, concs[0])
 	checks := r.Checks()

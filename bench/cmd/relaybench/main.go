@@ -82,6 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		payload  = fs.Int("payload", 256, "bytes of text in each echo call")
 		pace     = fs.Float64("pace", 1000, "also measure one call in flight started this many times a second (0: not)")
 		warmup   = fs.Int("warmup", 500, "calls per variant before the first round")
+		settle   = fs.Duration("settle", bench.DefaultSettle, "before each measurement, wait up to this long for the machine to be quiet (negative: no wait)")
 		variants = fs.String("variants", strings.Join([]string{bench.Direct, bench.ByteRelay, bench.Sidecar, bench.SidecarNoCapture}, ","),
 			"variants to measure, in order")
 		hindsightBin = fs.String("hindsight", "", "hindsight binary (default: build ./cmd/hindsight)")
@@ -144,7 +145,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	opts := bench.Options{Variants: vs, Rounds: *rounds, Concurrency: concs, Duration: *duration,
-		Calls: *calls, Warmup: *warmup, Payload: *payload, Pace: *pace}
+		Calls: *calls, Warmup: *warmup, Payload: *payload, Pace: *pace, Settle: *settle}
 	if *verbose {
 		opts.Progress = stderr
 	}
