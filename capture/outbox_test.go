@@ -675,3 +675,45 @@ func TestOutboxDeliversRaw(t *testing.T) {
 		}
 	}
 }
+
+// TestRecorderHandsOffInBatches: while the outbox journals, queued
+// exchanges wait for the hand-off linger (here an hour) unless a full
+// batch is waiting; Close hands over the rest. Without a deliverer the
+// outbox cannot journal, and the hand-off comes after commitLinger.
+func TestRecorderHandsOffInBatches(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	d := &collector{}
+	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.handOff = time.Hour
+	exs := exchanges(handOffBatch + 10)
+	for _, ex := range exs[:handOffBatch-1] {
+		r.Hook(ex)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if st := r.Stats(); st.Captured != 0 {
+		t.Fatalf("%d steps captured before the linger or a full batch", st.Captured)
+	}
+	r.Hook(exs[handOffBatch-1])
+	waitFor(t, "a full batch handed over", func() bool { return r.Stats().Captured == handOffBatch })
+	for _, ex := range exs[handOffBatch:] {
+		r.Hook(ex)
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkInOrder(t, d.got(), len(exs), r.Source())
+
+	r, err = New(Options{Home: hindsight.Home(t.TempDir()), Redactor: testRedactor(t), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	r.handOff = time.Hour
+	for _, ex := range exchanges(5) {
+		r.Hook(ex)
+	}
+	waitFor(t, "steps handed over without a journal", func() bool { return r.Stats().Captured == 5 })
+}

@@ -122,6 +122,7 @@ type Recorder struct {
 	kick, full   chan struct{}
 	stopDispatch chan struct{}
 	work         chan []queued
+	handOff      time.Duration // handOffLinger; tests lengthen it
 
 	mu     sync.RWMutex // guards closed against Hook's send
 	closed bool
@@ -217,7 +218,7 @@ func New(opts Options) (*Recorder, error) {
 	r := &Recorder{opts: opts, log: log.With("component", "capture", "server", opts.Server, "outbox", ob.ID()),
 		red: red, outbox: ob, c: c, tagger: NewTagger(), colls: colls,
 		kick: make(chan struct{}, 1), full: make(chan struct{}, 1), stopDispatch: make(chan struct{}),
-		work:  make(chan []queued, opts.Workers),
+		work: make(chan []queued, opts.Workers), handOff: handOffLinger,
 		batch: make([]hindsight.Step, 0, commitBatch), results: map[uint64]built{}, done: make(chan struct{}), progress: make(chan struct{}),
 		commitDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:        "hindsight_capture_commit_delay_seconds",
@@ -367,7 +368,7 @@ func (r *Recorder) dispatch() {
 		case <-r.kick:
 			d := commitLinger
 			if r.outbox.journaling() {
-				d = handOffLinger
+				d = r.handOff
 			}
 			linger.Reset(d)
 			select {
