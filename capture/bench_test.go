@@ -73,7 +73,7 @@ func BenchmarkRedact(b *testing.B) {
 //     reported as steps/s, against redact-only: BuildStep alone on the
 //     same exchanges, the CPU floor of the pipeline;
 //   - commit-latency: one exchange in flight, Hook until durable (in the
-//     journal), with p50/p99: the hand-off linger (20 ms) plus the work.
+//     journal) with Sync, which skips the hand-off linger, with p50/p99.
 func BenchmarkRecorder(b *testing.B) {
 	red := defaultRedactor(b)
 	p := typicalPayloads()

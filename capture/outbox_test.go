@@ -678,7 +678,7 @@ func TestOutboxDeliversRaw(t *testing.T) {
 
 // TestRecorderHandsOffInBatches: while the outbox journals, queued
 // exchanges wait for the hand-off linger (here an hour) unless a full
-// batch is waiting; Close hands over the rest. Without a deliverer the
+// batch is waiting or Sync asks for them; Close hands over the rest. Without a deliverer the
 // outbox cannot journal, and the hand-off comes after commitLinger.
 func TestRecorderHandsOffInBatches(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
@@ -698,7 +698,18 @@ func TestRecorderHandsOffInBatches(t *testing.T) {
 	}
 	r.Hook(exs[handOffBatch-1])
 	waitFor(t, "a full batch handed over", func() bool { return r.Stats().Captured == handOffBatch })
-	for _, ex := range exs[handOffBatch:] {
+	for _, ex := range exs[handOffBatch : handOffBatch+5] {
+		r.Hook(ex)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := r.Sync(ctx); err != nil {
+		t.Fatalf("Sync waited for the linger: %v", err)
+	}
+	if st := r.Stats(); st.Captured != handOffBatch+5 {
+		t.Fatalf("%d steps captured after Sync, want %d", st.Captured, handOffBatch+5)
+	}
+	for _, ex := range exs[handOffBatch+5:] {
 		r.Hook(ex)
 	}
 	if err := r.Close(context.Background()); err != nil {

@@ -510,12 +510,18 @@ func (r *Recorder) readyAt(a uint64) bool {
 }
 
 // Sync waits until every exchange queued (or spilled) before it has been
-// handed to the outbox, or ctx is done. With no Deliverer, or while the
+// handed to the outbox, or ctx is done; it hands the queue to the workers
+// at once rather than after the linger. With no Deliverer, or while the
 // daemon is unreachable, the outbox has written them to its database by
 // then; otherwise to its journal (or, when that cannot be written, they are
 // acknowledged or in the database within Outbox's PersistAfter).
 func (r *Recorder) Sync(ctx context.Context) error {
 	target := r.accepted.Load()
+	r.qmu.Lock()
+	if len(r.pending) > 0 {
+		signal(r.full) // no linger: hand the queue over now
+	}
+	r.qmu.Unlock()
 	for {
 		r.rmu.Lock()
 		progress := r.progress
