@@ -199,7 +199,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 		for _, v := range opts.Variants {
 			if v.Home != "" {
-				if err := StopDaemons(v.Home, 10*time.Second); err != nil {
+				// A daemon lets a reflection in flight finish for up to 10 s
+				// (reflect.DefaultDrainTimeout) before it stops.
+				if err := StopDaemons(v.Home, 15*time.Second); err != nil {
 					rep.Notes = append(rep.Notes, err.Error())
 				}
 			}
