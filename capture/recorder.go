@@ -74,11 +74,11 @@ type Options struct {
 // Hook is installed as proxy.Hooks.Exchange and returns at once: it only
 // appends the exchange to an in-memory queue, waking nothing but, for the
 // first exchange of a batch, the goroutine that hands the queue to the
-// workers 20 ms later (or once 256 exchanges wait; 2 ms while the outbox
-// cannot journal). Redaction and step building run on background workers
-// (in parallel), tagging and numbering on one
-// committer goroutine in the order the exchanges completed, and the
-// committer hands each batch to the Outbox, which writes it to its journal,
+// workers 20 ms later (or once 256 exchanges wait, or Sync asks; 2 ms
+// while the outbox cannot journal). Redaction and step building run on
+// background workers (in parallel), tagging and numbering on one committer
+// goroutine in the order the exchanges completed, and the committer hands
+// each batch to the Outbox, which writes it to its journal,
 // delivers it to the daemon from memory and writes to Badger what the
 // daemon has not taken in time (see Outbox; Stats and the
 // hindsight_capture_* metrics show the queue).
@@ -115,7 +115,8 @@ type Recorder struct {
 	// The queue: Hook appends to pending, numbering the exchanges as they
 	// enter it (next) so that the committer can restore their order, and
 	// the dispatcher hands pending to the workers in chunks on work. kick
-	// says pending is no longer empty, full that it holds handOffBatch.
+	// says pending is no longer empty, full that it holds handOffBatch (or
+	// that Sync wants it handed over now).
 	qmu          sync.Mutex
 	next         uint64
 	pending      []queued
