@@ -68,9 +68,8 @@ func readCPUTimes() (cpuTimes, error) {
 
 // waitQuiet waits until at most quietShare of the machine's CPU time was
 // busy over quietWindow (or max, when shorter), or max has passed. It
-// reports how long it waited
-// and whether the machine was quiet then; where /proc/stat cannot be read
-// it does not wait.
+// reports how long it waited and whether the machine was quiet then; where
+// /proc/stat cannot be read it does not wait.
 func waitQuiet(ctx context.Context, max time.Duration) (time.Duration, bool, error) {
 	start := time.Now()
 	prev, err := readCPUTimes()
