@@ -17,12 +17,15 @@ var ErrConflict = errors.New("version conflict")
 //
 // Empty filter fields match anything. Namespace defaults to DefaultNamespace.
 type Query struct {
-	Text              string `json:"text"`
-	Namespace         string `json:"namespace,omitempty"`
-	Server            string `json:"server,omitempty"`
-	Tool              string `json:"tool,omitempty"`
-	TaskType          string `json:"task_type,omitempty"`
-	ErrorCode         string `json:"error_code,omitempty"`
+	Text      string `json:"text"`
+	Namespace string `json:"namespace,omitempty"`
+	Server    string `json:"server,omitempty"`
+	Tool      string `json:"tool,omitempty"`
+	TaskType  string `json:"task_type,omitempty"`
+	ErrorCode string `json:"error_code,omitempty"`
+	// ErrorTemplate, when set, is a ranking signal, not a filter:
+	// experiences about the same error template rank above others.
+	ErrorTemplate     string `json:"error_template,omitempty"`
 	K                 int    `json:"k,omitempty"`                  // how many to return; 0 means 5
 	IncludeSuperseded bool   `json:"include_superseded,omitempty"` // also return superseded experiences
 	IncludeDeleted    bool   `json:"include_deleted,omitempty"`    // also return soft-deleted experiences

@@ -92,6 +92,11 @@ type Step struct {
 	Transport       string          `json:"transport,omitempty"`
 	Source          string          `json:"source"`
 	Seq             uint64          `json:"seq"`
+	// ErrorTemplate is, for a failed tools/call step, the template of its
+	// error text with the variable parts masked ("user <*> not found"), as
+	// the daemon's template miner knows it when the step is read. The
+	// sidecar never sets it.
+	ErrorTemplate string `json:"error_template,omitempty"`
 }
 
 // Failed reports whether the step counts as a failure of its call.
@@ -140,8 +145,19 @@ type Experience struct {
 	SupersededBy  string     `json:"superseded_by"`
 	Deleted       bool       `json:"deleted"`
 	SourceAgent   string     `json:"source_agent"`
-	Embedder      string     `json:"embedder,omitempty"` // name and dimension of the embedder that made Vector
-	Vector        []float32  `json:"-"`
+	// Origin says who wrote the lesson: "rules", "llm" (or "llm:MODEL"),
+	// "import" (or "import:PACK") or "manual".
+	Origin string `json:"origin"`
+	// ErrorTemplate is the error template the experience is about, with
+	// variable parts masked ("payment of <*> declined: card <*> expired");
+	// "" for a lesson not about one error. Injection on an error result
+	// requires it to match the error at hand.
+	ErrorTemplate string `json:"error_template"`
+	// CounterCount counts counter-evidence: tasks where the lesson was
+	// shown (or its precondition held) and the same error happened anyway.
+	CounterCount int       `json:"counter_count"`
+	Embedder     string    `json:"embedder,omitempty"` // name and dimension of the embedder that made Vector
+	Vector       []float32 `json:"-"`
 }
 
 // DefaultNamespace is the namespace of experiences when none is configured.

@@ -87,7 +87,7 @@ func (sc *scanner) field(f int, s *hindsight.Step) (ok bool) {
 	var str string
 	switch f {
 	case kTaskID, kSessionID, kServer, kDirection, kMethod, kTool, kErrorCode, kCausalTag,
-		kClientName, kClientVersion, kProtocolVersion, kExplicitTask, kTransport, kSource:
+		kClientName, kClientVersion, kProtocolVersion, kExplicitTask, kTransport, kSource, kErrorTemplate:
 		if str, ok = sc.stringValue(); !ok {
 			return false
 		}
@@ -120,6 +120,8 @@ func (sc *scanner) field(f int, s *hindsight.Step) (ok bool) {
 			s.Transport = str
 		case kSource:
 			s.Source = str
+		case kErrorTemplate:
+			s.ErrorTemplate = str
 		}
 		return true
 	case kStartedAt:

@@ -539,7 +539,7 @@ func (sc *scanner) step() (m stepMeta, ok bool) {
 			m.Source, ok = sc.plainString()
 		case kCausalTag:
 			tag, ok = sc.plainString()
-		case kTaskID, kDirection, kMethod, kTool, kErrorCode, kClientName, kClientVersion, kProtocolVersion:
+		case kTaskID, kDirection, kMethod, kTool, kErrorCode, kClientName, kClientVersion, kProtocolVersion, kErrorTemplate:
 			ok = sc.anyString()
 		case kStartedAt:
 			m.StartedAt, ok = sc.time()
@@ -649,7 +649,8 @@ const (
 	kTransport
 	kSource
 	kSeq
-	kDerived // a compact encoding's list of the bodies it left out
+	kDerived       // a compact encoding's list of the bodies it left out
+	kErrorTemplate // filled by the daemon when a step is read; kept on import
 )
 
 // stepKeys are the keys of a Step's JSON, quoted, in the order of the
@@ -660,7 +661,7 @@ var stepKeys = [...]string{
 	`"is_error"`, `"error"`, `"error_code"`, `"causal_tag"`, `"redactions"`, `"injected"`,
 	`"notifications"`, `"truncated"`, `"local"`, `"client_name"`, `"client_version"`,
 	`"protocol_version"`, `"request"`, `"response"`, `"explicit_task"`, `"host_pid"`,
-	`"transport"`, `"source"`, `"seq"`, `"derived"`,
+	`"transport"`, `"source"`, `"seq"`, `"derived"`, `"error_template"`,
 }
 
 // key consumes a key of a step's object and returns which it is. It first
@@ -749,6 +750,8 @@ func stepKey(name string) int {
 		return kSeq
 	case "derived":
 		return kDerived
+	case "error_template":
+		return kErrorTemplate
 	}
 	return -1
 }
