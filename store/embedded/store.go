@@ -11,7 +11,9 @@
 // compared with popcount) picks the ~512 nearest for exact rescoring, in two
 // passes: the positive bits alone (a binary code, streamed from a slab of
 // their own) keep 1,024, whose full codes keep 512. Both result lists (100
-// each) are fused and weighted by store/rank.
+// each) and the query's error template are fused and weighted by
+// store/rank, the vector arm weighed for the configured embedder
+// (rank.VectorWeightFor).
 //
 // Vectors record the embedder that made them (store.EmbedderID). A vector
 // of another embedder or dimension is refused by Put (store.ErrDimension);
@@ -424,7 +426,7 @@ func (s *Store) Search(ctx context.Context, q hindsight.Query) ([]hindsight.Scor
 		qv = slices.Clone(vs[0])
 		normalize(qv)
 	}
-	res := s.search(&q, qv, useBM25|useVector)
+	res := s.search(&q, qv, useAll)
 	if !q.NoHit && len(res) > 0 {
 		ids := make([]string, len(res))
 		for i := range res {
@@ -437,10 +439,12 @@ func (s *Store) Search(ctx context.Context, q hindsight.Query) ([]hindsight.Scor
 	return res, nil
 }
 
-// Retrievers used by search (both in production; one alone to measure it).
+// Arms of the fusion in search (all in production; fewer to measure them).
 const (
 	useBM25 = 1 << iota
 	useVector
+	useTemplate // the query's error template as a signal
+	useAll      = useBM25 | useVector | useTemplate
 )
 
 func (s *Store) search(q *hindsight.Query, qv []float32, use int) []hindsight.ScoredExperience {
@@ -492,7 +496,11 @@ func (s *Store) search(q *hindsight.Query, qv []float32, use int) []hindsight.Sc
 			list = append(list, *c)
 		}
 	}
-	res := s.opt.Rank.Fuse(list, now, q.K, q.Explain)
+	opt := s.opt.Rank.ForEmbedder(s.emb.Name())
+	if use&useTemplate == 0 {
+		opt.TemplateWeight = -1
+	}
+	res := opt.Fuse(q, list, now)
 	for i := range res {
 		slot, _ := x.get(res[i].Namespace, res[i].ID)
 		res[i].Experience = *cloneExp(&res[i].Experience)

@@ -14,6 +14,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/store"
 	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
+	"github.com/hindsight-proxy/hindsight/store/rank"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
 	wv "github.com/weaviate/weaviate-go-client/v5/weaviate"
 	"github.com/weaviate/weaviate/entities/models"
@@ -21,62 +22,88 @@ import (
 
 func refClock() time.Time { return benchset.RefTime }
 
-// TestRetrieval runs the retrieval benchmark (store/testdata/retrieval)
-// against Weaviate: hybrid, and hybrid with filters.
+// TestRetrieval runs the retrieval benchmarks (store/testdata/retrieval)
+// against Weaviate: each arm alone (the other weighed next to nothing),
+// the fusion, and BM25 alone and the fusion with the filters the sidecar
+// knows. The fusion must reach BM25's hit@3 alone, with and without
+// filters.
 func TestRetrieval(t *testing.T) {
-	exps, qs, err := benchset.Load("../testdata/retrieval")
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv := weaviatetest.Start(t)
 	ctx := context.Background()
-	s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Now: refClock}, embed.NewLocal(0))
-	if err != nil {
-		t.Fatal(err)
+	const off = 1e-9 // an arm's weight that only breaks ties
+	modes := []struct {
+		name    string
+		opt     rank.Options
+		filters bool
+	}{
+		{"bm25", rank.Options{VectorWeight: off, TemplateWeight: -1}, false},
+		{"vector", rank.Options{BM25Weight: off, TemplateWeight: -1}, false},
+		{"hybrid", rank.Options{}, false},
+		{"bm25+filters", rank.Options{VectorWeight: off, TemplateWeight: -1}, true},
+		{"hybrid+filters", rank.Options{}, true},
 	}
-	ptrs := make([]*hindsight.Experience, len(exps))
-	for i := range exps {
-		ptrs[i] = &exps[i]
-	}
-	if err := s.Import(ctx, ptrs); err != nil {
-		t.Fatal(err)
-	}
-	rates := map[string][2]float64{}
-	for _, filtered := range []bool{false, true} {
-		var h1, h3 int
-		for _, bq := range qs {
-			q := hindsight.Query{Text: bq.Text, K: 3, NoHit: true}
-			if filtered {
-				q.Server, q.Tool, q.ErrorCode = bq.Server, bq.Tool, bq.ErrorCode
-			}
-			res, err := s.Search(ctx, q)
+	for _, set := range []struct{ name, prefix, class string }{
+		{"main", "", "BenchMain"}, {"hard", benchset.HardPrefix, "BenchHard"},
+	} {
+		exps, qs, err := benchset.LoadSet("../testdata/retrieval", set.prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: set.class, Now: refClock}, embed.NewLocal(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ptrs := make([]*hindsight.Experience, len(exps))
+		for i := range exps {
+			ptrs[i] = &exps[i]
+		}
+		if err := s.Import(ctx, ptrs); err != nil {
+			t.Fatal(err)
+		}
+		rates := map[string][2]float64{}
+		for _, m := range modes {
+			s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: set.class, Now: refClock, Rank: m.opt}, embed.NewLocal(0))
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, r := range res {
-				if r.ID == bq.Want {
-					if i == 0 {
-						h1++
+			var h1, h3 int
+			for _, bq := range qs {
+				q := hindsight.Query{Text: bq.Text, ErrorTemplate: bq.ErrorTemplate, K: 3, NoHit: true}
+				if m.filters {
+					q.Server, q.Tool, q.ErrorCode = bq.Server, bq.Tool, bq.ErrorCode
+				}
+				res, err := s.Search(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, r := range res {
+					if r.ID == bq.Want {
+						if i == 0 {
+							h1++
+						}
+						h3++
 					}
-					h3++
 				}
 			}
+			rates[m.name] = [2]float64{float64(h1) / float64(len(qs)), float64(h3) / float64(len(qs))}
 		}
-		name := map[bool]string{false: "hybrid", true: "hybrid+filters"}[filtered]
-		rates[name] = [2]float64{float64(h1) / float64(len(qs)), float64(h3) / float64(len(qs))}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "weaviate retrieval: %d experiences, %d queries\n", len(exps), len(qs))
-	for _, m := range []string{"hybrid", "hybrid+filters"} {
-		fmt.Fprintf(&b, "%-16s hit@1 %.3f hit@3 %.3f\n", m, rates[m][0], rates[m][1])
-	}
-	t.Log("\n" + b.String())
-	// Measured: hybrid 0.354/0.881, hybrid+filters 0.892/1.000.
-	if r := rates["hybrid+filters"]; r[0] < 0.85 || r[1] < 0.95 {
-		t.Errorf("hybrid+filters hit@1 %.3f hit@3 %.3f, floor 0.85 / 0.95", r[0], r[1])
-	}
-	if r := rates["hybrid"]; r[1] < 0.8 {
-		t.Errorf("hybrid hit@3 %.3f, floor 0.8", r[1])
+		var b strings.Builder
+		fmt.Fprintf(&b, "weaviate %s retrieval: %d experiences, %d queries\n", set.name, len(exps), len(qs))
+		for _, m := range modes {
+			fmt.Fprintf(&b, "%-16s hit@1 %.3f hit@3 %.3f\n", m.name, rates[m.name][0], rates[m.name][1])
+		}
+		t.Log("\n" + b.String())
+		if r := rates["hybrid+filters"]; r[0] < 0.85 || r[1] < 0.95 {
+			t.Errorf("%s: hybrid+filters hit@1 %.3f hit@3 %.3f, floor 0.85 / 0.95", set.name, r[0], r[1])
+		}
+		if r := rates["hybrid"]; r[1] < 0.8 {
+			t.Errorf("%s: hybrid hit@3 %.3f, floor 0.8", set.name, r[1])
+		}
+		for _, pair := range [][2]string{{"hybrid", "bm25"}, {"hybrid+filters", "bm25+filters"}} {
+			if f, l := rates[pair[0]], rates[pair[1]]; f[1] < l[1] {
+				t.Errorf("%s: %s hit@3 %.3f below %s alone %.3f", set.name, pair[0], f[1], pair[1], l[1])
+			}
+		}
 	}
 }
 

@@ -8,8 +8,10 @@
 // multi-tenant with one tenant per namespace, created on first write, so a
 // query in one namespace cannot return another's experiences.
 //
-// Search is one Weaviate hybrid query (BM25 and vector, ranked fusion) with
-// where-filters for server, tool, task type, error code and state. The BM25
+// Search is one Weaviate hybrid query (BM25 and vector, ranked fusion
+// weighted as store/rank weighs the arms for the embedder, see
+// rank.VectorWeightFor) with where-filters for server, tool, task type,
+// error code and state. The BM25
 // side runs over a "terms" property holding Hindsight's own tokenisation
 // (store/tokenize: CJK bigrams, split identifiers), so lexical matching
 // behaves as in the embedded store. The BM25 and vector ranks are read back
@@ -507,6 +509,12 @@ func (s *Store) Search(ctx context.Context, q hindsight.Query) ([]hindsight.Scor
 		return nil, nil
 	}
 	now := s.now()
+	// Weaviate's ranked fusion weighs its keyword and vector sets 1−α and
+	// α: the same proportions as store/rank's arms, so that the 100
+	// candidates it keeps are the ones rank would rank best.
+	opt := s.opt.ForEmbedder(s.emb.Name())
+	bw, vw := opt.ArmWeights()
+	alpha := float32(vw / (bw + vw))
 	get := s.c.GraphQL().Get().WithClassName(s.class).WithTenant(Tenant(ns)).WithLimit(rank.Candidates).
 		WithFields(graphql.Field{Name: "doc"}, graphql.Field{Name: "_additional", Fields: []graphql.Field{
 			{Name: "id"}, {Name: "explainScore"}}})
@@ -522,15 +530,15 @@ func (s *Store) Search(ctx context.Context, q hindsight.Query) ([]hindsight.Scor
 		h := s.c.GraphQL().HybridArgumentBuilder().WithQuery(terms).WithProperties([]string{"terms"}).
 			WithFusionType(graphql.Ranked)
 		if s.stale {
-			h = h.WithAlpha(0)
+			alpha = 0
 		} else {
 			vs, err := s.emb.Embed(ctx, []string{text})
 			if err != nil {
 				return nil, fmt.Errorf("search experiences: embed query: %w", err)
 			}
-			h = h.WithVector(vs[0]).WithAlpha(0.5)
+			h = h.WithVector(vs[0])
 		}
-		get = get.WithHybrid(h)
+		get = get.WithHybrid(h.WithAlpha(alpha))
 	} else {
 		get = get.WithSort(graphql.Sort{Path: []string{"created"}, Order: graphql.Desc})
 	}
@@ -541,11 +549,11 @@ func (s *Store) Search(ctx context.Context, q hindsight.Query) ([]hindsight.Scor
 	if len(resp.Errors) > 0 {
 		return nil, fmt.Errorf("search experiences: %s", resp.Errors[0].Message)
 	}
-	cands, err := s.candidates(resp, &q, text != "", now)
+	cands, err := s.candidates(resp, &q, text != "", alpha, now)
 	if err != nil {
 		return nil, fmt.Errorf("search experiences: %w", err)
 	}
-	res := s.opt.Fuse(cands, now, q.K, q.Explain)
+	res := opt.Fuse(&q, cands, now)
 	if !q.NoHit && len(res) > 0 {
 		ids := make([]string, len(res))
 		for i := range res {
@@ -568,8 +576,8 @@ type hit struct {
 }
 
 // candidates decodes a Get response and recovers each result's BM25 and
-// vector rank from the hybrid score explanation.
-func (s *Store) candidates(resp *models.GraphQLResponse, q *hindsight.Query, hybrid bool, now time.Time) ([]rank.Candidate, error) {
+// vector rank from the explanation of a hybrid query run with alpha.
+func (s *Store) candidates(resp *models.GraphQLResponse, q *hindsight.Query, hybrid bool, alpha float32, now time.Time) ([]rank.Candidate, error) {
 	get, _ := resp.Data["Get"].(map[string]any)
 	raw, err := json.Marshal(get[s.class])
 	if err != nil {
@@ -591,7 +599,7 @@ func (s *Store) candidates(resp *models.GraphQLResponse, q *hindsight.Query, hyb
 		}
 		c := rank.Candidate{Exp: e}
 		if hybrid {
-			c.BM25Rank, c.VectorRank = ranks(h.Additional.ExplainScore)
+			c.BM25Rank, c.VectorRank = ranks(h.Additional.ExplainScore, alpha)
 		} else {
 			c.BM25Rank = i + 1
 		}
@@ -605,23 +613,30 @@ func (s *Store) candidates(resp *models.GraphQLResponse, q *hindsight.Query, hyb
 var contribRE = regexp.MustCompile(`Result Set (\w+)[^\n]*?contributed ([0-9.eE+-]+) to the score`)
 
 // ranks reads the 1-based keyword and vector ranks from Weaviate's ranked
-// fusion explanation: result i (0-based) of a set weighted w contributes
-// w/(i+60), and both sets have weight 0.5.
-func ranks(explain string) (bm25, vector int) {
+// fusion explanation of a hybrid query run with alpha: result i (0-based)
+// of a set weighted w contributes w/(i+60), where the keyword set weighs
+// 1−alpha and the vector set alpha.
+func ranks(explain string, alpha float32) (bm25, vector int) {
+	a := float64(alpha)
 	for _, m := range contribRE.FindAllStringSubmatch(explain, -1) {
-		c, err := strconv.ParseFloat(m[2], 64)
-		if err != nil || !(c > 0) || 0.5/c > 1e6 {
-			continue
-		}
-		r := int(math.Round(0.5/c)) - 60 + 1
-		if r < 1 {
-			r = 1
-		}
+		var w float64
 		switch {
 		case strings.HasPrefix(m[1], "keyword"), strings.HasPrefix(m[1], "bm25"):
-			bm25 = r
+			w = 1 - a
 		case strings.HasPrefix(m[1], "vector"):
+			w = a
+		default:
+			continue
+		}
+		c, err := strconv.ParseFloat(m[2], 64)
+		if err != nil || !(c > 0) || !(w > 0) || w/c > 1e6 {
+			continue
+		}
+		r := max(int(math.Round(w/c))-60+1, 1)
+		if strings.HasPrefix(m[1], "vector") {
 			vector = r
+		} else {
+			bm25 = r
 		}
 	}
 	return bm25, vector

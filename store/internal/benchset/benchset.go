@@ -1,7 +1,10 @@
-// Package benchset generates Hindsight's retrieval benchmark: a set of
+// Package benchset generates Hindsight's retrieval benchmarks: sets of
 // experiences with hard distractors and labelled queries, committed as
 // JSONL in store/testdata/retrieval (regenerate with
-// `go test ./store/embedded -run TestRetrievalData -update`).
+// `go test ./store/embedded -run TestRetrievalData -update`). There are two
+// sets: the main one (Generate, described here) and the hard-negative one
+// (GenerateHard, see hard.go), whose distractors share tool and situation
+// and differ only in the error.
 //
 // Each case is a target experience (a tool, an error, an object such as a
 // file or a branch, a project, and the lesson that fixed it) plus four
@@ -44,8 +47,11 @@ type Query struct {
 	Server    string `json:"server"`
 	Tool      string `json:"tool"`
 	ErrorCode string `json:"error_code"`
-	Want      string `json:"want"` // id of the experience that answers it
-	Lang      string `json:"lang"` // "en" or "zh"
+	// ErrorTemplate is the template the sidecar would compute from the
+	// query's error (Mask); "" when the query carries none.
+	ErrorTemplate string `json:"error_template,omitempty"`
+	Want          string `json:"want"` // id of the experience that answers it
+	Lang          string `json:"lang"` // "en" or "zh"
 }
 
 type errorKind struct {
@@ -308,10 +314,19 @@ func (g *gen) query(c int, srv server, tool, code, obj, proj string, zh bool, wa
 
 // Write writes experiences.jsonl and queries.jsonl into dir.
 func Write(dir string, exps []hindsight.Experience, qs []Query) error {
-	if err := writeJSONL(filepath.Join(dir, "experiences.jsonl"), exps); err != nil {
-		return err
+	return WriteSet(dir, "", exps, qs)
+}
+
+// WriteSet writes PREFIXexperiences.jsonl and PREFIXqueries.jsonl into
+// dir (prefix "" for the main set, HardPrefix for the hard-negative set).
+func WriteSet(dir, prefix string, exps []hindsight.Experience, qs []Query) error {
+	if err := writeJSONL(filepath.Join(dir, prefix+"experiences.jsonl"), exps); err != nil {
+		return fmt.Errorf("write benchmark: %w", err)
 	}
-	return writeJSONL(filepath.Join(dir, "queries.jsonl"), qs)
+	if err := writeJSONL(filepath.Join(dir, prefix+"queries.jsonl"), qs); err != nil {
+		return fmt.Errorf("write benchmark: %w", err)
+	}
+	return nil
 }
 
 func writeJSONL[T any](path string, xs []T) error {
@@ -337,12 +352,20 @@ func writeJSONL[T any](path string, xs []T) error {
 
 // Load reads the committed benchmark from dir.
 func Load(dir string) ([]hindsight.Experience, []Query, error) {
-	exps, err := readJSONL[hindsight.Experience](filepath.Join(dir, "experiences.jsonl"))
+	return LoadSet(dir, "")
+}
+
+// LoadSet reads the committed set of prefix (see WriteSet) from dir.
+func LoadSet(dir, prefix string) ([]hindsight.Experience, []Query, error) {
+	exps, err := readJSONL[hindsight.Experience](filepath.Join(dir, prefix+"experiences.jsonl"))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("load benchmark: %w", err)
 	}
-	qs, err := readJSONL[Query](filepath.Join(dir, "queries.jsonl"))
-	return exps, qs, err
+	qs, err := readJSONL[Query](filepath.Join(dir, prefix+"queries.jsonl"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("load benchmark: %w", err)
+	}
+	return exps, qs, nil
 }
 
 func readJSONL[T any](path string) ([]T, error) {
