@@ -44,9 +44,7 @@ func experienceBlock(n int, e *hindsight.ScoredExperience, max int) block {
 	if e.Confidence > 0 {
 		facts = append(facts, fmt.Sprintf("confidence %.2f", e.Confidence))
 	}
-	if e.EvidenceCount > 1 {
-		facts = append(facts, fmt.Sprintf("seen %d times", e.EvidenceCount))
-	}
+	facts = append(facts, evidence(&e.Experience))
 	if len(facts) > 0 {
 		b.WriteString(" (" + strings.Join(facts, ", ") + ")")
 	}
@@ -73,7 +71,27 @@ func lessonLine(e *hindsight.ScoredExperience, withTool bool, max int) block {
 	if withTool && e.Tool != "" {
 		s = e.Tool + ": " + s
 	}
-	return block{id: e.ID, text: TruncateTokens("- "+s, max)}
+	// The evidence goes last and survives the cut: a model should know
+	// how much a line rests on.
+	suffix := " (" + evidence(&e.Experience) + ")"
+	return block{id: e.ID, text: TruncateTokens("- "+s, max-CountTokens(suffix)) + suffix}
+}
+
+// evidence says how much evidence an experience has, for a model to weigh
+// it: "seen in 3 tasks", "seen in 1 task, 1 counter-example".
+func evidence(e *hindsight.Experience) string {
+	n := max(e.EvidenceCount, 1)
+	s := fmt.Sprintf("seen in %d task", n)
+	if n != 1 {
+		s += "s"
+	}
+	switch c := e.CounterCount; {
+	case c == 1:
+		s += ", 1 counter-example"
+	case c > 1:
+		s += fmt.Sprintf(", %d counter-examples", c)
+	}
+	return s
 }
 
 // oneLine folds s onto one line.

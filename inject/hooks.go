@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/errtemplate"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -76,6 +77,9 @@ func (in *Injector) instructionsBlock(sep string, lessons []hindsight.ScoredExpe
 	for i := range lessons {
 		if len(blocks) == orDefault(in.MaxInstructionLessons, DefaultMaxInstructionLessons) {
 			break
+		}
+		if lessons[i].Confidence < orDefault(in.MinConfidence, DefaultMinConfidence) {
+			continue
 		}
 		bl := lessonLine(&lessons[i], true, perLesson)
 		if seen[bl.text] || oneLine(lessons[i].Lesson) == "" {
@@ -312,12 +316,13 @@ func (in *Injector) ToolResult(ctx context.Context, ex *proxy.Exchange, result j
 	}
 	errText := errorText(r[1])
 	found, err := in.Source.Search(ctx, hindsight.Query{
-		Text:      strings.TrimSpace(tool + " " + errText),
-		Namespace: in.namespace(),
-		Server:    ex.Session.Server,
-		Tool:      tool,
-		K:         2 * orDefault(in.MaxErrorLessons, DefaultMaxErrorLessons),
-		NoHit:     true,
+		Text:          strings.TrimSpace(tool + " " + errText),
+		ErrorTemplate: errtemplate.Mask(errText),
+		Namespace:     in.namespace(),
+		Server:        ex.Session.Server,
+		Tool:          tool,
+		K:             2 * orDefault(in.MaxErrorLessons, DefaultMaxErrorLessons),
+		NoHit:         true,
 	})
 	if err != nil {
 		in.logger().Debug("no lessons for error result", "server", ex.Session.Server, "tool", tool, "err", err)
@@ -330,7 +335,7 @@ func (in *Injector) ToolResult(ctx context.Context, ex *proxy.Exchange, result j
 		if len(blocks) == orDefault(in.MaxErrorLessons, DefaultMaxErrorLessons) {
 			break
 		}
-		if (e.Tool != "" && e.Tool != tool) || !sameError(e.ErrorCode, errText) {
+		if !in.aboutError(&e, tool, errText) {
 			continue
 		}
 		bl := lessonLine(&e, false, perLesson)
@@ -385,6 +390,21 @@ func errorText(content gjson.Result) string {
 		s = validPrefix(s[:2048])
 	}
 	return strings.TrimSpace(s)
+}
+
+// aboutError reports whether e may be appended to an error of tool with
+// text errText: it is about that tool, above the injection gate, and about
+// that error — its error template fits the text (TemplateMatch) or, for an
+// experience without a template, its error code appears in the text.
+// Sharing the tool is never enough.
+func (in *Injector) aboutError(e *hindsight.ScoredExperience, tool, errText string) bool {
+	if e.Tool != tool || e.Confidence < orDefault(in.MinConfidence, DefaultMinConfidence) {
+		return false
+	}
+	if e.ErrorTemplate != "" {
+		return errtemplate.Similarity(e.ErrorTemplate, errText) >= orDefault(in.TemplateMatch, DefaultTemplateMatch)
+	}
+	return strings.TrimSpace(e.ErrorCode) != "" && sameError(e.ErrorCode, errText)
 }
 
 // sameError reports whether an experience with error code code is about the

@@ -37,7 +37,17 @@ const (
 	DefaultMaxErrorLessons       = 2    // per failed tool result
 	DefaultMaxInstructionLessons = 3    // in the initialize instructions
 	DefaultQueryTimeout          = 2 * time.Second
-	DefaultLessonsTTL            = 30 * time.Second
+	// DefaultMinConfidence is the injection gate: the confidence an
+	// experience needs to reach the instructions or an error result
+	// unasked (reflect.DefaultInjectConfidence: two supporting tasks, or
+	// one that the error text itself grounds).
+	DefaultMinConfidence = 0.6
+	// DefaultTemplateMatch is how well an error must fit an experience's
+	// error template for its lesson to be appended to that error: the
+	// share of the template's literal words found at their places in the
+	// masked error text (errtemplate.Similarity), with as many words.
+	DefaultTemplateMatch = 0.8
+	DefaultLessonsTTL    = 30 * time.Second
 )
 
 // retryFailed is how soon a failed lessons search is tried again (the
@@ -79,6 +89,8 @@ type Injector struct {
 	MaxErrorLessons       int           // 0: DefaultMaxErrorLessons
 	MaxInstructionLessons int           // 0: DefaultMaxInstructionLessons
 	QueryTimeout          time.Duration // bounds a query_hindsight search; 0: DefaultQueryTimeout
+	MinConfidence         float64       // injection gate of the instructions and error results; 0: DefaultMinConfidence
+	TemplateMatch         float64       // relevance gate of error results; 0: DefaultTemplateMatch
 	LessonsTTL            time.Duration // how long prefetched lessons stay fresh; 0: DefaultLessonsTTL
 
 	Logger *slog.Logger // nil: slog.Default()
@@ -134,7 +146,7 @@ func (in *Injector) logger() *slog.Logger {
 	return slog.Default()
 }
 
-func orDefault[T int | time.Duration](v, def T) T {
+func orDefault[T int | time.Duration | float64](v, def T) T {
 	if v <= 0 {
 		return def
 	}

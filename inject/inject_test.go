@@ -585,7 +585,7 @@ func TestErrorResultLessons(t *testing.T) {
 	if added.Get("type").String() != "text" || !strings.HasPrefix(text, Marker+" Lessons from past runs about fetch_report") {
 		t.Fatalf("added item %s", added.Raw)
 	}
-	if lines := strings.Split(text, "\n")[1:]; len(lines) != 2 || lines[0] != "- Call login before fetch_report; it answers 401 without a session." {
+	if lines := strings.Split(text, "\n")[1:]; len(lines) != 2 || lines[0] != "- Call login before fetch_report; it answers 401 without a session. (seen in 1 task)" {
 		t.Errorf("lessons %q, want the 2 best 401 lessons", lines)
 	}
 	if strings.Contains(text, "500") || strings.Contains(text, "another server") {
@@ -607,6 +607,49 @@ func TestErrorResultLessons(t *testing.T) {
 	}
 	if !bytes.Equal(ex.Response, out) {
 		t.Errorf("exchange does not hold the bytes relayed")
+	}
+}
+
+// TestErrorResultRelevanceGate: a lesson line is appended to an error only
+// when it is about that error — its template fits the error text — and
+// above the confidence gate; sharing the tool is never enough.
+func TestErrorResultRelevanceGate(t *testing.T) {
+	withTpl := func(id, tpl string, conf float64) hindsight.ScoredExperience {
+		e := exp(id, "example", "fetch_report", "", "Lesson "+id+" about fetch_report.", 0.9)
+		e.ErrorTemplate, e.Confidence = tpl, conf
+		return e
+	}
+	tests := []struct {
+		name string
+		exp  hindsight.ScoredExperience
+		want bool
+	}{
+		{"same template", withTpl("a", "<*> Unauthorized: no session, call login first", 0.8), true},
+		{"template with one drifted word", withTpl("b", "<*> Unauthorized: no token, call login first", 0.8), true},
+		{"another error of the same tool", withTpl("c", "<*> Not Found: no report for month <*>", 0.9), false},
+		{"same words, another length", withTpl("d", "<*> Unauthorized: call login first", 0.9), false},
+		{"below the gate", withTpl("e", "<*> Unauthorized: no session, call login first", 0.5), false},
+		{"no template, matching code", exp("f", "example", "fetch_report", "401", "Lesson f about fetch_report.", 0.9), true},
+		{"no template, no code", exp("g", "example", "fetch_report", "", "Lesson g about fetch_report.", 0.9), false},
+		{"same template, another tool", func() hindsight.ScoredExperience {
+			e := withTpl("h", "<*> Unauthorized: no session, call login first", 0.8)
+			e.Tool = "create_invoice"
+			return e
+		}(), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := &fakeSearcher{list: []hindsight.ScoredExperience{tt.exp}}
+			h := newHarness(t, &Injector{Source: src})
+			out := h.roundTrip(fetchReq, errResp)
+			got := len(gjson.GetBytes(out, "result.content").Array()) == 3
+			if got != tt.want {
+				t.Errorf("line appended: %v, want %v: %s", got, tt.want, out)
+			}
+			if q := src.lastQueries(); len(q) == 0 || q[len(q)-1].ErrorTemplate != "<*> Unauthorized: no session, call login first" {
+				t.Errorf("query carries template %+v", q)
+			}
+		})
 	}
 }
 

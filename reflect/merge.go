@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/errtemplate"
 	"github.com/hindsight-proxy/hindsight/store"
 )
 
@@ -119,6 +120,10 @@ func (m *Merger) mergeOne(ctx context.Context, taskEnd time.Time, e hindsight.Ex
 	bestDup, bestContra := threshold, threshold
 	for i := range live {
 		k := &live[i]
+		if sameLesson(&e, k) {
+			dup, bestDup = k, 2 // the same fix for the same error: above any cosine
+			continue
+		}
 		full, sit := store.Cosine(vecs[0], vecs[2+2*i]), store.Cosine(vecs[1], vecs[3+2*i])
 		if sit >= bestContra && contradicts(e.Lesson, k.Lesson) {
 			contra, bestContra = k, sit
@@ -143,14 +148,82 @@ func (m *Merger) mergeOne(ctx context.Context, taskEnd time.Time, e hindsight.Ex
 	return MergeResult{Outcome: Added, ID: e.ID}, nil
 }
 
+// sameLesson reports whether e and k give the same fix for the same error
+// of the same tool: their templates agree (a wildcard matches anything)
+// and their lessons read the same once the templates are taken out.
+func sameLesson(e, k *hindsight.Experience) bool {
+	if e.Tool != k.Tool || e.ErrorTemplate == "" || k.ErrorTemplate == "" || !templatesAgree(e.ErrorTemplate, k.ErrorTemplate) {
+		return false
+	}
+	return lessonKey(e.Lesson) == lessonKey(k.Lesson)
+}
+
+// lessonKey is a lesson without its quoted template and the shapes it
+// warns against ("…, not MM/DD/YYYY"), folded.
+func lessonKey(s string) string {
+	s = backquoted.ReplaceAllString(s, "`…`")
+	s = notShape.ReplaceAllString(s, "")
+	return strings.ToLower(strings.Join(strings.Fields(s), " "))
+}
+
+var (
+	backquoted = regexp.MustCompile("`[^`]*`")
+	notShape   = regexp.MustCompile(`, not [^;.]*`)
+)
+
+// templatesAgree reports whether two error templates describe the same
+// error: as many tokens, each pair equal or one of them a wildcard.
+func templatesAgree(a, b string) bool {
+	ta, tb := errtemplate.Tokens(a), errtemplate.Tokens(b)
+	if len(ta) != len(tb) {
+		return false
+	}
+	for i := range ta {
+		if ta[i] != tb[i] && ta[i] != errtemplate.Wildcard && tb[i] != errtemplate.Wildcard {
+			return false
+		}
+	}
+	return true
+}
+
+// retemplate replaces, in text, the back-quoted templates that agree with
+// tpl by tpl, so a lesson quotes its experience's most general template.
+func retemplate(text, tpl string) string {
+	if tpl == "" {
+		return text
+	}
+	return backquoted.ReplaceAllStringFunc(text, func(q string) string {
+		if inner := q[1 : len(q)-1]; inner != tpl && templatesAgree(inner, tpl) {
+			return "`" + tpl + "`"
+		}
+		return q
+	})
+}
+
+// general returns the more general of two agreeing templates: the one
+// with more wildcards.
+func general(a, b string) string {
+	if strings.Count(b, errtemplate.Wildcard) > strings.Count(a, errtemplate.Wildcard) {
+		return b
+	}
+	return a
+}
+
 // reinforce counts e as more evidence for the stored old.
 func (m *Merger) reinforce(ctx context.Context, e, old *hindsight.Experience) (MergeResult, error) {
 	// The same task seen twice (a retried reflection, or two candidates of
 	// one task) is not new evidence.
 	changed := false
-	if old.SourceTask != e.SourceTask {
+	bonus := e.Confidence >= unambiguousPrior-1e-9 || hadBonus(old.Confidence, max(old.EvidenceCount, 1), old.CounterCount)
+	newTask := old.SourceTask != e.SourceTask
+	if newTask {
 		old.EvidenceCount = max(old.EvidenceCount, 1) + 1
 		changed = true
+	}
+	if e.ErrorTemplate != "" && (old.ErrorTemplate == "" || templatesAgree(e.ErrorTemplate, old.ErrorTemplate)) {
+		if t := general(old.ErrorTemplate, e.ErrorTemplate); t != old.ErrorTemplate {
+			old.ErrorTemplate, changed = t, true
+		}
 	}
 	if better(e, old) && e.Lesson != old.Lesson {
 		changed = true
@@ -165,8 +238,12 @@ func (m *Merger) reinforce(ctx context.Context, e, old *hindsight.Experience) (M
 		// The store embeds the new text.
 		old.Vector, old.Embedder = nil, ""
 	}
-	if e.Confidence > old.Confidence {
-		old.Confidence, changed = e.Confidence, true
+	if l := retemplate(old.Lesson, old.ErrorTemplate); l != old.Lesson {
+		old.Lesson, old.Situation = l, retemplate(old.Situation, old.ErrorTemplate)
+		old.Vector, old.Embedder, changed = nil, "", true
+	}
+	if c := Confidence(old.EvidenceCount, old.CounterCount, bonus); newTask && c != old.Confidence && old.Origin != "manual" {
+		old.Confidence, changed = c, true
 	}
 	if !changed {
 		return MergeResult{Outcome: Reinforced, ID: old.ID}, nil

@@ -97,7 +97,9 @@ func mergeDuplicate(t *testing.T, b backend) {
 			if got.EvidenceCount != 2 {
 				t.Errorf("evidence %d, want 2", got.EvidenceCount)
 			}
-			if got.Lesson != better.Lesson || got.Confidence != 0.9 || got.SourceTask != "t2" || !slicesEqual(got.SourceSteps, []int{0, 1}) {
+			// Confidence follows the evidence: two tasks, one of them
+			// unambiguous (its candidate was at least unambiguousPrior).
+			if got.Lesson != better.Lesson || got.Confidence != Confidence(2, 0, true) || got.SourceTask != "t2" || !slicesEqual(got.SourceSteps, []int{0, 1}) {
 				t.Errorf("better text not kept: %+v", got)
 			}
 			if got.Version != 2 {
@@ -109,7 +111,7 @@ func mergeDuplicate(t *testing.T, b backend) {
 				t.Fatal(err)
 			}
 			live, _ = liveAndAll(t, store)
-			if len(live) != 1 || live[0].EvidenceCount != 3 || live[0].Lesson != better.Lesson || live[0].Confidence != 0.9 {
+			if len(live) != 1 || live[0].EvidenceCount != 3 || live[0].Lesson != better.Lesson || live[0].Confidence != Confidence(3, 0, true) {
 				t.Errorf("after a weaker duplicate: %+v", live)
 			}
 			if m.Merged()[Added] != 1 || m.Merged()[Reinforced] != 3 {

@@ -2,6 +2,7 @@ package reflect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -27,6 +28,14 @@ type Pipeline struct {
 	// and helped it succeed (inject.Helped); their hit counts rise once the
 	// task is reflected (Credit). nil: reflection counts no hits.
 	Helped func(task *hindsight.Task) []string
+	// Harmed, when set, names the experiences shown on an error result
+	// after which the same tool failed with the same error anyway
+	// (inject.Harmed); each counts one counter-example (Credit), which
+	// lowers its confidence. nil: no counter-evidence is counted.
+	Harmed func(task *hindsight.Task) []string
+	// Templates, when set, learns the task's error templates before the
+	// Reflector runs and gives its failed steps their ErrorTemplate.
+	Templates *Templates
 }
 
 // Outcome is what reflecting on one task produced.
@@ -42,6 +51,11 @@ type Outcome struct {
 // Merging is idempotent for one task, so a retry after a partial merge does
 // not count evidence twice.
 func (p *Pipeline) Process(ctx context.Context, task *hindsight.Task) (*Outcome, error) {
+	if p.Templates != nil {
+		if err := p.Templates.Learn(task); err != nil {
+			p.logger().Warn("reflect: error templates not saved", "task", task.ID, "err", err)
+		}
+	}
 	cands, err := p.Reflector.Reflect(ctx, task)
 	if err != nil {
 		return nil, fmt.Errorf("reflect on task %s: %w", task.ID, err)
@@ -75,7 +89,17 @@ func (p *Pipeline) Process(ctx context.Context, task *hindsight.Task) (*Outcome,
 // succeed (Helped). The queue calls it once per task, after the first
 // successful reflection, so re-reflecting a task does not count twice.
 func (p *Pipeline) Credit(ctx context.Context, task *hindsight.Task) error {
-	if p.Helped == nil || p.Merger == nil || p.Merger.Store == nil {
+	if p.Merger == nil || p.Merger.Store == nil {
+		return nil
+	}
+	if p.Harmed != nil {
+		for _, id := range p.Harmed(task) {
+			if err := p.counter(ctx, id); err != nil {
+				return fmt.Errorf("count counter-evidence of task %s: %w", task.ID, err)
+			}
+		}
+	}
+	if p.Helped == nil {
 		return nil
 	}
 	ids := p.Helped(task)
@@ -86,6 +110,29 @@ func (p *Pipeline) Credit(ctx context.Context, task *hindsight.Task) error {
 		return fmt.Errorf("record hits of task %s: %w", task.ID, err)
 	}
 	return nil
+}
+
+// counter records one counter-example against experience id and lowers
+// its confidence accordingly.
+func (p *Pipeline) counter(ctx context.Context, id string) error {
+	for try := 0; ; try++ {
+		e, err := p.Merger.Store.Get(ctx, p.Merger.namespace(), id)
+		if errors.Is(err, hindsight.ErrNotFound) {
+			return nil // forgotten or purged meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		bonus := hadBonus(e.Confidence, max(e.EvidenceCount, 1), e.CounterCount)
+		e.CounterCount++
+		if e.Origin != "manual" {
+			e.Confidence = Confidence(max(e.EvidenceCount, 1), e.CounterCount, bonus)
+		}
+		err = p.Merger.Store.Put(ctx, e)
+		if !errors.Is(err, hindsight.ErrConflict) || try == 2 {
+			return err
+		}
+	}
 }
 
 func (p *Pipeline) logger() *slog.Logger {

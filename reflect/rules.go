@@ -5,27 +5,34 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/errtemplate"
 )
 
 // Rules is the rule-based reflector: deterministic, offline, used when no
 // LLM is configured and as a cross-check of the LLM's answer.
 //
 // From a failure followed by a recovery of the same tool it derives the
-// lesson from what differed: arguments added, changed or removed, or
-// another tool called in between (401, then login, then success: "call
-// login before X"). Repeated identical failures, or a tool that failed on
-// every call, yield an "avoid" lesson. Every lesson cites its steps.
+// lesson from what differed, stated so that it helps a different task:
+// argument names and paths, value shapes ("YYYY-MM-DD"), schema constants,
+// the tool a changed id was taken from, and the error's template with its
+// variable parts masked — never a value of this task. A call made between
+// the failure and the recovery is a precondition only when the evidence
+// contrasts: the tool had failed without it and succeeded after it, it is
+// not a no-op (a "think" tool), and the error names it (else the lesson
+// starts below the injection gate and needs other tasks to confirm it).
+// Repeated failures that never recovered yield a "do not retry" lesson.
+// Every lesson cites its steps and carries its error template.
 type Rules struct{}
 
 // Reflect implements Reflector.
 func (Rules) Reflect(ctx context.Context, task *hindsight.Task) ([]hindsight.Experience, error) {
 	calls := ToolCalls(task)
+	vals := newTaskValues(task)
 	// nextOK[i] is the position of the next success of calls[i]'s tool.
 	nextOK := make([]int, len(calls))
 	seen := map[string]int{}
@@ -46,8 +53,8 @@ func (Rules) Reflect(ctx context.Context, task *hindsight.Task) ([]hindsight.Exp
 		if !f.Failed() || recovered[f.StepIndex] || nextOK[i] < 0 {
 			continue
 		}
-		s := calls[nextOK[i]]
-		e, cited := recoveryLesson(calls[i:nextOK[i]+1], s)
+		r := recovery{task: task, vals: vals, before: calls[:i], window: calls[i : nextOK[i]+1]}
+		e, cited := r.lesson()
 		for _, c := range cited {
 			recovered[c] = true
 		}
@@ -55,15 +62,33 @@ func (Rules) Reflect(ctx context.Context, task *hindsight.Task) ([]hindsight.Exp
 			out = append(out, *e)
 		}
 	}
-	out = append(out, avoidLessons(calls, recovered)...)
+	out = append(out, giveUpLessons(calls, recovered, vals)...)
 	return out, nil
 }
 
-// recoveryLesson explains how the success s (the last of window) recovered
-// from the failures of its tool before it in window.
-func recoveryLesson(window []*hindsight.Step, s *hindsight.Step) (*hindsight.Experience, []int) {
+// templateOf is the error template of a failed step: the one the daemon's
+// miner gave it, else its error text masked.
+func templateOf(s *hindsight.Step) string {
+	if s.ErrorTemplate != "" {
+		return s.ErrorTemplate
+	}
+	return errtemplate.Mask(errorText(s))
+}
+
+// recovery is one failure-then-success window of a tool.
+type recovery struct {
+	task   *hindsight.Task
+	vals   *taskValues
+	before []*hindsight.Step // the task's calls before the window
+	window []*hindsight.Step // first failure … the success
+}
+
+// lesson explains how the success that ends the window recovered from the
+// failures of its tool before it.
+func (r *recovery) lesson() (*hindsight.Experience, []int) {
+	s := r.window[len(r.window)-1]
 	var fails, others []*hindsight.Step
-	for _, c := range window[:len(window)-1] {
+	for _, c := range r.window[:len(r.window)-1] {
 		switch {
 		case c.Tool == s.Tool && c.Failed():
 			fails = append(fails, c)
@@ -72,67 +97,270 @@ func recoveryLesson(window []*hindsight.Step, s *hindsight.Step) (*hindsight.Exp
 		}
 	}
 	last := fails[len(fails)-1]
-	// Only the calls after the last failure can have made the difference.
-	var before []string
 	var cited []int
 	for _, f := range fails {
 		cited = append(cited, f.StepIndex)
 	}
+	tpl := r.vals.abstractTemplate(templateOf(last))
+	errText := errorText(last)
+	code := stepErrorCode(last)
+	e := &hindsight.Experience{
+		Tool:          s.Tool,
+		Server:        s.Server,
+		ErrorCode:     code,
+		ErrorTemplate: tpl,
+		Situation:     situation(s.Tool, code, tpl),
+		Result:        s.Tool + " succeeded on the next call",
+		SourceAgent:   s.ClientName,
+		Origin:        "rules",
+	}
+	d := diffArgs(last.Arguments, s.Arguments)
+	var fixes []fix
+	for _, k := range d.changed {
+		fixes = append(fixes, r.changed(k, d, others, errText, s))
+	}
+	for _, k := range d.added {
+		fixes = append(fixes, r.added(k, d, errText, s))
+	}
+	for _, k := range d.removed {
+		fixes = append(fixes, fix{
+			rule:        "omit " + k,
+			action:      "removed " + k,
+			unambiguous: mentions(errText, k),
+		})
+	}
+	// When the error grounds some of several changes (it names the
+	// argument, or asks for a format), the others were incidental.
+	if slices.ContainsFunc(fixes, func(f fix) bool { return f.unambiguous }) {
+		fixes = slices.DeleteFunc(fixes, func(f fix) bool { return !f.unambiguous })
+	}
+	// A call between the last failure and the success is a precondition
+	// only when nothing in the arguments explains the recovery, or the
+	// error names it.
+	var pre []*hindsight.Step
 	for _, o := range others {
-		if o.StepIndex > last.StepIndex && !slices.Contains(before, o.Tool) {
-			before = append(before, o.Tool)
-			cited = append(cited, o.StepIndex)
+		if o.StepIndex < last.StepIndex || slices.ContainsFunc(pre, func(p *hindsight.Step) bool { return p.Tool == o.Tool }) {
+			continue
 		}
+		if r.calledBefore(o.Tool, fails[0]) {
+			continue
+		}
+		named := namesTool(errText, o.Tool)
+		if named || (len(fixes) == 0 && !r.noop(o.Tool)) {
+			pre = append(pre, o)
+		}
+	}
+	for _, p := range pre {
+		cited = append(cited, p.StepIndex)
+	}
+	for _, f := range fixes {
+		cited = append(cited, f.cites...)
 	}
 	cited = append(cited, s.StepIndex)
-	sort.Ints(cited)
+	slices.Sort(cited)
+	cited = slices.Compact(cited)
+	e.SourceSteps = cited
 
-	d := diffArgs(last.Arguments, s.Arguments)
-	code := stepErrorCode(last)
-	failedWith := "failed"
-	if code != "" {
-		failedWith = "failed with " + code
-	}
-	e := &hindsight.Experience{
-		Tool:        s.Tool,
-		Server:      s.Server,
-		ErrorCode:   code,
-		Situation:   fmt.Sprintf("%s %s: %s", s.Tool, failedWith, Truncate(errorText(last), 120)),
-		Result:      fmt.Sprintf("%s succeeded at step %d", s.Tool, s.StepIndex),
-		SourceSteps: cited,
-		SourceAgent: s.ClientName,
-	}
 	var rules, actions []string
-	if len(before) > 0 {
-		rules = append(rules, fmt.Sprintf("call %s before %s", strings.Join(before, " then "), s.Tool))
-		actions = append(actions, fmt.Sprintf("called %s", strings.Join(before, ", ")))
+	unambiguous := len(fixes)+len(pre) > 0
+	if len(pre) > 0 {
+		var names []string
+		named := false
+		for _, p := range pre {
+			names = append(names, p.Tool)
+			named = named || namesTool(errText, p.Tool)
+		}
+		rules = append(rules, fmt.Sprintf("call %s before %s", strings.Join(names, " then "), s.Tool))
+		actions = append(actions, "called "+strings.Join(names, ", "))
+		unambiguous = unambiguous && named
 	}
-	if !d.empty() {
-		rules = append(rules, d.rule(s.Tool))
-		actions = append(actions, d.action())
+	for _, f := range fixes {
+		rules = append(rules, f.rule)
+		actions = append(actions, f.action)
+		unambiguous = unambiguous && f.unambiguous
+	}
+	if len(fixes) > 1 && !slices.ContainsFunc(fixes, func(f fix) bool { return !f.format }) {
+		// Several values reshaped the same way at once (time_min and
+		// time_max) are one change of format.
+	} else if len(fixes) > 1 {
+		unambiguous = false // several changes at once: which one mattered is unsure
+	}
+	failedWith := "fails"
+	if tpl != "" {
+		failedWith = "fails with `" + tpl + "`"
 	}
 	switch {
-	case len(rules) == 0 && len(fails) > 0:
-		e.Lesson = fmt.Sprintf("%s can fail transiently (%s); retry the identical call once before changing anything", s.Tool, orUnknown(code))
+	case len(rules) == 0:
+		e.Lesson = fmt.Sprintf("When %s %s, retry the identical call once before changing anything: it can fail transiently.", s.Tool, failedWith)
 		e.Action = "retried the identical call"
-		e.Confidence = 0.65
-	default:
-		e.Lesson = upperFirst(strings.Join(rules, "; ")) + fmt.Sprintf(" (otherwise it %s)", failedWith) + "."
+		unambiguous = transientCue.MatchString(errText)
+	case len(pre) > 0 && len(fixes) == 0:
+		e.Lesson = upperFirst(rules[0]) + fmt.Sprintf(" (otherwise %s %s).", s.Tool, failedWith)
 		e.Action = strings.Join(actions, ", then ") + ", and called " + s.Tool + " again"
-		e.Confidence = 0.8
-		if d.size() > 2 {
-			e.Confidence = 0.7 // several changes at once: which one mattered is less sure
-		}
+	default:
+		e.Lesson = fmt.Sprintf("When %s %s: %s.", s.Tool, failedWith, strings.Join(rules, "; "))
+		e.Action = strings.Join(actions, ", then ") + ", and called " + s.Tool + " again"
+	}
+	e.Confidence = singlePrior
+	if unambiguous {
+		e.Confidence = unambiguousPrior
 	}
 	return e, cited
 }
 
-// avoidLessons reports tools that failed repeatedly and never recovered.
-func avoidLessons(calls []*hindsight.Step, recovered map[int]bool) []hindsight.Experience {
-	type group struct {
-		steps []*hindsight.Step
+// situation is an experience's situation: the tool, the error code and the
+// error's template, never its raw text.
+func situation(tool, code, tpl string) string {
+	s := tool + " failed"
+	if code != "" {
+		s += " with " + code
 	}
-	byTool := map[string]*group{}
+	if tpl != "" {
+		s += ": `" + tpl + "`"
+	}
+	return s
+}
+
+// fix is one argument change that a recovery made, stated as a rule.
+type fix struct {
+	rule, action string
+	unambiguous  bool  // the error text grounds it
+	format       bool  // a change of a value's shape
+	cites        []int // steps it rests on besides the failure and success
+}
+
+// changed states the change of argument k.
+func (r *recovery) changed(k string, d argDiff, others []*hindsight.Step, errText string, s *hindsight.Step) fix {
+	ov, nv := d.old[k], d.new[k]
+	if f, g := shapeOf(ov), shapeOf(nv); f != "" && g != "" && f != g {
+		return fix{
+			rule:        fmt.Sprintf("pass %s as %s, not %s", k, g, f),
+			action:      fmt.Sprintf("changed the format of %s", k),
+			unambiguous: formatCue.MatchString(errText) || mentions(errText, k),
+			format:      true,
+		}
+	}
+	// Taken from another call's result: an id the agent looked up.
+	if src := r.sourceOf(nv, ov, others, s.Server); src != nil {
+		return fix{
+			rule:   fmt.Sprintf("the %s passed was not a valid one; take %s from the result of %s instead of guessing or reusing it", k, k, src.Tool),
+			action: fmt.Sprintf("took %s from %s's result", k, src.Tool),
+			cites:  []int{src.StepIndex},
+		}
+	}
+	enum := schemaEnum(r.task, s.Tool, leafName(k))
+	nvs, ovs := scalarOf(nv), scalarOf(ov)
+	if slices.Contains(enum, nvs) {
+		rule := fmt.Sprintf("set %s to one of the values its schema allows (%s); %q worked", k, strings.Join(quoteAll(enum, 6), ", "), nvs)
+		if slices.Contains(enum, ovs) {
+			rule += fmt.Sprintf(" where %q failed", ovs)
+		}
+		return fix{rule: rule, action: "changed " + k, unambiguous: mentions(errText, k)}
+	}
+	return fix{
+		rule:   fmt.Sprintf("the %s value was rejected; pass a different, valid %s", k, k),
+		action: "changed " + k,
+	}
+}
+
+// added states the addition of argument k.
+func (r *recovery) added(k string, d argDiff, errText string, s *hindsight.Step) fix {
+	what := kindOf(d.new[k])
+	if sh := shapeOf(d.new[k]); sh != "" && !strings.HasPrefix(sh, "a JSON") {
+		what = sh
+	}
+	if enum := schemaEnum(r.task, s.Tool, leafName(k)); len(enum) > 0 {
+		what = "one of " + strings.Join(quoteAll(enum, 6), ", ")
+	}
+	if v := scalarOf(d.new[k]); v != "" && r.vals.prescribed[v] {
+		// The error asked for this very value ("retry after 300 ms").
+		return fix{
+			rule:        fmt.Sprintf("pass %s=%s, as the error asks", k, v),
+			action:      "added " + k,
+			unambiguous: true,
+		}
+	}
+	return fix{
+		rule:        fmt.Sprintf("pass %s (%s)", k, what),
+		action:      "added " + k,
+		unambiguous: mentions(errText, leafName(k)),
+	}
+}
+
+// sourceOf returns the successful call among others whose result holds
+// the new value nv but not the old ov: where the agent found a valid id.
+func (r *recovery) sourceOf(nv, ov json.RawMessage, others []*hindsight.Step, server string) *hindsight.Step {
+	n, o := scalarOf(nv), scalarOf(ov)
+	if len(n) < 3 || n == o || shapeOf(nv) == "YYYY-MM-DD" {
+		return nil
+	}
+	cands := append(slices.Clone(others), r.before...)
+	for _, c := range cands {
+		if c.Failed() || c.Server != server || r.noop(c.Tool) {
+			continue
+		}
+		res := string(c.Result)
+		if containsToken(res, n) && (o == "" || !containsToken(res, o)) {
+			return c
+		}
+	}
+	return nil
+}
+
+// containsToken reports whether v occurs in s as a whole token: not inside
+// a longer run of letters and digits.
+func containsToken(s, v string) bool {
+	for i := 0; ; {
+		j := strings.Index(s[i:], v)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(v)
+		if (start == 0 || !isAlnum(s[start-1])) && (end == len(s) || !isAlnum(s[end])) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+func isAlnum(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+}
+
+// noop reports whether tool's calls in the task returned nothing of
+// substance: a "think" or "note" tool whose results are empty or "ok".
+func (r *recovery) noop(tool string) bool {
+	switch strings.ToLower(tool) {
+	case "think", "note", "notes", "plan", "reflect", "log", "sleep", "wait", "noop":
+		return true
+	}
+	n := 0
+	for i := range r.task.Steps {
+		s := &r.task.Steps[i]
+		if s.Tool != tool || s.Method != "tools/call" || s.Failed() {
+			continue
+		}
+		n++
+		if substantial(s) {
+			return false
+		}
+	}
+	return n > 0
+}
+
+// calledBefore reports whether tool succeeded before step first: then the
+// failure happened with it, and it cannot be what made the difference.
+func (r *recovery) calledBefore(tool string, first *hindsight.Step) bool {
+	return slices.ContainsFunc(r.before, func(c *hindsight.Step) bool {
+		return c.Tool == tool && !c.Failed() && c.StepIndex < first.StepIndex
+	})
+}
+
+// giveUpLessons reports tools that failed repeatedly with one error and
+// never recovered: the agent should stop retrying.
+func giveUpLessons(calls []*hindsight.Step, recovered map[int]bool, vals *taskValues) []hindsight.Experience {
+	type group struct{ steps []*hindsight.Step }
+	groups := map[string]*group{}
 	var order []string
 	succeeded := map[string]bool{}
 	for _, c := range calls {
@@ -143,54 +371,46 @@ func avoidLessons(calls []*hindsight.Step, recovered map[int]bool) []hindsight.E
 		if recovered[c.StepIndex] {
 			continue
 		}
-		g := byTool[c.Tool]
+		k := c.Tool + "\x00" + templateOf(c)
+		g := groups[k]
 		if g == nil {
 			g = &group{}
-			byTool[c.Tool] = g
-			order = append(order, c.Tool)
+			groups[k] = g
+			order = append(order, k)
 		}
 		g.steps = append(g.steps, c)
 	}
 	var out []hindsight.Experience
-	for _, tool := range order {
-		g := byTool[tool]
+	for _, k := range order {
+		g := groups[k]
 		if len(g.steps) < 2 {
 			continue
 		}
 		first := g.steps[0]
-		code := stepErrorCode(first)
+		tool, code := first.Tool, stepErrorCode(first)
+		tpl := vals.abstractTemplate(templateOf(first))
 		var cited []int
+		identical := true
 		for _, s := range g.steps {
 			cited = append(cited, s.StepIndex)
-		}
-		e := hindsight.Experience{
-			Tool: tool, Server: first.Server, ErrorCode: code,
-			SourceSteps: cited, SourceAgent: first.ClientName,
-			Result: fmt.Sprintf("all %d calls failed", len(g.steps)),
-		}
-		identical := true
-		for _, s := range g.steps[1:] {
-			if !bytes.Equal(canonical(s.Arguments), canonical(first.Arguments)) || stepErrorCode(s) != code {
+			if !bytes.Equal(canonical(s.Arguments), canonical(first.Arguments)) {
 				identical = false
 			}
 		}
+		e := hindsight.Experience{
+			Tool: tool, Server: first.Server, ErrorCode: code, ErrorTemplate: tpl,
+			Situation:   situation(tool, code, tpl),
+			SourceSteps: cited, SourceAgent: first.ClientName, Origin: "rules",
+			Result:     fmt.Sprintf("%s never succeeded after this error in the task", tool),
+			Confidence: singlePrior,
+		}
 		switch {
-		case !succeeded[tool] && (!identical || len(g.steps) >= 3):
-			e.Situation = fmt.Sprintf("%s failed on every call (%s): %s", tool, orUnknown(code), Truncate(errorText(first), 120))
-			e.Action = fmt.Sprintf("called %s %d times with different arguments", tool, len(g.steps))
-			if identical {
-				e.Action = fmt.Sprintf("called %s %d times with the same arguments", tool, len(g.steps))
-			}
-			e.Lesson = fmt.Sprintf("Avoid %s: it failed with %s on all %d calls in this task; use another tool or ask the user.", tool, orUnknown(code), len(g.steps))
-			e.Confidence = 0.7
-			if len(g.steps) >= 3 {
-				e.Confidence = 0.8
-			}
 		case identical:
-			e.Situation = fmt.Sprintf("%s failed with %s: %s", tool, orUnknown(code), Truncate(errorText(first), 120))
-			e.Action = fmt.Sprintf("repeated the identical call %d times", len(g.steps))
-			e.Lesson = fmt.Sprintf("Avoid repeating %s with %s: the identical call failed %d times with %s.", tool, argsSummary(first.Arguments), len(g.steps), orUnknown(code))
-			e.Confidence = 0.7
+			e.Action = "repeated the identical call"
+			e.Lesson = fmt.Sprintf("When %s fails with `%s`, do not repeat the identical call: repeating it failed the same way; change the arguments, use another tool or ask the user.", tool, tpl)
+		case !succeeded[tool] || len(g.steps) >= 3:
+			e.Action = "called " + tool + " again with other arguments"
+			e.Lesson = fmt.Sprintf("When %s fails with `%s`, stop retrying it: other arguments failed the same way; use another tool or ask the user.", tool, tpl)
 		default:
 			continue
 		}
@@ -199,7 +419,8 @@ func avoidLessons(calls []*hindsight.Step, recovered map[int]bool) []hindsight.E
 	return out
 }
 
-// argDiff is how the arguments of a recovery differ from the failure's.
+// argDiff is how the arguments of a recovery differ from the failure's,
+// by argument path: "currency", "payment.method", "items[].sku".
 type argDiff struct {
 	added, removed []string
 	changed        []string
@@ -207,9 +428,7 @@ type argDiff struct {
 }
 
 func diffArgs(failed, ok json.RawMessage) argDiff {
-	d := argDiff{old: map[string]json.RawMessage{}, new: map[string]json.RawMessage{}}
-	json.Unmarshal(failed, &d.old)
-	json.Unmarshal(ok, &d.new)
+	d := argDiff{old: flatten(failed), new: flatten(ok)}
 	for k, v := range d.new {
 		ov, had := d.old[k]
 		switch {
@@ -224,93 +443,167 @@ func diffArgs(failed, ok json.RawMessage) argDiff {
 			d.removed = append(d.removed, k)
 		}
 	}
-	sort.Strings(d.added)
-	sort.Strings(d.removed)
+	// An added object is one change, not one per leaf: keep the shortest
+	// paths.
+	d.added = outermost(d.added)
+	d.removed = outermost(d.removed)
 	sort.Strings(d.changed)
 	return d
 }
 
-func (d argDiff) empty() bool { return d.size() == 0 }
-func (d argDiff) size() int   { return len(d.added) + len(d.removed) + len(d.changed) }
-
-// rule states the difference as an instruction for calls of tool.
-func (d argDiff) rule(tool string) string {
-	var parts []string
-	for _, k := range d.changed {
-		o, n := shortValue(d.old[k]), shortValue(d.new[k])
-		if f, g := valueShape(d.old[k]), valueShape(d.new[k]); f != "" && g != "" && f != g {
-			parts = append(parts, fmt.Sprintf("pass %s in the form %s (like %s), not %s (like %s)", k, g, n, f, o))
-			continue
-		}
-		parts = append(parts, fmt.Sprintf("set %s to %s, not %s", k, n, o))
+// flatten maps the argument paths of an arguments object to their values:
+// nested objects become "a.b", array elements "a[]" (the last element's
+// value when several share a path). Arrays of scalars stay whole.
+func flatten(args json.RawMessage) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return out
 	}
-	for _, k := range d.added {
-		parts = append(parts, fmt.Sprintf("pass %s (e.g. %s=%s)", k, k, shortValue(d.new[k])))
-	}
-	for _, k := range d.removed {
-		parts = append(parts, fmt.Sprintf("omit %s", k))
-	}
-	return "when calling " + tool + ", " + strings.Join(parts, ", ")
-}
-
-func (d argDiff) action() string {
-	var parts []string
-	if len(d.changed) > 0 {
-		parts = append(parts, "changed "+strings.Join(d.changed, ", "))
-	}
-	if len(d.added) > 0 {
-		parts = append(parts, "added "+strings.Join(d.added, ", "))
-	}
-	if len(d.removed) > 0 {
-		parts = append(parts, "removed "+strings.Join(d.removed, ", "))
-	}
-	return strings.Join(parts, ", ")
-}
-
-var digitRun = regexp.MustCompile(`\d+`)
-
-// valueShape describes the format of a string value made of digits and
-// separators ("2024-01-15" → "NNNN-NN-NN"), or "" for other values.
-func valueShape(v json.RawMessage) string {
-	var s string
-	if json.Unmarshal(v, &s) != nil || len(s) > 40 || !digitRun.MatchString(s) {
-		return ""
-	}
-	for _, r := range s {
-		if (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') {
-			if r != 'T' && r != 'Z' {
-				return ""
+	var walk func(prefix string, v json.RawMessage, depth int)
+	walk = func(prefix string, v json.RawMessage, depth int) {
+		t := bytes.TrimSpace(v)
+		if depth < 4 && len(t) > 0 && t[0] == '{' {
+			var o map[string]json.RawMessage
+			if json.Unmarshal(t, &o) == nil && len(o) > 0 {
+				for k, x := range o {
+					walk(prefix+"."+k, x, depth+1)
+				}
+				return
 			}
 		}
+		if depth < 4 && len(t) > 0 && t[0] == '[' {
+			var a []json.RawMessage
+			if json.Unmarshal(t, &a) == nil && len(a) > 0 && bytes.HasPrefix(bytes.TrimSpace(a[0]), []byte("{")) {
+				for _, x := range a {
+					walk(prefix+"[]", x, depth+1)
+				}
+				return
+			}
+		}
+		out[prefix] = v
 	}
-	return digitRun.ReplaceAllStringFunc(s, func(m string) string { return strings.Repeat("N", len(m)) })
+	for k, v := range m {
+		walk(k, v, 0)
+	}
+	return out
 }
 
-// shortValue renders an argument value for a lesson: JSON, cut to 60 bytes.
-// Redacted values are named, never shown.
-func shortValue(v json.RawMessage) string {
-	s := string(compactJSON(v))
-	if strings.Contains(s, "REDACTED") {
-		return "(a secret)"
+// outermost sorts paths and drops those under another one of the list.
+func outermost(paths []string) []string {
+	sort.Strings(paths)
+	var out []string
+	for _, p := range paths {
+		if !slices.ContainsFunc(out, func(q string) bool { return strings.HasPrefix(p, q+".") || strings.HasPrefix(p, q+"[]") }) {
+			out = append(out, p)
+		}
 	}
-	return Truncate(s, 60)
+	return out
 }
 
-func argsSummary(args json.RawMessage) string {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(args, &m) != nil || len(m) == 0 {
-		return "no arguments"
+// leafName is the last name of an argument path: "amount" of
+// "payment_methods[].amount".
+func leafName(path string) string {
+	path = strings.TrimSuffix(path, "[]")
+	if i := strings.LastIndexAny(path, ".]"); i >= 0 {
+		return path[i+1:]
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	return path
+}
+
+// scalarOf is a JSON scalar's text: a string's content, a number's digits.
+func scalarOf(v json.RawMessage) string {
+	var x any
+	if json.Unmarshal(v, &x) != nil {
+		return ""
 	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, k+"="+shortValue(m[k]))
+	return scalarString(x)
+}
+
+func quoteAll(list []string, max int) []string {
+	var out []string
+	for i, s := range list {
+		if i == max {
+			out = append(out, "…")
+			break
+		}
+		out = append(out, fmt.Sprintf("%q", s))
 	}
-	return Truncate(strings.Join(parts, " "), 160)
+	return out
+}
+
+// mentions reports whether the error text names word (an argument name),
+// as a word.
+func mentions(errText, word string) bool {
+	if len(word) < 2 {
+		return false
+	}
+	low, w := strings.ToLower(errText), strings.ToLower(word)
+	for i := strings.Index(low, w); i >= 0; {
+		end := i + len(w)
+		if (i == 0 || !isWordByte(low[i-1])) && (end == len(low) || !isWordByte(low[end])) {
+			return true
+		}
+		j := strings.Index(low[i+1:], w)
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+func isWordByte(b byte) bool {
+	return b == '_' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9'
+}
+
+// namesTool reports whether an error text points to tool: names it, or
+// names its verb-free part ("login" for auth_login, "branch" for
+// create_branch together with "create").
+func namesTool(errText, tool string) bool {
+	if mentions(errText, tool) {
+		return true
+	}
+	parts := strings.FieldsFunc(strings.ToLower(tool), func(r rune) bool { return r == '_' || r == '-' || r == '.' })
+	if len(parts) == 0 {
+		return false
+	}
+	for _, p := range parts {
+		if len(p) < 3 || !mentions(errText, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// substantial reports whether a successful step's result carries data:
+// anything but an empty or one-word acknowledgement ("ok", "noted").
+func substantial(s *hindsight.Step) bool {
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		Structured json.RawMessage `json:"structuredContent"`
+	}
+	if json.Unmarshal(s.Result, &r) != nil {
+		return len(bytes.TrimSpace(s.Result)) > 4
+	}
+	if len(r.Structured) > 0 && string(r.Structured) != "null" && string(r.Structured) != "{}" {
+		return true
+	}
+	for _, c := range r.Content {
+		if c.Type != "text" {
+			return true
+		}
+		t := strings.ToLower(strings.Trim(strings.TrimSpace(c.Text), ".!"))
+		switch t {
+		case "", "ok", "okay", "done", "noted", "acknowledged", "success", "true", "{}", "[]", "null":
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // canonical re-encodes JSON with sorted keys so equal values compare equal.
@@ -329,6 +622,17 @@ func errorText(s *hindsight.Step) string {
 	if s.Error != nil && s.Error.Message != "" {
 		return s.Error.Message
 	}
+	if t := firstText(s); t != "" {
+		return t
+	}
+	if s.CausalTag == hindsight.TagTimeout {
+		return "timed out"
+	}
+	return "error"
+}
+
+// firstText is the first text item of a step's result, on one line.
+func firstText(s *hindsight.Step) string {
 	var r struct {
 		Content []struct {
 			Type string `json:"type"`
@@ -342,17 +646,7 @@ func errorText(s *hindsight.Step) string {
 			}
 		}
 	}
-	if s.CausalTag == hindsight.TagTimeout {
-		return "timed out"
-	}
-	return "error"
-}
-
-func orUnknown(code string) string {
-	if code == "" {
-		return "an error"
-	}
-	return code
+	return ""
 }
 
 func upperFirst(s string) string {

@@ -72,14 +72,19 @@ func TestRulesLessons(t *testing.T) {
 		tool    string
 		steps   []int
 		contain []string
+		absent  []string // one task's own values must not show
+		conf    float64
 	}{
-		{"login_401", 1, "list_orders", []int{2, 3, 4}, []string{"Call login before list_orders", "401"}},
-		{"wrong_path", 1, "read_file", []int{0, 1}, []string{`set path to "/data/report.txt", not "/tmp/report.txt"`, "ENOENT"}},
-		{"date_format", 1, "create_event", []int{0, 1}, []string{"date in the form NNNN-NN-NN", `"2026-01-15"`, `not NN/NN/NNNN`}},
-		{"always_fails", 1, "get_forecast", []int{0, 1, 2}, []string{"Avoid get_forecast", "503", "all 3 calls"}},
-		{"repeated_identical", 1, "git_push", []int{0, 1}, []string{"Avoid repeating git_push", "branch=", "GH006"}},
-		{"transient", 1, "search_docs", []int{0, 1}, []string{"retry the identical call", "429"}},
-		{"all_success", 0, "", nil, nil},
+		// The 401 names login: an unambiguous precondition.
+		{"login_401", 1, "list_orders", []int{2, 3, 4}, []string{"Call login before list_orders", "401", "call login first`"}, []string{"alice"}, unambiguousPrior},
+		// Another path of the same shape: no rule names a value.
+		{"wrong_path", 1, "read_file", []int{0, 1}, []string{"pass a different, valid path", "ENOENT", "open <*>`"}, []string{"/tmp/report.txt", "/data/report.txt"}, singlePrior},
+		// The error asks for a format: the shapes, unambiguous.
+		{"date_format", 1, "create_event", []int{0, 1}, []string{"pass date as YYYY-MM-DD, not DD/MM/YYYY", "expected ISO <*>`"}, []string{"2026-01-15", "15/01/2026"}, unambiguousPrior},
+		{"always_fails", 1, "get_forecast", []int{0, 1, 2}, []string{"stop retrying it", "503"}, nil, singlePrior},
+		{"repeated_identical", 1, "git_push", []int{0, 1}, []string{"do not repeat the identical call", "GH006"}, []string{"branch="}, singlePrior},
+		{"transient", 1, "search_docs", []int{0, 1}, []string{"retry the identical call", "429"}, nil, unambiguousPrior},
+		{"all_success", 0, "", nil, nil, nil, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.trace, func(t *testing.T) {
@@ -103,6 +108,17 @@ func TestRulesLessons(t *testing.T) {
 				if !strings.Contains(text, s) {
 					t.Errorf("lesson %q lacks %q", text, s)
 				}
+			}
+			for _, s := range c.absent {
+				if strings.Contains(text+" | "+e.Action+" | "+e.Result+" | "+e.ErrorTemplate, s) {
+					t.Errorf("experience quotes %q, a value of this task only: %q", s, text)
+				}
+			}
+			if e.Confidence != c.conf {
+				t.Errorf("confidence %v, want %v", e.Confidence, c.conf)
+			}
+			if e.Origin != "rules" || e.ErrorTemplate == "" {
+				t.Errorf("origin %q, template %q", e.Origin, e.ErrorTemplate)
 			}
 			if strings.Contains(text, "REDACTED") {
 				t.Errorf("lesson shows a redacted value: %q", text)

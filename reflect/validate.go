@@ -45,8 +45,9 @@ func (v *Validator) Validate(task *hindsight.Task, cands []hindsight.Experience)
 		steps[task.Steps[i].StepIndex] = &task.Steps[i]
 	}
 	vocab := newVocabulary(task)
+	vals := newTaskValues(task)
 	for _, c := range cands {
-		reason, detail := v.check(&c, task, steps, vocab)
+		reason, detail := v.check(&c, task, steps, vocab, vals)
 		if reason != "" {
 			v.Metrics.drop(reason)
 			v.logger().Debug("reflect: candidate dropped", "task", task.ID, "reason", reason, "detail", detail, "lesson", v.scrub(Truncate(c.Lesson, 120)))
@@ -75,7 +76,7 @@ func (v *Validator) logger() *slog.Logger {
 }
 
 // check validates c in place and returns the reason to drop it, or "".
-func (v *Validator) check(c *hindsight.Experience, task *hindsight.Task, steps map[int]*hindsight.Step, vocab *vocabulary) (reason, detail string) {
+func (v *Validator) check(c *hindsight.Experience, task *hindsight.Task, steps map[int]*hindsight.Step, vocab *vocabulary, vals *taskValues) (reason, detail string) {
 	c.Situation = strings.TrimSpace(c.Situation)
 	c.Lesson = strings.TrimSpace(c.Lesson)
 	if c.Lesson == "" || c.Situation == "" {
@@ -97,20 +98,74 @@ func (v *Validator) check(c *hindsight.Experience, task *hindsight.Task, steps m
 	if c.Tool != "" && !slices.ContainsFunc(cited, func(s *hindsight.Step) bool { return s.Tool == c.Tool }) {
 		return DropToolMismatch, fmt.Sprintf("tool %q not called in cited steps", c.Tool)
 	}
-	min := v.MinConfidence
-	if min == 0 {
-		min = DefaultMinConfidence
+	if c.Origin != "rules" {
+		// A model states its confidence; a claim below the threshold is
+		// not worth keeping. What is stored follows the evidence instead.
+		min := v.MinConfidence
+		if min == 0 {
+			min = DefaultMinConfidence
+		}
+		if math.IsNaN(c.Confidence) || c.Confidence < min {
+			return DropLowConfidence, fmt.Sprintf("confidence %v < %v", c.Confidence, min)
+		}
 	}
-	if math.IsNaN(c.Confidence) || c.Confidence < min {
-		return DropLowConfidence, fmt.Sprintf("confidence %v < %v", c.Confidence, min)
-	}
-	c.Confidence = math.Min(c.Confidence, 1)
 	if why := vocab.vague(c.Lesson, c.Tool); why != "" {
 		return DropVague, why
 	}
+	if lit := oneOffLiteral(c, vals); lit != "" {
+		return DropOneOff, fmt.Sprintf("quotes %q, a value of this task only", Truncate(lit, 40))
+	}
 	fillFromSteps(c, task, cited)
+	if c.ErrorTemplate == "" {
+		if f := firstFailure(c, cited); f != nil {
+			c.ErrorTemplate = vals.abstractTemplate(templateOf(f))
+		}
+	}
+	c.Confidence = evidencePrior(c, cited, vals)
 	v.redact(c)
 	return "", ""
+}
+
+// oneOffLiteral returns the first value of the task that c's texts quote,
+// or "". What an agent reads of an experience (lesson, situation, action,
+// result, template) may name tools, argument paths, value shapes, schema
+// constants and what the error texts say, never one task's own values:
+// ids, amounts, names, e-mails, dates.
+func oneOffLiteral(c *hindsight.Experience, vals *taskValues) string {
+	for _, f := range []string{c.Lesson, c.Situation, c.Action, c.Result, c.ErrorTemplate} {
+		for _, lit := range literals(f) {
+			if vals.oneOff(lit) {
+				return lit
+			}
+		}
+	}
+	return ""
+}
+
+// evidencePrior is the confidence of a validated candidate seen in one
+// task: Confidence(1, 0, unambiguous). Rules decide unambiguity as they
+// derive the lesson (and say so with their candidate's confidence); for
+// any other origin a lesson is unambiguous when a cited failure's error
+// text names what the lesson is about: an argument or tool it names.
+func evidencePrior(c *hindsight.Experience, cited []*hindsight.Step, vals *taskValues) float64 {
+	if c.Origin == "rules" {
+		return min(c.Confidence, unambiguousPrior)
+	}
+	for _, s := range cited {
+		if !s.Failed() {
+			continue
+		}
+		text := errorText(s)
+		for name := range vals.names {
+			if name != s.Tool && len(name) >= 3 && mentions(text, name) && mentions(c.Lesson, name) {
+				return unambiguousPrior
+			}
+		}
+		if formatCue.MatchString(text) && strings.Contains(c.Lesson, "YYYY") {
+			return unambiguousPrior
+		}
+	}
+	return singlePrior
 }
 
 // fillFromSteps completes c with what its cited steps say for sure.
@@ -148,6 +203,16 @@ func fillFromSteps(c *hindsight.Experience, task *hindsight.Task, cited []*hinds
 	if c.ErrorCode == "" && failed != nil {
 		c.ErrorCode = stepErrorCode(failed)
 	}
+}
+
+// firstFailure is the first failed step of c's tool among cited.
+func firstFailure(c *hindsight.Experience, cited []*hindsight.Step) *hindsight.Step {
+	for _, s := range cited {
+		if s.Failed() && (c.Tool == "" || s.Tool == c.Tool) {
+			return s
+		}
+	}
+	return nil
 }
 
 // stepErrorCode is the most specific error code a step carries.

@@ -63,12 +63,22 @@ func experiencesList(ctx context.Context, g *globals, args []string) error {
 	if *asJSON {
 		return printJSON(stdout, list)
 	}
-	t := newTable(stdout, "ID", "NAMESPACE", "SERVER", "TOOL", "ERROR", "CONF", "EVIDENCE", "HITS", "STATE", "LESSON")
+	t := newTable(stdout, "ID", "NAMESPACE", "SERVER", "TOOL", "ERROR", "CONF", "EVIDENCE", "HITS", "ORIGIN", "STATE", "LESSON")
 	for _, e := range list {
 		t.row(e.ID, e.Namespace, dash(e.Server), dash(e.Tool), dash(e.ErrorCode), fmt.Sprintf("%.2f", e.Confidence),
-			strconv.Itoa(e.EvidenceCount), strconv.Itoa(e.HitCount), state(&e), clip(e.Lesson, 80))
+			evidenceCell(&e), strconv.Itoa(e.HitCount), dash(e.Origin), state(&e), clip(e.Lesson, 80))
 	}
 	return t.flush()
+}
+
+// evidenceCell shows an experience's evidence: the tasks that support it,
+// and "-N" for its counter-examples.
+func evidenceCell(e *hindsight.Experience) string {
+	s := strconv.Itoa(e.EvidenceCount)
+	if e.CounterCount > 0 {
+		s += fmt.Sprintf(" -%d", e.CounterCount)
+	}
+	return s
 }
 
 func dash(s string) string {

@@ -33,6 +33,7 @@ var commands = map[string]command{
 	"traces":      {"traces list | show TASK | export", runTraces},
 	"experiences": {"experiences list | search QUERY | forget ID | restore ID | import FILE | export", runExperiences},
 	"reflect":     {"run reflection now: reflect [--pending] [--task ID]", runReflect},
+	"eval":        {"learn from half of recorded tasks, replay the other half's failures: eval [--json] FILE|DIR", runEval},
 	"version":     {"print the version", runVersion},
 
 	"example-server": {"the demo's example MCP server on stdio (used by demo)", runExampleServer},

@@ -43,6 +43,7 @@ func newReflectionQueue(ctx context.Context, g *globals, traces *daemon.TraceSto
 		Merger:    &reflect.Merger{Store: store, Namespace: g.config.Store.Namespace, Metrics: metrics, Logger: logger},
 		Logger:    logger,
 		Helped:    inject.Helped,
+		Harmed:    inject.Harmed,
 	}
 	if e, ok := store.(interface{ Embedder() hindsight.Embedder }); ok {
 		p.Merger.Embedder = e.Embedder()
@@ -75,6 +76,10 @@ func newReflectionQueue(ctx context.Context, g *globals, traces *daemon.TraceSto
 	db, err := badger.Open(daemon.BadgerOptions(filepath.Join(g.home.DaemonData(), "reflect"), logger))
 	if err != nil {
 		return nil, nil, fmt.Errorf("open reflection queue: %w", err)
+	}
+	if p.Templates, err = reflect.NewTemplates(db); err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("start reflection: %w", err)
 	}
 	q := reflect.NewQueue(db, traces, p)
 	q.Logger, q.Metrics = logger, metrics

@@ -244,6 +244,9 @@ func (l *Reflector) Reflect(ctx context.Context, task *hindsight.Task) ([]hindsi
 		l.cfg.Logger.Warn("reflect: unreadable model answer", "task", task.ID, "err", err, "answer", l.scrub(reflect.Truncate(answer, 200)))
 		return nil, fmt.Errorf("parse model answer: %w", err)
 	}
+	for i := range exps {
+		exps[i].Origin = "llm:" + l.cfg.Model
+	}
 	return exps, nil
 }
 

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hindsight-proxy/hindsight/eval"
+)
+
+// runEval is `hindsight eval [--json] [--learn SHARE] FILE|DIR`.
+func runEval(ctx context.Context, g *globals, args []string) error {
+	fs := newFlags("eval", "eval [--json] [--learn SHARE] FILE|DIR")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	learn := fs.Float64("learn", 0.5, "share of tasks, by start time, to learn from")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || *learn <= 0 || *learn >= 1 {
+		fs.Usage()
+		return usageErr("eval takes one trace export (a JSONL file, or a directory of them) and --learn in (0, 1)")
+	}
+	steps, labels, err := eval.Load(pos[0])
+	if err != nil {
+		return err
+	}
+	rep, err := eval.Run(ctx, steps, labels, eval.Options{Learn: *learn})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, rep)
+	}
+	return printEval(rep)
+}
+
+func printEval(r *eval.Report) error {
+	t := newTable(stdout, "MEASURE", "VALUE")
+	t.row("tasks (learned from / unseen)", fmt.Sprintf("%d (%d / %d)", r.Tasks, r.LearnTasks, r.UnseenTasks))
+	t.row("lessons stored", fmt.Sprint(r.LessonsStored))
+	t.row("lessons quoting one-off values", fmt.Sprint(r.LessonsOneOff))
+	t.row("unseen failing calls (isError results)", fmt.Sprint(r.UnseenFailures))
+	t.row("  with an error seen while learning", fmt.Sprint(r.KnownFailures))
+	t.row("lines appended to them", fmt.Sprint(r.LinesAppended))
+	t.row("  about the call's error", fmt.Sprint(r.RelevantLines))
+	t.row("precision", fmt.Sprintf("%.3f", r.Precision))
+	t.row("recall (known errors that got a relevant line)", fmt.Sprintf("%.3f", r.Recall))
+	t.row("  and with a JSON-RPC error (nothing to append to)", fmt.Sprint(r.RPCErrors))
+	t.row("truth", r.Truth)
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout)
+	l := newTable(stdout, "EVIDENCE", "CONF", "TOOL", "LESSON")
+	for _, x := range r.Lessons {
+		ev := fmt.Sprint(x.EvidenceCount)
+		if x.CounterCount > 0 {
+			ev += fmt.Sprintf(" (-%d)", x.CounterCount)
+		}
+		l.row(ev, fmt.Sprintf("%.2f", x.Confidence), x.Tool, x.Lesson)
+	}
+	if err := l.flush(); err != nil {
+		return err
+	}
+	for _, x := range r.OneOffExamples {
+		fmt.Fprintln(stdout, "one-off:", x)
+	}
+	for _, x := range r.Irrelevant {
+		fmt.Fprintln(stdout, "not about the error:", x)
+	}
+	return nil
+}

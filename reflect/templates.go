@@ -1,0 +1,117 @@
+package reflect
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/errtemplate"
+)
+
+// Templates gives failed steps their error templates. It learns them
+// online, task after task as reflection takes them up, with a Drain-style
+// miner per server and tool (package errtemplate), and keeps the miner in
+// the reflection queue's Badger database so templates survive restarts.
+// Its zero value is not usable: call NewTemplates.
+type Templates struct {
+	mu    sync.Mutex
+	miner *errtemplate.Miner
+	db    *badger.DB // nil: kept in memory only
+}
+
+// templatesKey holds the miner's state in the queue's database.
+var templatesKey = []byte("reflect-templates/miner")
+
+// NewTemplates returns Templates kept in db (nil: in memory), loading
+// what db holds.
+func NewTemplates(db *badger.DB) (*Templates, error) {
+	t := &Templates{miner: errtemplate.NewMiner(errtemplate.Options{}), db: db}
+	if db == nil {
+		return t, nil
+	}
+	err := db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(templatesKey)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return it.Value(func(b []byte) error { return json.Unmarshal(b, t.miner) })
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load error templates: %w", err)
+	}
+	return t, nil
+}
+
+func templateKey(s *hindsight.Step) string { return s.Server + "\x00" + s.Tool }
+
+// Learn adds the errors of task's failed tool calls to the miner and sets
+// each failed step's ErrorTemplate to its template as it stands once the
+// whole task is learned. It saves the miner when a template changed.
+func (t *Templates) Learn(task *hindsight.Task) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	changed := false
+	ids := map[int]string{}
+	for _, s := range ToolCalls(task) {
+		if !s.Failed() {
+			continue
+		}
+		c, ch := t.miner.Add(templateKey(s), errorText(s))
+		changed = changed || ch
+		ids[s.StepIndex] = c.ID
+	}
+	t.annotate(task, ids)
+	if !changed || t.db == nil {
+		return nil
+	}
+	b, err := json.Marshal(t.miner)
+	if err != nil {
+		return fmt.Errorf("save error templates: %w", err)
+	}
+	if err := t.db.Update(func(txn *badger.Txn) error { return txn.Set(templatesKey, b) }); err != nil {
+		return fmt.Errorf("save error templates: %w", err)
+	}
+	return nil
+}
+
+// annotate sets the template of the failed steps whose cluster ids are in
+// ids (by step index).
+func (t *Templates) annotate(task *hindsight.Task, ids map[int]string) {
+	for i := range task.Steps {
+		s := &task.Steps[i]
+		id, ok := ids[s.StepIndex]
+		if !ok {
+			continue
+		}
+		for _, c := range t.miner.Clusters(templateKey(s)) {
+			if c.ID == id {
+				s.ErrorTemplate = c.Template
+				break
+			}
+		}
+	}
+}
+
+// Annotate sets the ErrorTemplate of task's failed tool calls from what
+// the miner knows, without learning: the template of the cluster each
+// error joins, or its masked text when it joins none.
+func (t *Templates) Annotate(task *hindsight.Task) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range ToolCalls(task) {
+		if !s.Failed() {
+			continue
+		}
+		if c, ok := t.miner.Match(templateKey(s), errorText(s)); ok {
+			s.ErrorTemplate = c.Template
+		} else {
+			s.ErrorTemplate = errtemplate.Mask(errorText(s))
+		}
+	}
+}
