@@ -113,7 +113,14 @@ func TestCLIGolden(t *testing.T) {
 	golden(t, "traces-list.json", cli(t, home, false, "traces", "list", "--json"))
 	golden(t, "traces-list.txt", cli(t, home, false, "traces", "list"))
 	golden(t, "traces-list-final.json", cli(t, home, false, "traces", "list", "--final", "--json"))
-	golden(t, "traces-show.json", cli(t, home, false, "traces", "show", "golden-b", "--json"))
+	shown := cli(t, home, false, "traces", "show", "golden-b", "--json")
+	golden(t, "traces-show.json", shown)
+	// The failed call reads with its error template, the others without.
+	var task hindsight.Task
+	if err := json.Unmarshal([]byte(shown), &task); err != nil || len(task.Steps) != 2 ||
+		task.Steps[0].ErrorTemplate != "ENOENT: no such file" || task.Steps[1].ErrorTemplate != "" {
+		t.Errorf("error templates on read: %v %+v", err, task.Steps)
+	}
 	golden(t, "traces-show.txt", cli(t, home, false, "traces", "show", "golden-b"))
 	export := cli(t, home, false, "traces", "export")
 	golden(t, "traces-export.jsonl", export)

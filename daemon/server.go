@@ -538,7 +538,23 @@ func (s *Server) handleTask(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	for i := range task.Steps {
+		s.annotate(&task.Steps[i])
+	}
 	writeJSON(w, http.StatusOK, task)
+}
+
+// StepAnnotator is implemented by a ReflectionQueue that derives fields
+// of a step on read: the error template of a failed call.
+type StepAnnotator interface {
+	AnnotateStep(s *hindsight.Step)
+}
+
+// annotate fills what the reflection queue derives for st, if it can.
+func (s *Server) annotate(st *hindsight.Step) {
+	if a, ok := s.Queue.(StepAnnotator); ok && st.Method == "tools/call" {
+		a.AnnotateStep(st)
+	}
 }
 
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
@@ -552,7 +568,10 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/jsonl")
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	err := s.Traces.Steps(r.Context(), ids, func(st *hindsight.Step) error { return enc.Encode(st) })
+	err := s.Traces.Steps(r.Context(), ids, func(st *hindsight.Step) error {
+		s.annotate(st)
+		return enc.Encode(st)
+	})
 	if err != nil {
 		// The status line is gone: break the stream so the client sees
 		// a truncated export, not a complete one.

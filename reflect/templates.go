@@ -99,19 +99,28 @@ func (t *Templates) annotate(task *hindsight.Task, ids map[int]string) {
 }
 
 // Annotate sets the ErrorTemplate of task's failed tool calls from what
-// the miner knows, without learning: the template of the cluster each
-// error joins, or its masked text when it joins none.
+// the miner knows, without learning (AnnotateStep).
 func (t *Templates) Annotate(task *hindsight.Task) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	for _, s := range ToolCalls(task) {
-		if !s.Failed() {
-			continue
-		}
-		if c, ok := t.miner.Match(templateKey(s), errorText(s)); ok {
-			s.ErrorTemplate = c.Template
-		} else {
-			s.ErrorTemplate = errtemplate.Mask(errorText(s))
-		}
+		t.AnnotateStep(s)
+	}
+}
+
+// AnnotateStep sets the ErrorTemplate of a failed tools/call step from
+// what the miner knows, without learning: the template of the cluster its
+// error joins, or its masked text when it joins none. Other steps are left
+// as they are.
+func (t *Templates) AnnotateStep(s *hindsight.Step) {
+	if s.Method != "tools/call" || s.Local || s.Tool == "" || !s.Failed() {
+		return
+	}
+	text := errorText(s)
+	t.mu.Lock()
+	c, ok := t.miner.Match(templateKey(s), text)
+	t.mu.Unlock()
+	if ok {
+		s.ErrorTemplate = c.Template
+	} else {
+		s.ErrorTemplate = errtemplate.Mask(text)
 	}
 }

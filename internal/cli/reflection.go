@@ -85,7 +85,7 @@ func newReflectionQueue(ctx context.Context, g *globals, traces *daemon.TraceSto
 	q.Logger, q.Metrics = logger, metrics
 	q.OnState = traces.SetReflection
 	q.Start(ctx)
-	return daemonQueue{q}, queueCloser{q, db}, nil
+	return daemonQueue{q, p.Templates}, queueCloser{q, db}, nil
 }
 
 // queueCloser stops the queue, then closes its database.
@@ -100,7 +100,14 @@ func (c queueCloser) Close() error {
 
 // daemonQueue adapts reflect.Queue to daemon.ReflectionQueue. It is also a
 // prometheus.Collector of reflection's counters.
-type daemonQueue struct{ *reflect.Queue }
+type daemonQueue struct {
+	*reflect.Queue
+	templates *reflect.Templates
+}
+
+// AnnotateStep gives a failed step its error template as the daemon reads
+// it (daemon.StepAnnotator).
+func (d daemonQueue) AnnotateStep(s *hindsight.Step) { d.templates.AnnotateStep(s) }
 
 var _ prometheus.Collector = daemonQueue{}
 
