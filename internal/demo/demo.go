@@ -134,11 +134,24 @@ func Demo(ctx context.Context, opt Options) (*Result, error) {
 		res.Learned = learned
 		fmt.Fprintf(out, "Hindsight learned %d lesson(s) (%s reflection):\n", len(learned), res.Reflection)
 		for _, e := range learned {
-			fmt.Fprintf(out, "  - %s: %s\n", e.Tool, e.Lesson)
+			fmt.Fprintf(out, "  - %s (confidence %.2f, %s): %s\n", e.Tool, e.Confidence, evidence(&e), e.Lesson)
 		}
 	}
 	printTable(out, res.Runs)
 	return res, nil
+}
+
+// evidence says what a lesson rests on: the tasks that support it and the
+// counter-examples.
+func evidence(e *hindsight.Experience) string {
+	s := fmt.Sprintf("seen in %d task", e.EvidenceCount)
+	if e.EvidenceCount != 1 {
+		s += "s"
+	}
+	if e.CounterCount > 0 {
+		s += fmt.Sprintf(", %d counter-example(s)", e.CounterCount)
+	}
+	return s
 }
 
 // startDaemon returns a client for the daemon of home, starting one when

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/reflect"
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/internal/exampleserver"
 	"github.com/hindsight-proxy/hindsight/internal/testbin"
@@ -112,6 +113,23 @@ func TestDemo(t *testing.T) {
 	}
 	if r2.TokensInjected <= r1.TokensInjected || r2.TokensInjected > 1000 {
 		t.Errorf("tokens injected: run 1 %d, run 2 %d", r1.TokensInjected, r2.TokensInjected)
+	}
+	// The three lessons generalise: each is about one error template,
+	// quotes none of run 1's own values, and the error text grounds it
+	// (a precondition the 401 names, the date shape it asks for, the
+	// argument it asks for), so one task puts it above the injection gate.
+	for _, e := range res.Learned {
+		if e.ErrorTemplate == "" || e.Origin != "rules" || e.EvidenceCount < 1 || e.Confidence < reflect.DefaultInjectConfidence {
+			t.Errorf("lesson %q: template %q, origin %q, evidence %d, confidence %v", e.Lesson, e.ErrorTemplate, e.Origin, e.EvidenceCount, e.Confidence)
+		}
+		for _, v := range []string{"04/15/2026", "2026-04-15", "INV-0001", "Acme", "2026-03"} {
+			if strings.Contains(e.Lesson+e.Situation+e.Action+e.Result, v) {
+				t.Errorf("lesson quotes run 1's value %q: %s", v, e.Lesson)
+			}
+		}
+	}
+	if !strings.Contains(out.String(), "seen in 1 task") {
+		t.Errorf("the demo does not show its lessons' evidence")
 	}
 	// Every lesson run 2 was shown helped a task that succeeded: reflection
 	// on run 2 credits each with a hit, and nothing else.
