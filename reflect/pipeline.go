@@ -85,6 +85,11 @@ func (p *Pipeline) Process(ctx context.Context, task *hindsight.Task) (*Outcome,
 	return out, nil
 }
 
+// Credit counts what task says about stored experiences: a counter-example
+// against each lesson it contradicts (shown on an error that then happened
+// again, Harmed; or a precondition met and the error anyway), and a hit for
+// each that helped it succeed (Helped).
+//
 // Credit raises the hit counts of the experiences that helped task
 // succeed (Helped). The queue calls it once per task, after the first
 // successful reflection, so re-reflecting a task does not count twice.
@@ -92,11 +97,22 @@ func (p *Pipeline) Credit(ctx context.Context, task *hindsight.Task) error {
 	if p.Merger == nil || p.Merger.Store == nil {
 		return nil
 	}
+	var against []string
 	if p.Harmed != nil {
-		for _, id := range p.Harmed(task) {
-			if err := p.counter(ctx, id); err != nil {
-				return fmt.Errorf("count counter-evidence of task %s: %w", task.ID, err)
-			}
+		against = p.Harmed(task)
+	}
+	pre, err := p.preconditionCounters(ctx, task)
+	if err != nil {
+		return fmt.Errorf("count counter-evidence of task %s: %w", task.ID, err)
+	}
+	for _, id := range pre {
+		if !slices.Contains(against, id) {
+			against = append(against, id)
+		}
+	}
+	for _, id := range against {
+		if err := p.counter(ctx, id); err != nil {
+			return fmt.Errorf("count counter-evidence of task %s: %w", task.ID, err)
 		}
 	}
 	if p.Helped == nil {

@@ -241,12 +241,16 @@ func schemaEnum(task *hindsight.Task, tool, name string) []string {
 	return nil
 }
 
+// formatNames are the numbers in the names of standard formats, which a
+// lesson may cite whatever its task ("an RFC 3339 date-time").
+var formatNames = map[string]bool{"3339": true, "8601": true, "RFC3339": true, "ISO8601": true, "E.164": true, "E164": true}
+
 // oneOff reports whether the literal lit (a token or quoted text of a
 // lesson) is one of the task's own values and not a schema constant, a
 // tool or an argument name.
 func (v *taskValues) oneOff(lit string) bool {
 	lit = strings.TrimSpace(lit)
-	if lit == "" || v.schema[lit] || v.names[lit] || v.prescribed[lit] || lit == errtemplate.Wildcard {
+	if lit == "" || v.schema[lit] || v.names[lit] || v.prescribed[lit] || formatNames[lit] || lit == errtemplate.Wildcard {
 		return false
 	}
 	return v.values[lit]
