@@ -223,12 +223,14 @@ func (in *Injector) answer(ctx context.Context, s *proxy.Session, st *session, p
 	defer cancel()
 	max := orDefault(in.MaxExperiences, DefaultMaxExperiences)
 	q := hindsight.Query{
-		Text:      strings.TrimSpace(strings.Join([]string{situation, tool, taskType}, " ")),
-		Namespace: in.namespace(),
-		Server:    s.Server,
-		Tool:      tool,
-		K:         max,
-		NoHit:     true,
+		// An agent often pastes the error it got: its template is a signal.
+		ErrorTemplate: errtemplate.Mask(situation),
+		Text:          strings.TrimSpace(strings.Join([]string{situation, tool, taskType}, " ")),
+		Namespace:     in.namespace(),
+		Server:        s.Server,
+		Tool:          tool,
+		K:             max,
+		NoHit:         true,
 	}
 	found, err := in.Source.Search(ctx, q)
 	if err == nil && len(found) == 0 && tool != "" {
