@@ -12,7 +12,9 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 )
 
-// DefaultMinConfidence is the confidence below which candidates are dropped.
+// DefaultMinConfidence is the confidence a model must state for its
+// candidate to be kept (rule candidates carry their evidence prior
+// instead). What is stored is the evidence prior, not the stated value.
 const DefaultMinConfidence = 0.6
 
 // A Validator checks experience candidates against the task they came from
