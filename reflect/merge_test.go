@@ -2,6 +2,7 @@ package reflect
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -229,6 +230,187 @@ func TestContradicts(t *testing.T) {
 	}
 }
 
+// rulesLesson is the lesson the rule-based reflector writes about a city
+// rejected by get_weather, quoting tpl as its error template.
+func rulesLesson(task, tpl string, conf float64) hindsight.Experience {
+	return hindsight.Experience{
+		Tool: "get_weather", Server: "weather", ErrorCode: "404", ErrorTemplate: tpl,
+		Situation:  situation("get_weather", "404", tpl),
+		Action:     "changed city, and called get_weather again",
+		Result:     "get_weather succeeded on the next call",
+		Lesson:     "When get_weather fails with `" + tpl + "`: the city value was rejected; pass a different, valid city.",
+		Confidence: conf, Origin: "rules", SourceTask: task, SourceSteps: []int{0, 2},
+	}
+}
+
+// Two templates of one error that agree token by token but share few
+// words.
+const (
+	farWords     = "unknown city Pariss near Lyon Rhone valley in region northwest europe zone alpha bravo shard seventeen replica three primary quorum lost"
+	farWildcards = "unknown city <*> near <*> <*> <*> in region <*> <*> zone <*> <*> shard <*> replica <*> <*> quorum <*>"
+)
+
+// mergeAcrossTasks: the same rules lesson learned in several tasks, its
+// templates agreeing where one of them has a wildcard, is one experience
+// counting every task once, quoting the most general template.
+func mergeAcrossTasks(t *testing.T, b backend) {
+	const (
+		eu      = "unknown city <*> in region eu"
+		pariss  = "unknown city Pariss in region <*>"
+		general = "unknown city <*> in region <*>"
+	)
+	cases := []struct {
+		name     string
+		in       []hindsight.Experience
+		evidence int
+		tpl      string
+		conf     float64
+		outcomes []string
+	}{
+		{"three tasks, general last", []hindsight.Experience{
+			rulesLesson("t1", eu, singlePrior), rulesLesson("t2", pariss, singlePrior), rulesLesson("t3", general, singlePrior),
+		}, 3, general, Confidence(3, 0, false), []string{Added, Reinforced, Reinforced}},
+		{"three tasks, general first", []hindsight.Experience{
+			rulesLesson("t1", general, singlePrior), rulesLesson("t2", eu, singlePrior), rulesLesson("t3", pariss, singlePrior),
+		}, 3, general, Confidence(3, 0, false), []string{Added, Reinforced, Reinforced}},
+		{"three tasks, one unambiguous", []hindsight.Experience{
+			rulesLesson("t1", eu, singlePrior), rulesLesson("t2", general, unambiguousPrior), rulesLesson("t3", pariss, singlePrior),
+		}, 3, general, Confidence(3, 0, true), []string{Added, Reinforced, Reinforced}},
+		// The same task again (a retried reflection) is no new evidence,
+		// even with another template.
+		{"same task twice", []hindsight.Experience{
+			rulesLesson("t1", eu, singlePrior), rulesLesson("t1", general, singlePrior),
+		}, 1, general, singlePrior, []string{Added, Reinforced}},
+		// Agreeing templates make the same lesson even when their words
+		// differ too much for the texts to be near-duplicates.
+		{"agreeing templates, words far apart", []hindsight.Experience{
+			rulesLesson("t1", farWords, singlePrior),
+			rulesLesson("t2", farWildcards, singlePrior),
+		}, 2, farWildcards, Confidence(2, 0, false), []string{Added, Reinforced}},
+		{"same task, same template", []hindsight.Experience{
+			rulesLesson("t1", eu, singlePrior), rulesLesson("t1", eu, singlePrior),
+		}, 1, eu, singlePrior, []string{Added, Reinforced}},
+	}
+	// The far-apart pair is the same lesson by its templates alone.
+	x, y := rulesLesson("t1", farWords, singlePrior), rulesLesson("t2", farWildcards, singlePrior)
+	if vs, _ := b.emb.Embed(context.Background(), []string{storepkg.Text(&x), storepkg.Text(&y)}); storepkg.Cosine(vs[0], vs[1]) >= DefaultDuplicateThreshold {
+		t.Fatalf("far-apart test texts are near-duplicates: cosine %.3f", storepkg.Cosine(vs[0], vs[1]))
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := b.open(t)
+			mg := &Merger{Store: store, Embedder: b.emb}
+			var ids []string
+			for i, e := range c.in {
+				res, err := mg.Merge(ctx, time.Now(), []hindsight.Experience{e})
+				if err != nil || len(res) != 1 {
+					t.Fatalf("merge %d: %+v %v", i, res, err)
+				}
+				if res[0].Outcome != c.outcomes[i] {
+					t.Errorf("merge %d (%s, %q): %s, want %s", i, e.SourceTask, e.ErrorTemplate, res[0].Outcome, c.outcomes[i])
+				}
+				ids = append(ids, res[0].ID)
+			}
+			for _, id := range ids[1:] {
+				if id != ids[0] {
+					t.Errorf("merged into %v, want one experience", ids)
+				}
+			}
+			live, all := liveAndAll(t, store)
+			if len(live) != 1 || len(all) != 1 {
+				t.Fatalf("%d live, %d in all, want 1 and 1: %+v", len(live), len(all), all)
+			}
+			got := live[0]
+			if got.EvidenceCount != c.evidence {
+				t.Errorf("evidence %d, want %d", got.EvidenceCount, c.evidence)
+			}
+			if got.ErrorTemplate != c.tpl {
+				t.Errorf("template %q, want the most general %q", got.ErrorTemplate, c.tpl)
+			}
+			if !strings.Contains(got.Lesson, "`"+c.tpl+"`") || !strings.Contains(got.Situation, "`"+c.tpl+"`") {
+				t.Errorf("lesson %q, situation %q do not quote %q", got.Lesson, got.Situation, c.tpl)
+			}
+			if got.Confidence != c.conf {
+				t.Errorf("confidence %v, want %v", got.Confidence, c.conf)
+			}
+		})
+	}
+}
+
+// mergeRetriedTask: a task reflected again after another task reinforced
+// the experience is no new evidence either. Skipped: it fails on the
+// current code. reinforce counts a task as new when it differs from the
+// stored SourceTask, which only follows the task whose wording was kept,
+// so t2 counts twice here (evidence 3, confidence 0.75), against
+// Pipeline.Process's promise that merging is idempotent for one task.
+func mergeRetriedTask(t *testing.T, b backend) {
+	t.Skip("known bug in reflect/merge.go reinforce: a retried task counts again once the stored SourceTask is another task's")
+	ctx := context.Background()
+	store := b.open(t)
+	mg := &Merger{Store: store, Embedder: b.emb}
+	for _, e := range []hindsight.Experience{
+		rulesLesson("t1", "unknown city <*> in region eu", singlePrior),
+		rulesLesson("t2", "unknown city <*> in region eu", singlePrior),
+		rulesLesson("t2", "unknown city <*> in region eu", singlePrior),
+	} {
+		if _, err := mg.Merge(ctx, time.Now(), []hindsight.Experience{e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live, _ := liveAndAll(t, store)
+	if len(live) != 1 || live[0].EvidenceCount != 2 || live[0].Confidence != Confidence(2, 0, false) {
+		t.Fatalf("after t1, t2 and t2 again: %+v, want one experience of evidence 2", live)
+	}
+}
+
+// mergeTemplatesDisagree: the same fix for errors whose templates do not
+// agree is two lessons, however alike their words. Skipped: it fails on
+// the current code. mergeOne falls back to the cosine of the whole texts
+// when sameLesson is false, and these texts differ only in the quoted
+// templates (cosine above DefaultDuplicateThreshold), so the second is
+// counted as evidence for the first (evidence 2, confidence 0.667, above
+// the injection gate) and its template is lost.
+func mergeTemplatesDisagree(t *testing.T, b backend) {
+	t.Skip("known bug in reflect/merge.go mergeOne: lessons whose templates disagree still merge by cosine")
+	cases := []struct {
+		name string
+		a, b string
+	}{
+		{"other words", "unknown city <*> in region eu", "unknown city <*> in region us"},
+		{"other length", "unknown city <*> in region eu", "unknown city <*>"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := b.open(t)
+			mg := &Merger{Store: store, Embedder: b.emb}
+			x, y := rulesLesson("t1", c.a, singlePrior), rulesLesson("t2", c.b, singlePrior)
+			if templatesAgree(c.a, c.b) {
+				t.Fatalf("test templates %q and %q agree", c.a, c.b)
+			}
+			res, err := mg.Merge(ctx, time.Now(), []hindsight.Experience{x, y})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res {
+				if r.Outcome != Added {
+					t.Errorf("outcomes %+v, want both added", res)
+				}
+			}
+			live, _ := liveAndAll(t, store)
+			if len(live) != 2 {
+				t.Fatalf("%d live experiences, want 2", len(live))
+			}
+			for _, e := range live {
+				if e.EvidenceCount != 1 || e.Confidence != singlePrior {
+					t.Errorf("%q: evidence %d confidence %v, want 1 and %v", e.ErrorTemplate, e.EvidenceCount, e.Confidence, singlePrior)
+				}
+			}
+		})
+	}
+}
+
 var mergeTests = []struct {
 	name string
 	fn   func(*testing.T, backend)
@@ -236,6 +418,9 @@ var mergeTests = []struct {
 	{"Duplicate", mergeDuplicate},
 	{"Distinct", mergeDistinct},
 	{"Supersede", mergeSupersede},
+	{"AcrossTasks", mergeAcrossTasks},
+	{"TemplatesDisagree", mergeTemplatesDisagree},
+	{"RetriedTask", mergeRetriedTask},
 }
 
 // runMergeTests runs the dedupe and supersede tests against b.
