@@ -155,10 +155,17 @@ type Experience struct {
 	ErrorTemplate string `json:"error_template"`
 	// CounterCount counts counter-evidence: tasks where the lesson was
 	// shown (or its precondition held) and the same error happened anyway.
-	CounterCount int       `json:"counter_count"`
-	Embedder     string    `json:"embedder,omitempty"` // name and dimension of the embedder that made Vector
-	Vector       []float32 `json:"-"`
+	CounterCount int `json:"counter_count"`
+	// EvidenceTasks are the tasks counted in EvidenceCount, the latest
+	// MaxEvidenceTasks of them, so that a task reflected on again does not
+	// count twice.
+	EvidenceTasks []string  `json:"evidence_tasks,omitempty"`
+	Embedder      string    `json:"embedder,omitempty"` // name and dimension of the embedder that made Vector
+	Vector        []float32 `json:"-"`
 }
+
+// MaxEvidenceTasks bounds Experience.EvidenceTasks.
+const MaxEvidenceTasks = 32
 
 // DefaultNamespace is the namespace of experiences when none is configured.
 const DefaultNamespace = "default"

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -124,6 +125,9 @@ func (m *Merger) mergeOne(ctx context.Context, taskEnd time.Time, e hindsight.Ex
 			dup, bestDup = k, 2 // the same fix for the same error: above any cosine
 			continue
 		}
+		if e.ErrorTemplate != "" && k.ErrorTemplate != "" && !templatesAgree(e.ErrorTemplate, k.ErrorTemplate) {
+			continue // about another error: neither the same lesson nor its opposite
+		}
 		full, sit := store.Cosine(vecs[0], vecs[2+2*i]), store.Cosine(vecs[1], vecs[3+2*i])
 		if sit >= bestContra && contradicts(e.Lesson, k.Lesson) {
 			contra, bestContra = k, sit
@@ -141,6 +145,7 @@ func (m *Merger) mergeOne(ctx context.Context, taskEnd time.Time, e hindsight.Ex
 	}
 	e.ID = experienceID(&e)
 	e.EvidenceCount = 1
+	e.EvidenceTasks = []string{e.SourceTask}
 	e.Version = 0
 	if err := m.Store.Put(ctx, &e); err != nil {
 		return MergeResult{}, fmt.Errorf("put experience: %w", err)
@@ -215,9 +220,17 @@ func (m *Merger) reinforce(ctx context.Context, e, old *hindsight.Experience) (M
 	// one task) is not new evidence.
 	changed := false
 	bonus := e.Confidence >= unambiguousPrior-1e-9 || hadBonus(old.Confidence, max(old.EvidenceCount, 1), old.CounterCount)
-	newTask := old.SourceTask != e.SourceTask
+	tasks := old.EvidenceTasks
+	if len(tasks) == 0 {
+		tasks = []string{old.SourceTask}
+	}
+	newTask := !slices.Contains(tasks, e.SourceTask)
 	if newTask {
 		old.EvidenceCount = max(old.EvidenceCount, 1) + 1
+		old.EvidenceTasks = append(tasks, e.SourceTask)
+		if n := len(old.EvidenceTasks); n > hindsight.MaxEvidenceTasks {
+			old.EvidenceTasks = old.EvidenceTasks[n-hindsight.MaxEvidenceTasks:]
+		}
 		changed = true
 	}
 	if e.ErrorTemplate != "" && (old.ErrorTemplate == "" || templatesAgree(e.ErrorTemplate, old.ErrorTemplate)) {
@@ -263,6 +276,7 @@ func (m *Merger) supersede(ctx context.Context, taskEnd time.Time, e, old *hinds
 	}
 	e.ID = experienceID(e)
 	e.EvidenceCount = 1
+	e.EvidenceTasks = []string{e.SourceTask}
 	e.Version = 0
 	if err := m.Store.Put(ctx, e); err != nil {
 		return MergeResult{}, fmt.Errorf("put superseding experience: %w", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -130,8 +131,8 @@ func (r *recovery) lesson() (*hindsight.Experience, []int) {
 	}
 	// When the error grounds some of several changes (it names the
 	// argument, or asks for a format), the others were incidental.
-	if slices.ContainsFunc(fixes, func(f fix) bool { return f.unambiguous }) {
-		fixes = slices.DeleteFunc(fixes, func(f fix) bool { return !f.unambiguous })
+	if slices.ContainsFunc(fixes, fix.grounded) {
+		fixes = slices.DeleteFunc(fixes, func(f fix) bool { return !f.grounded() })
 	}
 	// A call between the last failure and the success is a precondition
 	// only when nothing in the arguments explains the recovery, or the
@@ -224,18 +225,23 @@ func situation(tool, code, tpl string) string {
 type fix struct {
 	rule, action string
 	unambiguous  bool  // the error text grounds it
+	named        bool  // the error names its argument (grounds which change mattered, not the fix)
 	format       bool  // a change of a value's shape
 	cites        []int // steps it rests on besides the failure and success
 }
 
+// grounded reports whether the error text points at f's argument or fix.
+func (f fix) grounded() bool { return f.unambiguous || f.named }
+
 // changed states the change of argument k.
 func (r *recovery) changed(k string, d argDiff, others []*hindsight.Step, errText string, s *hindsight.Step) fix {
 	ov, nv := d.old[k], d.new[k]
+	named := mentions(errText, leafName(k))
 	if f, g := shapeOf(ov), shapeOf(nv); f != "" && g != "" && f != g {
 		return fix{
 			rule:        fmt.Sprintf("pass %s as %s, not %s", k, g, f),
 			action:      fmt.Sprintf("changed the format of %s", k),
-			unambiguous: formatCue.MatchString(errText) || mentions(errText, k),
+			unambiguous: named || shapeNamed(errText, g),
 			format:      true,
 		}
 	}
@@ -245,6 +251,7 @@ func (r *recovery) changed(k string, d argDiff, others []*hindsight.Step, errTex
 			rule:   fmt.Sprintf("the %s passed was not a valid one; take %s from the result of %s instead of guessing or reusing it", k, k, src.Tool),
 			action: fmt.Sprintf("took %s from %s's result", k, src.Tool),
 			cites:  []int{src.StepIndex},
+			named:  named,
 		}
 	}
 	enum := schemaEnum(r.task, s.Tool, leafName(k))
@@ -254,13 +261,45 @@ func (r *recovery) changed(k string, d argDiff, others []*hindsight.Step, errTex
 		if slices.Contains(enum, ovs) {
 			rule += fmt.Sprintf(" where %q failed", ovs)
 		}
-		return fix{rule: rule, action: "changed " + k, unambiguous: mentions(errText, k)}
+		return fix{rule: rule, action: "changed " + k, unambiguous: named}
+	}
+	if named && listCue.MatchString(errText) {
+		return fix{
+			rule:        fmt.Sprintf("set %s to one of the values the error lists", k),
+			action:      "changed " + k,
+			unambiguous: true,
+		}
 	}
 	return fix{
 		rule:   fmt.Sprintf("the %s value was rejected; pass a different, valid %s", k, k),
 		action: "changed " + k,
+		named:  named,
 	}
 }
+
+// listCue matches error texts that list or describe the allowed values.
+var listCue = regexp.MustCompile(`(?i)\b(one of|allowed|valid values|must be|expected|supported)\b`)
+
+// shapeNamed reports whether an error text names the value shape shape:
+// "expected YYYY-MM-DD", "not an RFC 3339 timestamp".
+func shapeNamed(errText, shape string) bool {
+	low := strings.ToLower(errText)
+	for _, notation := range shapeNotation.FindAllString(shape, -1) {
+		if strings.Contains(low, strings.ToLower(notation)) {
+			return true
+		}
+	}
+	switch {
+	case strings.Contains(shape, "RFC 3339"):
+		return strings.Contains(low, "rfc 3339") || strings.Contains(low, "rfc3339") || strings.Contains(low, "8601")
+	case strings.Contains(shape, "YYYY-MM-DD"):
+		return strings.Contains(low, "8601") || strings.Contains(low, "iso date")
+	}
+	return false
+}
+
+// shapeNotation finds the notations in a shape's name: YYYY-MM-DD, HH:MM…
+var shapeNotation = regexp.MustCompile(`[YMDHS]{2,4}(?:[-/.: T][YMDHS]{2,4})+`)
 
 // added states the addition of argument k.
 func (r *recovery) added(k string, d argDiff, errText string, s *hindsight.Step) fix {

@@ -19,6 +19,7 @@ type taskValues struct {
 	values map[string]bool
 	schema map[string]bool // enum and const values from tools/list results
 	names  map[string]bool // tool and argument names
+	codes  map[string]bool // error codes of failed steps and their numbers
 	// prescribed are the values that the server's own error texts
 	// introduced: found in an error text, but in no argument sent up to
 	// that failure and in no successful result ("Retry after 300 ms").
@@ -26,7 +27,7 @@ type taskValues struct {
 }
 
 func newTaskValues(task *hindsight.Task) *taskValues {
-	v := &taskValues{values: map[string]bool{}, schema: map[string]bool{}, names: map[string]bool{}, prescribed: map[string]bool{}}
+	v := &taskValues{values: map[string]bool{}, schema: map[string]bool{}, names: map[string]bool{}, codes: map[string]bool{}, prescribed: map[string]bool{}}
 	known := &taskValues{values: map[string]bool{}, names: map[string]bool{}} // sent or returned so far
 	for i := range task.Steps {
 		s := &task.Steps[i]
@@ -46,9 +47,9 @@ func newTaskValues(task *hindsight.Task) *taskValues {
 				// or got back before are the server's own prescription.
 				// Error codes name kinds of failure, not data.
 				if code := stepErrorCode(s); code != "" {
-					v.names[code] = true
+					v.codes[code] = true
 					for _, part := range digitRun.FindAllString(code, -1) {
-						v.names[part] = true
+						v.codes[part] = true
 					}
 				}
 				text := errorText(s)
@@ -250,7 +251,7 @@ var formatNames = map[string]bool{"3339": true, "8601": true, "RFC3339": true, "
 // tool or an argument name.
 func (v *taskValues) oneOff(lit string) bool {
 	lit = strings.TrimSpace(lit)
-	if lit == "" || v.schema[lit] || v.names[lit] || v.prescribed[lit] || formatNames[lit] || lit == errtemplate.Wildcard {
+	if lit == "" || v.schema[lit] || v.names[lit] || v.codes[lit] || v.prescribed[lit] || formatNames[lit] || lit == errtemplate.Wildcard {
 		return false
 	}
 	return v.values[lit]
@@ -272,13 +273,20 @@ func literals(text string) []string {
 
 var quotedRun = regexp.MustCompile("\"[^\"]*\"|`[^`]*`|'[^'\\s][^']*'")
 
+// datumLike reports whether a word of an error text looks like data
+// rather than the server's wording: it has a digit, an @ or a separator
+// (an id, a slug, a path), a capital letter (a name), or is long.
+func datumLike(w string) bool {
+	return strings.ContainsAny(w, "0123456789@-_./") || strings.ToLower(w) != w || len(w) >= 12
+}
+
 // abstractTemplate masks, in a template, every token that is one of the
 // task's own values the template miner kept (a name seen once, say).
 func (v *taskValues) abstractTemplate(tpl string) string {
 	toks := strings.Fields(tpl)
 	for i, t := range toks {
 		core := strings.Trim(t, ".,;:()[]{}\"'`")
-		if core != "" && core != errtemplate.Wildcard && v.oneOff(core) && !v.names[core] {
+		if core != "" && core != errtemplate.Wildcard && v.oneOff(core) && !v.names[core] && datumLike(core) {
 			toks[i] = strings.Replace(t, core, errtemplate.Wildcard, 1)
 		}
 	}
