@@ -67,28 +67,25 @@ func shapeOf(v json.RawMessage) string {
 	if json.Unmarshal(v, &x) != nil {
 		return ""
 	}
-	switch x := x.(type) {
-	case float64:
-		return "a JSON number"
-	case bool:
-		return "a boolean"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "an object"
-	case string:
-		s := strings.TrimSpace(x)
-		for _, sh := range shapes {
-			if sh.re.MatchString(s) {
-				if sh.name == dayMonthYear {
-					return dayOrMonthFirst(s)
-				}
-				if sh.name == "digits only" {
-					return "a string of digits"
-				}
-				return sh.name
-			}
+	str, ok := x.(string)
+	if !ok {
+		if k := kindOf(v); k != "a number" {
+			return k
 		}
+		return "a JSON number"
+	}
+	str = strings.TrimSpace(str)
+	for _, sh := range shapes {
+		if !sh.re.MatchString(str) {
+			continue
+		}
+		switch sh.name {
+		case dayMonthYear:
+			return dayOrMonthFirst(str)
+		case "digits only":
+			return "a string of digits"
+		}
+		return sh.name
 	}
 	return ""
 }

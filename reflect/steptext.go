@@ -72,16 +72,19 @@ func namesTool(errText, tool string) bool {
 	return true
 }
 
+// callResult is what reflection reads of a CallToolResult.
+type callResult struct {
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	Structured json.RawMessage `json:"structuredContent"`
+}
+
 // substantial reports whether a successful step's result carries data:
 // anything but an empty or one-word acknowledgement ("ok", "noted").
 func substantial(s *hindsight.Step) bool {
-	var r struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-		Structured json.RawMessage `json:"structuredContent"`
-	}
+	var r callResult
 	if json.Unmarshal(s.Result, &r) != nil {
 		return len(bytes.TrimSpace(s.Result)) > 4
 	}
@@ -119,12 +122,7 @@ func errorText(s *hindsight.Step) string {
 
 // firstText is the first text item of a step's result, on one line.
 func firstText(s *hindsight.Step) string {
-	var r struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-	}
+	var r callResult
 	if json.Unmarshal(s.Result, &r) == nil {
 		for _, c := range r.Content {
 			if c.Text != "" {
