@@ -24,15 +24,21 @@ type OutboxInfo struct {
 // inside the outbox directory, every few seconds: so `hindsight status`
 // shows depths even while the daemon is down.
 type OutboxStats struct {
-	Server     string    `json:"server"`
-	PID        int       `json:"pid"`
-	Depth      int64     `json:"depth"` // undelivered steps
-	Captured   int64     `json:"captured"`
-	Delivered  int64     `json:"delivered"`
-	Dropped    int64     `json:"dropped"`
-	Rejected   int64     `json:"rejected"`
-	Redactions int64     `json:"redactions"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	Server     string `json:"server"`
+	PID        int    `json:"pid"`
+	Depth      int64  `json:"depth"` // undelivered steps
+	Captured   int64  `json:"captured"`
+	Delivered  int64  `json:"delivered"`
+	Dropped    int64  `json:"dropped"`
+	Rejected   int64  `json:"rejected"`
+	Redactions int64  `json:"redactions"`
+	// Held is the steps held in memory because the outbox cannot be
+	// written (a full disk); DroppedDiskFull those of Dropped lost so;
+	// Truncated the steps stored with a body cut.
+	Held            int64     `json:"held"`
+	DroppedDiskFull int64     `json:"dropped_disk_full"`
+	Truncated       int64     `json:"truncated"`
+	UpdatedAt       time.Time `json:"updated_at"`
 }
 
 // OutboxStatsFile is the file of OutboxStats in an outbox directory.
