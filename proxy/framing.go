@@ -3,10 +3,13 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/tidwall/gjson"
 )
 
 // MaxLineBytes is the default limit on one newline-delimited message. MCP
@@ -19,6 +22,23 @@ const MaxLineBytes = 64 << 20
 type LineTooLongError struct {
 	Limit int   // the reader's limit
 	Size  int64 // bytes dropped, without the newline
+	// Head is the line's first bytes (up to tooLongHead), from which the
+	// message's id may still be read (see ID).
+	Head []byte
+}
+
+// tooLongHead is how much of an over-long line LineTooLongError keeps.
+const tooLongHead = 4 << 10
+
+// ID returns the JSON-RPC id of the dropped message when its first bytes
+// show one (a top-level "id" member that is a string or a number), so the
+// request can be answered; nil otherwise (answer with a null id).
+func (e *LineTooLongError) ID() json.RawMessage {
+	id := gjson.GetBytes(e.Head, "id")
+	if id.Type == gjson.String || id.Type == gjson.Number {
+		return json.RawMessage(id.Raw)
+	}
+	return nil
 }
 
 func (e *LineTooLongError) Error() string {
@@ -54,7 +74,12 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 			n-- // the newline
 		}
 		if n > lr.max {
-			return nil, lr.skip(int64(len(long)+len(frag)), err)
+			head := long
+			if len(head) == 0 {
+				head = frag
+			}
+			head = bytes.Clone(head[:min(len(head), tooLongHead)])
+			return nil, lr.skip(head, int64(len(long)+len(frag)), err)
 		}
 		switch {
 		case err == nil:
@@ -101,7 +126,7 @@ func (lr *LineReader) Pending() bool {
 }
 
 // skip discards the rest of an over-long line.
-func (lr *LineReader) skip(size int64, err error) error {
+func (lr *LineReader) skip(head []byte, size int64, err error) error {
 	for errors.Is(err, bufio.ErrBufferFull) {
 		var frag []byte
 		frag, err = lr.r.ReadSlice('\n')
@@ -110,7 +135,7 @@ func (lr *LineReader) skip(size int64, err error) error {
 	if err == nil {
 		size-- // the newline
 	}
-	return &LineTooLongError{Limit: lr.max, Size: size}
+	return &LineTooLongError{Limit: lr.max, Size: size, Head: head}
 }
 
 // LineWriter writes newline-delimited messages. Each WriteMessage writes one

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
 
@@ -217,7 +218,11 @@ func (r *relay) readAgent(ctx context.Context, agentIn io.Reader) error {
 				r.fromAgent(ctx, line, now)
 			}
 		case errors.As(err, &tooLong):
+			// Never silence: the agent is told, with the id when the
+			// message's first bytes show it (a notification is
+			// answered too, with a null id: its method cannot be read).
 			r.log.Error("agent message too long; skipped", "server", r.name, "err", err)
+			r.toAgent(ErrorResponse(tooLong.ID(), CodeInvalidRequest, "Invalid Request: "+err.Error()))
 		case errors.Is(err, io.EOF):
 			return nil
 		default:
@@ -480,6 +485,14 @@ func (r *relay) readChild(ch *child) {
 			}
 		case errors.As(err, &tooLong):
 			r.log.Error("server message too long; skipped", "server", r.name, "err", err)
+			// An answer the agent awaits (an id, no method) is replaced
+			// by an error for the same id, so the request ends.
+			if id := tooLong.ID(); id != nil && !gjson.GetBytes(tooLong.Head, "method").Exists() {
+				resp := ErrorResponse(id, CodeInternalError, "the server's answer was dropped: "+err.Error())
+				if ex := r.fromChild(ch, resp, now); ex != nil {
+					done = append(done, ex)
+				}
+			}
 		default:
 			r.flushAgent(done) // nothing is left: a burst ends before a wait
 			return
