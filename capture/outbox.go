@@ -1060,7 +1060,7 @@ func (o *Outbox) send(ctx context.Context, batch []entry) (err error) {
 // steps the daemon refuses, so one bad step cannot hold back the rest.
 func (o *Outbox) isolate(ctx context.Context, batch []entry, batchErr error) {
 	if len(batch) == 1 {
-		o.reject(batch[0], batchErr)
+		o.reject(ctx, batch[0], batchErr)
 		return
 	}
 	for _, e := range batch {
@@ -1070,7 +1070,7 @@ func (o *Outbox) isolate(ctx context.Context, batch []entry, batchErr error) {
 			o.remove([]entry{e})
 			o.c.delivered.Add(1)
 		case errors.Is(err, ErrRejected):
-			o.reject(e, err)
+			o.reject(ctx, e, err)
 		default:
 			o.c.deliveryFailures.Add(1)
 			return // the rest stays queued, in order
@@ -1078,8 +1078,11 @@ func (o *Outbox) isolate(ctx context.Context, batch []entry, batchErr error) {
 	}
 }
 
-// reject moves a refused step aside (kept until retention, for inspection).
-func (o *Outbox) reject(e entry, err error) {
+// reject moves a refused step aside (kept until retention, for inspection,
+// then exported to Outboxes()/.rejected/) and delivers its stub in its
+// place (see stubFor).
+func (o *Outbox) reject(ctx context.Context, e entry, err error) {
+	o.deliverStub(ctx, e)
 	o.c.rejected.Add(1)
 	o.c.ledger.Add(losses.Rejected, 1, err.Error())
 	var s struct{ Method, Tool string }
@@ -1310,7 +1313,8 @@ func (o *Outbox) exportRejected() error {
 
 // appendLine appends a stored step as one line of JSON: whole (a step's
 // compact encoding gets its derived bodies back) and compacted, since
-// Step.AppendJSON keeps the bodies' whitespace (newlines included), or as a
+// Step.AppendJSON keeps the bodies' whitespace (newlines included); an
+// object encoding/json cannot read as it is, without its newlines; or as a
 // JSON string when it is not JSON at all.
 func appendLine(lines, v []byte) []byte {
 	var s hindsight.Step
@@ -1322,6 +1326,17 @@ func appendLine(lines, v []byte) []byte {
 	var buf bytes.Buffer
 	if json.Compact(&buf, v) == nil {
 		return append(lines, buf.Bytes()...)
+	}
+	if len(v) > 1 && v[0] == '{' && v[len(v)-1] == '}' {
+		// An object encoding/json cannot read (nested past its depth
+		// limit, say): kept as it is, on one line. Raw newlines in JSON
+		// are whitespace between tokens (in strings they are escaped).
+		for _, c := range v {
+			if c != '\n' && c != '\r' {
+				lines = append(lines, c)
+			}
+		}
+		return lines
 	}
 	q, _ := json.Marshal(string(v))
 	return append(lines, q...)
