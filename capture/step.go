@@ -61,7 +61,13 @@ func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
 
 	req, nreq, reqCut := redactBody(r, ex.Request, maxBody)
 	resp, nresp, respCut := redactBody(r, ex.Response, maxBody)
-	s.Redactions = nreq + nresp
+	// Invalid UTF-8 (inside JSON strings: the relay checked the rest) is
+	// relayed as it came, but stored replaced, so that the daemon's API,
+	// exports and --json output are valid UTF-8 JSON; each replaced run
+	// counts as a redaction.
+	req, breq := validUTF8(req)
+	resp, bresp := validUTF8(resp)
+	s.Redactions = nreq + nresp + breq + bresp
 
 	// gjson reads the bodies in place (GetBytes would copy every result
 	// it returns); the step keeps req and resp, so its arguments and
@@ -177,6 +183,25 @@ func truncateField(s *hindsight.Step, field string, body []byte, cut *hindsight.
 	sum := sha256.Sum256(body)
 	s.Truncated = append(s.Truncated, hindsight.Truncation{Field: field, OriginalSize: len(body), SHA256: hex.EncodeToString(sum[:])})
 	return preview(body, maxBody)
+}
+
+// validUTF8 returns b with each run of invalid UTF-8 replaced by U+FFFD, and
+// how many runs it replaced; b itself when it is valid (b is not modified).
+func validUTF8(b []byte) ([]byte, int) {
+	if utf8.Valid(b) {
+		return b, 0
+	}
+	n := 0
+	for i, bad := 0, false; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		invalid := r == utf8.RuneError && size == 1
+		if invalid && !bad {
+			n++
+		}
+		bad = invalid
+		i += size
+	}
+	return bytes.ToValidUTF8(b, []byte("\uFFFD")), n
 }
 
 // MaxBodyDepth is the deepest nesting of arrays and objects a stored body

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/proxy"
@@ -229,5 +230,36 @@ func TestBuildStepDeepBody(t *testing.T) {
 	ex.Request = []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deep","arguments":{"a":` + ok + `}}}`)
 	if s := BuildStep(ex, r, 0); len(s.Truncated) != 0 {
 		t.Fatalf("a request %d deep was truncated: %+v", MaxBodyDepth, s.Truncated)
+	}
+}
+
+// TestBuildStepInvalidUTF8: invalid UTF-8 inside a JSON string is stored
+// replaced (U+FFFD), each run counted as a redaction, so the step encodes
+// as valid UTF-8 JSON.
+func TestBuildStepInvalidUTF8(t *testing.T) {
+	r, err := NewRedactor(RedactorConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := &proxy.Exchange{Method: "tools/call", Direction: hindsight.ClientToServer,
+		Request:  []byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"a\xff\xfeb\xc3\"}}}"),
+		Response: []byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\xe2\x82\"}]}}")}
+	req := string(ex.Request)
+	s := BuildStep(ex, r, 0)
+	if string(ex.Request) != req {
+		t.Fatal("the relayed request was modified")
+	}
+	if s.Redactions != 3 {
+		t.Errorf("redactions %d, want 3 (two runs in the request, one in the response)", s.Redactions)
+	}
+	b, err := s.AppendCompactJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !utf8.Valid(b) || !json.Valid(b) {
+		t.Fatalf("step encodes as invalid UTF-8 JSON: %q", b)
+	}
+	if !strings.Contains(string(s.Arguments), "a\uFFFDb\uFFFD") {
+		t.Errorf("arguments %s", s.Arguments)
 	}
 }

@@ -4,6 +4,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -268,9 +269,11 @@ func (s *Server) Kick() {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+	_, _ = w.Write(validUTF8(buf.Bytes()))
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
@@ -572,9 +575,17 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "application/jsonl")
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	err := s.Traces.Steps(r.Context(), ids, func(st *hindsight.Step) error { return enc.Encode(st) })
+	err := s.Traces.Steps(r.Context(), ids, func(st *hindsight.Step) error {
+		buf.Reset()
+		if err := enc.Encode(st); err != nil {
+			return err
+		}
+		_, err := w.Write(validUTF8(buf.Bytes()))
+		return err
+	})
 	if err != nil {
 		// The status line is gone: break the stream so the client sees
 		// a truncated export, not a complete one.
