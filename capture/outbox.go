@@ -1241,7 +1241,10 @@ func (o *Outbox) enforceRetention() {
 			}
 			_ = it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &s) })
 			if age := now.Sub(s.EndedAt); age <= o.opts.Retention || maxAge <= o.opts.Retention {
-				if age > maxAge+time.Minute && !o.warnedClock {
+				// Only an outbox this process opened knows its age (a
+				// drainer's maxAge is unbounded, and adding to it
+				// overflowed into a false alarm).
+				if !o.opened.IsZero() && age > maxAge+time.Minute && !o.warnedClock {
 					o.warnedClock = true
 					o.log.Warn("step timestamps are older than this sidecar: the clock jumped; retention counts from the sidecar's start", "ended_at", s.EndedAt, "uptime", maxAge.String())
 				}
