@@ -38,7 +38,13 @@ type OutboxStats struct {
 	Held            int64     `json:"held"`
 	DroppedDiskFull int64     `json:"dropped_disk_full"`
 	Truncated       int64     `json:"truncated"`
-	UpdatedAt       time.Time `json:"updated_at"`
+	// ServerStarts counts the starts of the wrapped server (1 plus its
+	// restarts), ServerCrashes its exits on its own, LastCrashAt the last
+	// one: a crash loop shows here (stdio sidecars).
+	ServerStarts  int64      `json:"server_starts,omitempty"`
+	ServerCrashes int64      `json:"server_crashes,omitempty"`
+	LastCrashAt   *time.Time `json:"last_crash_at,omitempty"`
+	UpdatedAt     time.Time  `json:"updated_at"`
 }
 
 // OutboxStatsFile is the file of OutboxStats in an outbox directory.

@@ -157,8 +157,15 @@ func printStatus(w io.Writer, g *globals, st *daemon.Status, cause error) error 
 		}
 		detail := fmt.Sprintf("%s, %s", state, humanBytes(o.Bytes))
 		if s := o.Stats; s != nil {
-			detail = fmt.Sprintf("%s, %s: depth %d, captured %d, delivered %d, dropped %d, rejected %d (as of %s)",
-				s.Server, detail, s.Depth, s.Captured, s.Delivered, s.Dropped, s.Rejected, when(s.UpdatedAt))
+			detail = fmt.Sprintf("%s, %s: depth %d, captured %d, delivered %d, dropped %d, rejected %d",
+				s.Server, detail, s.Depth, s.Captured, s.Delivered, s.Dropped, s.Rejected)
+			if s.Held > 0 {
+				detail += fmt.Sprintf(", %d held in memory (disk full)", s.Held)
+			}
+			if s.ServerCrashes > 0 && s.LastCrashAt != nil {
+				detail += fmt.Sprintf(", server started %d times, crashed %d (last %s)", s.ServerStarts, s.ServerCrashes, when(*s.LastCrashAt))
+			}
+			detail += " (as of " + when(s.UpdatedAt) + ")"
 		}
 		t.row("  outbox", o.Name, detail)
 	}
