@@ -42,31 +42,35 @@ var ErrDaemonFull = errors.New("the daemon's disk is short of space")
 // daemonFullRetry caps the delivery backoff after ErrDaemonFull.
 const daemonFullRetry = time.Second
 
-// reserve is the free space the outbox keeps on its filesystem.
+// reserve is the free space the outbox keeps on its filesystem:
+// HINDSIGHT_DISK_RESERVE when set, else OutboxOptions.DiskReserve, else
+// diskspace.DefaultSidecarReserve.
 func (o *Outbox) reserve() int64 {
-	switch r := o.opts.DiskReserve; {
-	case r < 0:
-		return 0
-	case r > 0:
-		return r
+	def := int64(diskspace.DefaultSidecarReserve)
+	if r := o.opts.DiskReserve; r != 0 {
+		def = max(r, 0)
 	}
-	return diskspace.Reserve(diskspace.DefaultSidecarReserve)
+	return diskspace.Reserve(def)
 }
 
 // checkSpace returns nil when need bytes may be written to the outbox's
 // database: the filesystem keeps its reserve beyond them and, while the
-// database is open, the blocks its logs will be written to are allocated.
-// Otherwise it returns an error wrapping diskspace.ErrLow.
+// database is open, the blocks its logs will be written to are allocated
+// (again once half of what was allocated ahead may have been written, and
+// after the database is opened). Otherwise it returns an error wrapping
+// diskspace.ErrLow.
 func (o *Outbox) checkSpace(need int64) error {
-	if err := diskspace.Check(o.dir, o.reserve(), need); err != nil {
+	reserve := o.reserve()
+	if err := diskspace.Check(o.dir, reserve, need); err != nil {
 		o.noteLow(err)
 		return err
 	}
-	if o.reserve() > 0 && o.db.Load() != nil {
+	if reserve > 0 && o.db.Load() != nil && o.allocSince.Add(need) > allocateAhead/2 {
 		if err := diskspace.AllocateAhead(filepath.Join(o.dir, dbName), need+allocateAhead); err != nil {
 			o.noteLow(err)
 			return err
 		}
+		o.allocSince.Store(0)
 	}
 	o.noteLow(nil)
 	return nil

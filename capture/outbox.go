@@ -207,6 +207,7 @@ type Outbox struct {
 	jr          journal       // guarded by wmu
 	journalOn   atomic.Bool   // the journal works (see journal)
 	spaceLow    atomic.Bool   // the last space check failed (see checkSpace)
+	allocSince  atomic.Int64  // bytes checked since the database's logs were last allocated ahead
 	persistDone chan struct{}
 
 	mu           sync.Mutex
@@ -373,6 +374,7 @@ func (o *Outbox) disk() (*badger.DB, error) {
 		}
 	}
 	o.db.Store(db)
+	o.allocSince.Store(allocateAhead) // allocate its new logs at the next check
 	return db, nil
 }
 
@@ -1525,7 +1527,8 @@ func drainOne(ctx context.Context, home hindsight.Home, dir, id string, d Delive
 	}()
 	journaled, segments := readJournal(dir, log)
 	if _, err := os.Stat(filepath.Join(dir, dbName)); errors.Is(err, os.ErrNotExist) && len(journaled) == 0 {
-		return 0, os.RemoveAll(dir) // the sidecar died before writing anything
+		losses.Remove(string(home), id) // a ledger that records nothing
+		return 0, os.RemoveAll(dir)     // the sidecar died before writing anything
 	}
 	db, err := openDBContained(filepath.Join(dir, dbName), log)
 	if err != nil && isNoSpace(err) {

@@ -33,31 +33,43 @@ type SpaceGuard struct {
 
 	low     atomic.Bool
 	refused atomic.Int64
+	since   atomic.Int64 // bytes checked since the logs were last allocated ahead
 }
 
 // spaceAhead is how much of each database's logs the guard keeps allocated
 // ahead of the write position, beyond the write at hand.
 const spaceAhead = 4 << 20
 
+// reserve is HINDSIGHT_DISK_RESERVE when set, else Reserve, else
+// diskspace.DefaultDaemonReserve.
 func (g *SpaceGuard) reserve() int64 {
-	switch {
-	case g.Reserve < 0:
-		return 0
-	case g.Reserve > 0:
-		return g.Reserve
+	def := int64(diskspace.DefaultDaemonReserve)
+	if g.Reserve != 0 {
+		def = max(g.Reserve, 0)
 	}
-	return diskspace.Reserve(diskspace.DefaultDaemonReserve)
+	return diskspace.Reserve(def)
 }
 
 // Check returns nil when need bytes may be written, else an error wrapping
-// ErrDiskFull and diskspace.ErrLow.
+// ErrDiskFull and diskspace.ErrLow. It allocates the logs ahead again once
+// half of what was allocated may have been written.
 func (g *SpaceGuard) Check(need int64) error {
-	if g == nil || g.reserve() == 0 {
+	return g.check(need, false)
+}
+
+func (g *SpaceGuard) check(need int64, force bool) error {
+	if g == nil {
 		return nil
 	}
-	err := diskspace.Check(g.Dir, g.reserve(), need)
-	if err == nil {
-		err = g.allocate(need + spaceAhead)
+	reserve := g.reserve()
+	if reserve == 0 {
+		return nil
+	}
+	err := diskspace.Check(g.Dir, reserve, need)
+	if err == nil && (force || g.since.Add(need) > spaceAhead/2) {
+		if err = g.allocate(need + spaceAhead); err == nil {
+			g.since.Store(0)
+		}
 	}
 	g.note(err)
 	if err != nil {
@@ -114,7 +126,7 @@ func (g *SpaceGuard) Run(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		_ = g.Check(0)
+		_ = g.check(0, true)
 		select {
 		case <-ctx.Done():
 			return

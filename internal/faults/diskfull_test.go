@@ -378,3 +378,48 @@ func TestDiskFull(t *testing.T) {
 		t.Errorf("after the sidecar exited, status losses = %+v, want %d lost", got, lost)
 	}
 }
+
+// TestDiskFullDaemonRestart kills the daemon while the disk is full: the
+// sidecar's attempts to start a new one find no room (a daemon does not
+// open its databases without its reserve, where Badger's first mapped
+// write would fault) while the agent's calls go on; once space is freed a
+// daemon starts, and every call is stored or counted lost.
+func TestDiskFullDaemonRestart(t *testing.T) {
+	const calls, maxHeld = 200, 1 << 20
+	home := smallHome(t, 256<<20, maxHeld)
+	a := wrapFake(t, home)
+	a.initialize()
+	c := daemon.NewClient(home.Socket())
+	defer c.CloseIdle()
+	a.echoCalls("before", 0, 5, 4096, 1)
+	waitFor(t, "the steps before the fill to be stored", func() bool { return storedEchoes(t, c)["before"] == 5 })
+	h, err := c.Health(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	filler := fill(t, string(home))
+	if err := syscall.Kill(h.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the daemon to die", func() bool { return exited(h.PID) })
+	a.echoCalls("full", 5, calls, 4096, 8)
+	if !a.alive() {
+		t.Fatal("the sidecar died while the disk was full")
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	a.echoCalls("after", 5+calls, 20, 4096, 1)
+	waitFor(t, "the steps after the freeing to be stored", func() bool { return storedEchoes(t, c)["after"] == 20 })
+	waitFor(t, "the full period's steps to be stored or counted", func() bool {
+		return int64(storedEchoes(t, c)["full"])+lossesOf(status(t, home), "fake").Reasons[losses.DiskFull] == calls
+	})
+	if !a.alive() {
+		t.Fatal("the sidecar died")
+	}
+	// The sidecar logs how each daemon it started ended when it gave up
+	// waiting for it: a clean refusal, never a fault.
+	if b, _ := os.ReadFile(home.Path("logs", "wrap-fake.log")); strings.Contains(string(b), "signal: bus error") {
+		t.Error("a daemon started while the disk was full died of SIGBUS")
+	}
+}
