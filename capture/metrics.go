@@ -3,6 +3,7 @@ package capture
 import (
 	"sync/atomic"
 
+	"github.com/hindsight-proxy/hindsight/internal/losses"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -31,6 +32,13 @@ type Stats struct {
 	// SpillLost counts spilled exchanges lost unread: unreadable, or found
 	// by this process (DrainOrphans) in the spill of a sidecar that died.
 	SpillLost int64
+	// Truncated counts steps stored with a body cut (MaxBodyBytes).
+	Truncated int64
+	// DroppedDiskFull counts the steps among Dropped lost because the disk
+	// was short of space (see Outbox); HeldBytes is the size of the steps
+	// held in memory now.
+	DroppedDiskFull int64
+	HeldBytes       int64
 }
 
 // counters are the live values behind Stats and the Prometheus metrics.
@@ -38,6 +46,23 @@ type counters struct {
 	captured, queued, queuedBytes, dropped, redactions, spilled, held, writeErrors,
 	corrupt, delivered, deliveryFailures, rejected, expired, depth atomic.Int64
 	spilledEx, unspilledEx, spillBytes, spillLost atomic.Int64
+	truncated, droppedFull, heldBytes             atomic.Int64
+
+	// ledger, when set, records every loss durably (see internal/losses).
+	ledger *losses.Ledger
+}
+
+// lose counts n steps (or exchanges) lost for reason in Dropped and in the
+// ledger; detail says more.
+func (c *counters) lose(reason string, n int64, detail string) {
+	if n <= 0 {
+		return
+	}
+	c.dropped.Add(n)
+	if reason == losses.DiskFull {
+		c.droppedFull.Add(n)
+	}
+	c.ledger.Add(reason, n, detail)
 }
 
 func (c *counters) snapshot() Stats {
@@ -49,6 +74,7 @@ func (c *counters) snapshot() Stats {
 		Rejected: c.rejected.Load(), Expired: c.expired.Load(), Depth: c.depth.Load(),
 		ExchangesSpilled: c.spilledEx.Load(), ExchangesUnspilled: c.unspilledEx.Load(),
 		SpillBytes: c.spillBytes.Load(), SpillLost: c.spillLost.Load() + spillLostTotal.Load(),
+		Truncated: c.truncated.Load(), DroppedDiskFull: c.droppedFull.Load(), HeldBytes: c.heldBytes.Load(),
 	}
 }
 
@@ -81,6 +107,9 @@ func (c *counters) register(reg prometheus.Registerer, source string) ([]prometh
 		counter("hindsight_outbox_delivery_failures_total", "Failed delivery attempts.", &c.deliveryFailures),
 		counter("hindsight_outbox_rejected_total", "Steps the daemon refused.", &c.rejected),
 		counter("hindsight_outbox_expired_total", "Undelivered steps removed after the retention period.", &c.expired),
+		counter("hindsight_capture_truncated_total", "Steps stored with a body cut to the size limit.", &c.truncated),
+		counter("hindsight_outbox_dropped_disk_full_total", "Steps lost because the disk was short of space and the memory bound was reached.", &c.droppedFull),
+		gauge("hindsight_outbox_held_bytes", "Bytes of steps held in memory because the outbox could not be written.", c.heldBytes.Load),
 		gauge("hindsight_outbox_depth", "Undelivered steps (disk and memory).", c.depth.Load),
 		counter("hindsight_capture_spilled_total", "Exchanges spilled to disk, sealed, because the capture queue was full.", &c.spilledEx),
 		counter("hindsight_capture_unspilled_total", "Spilled exchanges read back and queued for recording.", &c.unspilledEx),

@@ -24,6 +24,8 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/badgerlog"
+	"github.com/hindsight-proxy/hindsight/internal/diskspace"
+	"github.com/hindsight-proxy/hindsight/internal/losses"
 )
 
 // A Deliverer sends steps to the daemon. Deliver must be idempotent per
@@ -117,6 +119,12 @@ type OutboxOptions struct {
 	Retention time.Duration // undelivered steps are kept this long; 0: DefaultRetention
 	BatchSize int           // steps per delivery; 0: DefaultBatchSize
 	MaxHeld   int           // steps kept in memory while the disk fails; 0: DefaultMaxHeld
+	// MaxHeldBytes bounds the size of those steps; 0: DefaultMaxHeldBytes.
+	MaxHeldBytes int
+	// DiskReserve is the free space the outbox keeps on its filesystem:
+	// below it, it writes nothing to disk (see checkSpace). 0: the
+	// default (HINDSIGHT_DISK_RESERVE, else 32 MiB); negative: no check.
+	DiskReserve int64
 	// SyncInterval is how long after a write the database is fsynced
 	// (a write is already safe from a killed process once it returns; the
 	// sync guards against a machine crash). 0: DefaultSyncInterval.
@@ -198,6 +206,8 @@ type Outbox struct {
 	wake        chan struct{} // persistLoop: a step is waiting in memory
 	jr          journal       // guarded by wmu
 	journalOn   atomic.Bool   // the journal works (see journal)
+	spaceLow    atomic.Bool   // the last space check failed (see checkSpace)
+	allocSince  atomic.Int64  // bytes checked since the database's logs were last allocated ahead
 	persistDone chan struct{}
 
 	mu           sync.Mutex
@@ -210,6 +220,7 @@ type Outbox struct {
 	dirty        bool      // written since the last sync
 	lastFailed   bool      // the last delivery attempt failed
 	writeFailing bool      // the last write to disk failed
+	lastDropLog  time.Time // when persist last logged dropped steps
 	maxDue       time.Time // no step held only in memory is due later (see pullDues)
 	lastWrite    time.Time // of steps to disk (see closeIdleDisk)
 	keptRejected bool      // a refused step is in the database (until Close exports it)
@@ -262,6 +273,9 @@ func openOutbox(opts OutboxOptions, c *counters) (*Outbox, error) {
 	}
 	if opts.MaxHeld <= 0 {
 		opts.MaxHeld = DefaultMaxHeld
+	}
+	if opts.MaxHeldBytes <= 0 {
+		opts.MaxHeldBytes = DefaultMaxHeldBytes
 	}
 	if opts.SyncInterval <= 0 {
 		opts.SyncInterval = DefaultSyncInterval
@@ -338,16 +352,21 @@ func (o *Outbox) disk() (*badger.DB, error) {
 	if time.Since(o.openFailed) < openRetry {
 		return nil, o.openErr // a failing disk is not tried at every write
 	}
+	// Opening writes the memtable log's header through a mapped file.
+	if err := diskspace.Check(o.dir, o.reserve(), 0); err != nil {
+		o.noteLow(err)
+		return nil, fmt.Errorf("open outbox database: %w", err)
+	}
 	path := filepath.Join(o.dir, dbName)
-	db, err := openDB(path, o.log)
+	db, err := openDBContained(path, o.log)
 	if err != nil {
-		if _, serr := os.Stat(path); serr == nil && !o.movedAside {
+		if _, serr := os.Stat(path); serr == nil && !o.movedAside && !isNoSpace(err) {
 			o.movedAside = true
 			o.c.corrupt.Add(1)
 			aside := path + ".corrupt-" + strconv.FormatInt(time.Now().UnixNano(), 10)
 			o.log.Error("cannot open outbox database; moved aside, starting a fresh one", "err", err, "to", aside)
 			_ = os.Rename(path, aside)
-			db, err = openDB(path, o.log)
+			db, err = openDBContained(path, o.log)
 		}
 		if err != nil {
 			o.openFailed, o.openErr = time.Now(), fmt.Errorf("open outbox database: %w", err)
@@ -355,7 +374,19 @@ func (o *Outbox) disk() (*badger.DB, error) {
 		}
 	}
 	o.db.Store(db)
+	o.allocSince.Store(allocateAhead) // allocate its new logs at the next check
 	return db, nil
+}
+
+// openDBContained opens a database with memory faults contained (see
+// diskspace.Contain): a mapped write the filesystem cannot back fails the
+// open instead of killing the process.
+func openDBContained(path string, log *slog.Logger) (db *badger.DB, err error) {
+	err = diskspace.Contain("open outbox database", func() error {
+		db, err = openDB(path, log)
+		return err
+	})
+	return db, err
 }
 
 // openRetry spaces the attempts to open a database that failed to open.
@@ -381,7 +412,8 @@ func (o *Outbox) closeIdleDisk(now time.Time) {
 	o.mu.Lock()
 	busy := o.closed || o.memDisk > 0 || o.diskOnly > 0 || o.keptRejected || now.Sub(o.lastWrite) < idleDisk
 	o.mu.Unlock()
-	if busy || countKeys(db, prefixStep) > 0 {
+	// Closing flushes the memtable to a table, through a mapped file.
+	if busy || countKeys(db, prefixStep) > 0 || o.checkSpace(0) != nil {
 		return
 	}
 	o.db.Store(nil)
@@ -465,7 +497,7 @@ func (o *Outbox) Append(steps []hindsight.Step) {
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
-		o.c.dropped.Add(int64(len(steps)))
+		o.c.lose(losses.AtExit, int64(len(steps)), "steps reached a closed outbox")
 		o.log.Error("steps reached a closed outbox; lost", "steps", len(steps))
 		return
 	}
@@ -490,7 +522,7 @@ func (o *Outbox) Append(steps []hindsight.Step) {
 		if err != nil {
 			// Not numbered: the daemon must see no gap in the seqs.
 			steps[i].Seq = 0
-			o.c.dropped.Add(1)
+			o.c.lose(losses.Encode, 1, err.Error())
 			o.log.Error("cannot encode step; lost", "method", steps[i].Method, "tool", steps[i].Tool, "err", err)
 			continue
 		}
@@ -544,13 +576,27 @@ func (o *Outbox) journal(now time.Time, added int) {
 	o.mu.Lock()
 	batch := slices.Clone(o.mem[len(o.mem)-added:])
 	o.mu.Unlock()
-	err := o.jr.write(batch)
+	var size int64
+	for _, e := range batch {
+		size += int64(len(e.raw)) + journalHeader
+	}
+	err := o.checkSpace(size)
+	if err == nil {
+		err = o.jr.write(batch)
+	}
 	if err == nil {
 		return
 	}
-	o.journalOn.Store(false)
-	o.c.writeErrors.Add(1)
-	o.log.Error("cannot write outbox journal; steps the daemon has not taken go to the database sooner", "err", err)
+	if isNoSpace(err) {
+		// Not journaled: these steps are handled as without a journal
+		// (and held in memory while the disk has no room); the journal
+		// is tried again for the next ones.
+		o.jr.failing = false
+	} else {
+		o.journalOn.Store(false)
+		o.c.writeErrors.Add(1)
+		o.log.Error("cannot write outbox journal; steps the daemon has not taken go to the database sooner", "err", err)
+	}
 	o.mu.Lock()
 	o.pullDues(len(o.mem), now.Add(o.opts.PersistAfter))
 	o.mu.Unlock()
@@ -636,27 +682,43 @@ func (o *Outbox) persist(now time.Time, all bool) {
 		}
 		o.c.spilled.Add(int64(len(batch)))
 		o.c.held.Store(0)
+		o.c.heldBytes.Store(0)
 		o.trimMem()
 		return
 	}
-	o.c.writeErrors.Add(1)
+	if !isNoSpace(err) {
+		o.c.writeErrors.Add(1)
+	}
 	was := o.writeFailing
 	o.writeFailing = true
-	unwritten := len(o.mem) - o.memDisk
-	lost := max(unwritten-o.opts.MaxHeld, 0)
+	// Keep the oldest steps (the closest to being delivered) within
+	// MaxHeld and MaxHeldBytes; the newest go.
+	keep, heldBytes := o.memDisk, 0
+	for keep < len(o.mem) && keep-o.memDisk < o.opts.MaxHeld && heldBytes+len(o.mem[keep].raw) <= o.opts.MaxHeldBytes {
+		heldBytes += len(o.mem[keep].raw)
+		keep++
+	}
+	lost := len(o.mem) - keep
 	if lost > 0 {
-		// The newest go: the oldest are closest to being delivered.
-		for _, e := range o.mem[len(o.mem)-lost:] {
+		for _, e := range o.mem[keep:] {
 			o.memBytes -= len(e.raw)
 		}
-		clear(o.mem[len(o.mem)-lost:])
-		o.mem = o.mem[:len(o.mem)-lost]
-		o.c.dropped.Add(int64(lost))
+		clear(o.mem[keep:])
+		o.mem = o.mem[:keep]
+		reason := losses.WriteError
+		if isNoSpace(err) {
+			reason = losses.DiskFull
+		}
+		o.c.lose(reason, int64(lost), err.Error())
 		o.c.depth.Add(-int64(lost))
 	}
 	o.c.held.Store(int64(len(o.mem) - o.memDisk))
-	if !was || lost > 0 {
-		o.log.Error("cannot write outbox; holding steps in memory", "err", err, "held", len(o.mem)-o.memDisk, "max_held", o.opts.MaxHeld, "dropped", lost)
+	o.c.heldBytes.Store(int64(heldBytes))
+	now2 := time.Now()
+	if !was || (lost > 0 && now2.Sub(o.lastDropLog) > 10*time.Second) {
+		o.lastDropLog = now2
+		o.log.Error("cannot write outbox; holding steps in memory", "err", err, "held", len(o.mem)-o.memDisk,
+			"max_held", o.opts.MaxHeld, "max_held_bytes", o.opts.MaxHeldBytes, "dropped", lost, "dropped_total", o.c.dropped.Load())
 	}
 }
 
@@ -701,6 +763,11 @@ func (o *Outbox) forget(gone map[uint64]bool) {
 	o.mem, o.memDisk = o.mem[:j], disk
 	if o.writeFailing {
 		o.c.held.Store(int64(len(o.mem) - o.memDisk))
+		n := 0
+		for _, e := range o.mem[o.memDisk:] {
+			n += len(e.raw)
+		}
+		o.c.heldBytes.Store(int64(n))
 	}
 }
 
@@ -730,6 +797,13 @@ func (o *Outbox) onDisk(steps []entry) []entry {
 
 // write stores entries in as few transactions as Badger allows.
 func (o *Outbox) write(entries []entry) error {
+	var need int64
+	for _, e := range entries {
+		need += int64(len(e.raw)) + 32
+	}
+	if err := o.checkSpace(need); err != nil {
+		return fmt.Errorf("write outbox: %w", err)
+	}
 	db, err := o.disk()
 	if err != nil {
 		return err
@@ -920,6 +994,9 @@ func (o *Outbox) deliverLoop(ctx context.Context) {
 			continue
 		}
 		wait := bo.NextBackOff()
+		if errors.Is(err, ErrDaemonFull) {
+			wait = min(wait, daemonFullRetry)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -985,7 +1062,7 @@ func (o *Outbox) send(ctx context.Context, batch []entry) (err error) {
 // steps the daemon refuses, so one bad step cannot hold back the rest.
 func (o *Outbox) isolate(ctx context.Context, batch []entry, batchErr error) {
 	if len(batch) == 1 {
-		o.reject(batch[0], batchErr)
+		o.reject(ctx, batch[0], batchErr)
 		return
 	}
 	for _, e := range batch {
@@ -995,7 +1072,7 @@ func (o *Outbox) isolate(ctx context.Context, batch []entry, batchErr error) {
 			o.remove([]entry{e})
 			o.c.delivered.Add(1)
 		case errors.Is(err, ErrRejected):
-			o.reject(e, err)
+			o.reject(ctx, e, err)
 		default:
 			o.c.deliveryFailures.Add(1)
 			return // the rest stays queued, in order
@@ -1003,14 +1080,22 @@ func (o *Outbox) isolate(ctx context.Context, batch []entry, batchErr error) {
 	}
 }
 
-// reject moves a refused step aside (kept until retention, for inspection).
-func (o *Outbox) reject(e entry, err error) {
+// reject moves a refused step aside (kept until retention, for inspection,
+// then exported to Outboxes()/.rejected/) and delivers its stub in its
+// place (see stubFor).
+func (o *Outbox) reject(ctx context.Context, e entry, err error) {
+	o.deliverStub(ctx, e)
 	o.c.rejected.Add(1)
+	o.c.ledger.Add(losses.Rejected, 1, err.Error())
 	var s struct{ Method, Tool string }
 	_ = json.Unmarshal(e.raw, &s)
 	o.log.Error("daemon refused a step; set aside", "seq", e.seq, "method", s.Method, "tool", s.Tool, "err", err)
 	o.wmu.Lock()
-	db, derr := o.disk()
+	derr := o.checkSpace(int64(len(e.raw)) + 32)
+	var db *badger.DB
+	if derr == nil {
+		db, derr = o.disk()
+	}
 	if derr == nil {
 		derr = db.Update(func(txn *badger.Txn) error { return txn.Set(stepKey(prefixRejected, e.seq), e.raw) })
 	}
@@ -1106,7 +1191,9 @@ func (o *Outbox) remove(steps []entry) {
 	o.mu.Lock()
 	del := o.onDisk(steps)
 	o.mu.Unlock()
-	if db := o.db.Load(); db != nil && len(del) > 0 {
+	if db := o.db.Load(); db != nil && len(del) > 0 && o.checkSpace(int64(len(del))*32) == nil {
+		// While space is short the delivered steps stay in the database
+		// (the daemon drops them if they are delivered again).
 		wb := db.NewWriteBatch()
 		for _, e := range del {
 			_ = wb.Delete(stepKey(prefixStep, e.seq))
@@ -1156,7 +1243,10 @@ func (o *Outbox) enforceRetention() {
 			}
 			_ = it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &s) })
 			if age := now.Sub(s.EndedAt); age <= o.opts.Retention || maxAge <= o.opts.Retention {
-				if age > maxAge+time.Minute && !o.warnedClock {
+				// Only an outbox this process opened knows its age (a
+				// drainer's maxAge is unbounded, and adding to it
+				// overflowed into a false alarm).
+				if !o.opened.IsZero() && age > maxAge+time.Minute && !o.warnedClock {
 					o.warnedClock = true
 					o.log.Warn("step timestamps are older than this sidecar: the clock jumped; retention counts from the sidecar's start", "ended_at", s.EndedAt, "uptime", maxAge.String())
 				}
@@ -1167,7 +1257,7 @@ func (o *Outbox) enforceRetention() {
 		}
 		return nil
 	})
-	if len(expired) > 0 {
+	if len(expired) > 0 && o.checkSpace(int64(len(expired))*32) == nil {
 		o.wmu.Lock() // what is on disk changes
 		defer o.wmu.Unlock()
 		wb := db.NewWriteBatch()
@@ -1183,6 +1273,7 @@ func (o *Outbox) enforceRetention() {
 			o.forget(gone)
 			o.mu.Unlock()
 			o.c.expired.Add(int64(len(expired)))
+			o.c.ledger.Add(losses.Expired, int64(len(expired)), "undelivered past the retention period "+o.opts.Retention.String())
 			o.c.depth.Add(-int64(len(expired)))
 			o.log.Error("undelivered steps passed the retention period and were removed", "steps", len(expired), "retention", o.opts.Retention.String())
 		}
@@ -1227,7 +1318,8 @@ func (o *Outbox) exportRejected() error {
 
 // appendLine appends a stored step as one line of JSON: whole (a step's
 // compact encoding gets its derived bodies back) and compacted, since
-// Step.AppendJSON keeps the bodies' whitespace (newlines included), or as a
+// Step.AppendJSON keeps the bodies' whitespace (newlines included); an
+// object encoding/json cannot read as it is, without its newlines; or as a
 // JSON string when it is not JSON at all.
 func appendLine(lines, v []byte) []byte {
 	var s hindsight.Step
@@ -1239,6 +1331,17 @@ func appendLine(lines, v []byte) []byte {
 	var buf bytes.Buffer
 	if json.Compact(&buf, v) == nil {
 		return append(lines, buf.Bytes()...)
+	}
+	if len(v) > 1 && v[0] == '{' && v[len(v)-1] == '}' {
+		// An object encoding/json cannot read (nested past its depth
+		// limit, say): kept as it is, on one line. Raw newlines in JSON
+		// are whitespace between tokens (in strings they are escaped).
+		for _, c := range v {
+			if c != '\n' && c != '\r' {
+				lines = append(lines, c)
+			}
+		}
+		return lines
 	}
 	q, _ := json.Marshal(string(v))
 	return append(lines, q...)
@@ -1287,7 +1390,11 @@ func (o *Outbox) shutdown() error {
 	n := len(o.mem) - o.memDisk
 	kept := n > 0 && o.journalOn.Load()
 	if n > 0 && !kept {
-		o.c.dropped.Add(int64(n))
+		reason := losses.AtExit
+		if o.spaceLow.Load() {
+			reason = losses.DiskFull
+		}
+		o.c.lose(reason, int64(n), "the outbox closed with the steps only in memory")
 		o.c.depth.Add(-int64(n))
 		o.log.Error("outbox closed with steps only in memory; they are lost", "steps", n)
 	}
@@ -1306,7 +1413,13 @@ func (o *Outbox) shutdown() error {
 		if e := db.Sync(); e != nil {
 			err = fmt.Errorf("sync outbox: %w", e)
 		}
-		if e := db.Close(); e != nil && err == nil {
+		if e := o.checkSpace(0); e != nil {
+			// Closing flushes the memtable through a mapped file: leave
+			// the database to the process's exit, its log replays at the
+			// next open.
+			o.log.Warn("disk short of space: the outbox database is left unclosed; its log is replayed when it is opened again", "err", e)
+			empty = false
+		} else if e := db.Close(); e != nil && err == nil {
 			err = fmt.Errorf("close outbox: %w", e)
 		}
 	}
@@ -1374,7 +1487,7 @@ func drainOrphans(ctx context.Context, home hindsight.Home, d Deliverer, log *sl
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		n, err := drainOne(ctx, filepath.Join(root, e.Name()), e.Name(), d, log, c)
+		n, err := drainOne(ctx, home, filepath.Join(root, e.Name()), e.Name(), d, log, c)
 		total += n
 		if err != nil {
 			return total, err
@@ -1383,7 +1496,7 @@ func drainOrphans(ctx context.Context, home hindsight.Home, d Deliverer, log *sl
 	return total, nil
 }
 
-func drainOne(ctx context.Context, dir, id string, d Deliverer, log *slog.Logger, c *counters) (int, error) {
+func drainOne(ctx context.Context, home hindsight.Home, dir, id string, d Deliverer, log *slog.Logger, c *counters) (int, error) {
 	lock, err := lockFile(filepath.Join(dir, lockName))
 	if errors.Is(err, errLocked) || errors.Is(err, fs.ErrNotExist) {
 		return 0, nil // a live sidecar, or another drainer just removed it
@@ -1393,12 +1506,34 @@ func drainOne(ctx context.Context, dir, id string, d Deliverer, log *slog.Logger
 	}
 	defer lock.Close()
 	log = log.With("outbox", id)
-	removeDeadSpill(dir, log)
+	// Draining writes to the dead sidecar's database (its journal, the
+	// removal of delivered steps), through mapped files.
+	if err := diskspace.Check(dir, diskspace.Reserve(diskspace.DefaultSidecarReserve), 0); err != nil {
+		return 0, fmt.Errorf("drain outbox %s: %w", id, err)
+	}
+	if n := removeDeadSpill(dir, log); n > 0 {
+		if err := losses.AddTo(string(home), id, "", losses.Crash, n, "spilled before redaction by a sidecar that died"); err != nil {
+			log.Warn("record lost steps", "err", err)
+		}
+	}
+	rejected0, expired0 := c.rejected.Load(), c.expired.Load()
+	defer func() {
+		if n := c.rejected.Load() - rejected0; n > 0 {
+			_ = losses.AddTo(string(home), id, "", losses.Rejected, n, "refused by the daemon while draining a dead sidecar's outbox")
+		}
+		if n := c.expired.Load() - expired0; n > 0 {
+			_ = losses.AddTo(string(home), id, "", losses.Expired, n, "undelivered past the retention period")
+		}
+	}()
 	journaled, segments := readJournal(dir, log)
 	if _, err := os.Stat(filepath.Join(dir, dbName)); errors.Is(err, os.ErrNotExist) && len(journaled) == 0 {
-		return 0, os.RemoveAll(dir) // the sidecar died before writing anything
+		losses.Remove(string(home), id) // a ledger that records nothing
+		return 0, os.RemoveAll(dir)     // the sidecar died before writing anything
 	}
-	db, err := openDB(filepath.Join(dir, dbName), log)
+	db, err := openDBContained(filepath.Join(dir, dbName), log)
+	if err != nil && isNoSpace(err) {
+		return 0, fmt.Errorf("drain outbox %s: %w", id, err)
+	}
 	if err != nil {
 		c.corrupt.Add(1)
 		aside := filepath.Join(filepath.Dir(dir), corruptDir, id+"-"+strconv.FormatInt(time.Now().Unix(), 10))
@@ -1456,6 +1591,7 @@ func drainOne(ctx context.Context, dir, id string, d Deliverer, log *slog.Logger
 			return delivered, fmt.Errorf("remove outbox %s: %w", id, err)
 		}
 		log.Info("drained orphaned outbox", "steps", delivered)
+		losses.Remove(string(home), id) // a ledger that records nothing
 	}
 	return delivered, ctx.Err()
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/losses"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -65,6 +66,9 @@ type Options struct {
 	// the queue is full; past it they are dropped. 0: DefaultMaxSpillBytes;
 	// negative: no spill, a full queue drops.
 	MaxSpillBytes int64
+	// MaxHeldBytes and DiskReserve are the outbox's (see OutboxOptions).
+	MaxHeldBytes int
+	DiskReserve  int64
 }
 
 // A Recorder turns the exchanges a sidecar relays into redacted, tagged
@@ -111,6 +115,8 @@ type Recorder struct {
 	c      *counters
 	tagger *Tagger
 	colls  []prometheus.Collector
+
+	ledgerStop, ledgerDone chan struct{} // flushLedger
 
 	// The queue: Hook appends to pending, numbering the exchanges as they
 	// enter it (next) so that the committer can restore their order, and
@@ -207,13 +213,22 @@ func New(opts Options) (*Recorder, error) {
 		}
 	}
 	c := &counters{}
-	ob, err := openOutbox(OutboxOptions{Home: opts.Home, Deliverer: opts.Deliverer, Logger: log, Retention: opts.Retention}, c)
+	ob, err := openOutbox(OutboxOptions{Home: opts.Home, Deliverer: opts.Deliverer, Logger: log, Retention: opts.Retention,
+		MaxHeldBytes: opts.MaxHeldBytes, DiskReserve: opts.DiskReserve}, c)
 	if err != nil {
 		return nil, fmt.Errorf("new recorder: %w", err)
+	}
+	// Losses are recorded durably from here on (see internal/losses); a
+	// ledger that cannot be created leaves them in the counters only.
+	if l, err := losses.Open(string(opts.Home), ob.ID(), opts.Server); err != nil {
+		log.Warn("losses of this sidecar are counted but not recorded for hindsight status", "err", err)
+	} else {
+		c.ledger = l
 	}
 	colls, err := c.register(opts.Registerer, ob.ID())
 	if err != nil {
 		ob.Close(context.Background())
+		c.ledger.Close(true)
 		return nil, fmt.Errorf("register capture metrics: %w", err)
 	}
 	r := &Recorder{opts: opts, log: log.With("component", "capture", "server", opts.Server, "outbox", ob.ID()),
@@ -259,7 +274,29 @@ func New(opts Options) (*Recorder, error) {
 		r.rmu.Unlock()
 	}()
 	go r.commit()
+	r.ledgerStop, r.ledgerDone = make(chan struct{}), make(chan struct{})
+	go r.flushLedger()
 	return r, nil
+}
+
+// ledgerInterval spaces the writes of the loss ledger.
+const ledgerInterval = time.Second
+
+// flushLedger writes the loss ledger every ledgerInterval while it changed.
+func (r *Recorder) flushLedger() {
+	defer close(r.ledgerDone)
+	t := time.NewTicker(ledgerInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.ledgerStop:
+			return
+		case <-t.C:
+			if err := r.c.ledger.Flush(); err != nil {
+				r.log.Warn("record lost steps", "err", err)
+			}
+		}
+	}
 }
 
 // Source is the outbox id, the Source of every step this Recorder stores.
@@ -403,7 +440,8 @@ func (r *Recorder) dispatch() {
 
 // drop counts a lost exchange and logs at most once every ten seconds.
 func (r *Recorder) drop(why string) {
-	n := r.c.dropped.Add(1)
+	r.c.lose(losses.QueueFull, 1, why)
+	n := r.c.dropped.Load()
 	r.dropMu.Lock()
 	defer r.dropMu.Unlock()
 	if time.Since(r.lastDrop) > 10*time.Second {
@@ -479,13 +517,17 @@ func (r *Recorder) commit() {
 		for i := range batch {
 			r.tagger.Tag(&batch[i])
 			r.c.redactions.Add(int64(batch[i].Redactions))
+			if len(batch[i].Truncated) > 0 {
+				r.c.truncated.Add(1)
+				r.c.ledger.Add(losses.Truncated, 1, "a body over the size limit was cut")
+			}
 		}
 		r.outbox.Append(batch)
 		r.batch = batch
 		r.c.captured.Add(int64(len(batch)))
 		r.c.queued.Add(-int64(len(batch) + lost))
 		r.c.queuedBytes.Add(-size)
-		r.c.dropped.Add(int64(lost))
+		r.c.lose(losses.Encode, int64(lost), "building the step panicked")
 		r.processed.Add(int64(len(batch) + lost))
 		now := time.Now()
 		for i := range batch {
@@ -572,6 +614,11 @@ func (r *Recorder) Close(ctx context.Context) error {
 	if e := r.outbox.Close(ctx); e != nil && err == nil {
 		err = e
 	}
+	close(r.ledgerStop)
+	<-r.ledgerDone
+	if e := r.c.ledger.Close(true); e != nil {
+		r.log.Warn("record lost steps", "err", e)
+	}
 	for _, c := range r.colls {
 		r.opts.Registerer.Unregister(c)
 	}
@@ -626,7 +673,7 @@ func (r *Recorder) unspill() {
 	defer func() {
 		if sp := r.sp.Load(); sp != nil {
 			if n := sp.close(); n > 0 {
-				r.c.dropped.Add(int64(n))
+				r.c.lose(losses.AtExit, int64(n), "capture closed before its spill was recorded")
 				r.processed.Add(int64(n))
 				r.log.Error("capture closed before its spill was recorded; exchanges lost", "exchanges", n)
 			}
@@ -657,14 +704,14 @@ func (r *Recorder) unspill() {
 		}
 		if err != nil {
 			r.c.spillLost.Add(1)
-			r.c.dropped.Add(1)
+			r.c.lose(losses.QueueFull, 1, "spilled exchange unreadable: "+err.Error())
 			r.processed.Add(1)
 			r.log.Error("spilled exchange unreadable; lost", "err", err)
 			r.spillGone(1)
 			continue
 		}
 		if !r.requeue(ex) {
-			r.c.dropped.Add(1)
+			r.c.lose(losses.AtExit, 1, "capture closed before its spill was recorded")
 			r.processed.Add(1)
 			r.spillGone(1)
 			<-r.writerDone

@@ -401,12 +401,12 @@ var spillLostTotal atomic.Int64
 func SpillLost() int64 { return spillLostTotal.Load() }
 
 // removeDeadSpill deletes the spill directory of a dead sidecar's outbox,
-// counting and logging the exchanges it held.
-func removeDeadSpill(outboxDir string, log *slog.Logger) {
+// counting and logging the exchanges it held, and returns how many.
+func removeDeadSpill(outboxDir string, log *slog.Logger) int64 {
 	dir := filepath.Join(outboxDir, spillDirName)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return
+		return 0
 	}
 	var n int64
 	for _, e := range entries {
@@ -416,13 +416,14 @@ func removeDeadSpill(outboxDir string, log *slog.Logger) {
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		log.Error("remove a dead sidecar's spilled exchanges", "dir", dir, "err", err)
-		return
+		return 0
 	}
 	if n > 0 {
 		spillLostTotal.Add(n)
 		log.Error("a sidecar died with exchanges spilled to disk before redaction; their key died with it, so they were deleted unread and are lost",
 			"exchanges", n, "dir", dir)
 	}
+	return n
 }
 
 // countRecords counts the records of a spill segment (a torn last one

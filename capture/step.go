@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -60,7 +61,13 @@ func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
 
 	req, nreq, reqCut := redactBody(r, ex.Request, maxBody)
 	resp, nresp, respCut := redactBody(r, ex.Response, maxBody)
-	s.Redactions = nreq + nresp
+	// Invalid UTF-8 (inside JSON strings: the relay checked the rest) is
+	// relayed as it came, but stored replaced, so that the daemon's API,
+	// exports and --json output are valid UTF-8 JSON; each replaced run
+	// counts as a redaction.
+	req, breq := validUTF8(req)
+	resp, bresp := validUTF8(resp)
+	s.Redactions = nreq + nresp + breq + bresp
 
 	// gjson reads the bodies in place (GetBytes would copy every result
 	// it returns); the step keeps req and resp, so its arguments and
@@ -133,7 +140,7 @@ func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
 
 	s.Request, s.Arguments = truncateField(&s, "request", req, reqCut, maxBody), truncateField(&s, "arguments", s.Arguments, nil, maxBody)
 	s.Response, s.Result = truncateField(&s, "response", resp, respCut, maxBody), truncateField(&s, "result", s.Result, nil, maxBody)
-	if s.Error != nil && len(s.Error.Data) > maxBody {
+	if s.Error != nil && (len(s.Error.Data) > maxBody || tooDeep(s.Error.Data, MaxBodyDepth)) {
 		s.Error.Data = preview(s.Error.Data, maxBody)
 	}
 	return s
@@ -170,12 +177,69 @@ func truncateField(s *hindsight.Step, field string, body []byte, cut *hindsight.
 		s.Truncated = append(s.Truncated, t)
 		return body
 	}
-	if len(body) <= maxBody {
+	if len(body) <= maxBody && !tooDeep(body, MaxBodyDepth) {
 		return body
 	}
 	sum := sha256.Sum256(body)
 	s.Truncated = append(s.Truncated, hindsight.Truncation{Field: field, OriginalSize: len(body), SHA256: hex.EncodeToString(sum[:])})
 	return preview(body, maxBody)
+}
+
+// validUTF8 returns b with each run of invalid UTF-8 replaced by U+FFFD, and
+// how many runs it replaced; b itself when it is valid (b is not modified).
+func validUTF8(b []byte) ([]byte, int) {
+	if utf8.Valid(b) {
+		return b, 0
+	}
+	n := 0
+	for i, bad := 0, false; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		invalid := r == utf8.RuneError && size == 1
+		if invalid && !bad {
+			n++
+		}
+		bad = invalid
+		i += size
+	}
+	return bytes.ToValidUTF8(b, []byte("\uFFFD")), n
+}
+
+// MaxBodyDepth is the deepest nesting of arrays and objects a stored body
+// keeps: a deeper one is stored truncated (a JSON string of its first
+// bytes, with its size and SHA-256), as an over-long one is. The relay
+// passes any depth; the daemon and the tools that read steps decode them
+// with encoding/json, which stops at 10,000 levels, and a step nests its
+// bodies a few levels down.
+const MaxBodyDepth = 1000
+
+// tooDeep reports whether the JSON in b nests arrays and objects more than
+// limit deep. Bodies too short or with too few brackets to do so are not
+// scanned.
+func tooDeep(b []byte, limit int) bool {
+	if len(b) <= 2*limit || bytes.Count(b, []byte{'{'})+bytes.Count(b, []byte{'['}) <= limit {
+		return false
+	}
+	depth, inStr := 0, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inStr:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == '{' || c == '[':
+			if depth++; depth > limit {
+				return true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // preview is the first max bytes of b (cut at a rune boundary) as a JSON

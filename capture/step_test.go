@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/proxy"
@@ -190,5 +191,75 @@ func TestBuildStepDuplicateMembers(t *testing.T) {
 	s := BuildStep(ex, r, 0)
 	if s.Tool != "a" || string(s.Arguments) != `{"x":1}` || s.ExplicitTask != "t1" || !s.IsError {
 		t.Errorf("tool %q, arguments %s, task %q, is_error %v; want a, {\"x\":1}, t1, true", s.Tool, s.Arguments, s.ExplicitTask, s.IsError)
+	}
+}
+
+// TestBuildStepDeepBody: arguments nested deeper than MaxBodyDepth (the
+// relay passes them) are stored truncated, with their size and hash, so
+// that the step stays readable by encoding/json (which stops at 10,000
+// levels) and the daemon takes it.
+func TestBuildStepDeepBody(t *testing.T) {
+	r, err := NewRedactor(RedactorConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const depth = 9997
+	args := strings.Repeat("[", depth) + strings.Repeat("]", depth)
+	ex := &proxy.Exchange{Method: "tools/call", Direction: hindsight.ClientToServer,
+		Request:  []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deep","arguments":{"a":` + args + `}}}`),
+		Response: []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)}
+	s := BuildStep(ex, r, 0)
+	fields := map[string]bool{}
+	for _, tr := range s.Truncated {
+		fields[tr.Field] = tr.OriginalSize > 2*depth && len(tr.SHA256) == 64
+	}
+	if !fields["arguments"] || !fields["request"] || s.Tool != "deep" {
+		t.Fatalf("truncated %+v, tool %q", s.Truncated, s.Tool)
+	}
+	b, err := s.AppendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back hindsight.Step
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatalf("the step does not decode: %v", err)
+	}
+	// Bodies within the limit are kept whole (the request nests the
+	// arguments three levels down).
+	ok := strings.Repeat("[", MaxBodyDepth-4) + strings.Repeat("]", MaxBodyDepth-4)
+	ex.Request = []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deep","arguments":{"a":` + ok + `}}}`)
+	if s := BuildStep(ex, r, 0); len(s.Truncated) != 0 {
+		t.Fatalf("a request %d deep was truncated: %+v", MaxBodyDepth, s.Truncated)
+	}
+}
+
+// TestBuildStepInvalidUTF8: invalid UTF-8 inside a JSON string is stored
+// replaced (U+FFFD), each run counted as a redaction, so the step encodes
+// as valid UTF-8 JSON.
+func TestBuildStepInvalidUTF8(t *testing.T) {
+	r, err := NewRedactor(RedactorConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := &proxy.Exchange{Method: "tools/call", Direction: hindsight.ClientToServer,
+		Request:  []byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"a\xff\xfeb\xc3\"}}}"),
+		Response: []byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\xe2\x82\"}]}}")}
+	req := string(ex.Request)
+	s := BuildStep(ex, r, 0)
+	if string(ex.Request) != req {
+		t.Fatal("the relayed request was modified")
+	}
+	if s.Redactions != 3 {
+		t.Errorf("redactions %d, want 3 (two runs in the request, one in the response)", s.Redactions)
+	}
+	b, err := s.AppendCompactJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !utf8.Valid(b) || !json.Valid(b) {
+		t.Fatalf("step encodes as invalid UTF-8 JSON: %q", b)
+	}
+	if !strings.Contains(string(s.Arguments), "a\uFFFDb\uFFFD") {
+		t.Errorf("arguments %s", s.Arguments)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hindsight-proxy/hindsight/internal/losses"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
@@ -94,6 +95,16 @@ type Status struct {
 	Experiences *StoreStats      `json:"experiences,omitempty"`
 	Disk        map[string]int64 `json:"disk,omitempty"` // bytes per directory under the daemon's data
 	Outboxes    []OutboxInfo     `json:"outboxes"`
+	// Losses are the steps sidecars lost or stored cut, per server, from
+	// their durable ledgers (see internal/losses): read by the CLI from
+	// the home directory, so they show whether the daemon runs or not.
+	Losses []losses.ServerLosses `json:"losses"`
+	// DiskLow is set while the daemon refuses steps for lack of disk
+	// space; DiskRefused counts the batches it refused so.
+	DiskLow     bool  `json:"disk_low,omitempty"`
+	DiskRefused int64 `json:"disk_refused,omitempty"`
+	// Hint says how to recover when the daemon is not running.
+	Hint string `json:"hint,omitempty"`
 }
 
 // StepBatch is the body of POST /v1/steps.
@@ -156,6 +167,8 @@ func (e *APIError) Unwrap() error {
 		return hindsight.ErrConflict
 	case 503:
 		return ErrUnavailable
+	case 507:
+		return ErrDiskFull
 	}
 	return nil
 }

@@ -24,15 +24,27 @@ type OutboxInfo struct {
 // inside the outbox directory, every few seconds: so `hindsight status`
 // shows depths even while the daemon is down.
 type OutboxStats struct {
-	Server     string    `json:"server"`
-	PID        int       `json:"pid"`
-	Depth      int64     `json:"depth"` // undelivered steps
-	Captured   int64     `json:"captured"`
-	Delivered  int64     `json:"delivered"`
-	Dropped    int64     `json:"dropped"`
-	Rejected   int64     `json:"rejected"`
-	Redactions int64     `json:"redactions"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	Server     string `json:"server"`
+	PID        int    `json:"pid"`
+	Depth      int64  `json:"depth"` // undelivered steps
+	Captured   int64  `json:"captured"`
+	Delivered  int64  `json:"delivered"`
+	Dropped    int64  `json:"dropped"`
+	Rejected   int64  `json:"rejected"`
+	Redactions int64  `json:"redactions"`
+	// Held is the steps held in memory because the outbox cannot be
+	// written (a full disk); DroppedDiskFull those of Dropped lost so;
+	// Truncated the steps stored with a body cut.
+	Held            int64     `json:"held"`
+	DroppedDiskFull int64     `json:"dropped_disk_full"`
+	Truncated       int64     `json:"truncated"`
+	// ServerStarts counts the starts of the wrapped server (1 plus its
+	// restarts), ServerCrashes its exits on its own, LastCrashAt the last
+	// one: a crash loop shows here (stdio sidecars).
+	ServerStarts  int64      `json:"server_starts,omitempty"`
+	ServerCrashes int64      `json:"server_crashes,omitempty"`
+	LastCrashAt   *time.Time `json:"last_crash_at,omitempty"`
+	UpdatedAt     time.Time  `json:"updated_at"`
 }
 
 // OutboxStatsFile is the file of OutboxStats in an outbox directory.

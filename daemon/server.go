@@ -4,6 +4,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,11 @@ type Server struct {
 	// Drain, when set, is run in the background at start: the daemon
 	// drains outboxes that dead sidecars left behind.
 	Drain func(ctx context.Context)
+
+	// Space, when set, refuses step batches while the disk is short of
+	// space (507; the sidecars hold them) and keeps the databases' logs
+	// allocated ahead; Serve runs it.
+	Space *SpaceGuard
 
 	// Registry receives the daemon's metrics, served at GET /metrics; nil:
 	// a registry of its own.
@@ -161,6 +167,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.Drain != nil {
 		wg.Go(func() { s.Drain(loopCtx) })
 	}
+	if s.Space != nil {
+		s.Space.Logger = s.Logger
+		wg.Go(func() { s.Space.Run(loopCtx) })
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	var err error
@@ -259,9 +269,11 @@ func (s *Server) Kick() {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+	_, _ = w.Write(validUTF8(buf.Bytes()))
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
@@ -279,6 +291,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusConflict
 	case errors.Is(err, ErrUnavailable):
 		status = http.StatusServiceUnavailable
+	case errors.Is(err, ErrDiskFull):
+		status = http.StatusInsufficientStorage
 	case errors.As(err, &mbe):
 		status = http.StatusRequestEntityTooLarge
 	case errors.Is(err, errBadRequest):
@@ -286,7 +300,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, context.Canceled):
 		status = 499
 	}
-	if status >= 500 && status != http.StatusServiceUnavailable {
+	if status >= 500 && status != http.StatusServiceUnavailable && status != http.StatusInsufficientStorage {
 		s.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	writeError(w, status, err.Error())
@@ -376,6 +390,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 		st.Reflection = &qs
 	}
 	st.Experiences = s.storeStats(r.Context())
+	st.DiskLow, st.DiskRefused = s.Space.Low(), s.Space.Refused()
 	if s.Home != "" {
 		st.Disk = dirSizes(s.Home.DaemonData())
 	}
@@ -458,6 +473,16 @@ func (s *Server) handleSteps(w http.ResponseWriter, r *http.Request) {
 		s.m.rejected.Inc()
 		s.Logger.Warn("refused a step batch", "steps", len(steps), "err", err)
 		s.fail(w, r, badRequest("%v", err))
+		return
+	}
+	// Storing a step costs about twice its size (the log, then a table).
+	var size int64
+	for _, st := range steps {
+		size += int64(len(st.JSON))
+	}
+	if err := s.Space.Check(2 * size); err != nil {
+		s.Space.refused.Add(1)
+		s.fail(w, r, err)
 		return
 	}
 	res, err := s.Traces.ingestRaw(r.Context(), steps)
@@ -566,11 +591,17 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "application/jsonl")
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	err := s.Traces.Steps(r.Context(), ids, func(st *hindsight.Step) error {
 		s.annotate(st)
-		return enc.Encode(st)
+		buf.Reset()
+		if err := enc.Encode(st); err != nil {
+			return err
+		}
+		_, err := w.Write(validUTF8(buf.Bytes()))
+		return err
 	})
 	if err != nil {
 		// The status line is gone: break the stream so the client sees

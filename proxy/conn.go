@@ -243,10 +243,19 @@ func (c *Conn) invalid(m Message, err error, from string) Action {
 		// The id cannot be trusted from invalid JSON: answer with a null id.
 		return Action{Reply: ErrorResponse(nil, CodeParseError, "Parse error: "+truncate(string(m.Raw), 80))}
 	}
-	if m.ID != nil {
+	switch {
+	case m.ID != nil:
 		return Action{Reply: ErrorResponse(m.ID, CodeInvalidRequest, "Invalid Request: "+err.Error())}
+	case m.hasID:
+		// An id that is not a string, a number or null cannot be echoed
+		// back as the agent's id: answer with null, as JSON-RPC says.
+		return Action{Reply: ErrorResponse(nil, CodeInvalidRequest, "Invalid Request: the id must be a string, a number or null")}
+	case m.hasMethod:
+		return Action{} // a notification: JSON-RPC never answers one
 	}
-	return Action{}
+	// Neither an id nor a method (a scalar, an object of other members):
+	// nothing to match, but never silence.
+	return Action{Reply: ErrorResponse(nil, CodeInvalidRequest, "Invalid Request: "+err.Error())}
 }
 
 func (c *Conn) localToolCall(m *Message, ex *Exchange) (Action, bool) {

@@ -3,10 +3,13 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/tidwall/gjson"
 )
 
 // MaxLineBytes is the default limit on one newline-delimited message. MCP
@@ -19,6 +22,23 @@ const MaxLineBytes = 64 << 20
 type LineTooLongError struct {
 	Limit int   // the reader's limit
 	Size  int64 // bytes dropped, without the newline
+	// Head is the line's first bytes (up to tooLongHead), from which the
+	// message's id may still be read (see ID).
+	Head []byte
+}
+
+// tooLongHead is how much of an over-long line LineTooLongError keeps.
+const tooLongHead = 4 << 10
+
+// ID returns the JSON-RPC id of the dropped message when its first bytes
+// show one (a top-level "id" member that is a string or a number), so the
+// request can be answered; nil otherwise (answer with a null id).
+func (e *LineTooLongError) ID() json.RawMessage {
+	id := gjson.GetBytes(e.Head, "id")
+	if id.Type == gjson.String || id.Type == gjson.Number {
+		return json.RawMessage(id.Raw)
+	}
+	return nil
 }
 
 func (e *LineTooLongError) Error() string {
@@ -45,35 +65,76 @@ func NewLineReader(r io.Reader, max int) *LineReader {
 // ReadLine returns the next line, in a slice the caller owns. A last line
 // without a newline is returned before io.EOF. A line over the limit is
 // skipped and reported as a *LineTooLongError; reading may continue.
+//
+// A line longer than the reader's buffer is gathered in chunks, then
+// joined once: reading a line of S bytes allocates about 2×S (growing one
+// slice by append allocated about 5×S, and the relay's peak memory for a
+// 20 MiB message followed).
 func (lr *LineReader) ReadLine() ([]byte, error) {
-	var long []byte // a line longer than the bufio buffer, gathered
+	var long gathered // a line longer than the bufio buffer
 	for {
 		frag, err := lr.r.ReadSlice('\n')
-		n := len(long) + len(frag)
+		n := long.n + len(frag)
 		if err == nil {
 			n-- // the newline
 		}
 		if n > lr.max {
-			return nil, lr.skip(int64(len(long)+len(frag)), err)
+			head := frag
+			if long.n > 0 {
+				head = long.chunks[0]
+			}
+			head = bytes.Clone(head[:min(len(head), tooLongHead)])
+			return nil, lr.skip(head, int64(long.n+len(frag)), err)
 		}
 		switch {
 		case err == nil:
 			frag = frag[:len(frag)-1]
-			if long == nil {
+			if long.n == 0 {
 				return lr.own(frag), nil
 			}
-			return append(long, frag...), nil
+			return long.join(frag), nil
 		case errors.Is(err, bufio.ErrBufferFull):
-			if long == nil {
-				long = make([]byte, 0, 4*len(frag))
-			}
-			long = append(long, frag...)
+			long.add(frag)
 		case errors.Is(err, io.EOF) && n > 0:
-			return append(long, frag...), nil
+			return long.join(frag), nil
 		default:
 			return nil, err
 		}
 	}
+}
+
+// gathered holds the fragments of a long line, copied into chunks that
+// double in size up to maxChunk, so the line is never copied as it grows.
+type gathered struct {
+	chunks [][]byte
+	n      int
+}
+
+const (
+	minChunk = 256 << 10
+	maxChunk = 4 << 20
+)
+
+func (g *gathered) add(frag []byte) {
+	g.n += len(frag)
+	for len(frag) > 0 {
+		if k := len(g.chunks); k == 0 || len(g.chunks[k-1]) == cap(g.chunks[k-1]) {
+			g.chunks = append(g.chunks, make([]byte, 0, min(max(minChunk, g.n-len(frag)), maxChunk)))
+		}
+		c := &g.chunks[len(g.chunks)-1]
+		m := min(len(frag), cap(*c)-len(*c))
+		*c = append(*c, frag[:m]...)
+		frag = frag[m:]
+	}
+}
+
+// join returns the gathered line followed by tail, in one allocation.
+func (g *gathered) join(tail []byte) []byte {
+	out := make([]byte, 0, g.n+len(tail))
+	for _, c := range g.chunks {
+		out = append(out, c...)
+	}
+	return append(out, tail...)
 }
 
 // own returns a copy of frag that the caller owns. Each line has an
@@ -101,7 +162,7 @@ func (lr *LineReader) Pending() bool {
 }
 
 // skip discards the rest of an over-long line.
-func (lr *LineReader) skip(size int64, err error) error {
+func (lr *LineReader) skip(head []byte, size int64, err error) error {
 	for errors.Is(err, bufio.ErrBufferFull) {
 		var frag []byte
 		frag, err = lr.r.ReadSlice('\n')
@@ -110,7 +171,7 @@ func (lr *LineReader) skip(size int64, err error) error {
 	if err == nil {
 		size-- // the newline
 	}
-	return &LineTooLongError{Limit: lr.max, Size: size}
+	return &LineTooLongError{Limit: lr.max, Size: size, Head: head}
 }
 
 // LineWriter writes newline-delimited messages. Each WriteMessage writes one

@@ -49,6 +49,11 @@ type Message struct {
 	// members, found while params is validated, so that a tools/call's
 	// tool name and a progress token need no second scan.
 	name, meta span
+	// hasID and hasMethod say whether the message has those members at
+	// all, valid or not: an invalid message with an id it cannot use, or
+	// with neither, is still answered (with a null id); one with a method
+	// and no id is a notification, never answered.
+	hasID, hasMethod bool
 }
 
 // IDKey returns a map key for the message's id that treats equal ids alike
@@ -154,6 +159,7 @@ func Parse(raw []byte) (Message, error) {
 	if skipSpace(raw, i) != len(raw) {
 		return m, ErrParse
 	}
+	m.hasID, m.hasMethod = id.ok(), method.ok()
 	if id.ok() {
 		switch raw[id.start] {
 		case '{', '[', 't', 'f':

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
 
@@ -68,6 +69,22 @@ type Stdio struct {
 	ReplayTimeout time.Duration
 	// MaxLineBytes limits one message in either direction (0: MaxLineBytes).
 	MaxLineBytes int
+
+	nStarts, nCrashes atomic.Int64 // see Starts
+	lastCrash         atomic.Int64 // unix nanoseconds
+}
+
+// Starts returns how many times Run started the server (the first start
+// and every restart), Crashes how many times it exited on its own, and
+// LastCrash when it last did (zero when it never did): a crash loop shows
+// in `hindsight status` even when its log lines are rate-limited.
+func (s *Stdio) Starts() int64  { return s.nStarts.Load() }
+func (s *Stdio) Crashes() int64 { return s.nCrashes.Load() }
+func (s *Stdio) LastCrash() time.Time {
+	if n := s.lastCrash.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 // NewStdioSession returns the session of one stdio sidecar run: a random
@@ -125,6 +142,8 @@ func (s *Stdio) Run(ctx context.Context, agentIn io.Reader, agentOut io.Writer) 
 	}
 	close(r.stopCh)
 	<-superDone
+	r.crashLog.stop()
+	r.startLog.stop()
 	// Local handlers get a grace period to answer.
 	r.mu.Lock()
 	r.stopped = true // no new ones: WaitGroup.Add must not race Wait
@@ -192,8 +211,12 @@ func (s *Stdio) newRelay(agentOut io.Writer) *relay {
 		agent:     NewLineWriter(agentOut),
 		stopCh:    make(chan struct{}),
 		agentGone: make(chan struct{}),
-		crashLog:  rateLimit{burst: 5, every: 30 * time.Second},
-		startLog:  rateLimit{burst: 5, every: 30 * time.Second},
+		crashLog: rateLimit{burst: 5, every: 30 * time.Second, flush: func(dropped int) {
+			log.Error("server keeps exiting; restarting it with backoff", "server", name, "starts", s.Starts(), "crashes", s.Crashes(), "suppressed", dropped)
+		}},
+		startLog: rateLimit{burst: 5, every: 30 * time.Second, flush: func(dropped int) {
+			log.Info("server restarted", "server", name, "starts", s.Starts(), "suppressed", dropped)
+		}},
 	}
 }
 
@@ -217,7 +240,11 @@ func (r *relay) readAgent(ctx context.Context, agentIn io.Reader) error {
 				r.fromAgent(ctx, line, now)
 			}
 		case errors.As(err, &tooLong):
+			// Never silence: the agent is told, with the id when the
+			// message's first bytes show it (a notification is
+			// answered too, with a null id: its method cannot be read).
 			r.log.Error("agent message too long; skipped", "server", r.name, "err", err)
+			r.toAgent(ErrorResponse(tooLong.ID(), CodeInvalidRequest, "Invalid Request: "+err.Error()))
 		case errors.Is(err, io.EOF):
 			return nil
 		default:
@@ -361,6 +388,7 @@ func (r *relay) start() (*child, error) {
 	r.starts++
 	n := r.starts
 	r.mu.Unlock()
+	r.s.nStarts.Add(1)
 	if n == 1 {
 		r.log.Info("server started", "server", r.name, "pid", ch.pgid, "command", r.s.Command)
 	} else if ok, dropped := r.startLog.allow(); ok {
@@ -480,6 +508,14 @@ func (r *relay) readChild(ch *child) {
 			}
 		case errors.As(err, &tooLong):
 			r.log.Error("server message too long; skipped", "server", r.name, "err", err)
+			// An answer the agent awaits (an id, no method) is replaced
+			// by an error for the same id, so the request ends.
+			if id := tooLong.ID(); id != nil && !gjson.GetBytes(tooLong.Head, "method").Exists() {
+				resp := ErrorResponse(id, CodeInternalError, "the server's answer was dropped: "+err.Error())
+				if ex := r.fromChild(ch, resp, now); ex != nil {
+					done = append(done, ex)
+				}
+			}
 		default:
 			r.flushAgent(done) // nothing is left: a burst ends before a wait
 			return
@@ -663,6 +699,8 @@ func (r *relay) settle(ch *child, stopping bool) {
 		r.failPending(fmt.Sprintf("MCP server %q stopped (%s): the sidecar is shutting down", r.name, status))
 		return
 	}
+	r.s.nCrashes.Add(1)
+	r.s.lastCrash.Store(time.Now().UnixNano())
 	if ok, dropped := r.crashLog.allow(); ok {
 		r.log.Error("server exited unexpectedly; restarting", "server", r.name, "pid", ch.pgid,
 			"status", status, "ran", time.Since(ch.started).Round(time.Millisecond).String(), "pending", r.conn.Pending(), "suppressed", dropped)
@@ -721,7 +759,10 @@ func blank(line []byte) bool {
 	return len(bytes.TrimSpace(line)) == 0
 }
 
-// rateLimit lets burst events through, then one per every.
+// rateLimit lets burst events through, then one per every. Events it
+// drops are not forgotten: the next one it lets through reports how many,
+// and when none comes, flush (when set) reports them once the next token is
+// there, so a crash loop keeps showing at one line per every.
 type rateLimit struct {
 	mu      sync.Mutex
 	burst   int
@@ -729,14 +770,13 @@ type rateLimit struct {
 	tokens  float64
 	last    time.Time
 	dropped int
+	flush   func(dropped int)
+	timer   *time.Timer
+	stopped bool
 }
 
-// allow reports whether an event may be logged, and how many were dropped
-// since the last one that was.
-func (l *rateLimit) allow() (bool, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
+// refill adds the tokens earned since the last event. l.mu is held.
+func (l *rateLimit) refill(now time.Time) {
 	if l.last.IsZero() {
 		l.tokens = float64(l.burst)
 	} else {
@@ -746,12 +786,55 @@ func (l *rateLimit) allow() (bool, int) {
 		}
 	}
 	l.last = now
+}
+
+// allow reports whether an event may be logged, and how many were dropped
+// since the last one that was.
+func (l *rateLimit) allow() (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refill(time.Now())
 	if l.tokens < 1 {
 		l.dropped++
+		if l.flush != nil && l.timer == nil && !l.stopped {
+			l.timer = time.AfterFunc(time.Duration((1-l.tokens)*float64(l.every)), l.fire)
+		}
 		return false, 0
 	}
 	l.tokens--
 	d := l.dropped
 	l.dropped = 0
 	return true, d
+}
+
+// fire reports the dropped events no later event reported.
+func (l *rateLimit) fire() {
+	l.mu.Lock()
+	l.timer = nil
+	if l.dropped == 0 || l.stopped {
+		l.mu.Unlock()
+		return
+	}
+	l.refill(time.Now())
+	if l.tokens < 1 { // taken meanwhile: wait for the next
+		l.timer = time.AfterFunc(time.Duration((1-l.tokens)*float64(l.every)), l.fire)
+		l.mu.Unlock()
+		return
+	}
+	l.tokens--
+	d := l.dropped
+	l.dropped = 0
+	l.mu.Unlock()
+	l.flush(d)
+}
+
+// stop cancels a pending flush.
+func (l *rateLimit) stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopped = true
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -401,6 +402,10 @@ func TestStdioBadInput(t *testing.T) {
 	a.send("   ")
 	a.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 5<<10) + `"}}}`)
 	a.send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+	// The over-long request is answered, with the id its first bytes show.
+	if got := a.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"Invalid Request: message of `) {
+		t.Fatalf("over-long request answered %s", got)
+	}
 	if got := a.recv(); got != `{"jsonrpc":"2.0","id":4,"result":{}}` {
 		t.Fatalf("after bad input: %s", got)
 	}
@@ -411,6 +416,9 @@ func TestStdioBadInput(t *testing.T) {
 	a.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"big","arguments":{"size":8192}}}`)
 	a.send(`{"jsonrpc":"2.0","method":"fake/say","params":{"lines":["not json at all"]}}`)
 	a.send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+	if got := a.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":5,"error":{"code":-32603,"message":"the server's answer was dropped: message of `) {
+		t.Fatalf("the dropped answer was replaced by %s", got)
+	}
 	if got := a.recv(); got != `{"jsonrpc":"2.0","id":6,"result":{}}` {
 		t.Fatalf("after a dropped answer: %s", got)
 	}
@@ -423,7 +431,11 @@ func TestStdioBadInput(t *testing.T) {
 	if _, err := io.WriteString(a.in, `{"jsonrpc":"2.0","id":7,"method":"ping"}`+"\n"+long+"\n"); err != nil {
 		t.Fatal(err)
 	}
-	if got := a.recv(); got != `{"jsonrpc":"2.0","id":7,"result":{}}` {
+	// The over-long line is answered too (null id: none can be read),
+	// possibly before the ping's answer comes back from the server.
+	got := []string{a.recv(), a.recv()}
+	slices.Sort(got)
+	if got[0] != `{"jsonrpc":"2.0","id":7,"result":{}}` || !strings.HasPrefix(got[1], `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`) {
 		t.Fatalf("ping before an over-long line: %s", got)
 	}
 	a.send(`{"jsonrpc":"2.0","method":"fake/say","params":{"lines":["{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}"],"junk":5000}}`)
@@ -600,4 +612,34 @@ func TestStdioExchangeAfterRelay(t *testing.T) {
 	if !<-hookSaw {
 		t.Fatal("the Exchange hook ran before the response was relayed to the agent")
 	}
+}
+
+// TestRateLimitFlushes: events past the burst are not lost from the log:
+// the next one let through, or else a flush once the next token is there,
+// reports how many were dropped.
+func TestRateLimitFlushes(t *testing.T) {
+	flushed := make(chan int, 4)
+	l := rateLimit{burst: 2, every: 20 * time.Millisecond, flush: func(n int) { flushed <- n }}
+	var allowed, dropped int
+	for range 5 {
+		if ok, _ := l.allow(); ok {
+			allowed++
+		} else {
+			dropped++
+		}
+	}
+	if allowed < 2 || allowed+dropped != 5 {
+		t.Fatalf("allowed %d, dropped %d", allowed, dropped)
+	}
+	if dropped > 0 {
+		select {
+		case n := <-flushed:
+			if n != dropped {
+				t.Fatalf("flush reported %d dropped, want %d", n, dropped)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the dropped events were never reported")
+		}
+	}
+	l.stop()
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -46,6 +47,15 @@ type Config struct {
 	} `yaml:"capture"`
 	Outbox struct {
 		Retention time.Duration `yaml:"retention"` // keep undelivered steps this long
+		// MaxHeldBytes bounds the steps a sidecar holds in memory while
+		// its outbox cannot be written (a full disk); past it the newest
+		// are dropped and counted (default 32 MiB).
+		MaxHeldBytes int `yaml:"max_held_bytes"`
+		// DiskReserve is the free space, in bytes, below which sidecars
+		// write nothing to their outbox's database (default 32 MiB, or
+		// HINDSIGHT_DISK_RESERVE; negative: no check). The daemon keeps
+		// 64 MiB (or HINDSIGHT_DISK_RESERVE).
+		DiskReserve int64 `yaml:"disk_reserve"`
 	} `yaml:"outbox"`
 	Daemon struct {
 		IdleGap time.Duration `yaml:"idle_gap"` // a task ends after this much quiet
@@ -181,6 +191,9 @@ func openLog(home hindsight.Home, name string) (*slog.Logger, io.Closer, error) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("open log: %w", err)
 	}
+	// The runtime's fatal errors (a crash, a memory fault) go to the log
+	// too: a daemon's stderr is /dev/null.
+	_ = debug.SetCrashOutput(f, debug.CrashOptions{})
 	level := slog.LevelInfo
 	if os.Getenv("HINDSIGHT_DEBUG") != "" {
 		level = slog.LevelDebug

@@ -19,6 +19,7 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
 	"github.com/prometheus/client_golang/prometheus"
@@ -74,6 +75,15 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 	var ln net.Listener
 	defer func() { shutdown(ln, closers, logger) }()
 
+	// Opening a Badger database writes through mapped files, which a full
+	// disk answers with SIGBUS: start only with room (the sidecar that
+	// starts the daemon tries again every few seconds, holding its steps).
+	if err := os.MkdirAll(g.home.DaemonData(), 0o700); err != nil {
+		return fmt.Errorf("create daemon data: %w", err)
+	}
+	if err := diskspace.Check(g.home.DaemonData(), diskspace.Reserve(diskspace.DefaultDaemonReserve), 0); err != nil {
+		return fmt.Errorf("open daemon stores: %w", err)
+	}
 	traces, err := daemon.OpenTraceStore(filepath.Join(g.home.DaemonData(), "traces"),
 		daemon.TraceOptions{IdleGap: g.config.Daemon.IdleGap, Logger: logger})
 	if err != nil {
@@ -106,6 +116,7 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 	// runtime's and the process's (RSS), and reflection's when it has them.
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		daemon.LossCollector(g.home),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "hindsight_capture_spill_lost_total",
 			Help: "Exchanges found spilled by dead sidecars and deleted unread (sealed with a key that died with them).",
@@ -126,6 +137,7 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 		Version:   version,
 		Logger:    logger,
 		Drain:     func(ctx context.Context) { drainLoop(ctx, g.home, traces, logger) },
+		Space:     &daemon.SpaceGuard{Dir: g.home.DaemonData(), Logger: logger},
 	}
 	ln, err = daemon.Listen(g.home, lock)
 	if err != nil {

@@ -31,6 +31,22 @@ type sidecar struct {
 
 	mu       sync.Mutex
 	sessions map[string]bool // sessions seen → ended
+	server   serverCounter   // the wrapped server's starts and crashes; nil when not stdio
+}
+
+// serverCounter is what a stdio sidecar reports of its server's life
+// (proxy.Stdio has it).
+type serverCounter interface {
+	Starts() int64
+	Crashes() int64
+	LastCrash() time.Time
+}
+
+// CountServer makes the sidecar's stats report c's starts and crashes.
+func (s *sidecar) CountServer(c serverCounter) {
+	s.mu.Lock()
+	s.server = c
+	s.mu.Unlock()
 }
 
 // sessionCloseTimeout bounds telling the daemon that sessions ended.
@@ -128,8 +144,13 @@ func (d deliverer) DeliverRaw(ctx context.Context, steps []json.RawMessage) erro
 }
 
 // rejected maps the daemon's refusal of a batch to capture's, so the outbox
-// sets the refused steps aside instead of retrying them for ever.
+// sets the refused steps aside instead of retrying them for ever, and a
+// daemon short of disk space to capture.ErrDaemonFull, so the outbox tries
+// again within a second.
 func rejected(err error) error {
+	if errors.Is(err, daemon.ErrDiskFull) && !errors.Is(err, capture.ErrDaemonFull) {
+		return fmt.Errorf("%w: %w", capture.ErrDaemonFull, err)
+	}
 	if err != nil && errors.Is(err, daemon.ErrRejected) && !errors.Is(err, capture.ErrRejected) {
 		return fmt.Errorf("%w: %w", capture.ErrRejected, err)
 	}
@@ -291,6 +312,8 @@ func (s *sidecar) startCapture(g *globals, name string, logger *slog.Logger) (*c
 		Deliverer:     deliverer{c: s.client, k: s.keeper},
 		Logger:        logger,
 		Retention:     g.config.Outbox.Retention,
+		MaxHeldBytes:  g.config.Outbox.MaxHeldBytes,
+		DiskReserve:   g.config.Outbox.DiskReserve,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start capture: %w", err)
@@ -309,9 +332,20 @@ func (s *sidecar) reportStats(g *globals, name string) func() {
 	stop, done := make(chan struct{}), make(chan struct{})
 	write := func() {
 		st := s.recorder.Stats()
-		_ = daemon.WriteOutboxStats(dir, daemon.OutboxStats{Server: name, PID: os.Getpid(), Depth: st.Depth,
+		out := daemon.OutboxStats{Server: name, PID: os.Getpid(), Depth: st.Depth,
 			Captured: st.Captured, Delivered: st.Delivered, Dropped: st.Dropped, Rejected: st.Rejected,
-			Redactions: st.Redactions, UpdatedAt: time.Now()})
+			Redactions: st.Redactions, Held: st.Held, DroppedDiskFull: st.DroppedDiskFull, Truncated: st.Truncated,
+			UpdatedAt: time.Now()}
+		s.mu.Lock()
+		srv := s.server
+		s.mu.Unlock()
+		if srv != nil {
+			out.ServerStarts, out.ServerCrashes = srv.Starts(), srv.Crashes()
+			if t := srv.LastCrash(); !t.IsZero() {
+				out.LastCrashAt = &t
+			}
+		}
+		_ = daemon.WriteOutboxStats(dir, out)
 	}
 	go func() {
 		defer close(done)

@@ -7,9 +7,11 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/internal/losses"
 )
 
 // errDaemonDown makes `hindsight status` exit 1 when no daemon answers,
@@ -35,12 +37,22 @@ func runStatus(ctx context.Context, g *globals, args []string) error {
 	st, err := c.Status(cctx)
 	if err != nil {
 		st = &daemon.Status{Running: false}
-		if pid := daemon.LockHolder(g.home); pid > 0 {
+		pid := daemon.LockHolder(g.home)
+		switch {
+		case pid > 0 && daemon.LockHeld(g.home):
 			// A daemon holds the lock but does not answer.
 			st.Daemon = &daemon.Health{PID: pid, Home: string(g.home)}
+			st.Hint = fmt.Sprintf("the daemon (pid %d) holds its lock but does not answer on %s; see %s, and stop it (kill %d) so a sidecar starts a new one",
+				pid, g.home.Socket(), g.home.Path("logs", "daemon.log"), pid)
+		case pid > 0:
+			st.Hint = fmt.Sprintf("the daemon (pid %d) died; see %s for why. A sidecar starts a new one within seconds of its next step, or run `hindsight daemon`",
+				pid, g.home.Path("logs", "daemon.log"))
+		default:
+			st.Hint = "no daemon has run here, or it stopped cleanly; a sidecar starts one with its first step, or run `hindsight daemon`"
 		}
 	}
 	st.Outboxes = daemon.ScanOutboxes(g.home.Outboxes())
+	st.Losses = losses.Scan(string(g.home))
 	if *asJSON {
 		if err := printJSON(stdout, st); err != nil {
 			return err
@@ -66,6 +78,12 @@ func printStatus(w io.Writer, g *globals, st *daemon.Status, cause error) error 
 			detail = cause.Error()
 		}
 		t.row("daemon", "not running", detail)
+		if st.Hint != "" {
+			t.row("", "", st.Hint)
+		}
+	}
+	if st.DiskLow {
+		t.row("disk", "short of space", fmt.Sprintf("the daemon refuses steps until space returns (%d batches refused); sidecars hold them in memory, then drop and count them", st.DiskRefused))
 	}
 	if tr := st.Traces; tr != nil {
 		t.row("traces", fmt.Sprintf("%d tasks", tr.Tasks), fmt.Sprintf("%d open, %d final, %d steps, %s",
@@ -118,6 +136,18 @@ func printStatus(w io.Writer, g *globals, st *daemon.Status, cause error) error 
 			depth += o.Stats.Depth
 		}
 	}
+	if len(st.Losses) == 0 {
+		t.row("losses", "none", "no step lost or cut")
+	}
+	for _, l := range st.Losses {
+		reasons := make([]string, 0, len(l.Reasons))
+		for r, n := range l.Reasons {
+			reasons = append(reasons, fmt.Sprintf("%s %d", r, n))
+		}
+		sort.Strings(reasons)
+		detail := fmt.Sprintf("%d lost, %d truncated (%s); last: %s %s", l.Lost, l.Truncated, strings.Join(reasons, ", "), l.LastReason, when(l.LastAt))
+		t.row("losses", l.Server, detail)
+	}
 	t.row("outboxes", strconv.Itoa(len(st.Outboxes)), fmt.Sprintf("%d live, %d left by dead sidecars, %d steps undelivered, %s",
 		live, orphan, depth, humanBytes(bytes)))
 	for _, o := range st.Outboxes {
@@ -127,8 +157,15 @@ func printStatus(w io.Writer, g *globals, st *daemon.Status, cause error) error 
 		}
 		detail := fmt.Sprintf("%s, %s", state, humanBytes(o.Bytes))
 		if s := o.Stats; s != nil {
-			detail = fmt.Sprintf("%s, %s: depth %d, captured %d, delivered %d, dropped %d, rejected %d (as of %s)",
-				s.Server, detail, s.Depth, s.Captured, s.Delivered, s.Dropped, s.Rejected, when(s.UpdatedAt))
+			detail = fmt.Sprintf("%s, %s: depth %d, captured %d, delivered %d, dropped %d, rejected %d",
+				s.Server, detail, s.Depth, s.Captured, s.Delivered, s.Dropped, s.Rejected)
+			if s.Held > 0 {
+				detail += fmt.Sprintf(", %d held in memory (disk full)", s.Held)
+			}
+			if s.ServerCrashes > 0 && s.LastCrashAt != nil {
+				detail += fmt.Sprintf(", server started %d times, crashed %d (last %s)", s.ServerStarts, s.ServerCrashes, when(*s.LastCrashAt))
+			}
+			detail += " (as of " + when(s.UpdatedAt) + ")"
 		}
 		t.row("  outbox", o.Name, detail)
 	}

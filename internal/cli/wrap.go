@@ -109,6 +109,9 @@ func runWrap(ctx context.Context, g *globals, args []string) error {
 		Logger:      logger,
 		GracePeriod: *grace,
 	}
+	if sc != nil {
+		sc.CountServer(st)
+	}
 	start := time.Now()
 	logger.Info("wrap starting", "server", *name, "command", cmdline, "pid", os.Getpid(), "host_pid", os.Getppid())
 	err = st.Run(ctx, os.Stdin, os.Stdout)

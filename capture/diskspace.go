@@ -1,0 +1,96 @@
+package capture
+
+import (
+	"errors"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight/internal/diskspace"
+)
+
+// Disk space: Badger writes through memory-mapped files, and a mapped
+// write the filesystem cannot back kills the process (SIGBUS; see package
+// diskspace). The outbox therefore never hands Badger a write, nor opens
+// or closes its database, while its filesystem has less than its reserve
+// free (OutboxOptions.DiskReserve: 32 MiB by default, or
+// HINDSIGHT_DISK_RESERVE), and before each write it allocates the blocks
+// of the database's memtable log ahead of Badger's write position
+// (allocateAhead). The journal is written with write(2), which fails
+// cleanly, but is skipped too while space is short, so that a full disk
+// leaves it working once space returns.
+//
+// While space is short, steps are held in memory (up to MaxHeld steps and
+// MaxHeldBytes), delivered from there when the daemon takes them, and
+// written once space returns (persistLoop retries every second); past the
+// bound the newest are dropped, counted (Stats.DroppedDiskFull, the
+// ledger's "disk-full") and logged.
+
+// DefaultMaxHeldBytes bounds the size of the steps held in memory while
+// the outbox cannot be written.
+const DefaultMaxHeldBytes = 32 << 20
+
+// allocateAhead is how far past Badger's write position, beyond the
+// write at hand, the outbox allocates its database's mapped logs.
+const allocateAhead = 1 << 20
+
+// ErrDaemonFull marks a delivery the daemon refused because its own disk is
+// short of space: the outbox holds the steps and tries again within a
+// second, instead of backing off for up to maxBackoff.
+var ErrDaemonFull = errors.New("the daemon's disk is short of space")
+
+// daemonFullRetry caps the delivery backoff after ErrDaemonFull.
+const daemonFullRetry = time.Second
+
+// reserve is the free space the outbox keeps on its filesystem:
+// HINDSIGHT_DISK_RESERVE when set, else OutboxOptions.DiskReserve, else
+// diskspace.DefaultSidecarReserve.
+func (o *Outbox) reserve() int64 {
+	def := int64(diskspace.DefaultSidecarReserve)
+	if r := o.opts.DiskReserve; r != 0 {
+		def = max(r, 0)
+	}
+	return diskspace.Reserve(def)
+}
+
+// checkSpace returns nil when need bytes may be written to the outbox's
+// database: the filesystem keeps its reserve beyond them and, while the
+// database is open, the blocks its logs will be written to are allocated
+// (again once half of what was allocated ahead may have been written, and
+// after the database is opened). Otherwise it returns an error wrapping
+// diskspace.ErrLow.
+func (o *Outbox) checkSpace(need int64) error {
+	reserve := o.reserve()
+	if err := diskspace.Check(o.dir, reserve, need); err != nil {
+		o.noteLow(err)
+		return err
+	}
+	if reserve > 0 && o.db.Load() != nil && o.allocSince.Add(need) > allocateAhead/2 {
+		if err := diskspace.AllocateAhead(filepath.Join(o.dir, dbName), need+allocateAhead); err != nil {
+			o.noteLow(err)
+			return err
+		}
+		o.allocSince.Store(0)
+	}
+	o.noteLow(nil)
+	return nil
+}
+
+// noteLow logs when the disk becomes short of space and when it has room
+// again.
+func (o *Outbox) noteLow(err error) {
+	was := o.spaceLow.Swap(err != nil)
+	switch {
+	case err != nil && !was:
+		o.log.Error("disk short of space: the outbox stops writing and holds steps in memory until space returns", "err", err,
+			"max_held", o.opts.MaxHeld, "max_held_bytes", o.opts.MaxHeldBytes)
+	case err == nil && was:
+		o.log.Info("disk has room again: the outbox writes again")
+	}
+}
+
+// isNoSpace reports whether err is the filesystem's or diskspace's "no
+// space".
+func isNoSpace(err error) bool {
+	return errors.Is(err, diskspace.ErrLow) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}

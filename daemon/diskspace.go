@@ -1,0 +1,136 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight/internal/diskspace"
+)
+
+// ErrDiskFull marks a batch of steps the daemon refused because its disk
+// is short of space (status 507): the sidecar keeps the steps and delivers
+// them again once there is room.
+var ErrDiskFull = errors.New("the daemon's disk is short of space")
+
+// A SpaceGuard keeps the daemon's Badger databases (every directory under
+// Dir) from writing through mapped files the filesystem cannot back, which
+// would kill the daemon (SIGBUS; see package diskspace). Check refuses a
+// write while the filesystem has less than Reserve free, and allocates the
+// blocks of each database's memtable and value logs ahead of their write
+// position; Run does the latter every second, so the daemon's own small
+// writes (task finality, reflection, experiences) land on allocated blocks
+// between ingests.
+type SpaceGuard struct {
+	Dir     string // the daemon's data directory
+	Reserve int64  // free space to keep; 0: diskspace.Reserve(DefaultDaemonReserve); negative: no check
+	Logger  *slog.Logger
+
+	low     atomic.Bool
+	refused atomic.Int64
+	since   atomic.Int64 // bytes checked since the logs were last allocated ahead
+}
+
+// spaceAhead is how much of each database's logs the guard keeps allocated
+// ahead of the write position, beyond the write at hand.
+const spaceAhead = 4 << 20
+
+// reserve is HINDSIGHT_DISK_RESERVE when set, else Reserve, else
+// diskspace.DefaultDaemonReserve.
+func (g *SpaceGuard) reserve() int64 {
+	def := int64(diskspace.DefaultDaemonReserve)
+	if g.Reserve != 0 {
+		def = max(g.Reserve, 0)
+	}
+	return diskspace.Reserve(def)
+}
+
+// Check returns nil when need bytes may be written, else an error wrapping
+// ErrDiskFull and diskspace.ErrLow. It allocates the logs ahead again once
+// half of what was allocated may have been written.
+func (g *SpaceGuard) Check(need int64) error {
+	return g.check(need, false)
+}
+
+func (g *SpaceGuard) check(need int64, force bool) error {
+	if g == nil {
+		return nil
+	}
+	reserve := g.reserve()
+	if reserve == 0 {
+		return nil
+	}
+	err := diskspace.Check(g.Dir, reserve, need)
+	if err == nil && (force || g.since.Add(need) > spaceAhead/2) {
+		if err = g.allocate(need + spaceAhead); err == nil {
+			g.since.Store(0)
+		}
+	}
+	g.note(err)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrDiskFull, err)
+	}
+	return nil
+}
+
+// Low reports whether the last check found the disk short of space.
+func (g *SpaceGuard) Low() bool { return g != nil && g.low.Load() }
+
+// Refused counts the step batches refused for lack of space.
+func (g *SpaceGuard) Refused() int64 {
+	if g == nil {
+		return 0
+	}
+	return g.refused.Load()
+}
+
+func (g *SpaceGuard) allocate(ahead int64) error {
+	ents, err := os.ReadDir(g.Dir)
+	if err != nil {
+		return nil
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			if err := diskspace.AllocateAhead(filepath.Join(g.Dir, e.Name()), ahead); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (g *SpaceGuard) note(err error) {
+	log := g.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	was := g.low.Swap(err != nil)
+	switch {
+	case err != nil && !was:
+		log.Error("disk short of space: refusing steps (sidecars hold them) until space returns", "err", err)
+	case err == nil && was:
+		log.Info("disk has room again: taking steps")
+	}
+}
+
+// Run checks the disk every second until ctx is done.
+func (g *SpaceGuard) Run(ctx context.Context) {
+	if g == nil || g.reserve() == 0 {
+		return
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		_ = g.check(0, true)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,194 @@
+// Package diskspace keeps Hindsight's processes alive on a full disk.
+//
+// Badger writes its memtable logs, value logs and tables through
+// memory-mapped files that it sizes with ftruncate, so their blocks are
+// allocated only when a page is first written. When the filesystem has no
+// block to give, the kernel answers that write with SIGBUS, which the Go
+// runtime turns into a fatal error: the process dies, whatever it was doing.
+// A write(2) on a full disk, by contrast, just fails with ENOSPC.
+//
+// So writers check, before they hand Badger anything, that the filesystem
+// keeps a reserve free (Check, with statfs), and make the blocks of the
+// mapped files Badger is writing real ahead of its write position
+// (AllocateAhead, with fallocate): a mapped write that lands in allocated
+// blocks cannot fault. Code that must open or write a mapped file on its
+// own goroutine runs it under Contain, which turns a fault into an error.
+package diskspace
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"syscall"
+)
+
+// ErrLow marks a write refused because the filesystem has less free space
+// than its reserve.
+var ErrLow = errors.New("disk space low")
+
+// Default reserves: the free space below which Hindsight's processes stop
+// writing to Badger. They cover what Badger can still write on its own once
+// it was handed a write (a memtable log it rotates into, a memtable flushed
+// to a table, a compaction of a few tables): the sidecar's outbox runs 4 MiB
+// memtables, the daemon 16 MiB ones.
+const (
+	DefaultSidecarReserve = 32 << 20
+	DefaultDaemonReserve  = 64 << 20
+)
+
+// ReserveEnv overrides both reserves, in bytes (0 turns the check off).
+const ReserveEnv = "HINDSIGHT_DISK_RESERVE"
+
+// Reserve returns the reserve to keep: HINDSIGHT_DISK_RESERVE when set to a
+// number of bytes (suffixes k, m, g in powers of 1024 are accepted), else
+// def.
+func Reserve(def int64) int64 {
+	v := strings.TrimSpace(os.Getenv(ReserveEnv))
+	if v == "" {
+		return def
+	}
+	n, err := ParseBytes(v)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// ParseBytes reads a byte count: digits, optionally followed by k, m or g
+// (powers of 1024, case-insensitive, an optional trailing "b" or "ib").
+func ParseBytes(s string) (int64, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	s = strings.TrimSuffix(strings.TrimSuffix(s, "b"), "i")
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "k"):
+		mult, s = 1<<10, s[:len(s)-1]
+	case strings.HasSuffix(s, "m"):
+		mult, s = 1<<20, s[:len(s)-1]
+	case strings.HasSuffix(s, "g"):
+		mult, s = 1<<30, s[:len(s)-1]
+	}
+	var n int64
+	if _, err := fmt.Sscan(s, &n); err != nil || n < 0 {
+		return 0, fmt.Errorf("parse byte count %q: not a non-negative number", s)
+	}
+	return n * mult, nil
+}
+
+// Free returns the bytes an unprivileged process may still write on the
+// filesystem that holds path.
+func Free(path string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", path, err)
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
+// Check returns nil when the filesystem holding path has more than
+// reserve+need bytes free, else an error wrapping ErrLow that says how much
+// is free. A reserve of 0 turns the check off. A statfs that fails (path
+// gone) is not a shortage: the write that follows reports its own error.
+func Check(path string, reserve, need int64) error {
+	if reserve <= 0 {
+		return nil
+	}
+	free, err := Free(path)
+	if err != nil {
+		return nil
+	}
+	if free < reserve+need {
+		return fmt.Errorf("%w: %d bytes free on the filesystem of %s, %d kept in reserve", ErrLow, free, path, reserve)
+	}
+	return nil
+}
+
+// AllocateAhead makes the filesystem allocate, in the newest memtable log
+// (*.mem) and value log (*.vlog) of the Badger directory dir, the blocks of
+// the next ahead bytes past their written data (up to each file's size), so
+// that Badger's mapped writes there cannot fault. It returns an error
+// wrapping ErrLow when the filesystem has no room for them. A filesystem
+// without fallocate or SEEK_HOLE is left as it is.
+func AllocateAhead(dir string, ahead int64) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // not created yet, or gone: nothing to allocate
+	}
+	newest := map[string]string{}
+	for _, e := range ents {
+		name := e.Name()
+		ext := filepath.Ext(name)
+		if e.IsDir() || (ext != ".mem" && ext != ".vlog") {
+			continue
+		}
+		// Badger names them by a zero-padded, growing file id.
+		if cur, ok := newest[ext]; !ok || len(name) > len(cur) || (len(name) == len(cur) && name > cur) {
+			newest[ext] = name
+		}
+	}
+	for _, name := range newest {
+		if err := allocateFile(filepath.Join(dir, name), ahead); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func allocateFile(path string, ahead int64) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil // rotated away meanwhile
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	size := fi.Size()
+	// The first hole is where Badger's sequential writes have not reached.
+	hole, err := f.Seek(0, 4) // SEEK_HOLE
+	if err != nil || hole >= size {
+		return nil
+	}
+	n := min(ahead, size-hole)
+	if n <= 0 {
+		return nil
+	}
+	for {
+		err = syscall.Fallocate(int(f.Fd()), 0, hole, n)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT):
+		return fmt.Errorf("%w: cannot allocate %d bytes ahead in %s: %w", ErrLow, n, path, err)
+	}
+	return nil // EOPNOTSUPP and the like: nothing to do
+}
+
+// Contain runs f with the goroutine's panic-on-fault set, so that a memory
+// fault in f (a write through a mapped file that the filesystem cannot
+// back: SIGBUS) becomes an error wrapping ErrLow instead of killing the
+// process. Other panics propagate.
+func Contain(what string, f func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		if re, ok := r.(interface{ Addr() uintptr }); ok {
+			err = fmt.Errorf("%s: %w: memory fault at %#x (a mapped file the filesystem could not back)", what, ErrLow, re.Addr())
+			return
+		}
+		panic(r)
+	}()
+	return f()
+}
