@@ -438,9 +438,13 @@ func (r *Recorder) dispatch() {
 	}
 }
 
-// drop counts a lost exchange and logs at most once every ten seconds.
-func (r *Recorder) drop(why string) {
-	r.c.lose(losses.QueueFull, 1, why)
+// drop counts an exchange lost because capture's queue was full (or
+// capture closing) and logs at most once every ten seconds.
+func (r *Recorder) drop(why string) { r.dropFor(losses.QueueFull, why) }
+
+// dropFor is drop with the reason recorded in the loss ledger.
+func (r *Recorder) dropFor(reason, why string) {
+	r.c.lose(reason, 1, why)
 	n := r.c.dropped.Load()
 	r.dropMu.Lock()
 	defer r.dropMu.Unlock()
@@ -640,7 +644,11 @@ func (r *Recorder) spillWriter() {
 			err = r.sp.Load().put(ex)
 		}
 		if err != nil {
-			r.drop("capture queue full; cannot spill: " + err.Error())
+			reason := losses.QueueFull
+			if isNoSpace(err) {
+				reason = losses.DiskFull
+			}
+			r.dropFor(reason, "capture queue full; cannot spill: "+err.Error())
 			r.processed.Add(1)
 			r.spillGone(1)
 			continue

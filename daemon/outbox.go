@@ -35,9 +35,9 @@ type OutboxStats struct {
 	// Held is the steps held in memory because the outbox cannot be
 	// written (a full disk); DroppedDiskFull those of Dropped lost so;
 	// Truncated the steps stored with a body cut.
-	Held            int64     `json:"held"`
-	DroppedDiskFull int64     `json:"dropped_disk_full"`
-	Truncated       int64     `json:"truncated"`
+	Held            int64 `json:"held"`
+	DroppedDiskFull int64 `json:"dropped_disk_full"`
+	Truncated       int64 `json:"truncated"`
 	// ServerStarts counts the starts of the wrapped server (1 plus its
 	// restarts), ServerCrashes its exits on its own, LastCrashAt the last
 	// one: a crash loop shows here (stdio sidecars).

@@ -79,7 +79,18 @@ func (s *Server) initMetrics() {
 		final:           c("hindsight_daemon_tasks_final_total", "Tasks that became final."),
 		enqueueFailures: c("hindsight_daemon_enqueue_failures_total", "Failed hand-overs of final tasks to reflection."),
 	}
-	for _, col := range []prometheus.Collector{s.m.ingested, s.m.duplicates, s.m.batches, s.m.rejected, s.m.final, s.m.enqueueFailures} {
+	diskRefused := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hindsight_daemon_batches_refused_disk_full_total",
+		Help: "Step batches refused (507) because the disk was short of space; the sidecars hold them."},
+		func() float64 { return float64(s.Space.Refused()) })
+	diskLow := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hindsight_daemon_disk_low",
+		Help: "1 while the daemon refuses steps because the disk is short of space."},
+		func() float64 {
+			if s.Space.Low() {
+				return 1
+			}
+			return 0
+		})
+	for _, col := range []prometheus.Collector{s.m.ingested, s.m.duplicates, s.m.batches, s.m.rejected, s.m.final, s.m.enqueueFailures, diskRefused, diskLow} {
 		if err := s.Registry.Register(col); err != nil {
 			s.Logger.Warn("register daemon metric", "err", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 
 	"github.com/tidwall/gjson"
@@ -96,6 +97,9 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 		case errors.Is(err, bufio.ErrBufferFull):
 			long.add(frag)
 		case errors.Is(err, io.EOF) && n > 0:
+			if long.n == 0 {
+				return lr.own(frag), nil
+			}
 			return long.join(frag), nil
 		default:
 			return nil, err
@@ -128,13 +132,26 @@ func (g *gathered) add(frag []byte) {
 	}
 }
 
+// collectAfter is the size of line after whose joining ReadLine runs a
+// garbage collection: its chunks, as large as the line, are garbage, and
+// the heap may otherwise grow past them (to twice what is live) before the
+// runtime collects, adding them to the peak of the next large message. A
+// collection of the sidecar's small heap takes about a millisecond, next
+// to the tens a message this size takes to relay.
+const collectAfter = 4 << 20
+
 // join returns the gathered line followed by tail, in one allocation.
 func (g *gathered) join(tail []byte) []byte {
 	out := make([]byte, 0, g.n+len(tail))
 	for _, c := range g.chunks {
 		out = append(out, c...)
 	}
-	return append(out, tail...)
+	out = append(out, tail...)
+	if len(out) >= collectAfter {
+		g.chunks = nil
+		runtime.GC()
+	}
+	return out
 }
 
 // own returns a copy of frag that the caller owns. Each line has an

@@ -84,8 +84,15 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 	if err := diskspace.Check(g.home.DaemonData(), diskspace.Reserve(diskspace.DefaultDaemonReserve), 0); err != nil {
 		return fmt.Errorf("open daemon stores: %w", err)
 	}
-	traces, err := daemon.OpenTraceStore(filepath.Join(g.home.DaemonData(), "traces"),
-		daemon.TraceOptions{IdleGap: g.config.Daemon.IdleGap, Logger: logger})
+	// Opened under diskspace.Contain: a fault in a mapped write on this
+	// goroutine (the disk filled after the check) fails the start instead
+	// of killing the process without a word in the log.
+	var traces *daemon.TraceStore
+	err = diskspace.Contain("open trace store", func() (err error) {
+		traces, err = daemon.OpenTraceStore(filepath.Join(g.home.DaemonData(), "traces"),
+			daemon.TraceOptions{IdleGap: g.config.Daemon.IdleGap, Logger: logger})
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -259,7 +266,11 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		// Its own Badger with the daemon's memory-conscious options;
 		// experiences are small, so their values stay in the LSM tree.
 		dir := filepath.Join(g.home.DaemonData(), "experiences")
-		db, err := badger.Open(daemon.BadgerOptions(dir, logger).WithValueThreshold(1 << 10))
+		var db *badger.DB
+		err := diskspace.Contain("open experience store", func() (err error) {
+			db, err = badger.Open(daemon.BadgerOptions(dir, logger).WithValueThreshold(1 << 10))
+			return err
+		})
 		if err != nil {
 			return nil, backend, fmt.Errorf("open experience store: %w", err)
 		}

@@ -60,8 +60,11 @@ func TestLargeMessageMemory(t *testing.T) {
 			peak := vmHWM(t, a.cmd.Process.Pid)
 			t.Logf("%s: sidecar peak RSS %.1f MB before, %.1f MB after (S = %.1f MB): %.2f×S over the peak before",
 				tc.name, float64(base)/1e6, float64(peak)/1e6, float64(size)/1e6, float64(peak-base)/size)
-			if limit := base + (2+tc.held)*size + 16<<20; peak > limit {
-				t.Errorf("peak RSS %.1f MB over %d×S + %.1f MB (%.1f MB)", float64(peak)/1e6, 2+tc.held, float64(base+16<<20)/1e6, float64(limit)/1e6)
+			// A guard against gross regressions, with room for a loaded
+			// machine whose collector lags (the figures above are what to
+			// read): 2×S (+S per message held) + S/2 + 32 MB.
+			if limit := base + (2+tc.held)*size + size/2 + 32<<20; peak > limit {
+				t.Errorf("peak RSS %.1f MB over %d.5×S + %.1f MB (%.1f MB)", float64(peak)/1e6, 2+tc.held, float64(base+32<<20)/1e6, float64(limit)/1e6)
 			}
 		})
 	}

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -249,6 +252,25 @@ func status(t *testing.T, home hindsight.Home) daemon.Status {
 	return st
 }
 
+// daemonMetrics returns the daemon's GET /metrics.
+func daemonMetrics(t *testing.T, home hindsight.Home) string {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", home.Socket())
+	}}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("http://hindsight/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // waitFor polls cond every 100 ms for up to a minute; it is a deadline, not
 // a measured time: cond is what the test asserts.
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -366,6 +388,15 @@ func TestDiskFull(t *testing.T) {
 	}
 	if !st.Running {
 		t.Error("status says the daemon is not running")
+	}
+	metrics := daemonMetrics(t, home)
+	for _, want := range []string{fmt.Sprintf(`hindsight_steps_lost{reason="disk-full",server="fake"} %d`, lost), "hindsight_daemon_disk_low 0"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("the daemon's metrics lack %q", want)
+		}
+	}
+	if !regexp.MustCompile(`hindsight_daemon_batches_refused_disk_full_total [1-9]`).MatchString(metrics) {
+		t.Error("the daemon's metrics count no batch refused for lack of space")
 	}
 
 	// The sidecar exits cleanly when the agent leaves.

@@ -1,0 +1,58 @@
+package capture
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/diskspace"
+)
+
+// TestOutboxDiskShort: while the filesystem has less than the reserve free
+// (here a reserve no disk has), the outbox writes nothing, not even to open
+// its database, holds steps in memory up to MaxHeld, drops the newest past
+// it and counts them as disk-full; once there is room it writes what it
+// held, and delivers everything else in order.
+func TestOutboxDiskShort(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	t.Setenv(diskspace.ReserveEnv, "1000000g")
+	d := &collector{down: true}
+	ob, err := openOutbox(OutboxOptions{Home: home, Deliverer: d, Logger: quietLogger(), MaxHeld: 10}, &counters{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(i int) hindsight.Step {
+		return hindsight.Step{Method: "tools/call", Tool: "echo", Arguments: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), EndedAt: time.Now()}
+	}
+	ob.Append([]hindsight.Step{step(0)})
+	waitFor(t, "a failed delivery", func() bool { return ob.c.deliveryFailures.Load() >= 1 })
+	for i := 1; i < 30; i++ {
+		ob.Append([]hindsight.Step{step(i)})
+	}
+	waitFor(t, "steps held and dropped", func() bool { return ob.c.held.Load() == 10 && ob.c.droppedFull.Load() == 20 })
+	if _, err := os.Stat(filepath.Join(ob.Dir(), dbName)); !os.IsNotExist(err) {
+		t.Fatalf("the database was opened on a short disk: %v", err)
+	}
+	if ob.c.writeErrors.Load() != 0 {
+		t.Errorf("a short disk counted %d write errors", ob.c.writeErrors.Load())
+	}
+	// Room again: what is held is written (within persistLoop's second),
+	// then delivered once the daemon answers.
+	t.Setenv(diskspace.ReserveEnv, "1")
+	waitFor(t, "the held steps written", func() bool { return ob.c.held.Load() == 0 && ob.c.spilled.Load() >= 10 })
+	d.setDown(false)
+	waitFor(t, "delivery", func() bool { return ob.c.delivered.Load() == 10 })
+	if err := ob.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range d.got() {
+		if s.Seq != uint64(i+1) || string(s.Arguments) != fmt.Sprintf(`{"i":%d}`, i) {
+			t.Fatalf("delivered %d: seq %d arguments %s", i, s.Seq, s.Arguments)
+		}
+	}
+}
