@@ -30,7 +30,7 @@ var commands = map[string]command{
 	"serve":       {"HTTP sidecar: serve --listen ADDR --upstream URL | -- CMD", runServe},
 	"daemon":      {"run the daemon in the foreground", runDaemon},
 	"status":      {"daemon health, outbox depths, reflection queue, store sizes", runStatus},
-	"traces":      {"traces list | show TASK | export", runTraces},
+	"traces":      {"traces list | show TASK | export | import FILE", runTraces},
 	"experiences": {"experiences list | search QUERY | forget ID | restore ID | import FILE | export", runExperiences},
 	"reflect":     {"run reflection now: reflect [--pending] [--task ID]", runReflect},
 	"eval":        {"learn from half of recorded tasks, replay the other half's failures: eval [--json] FILE|DIR", runEval},
