@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -269,5 +270,31 @@ func TestServerBothEras(t *testing.T) {
 				t.Errorf("resources/list = %+v, %v", res, err)
 			}
 		})
+	}
+}
+
+func TestServerHTTP(t *testing.T) {
+	rec, err := New(corpus(), "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, version := range []string{"2025-11-25", ""} {
+		// A stand-in answers calls in order across its clients: one each.
+		hs := httptest.NewServer(NewServer(rec, MatchExact))
+		defer hs.Close()
+		ctx := context.Background()
+		c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatalf("%q: connect: %v", version, err)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "one"}})
+		if err != nil || res.Content[0].(*mcp.TextContent).Text != "echo: one" {
+			t.Errorf("%q: echo = %+v, %v", version, res, err)
+		}
+		if cs.InitializeResult().ServerInfo.Name != "demo-server" {
+			t.Errorf("%q: server %+v", version, cs.InitializeResult().ServerInfo)
+		}
+		cs.Close()
 	}
 }

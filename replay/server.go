@@ -36,6 +36,10 @@ import (
 //   - tools/list, resources/list, resources/templates/list, prompts/list
 //     (by cursor), resources/read, prompts/get, completion/complete (by
 //     parameters): the recorded answer; one never recorded gets an error.
+//
+// Which recorded answers were used is the Server's state, shared by all
+// its clients: a stand-in over HTTP has no sessions, and a second client
+// of it continues where the first stopped.
 type Server struct {
 	rec   *Recording
 	mode  Match
@@ -301,10 +305,25 @@ func (s *Server) Handle(ctx context.Context, msg json.RawMessage) json.RawMessag
 			merged, _ = sjson.SetRawBytes(merged, escapeKey(k.Str), []byte(v.Raw))
 			return true
 		})
+		// The envelope names the recorded server, title and all.
+		const infoPath = `_meta.io\.modelcontextprotocol/serverInfo`
+		if info := s.serverInfo(); info != nil && gjson.GetBytes(merged, infoPath).Exists() {
+			merged, _ = sjson.SetRawBytes(merged, infoPath, info)
+		}
 		result = merged
 	}
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id.Raw), "result": json.RawMessage(result)})
 	return b
+}
+
+// serverInfo returns the recorded serverInfo, or nil.
+func (s *Server) serverInfo() []byte {
+	for _, r := range []json.RawMessage{s.rec.Initialize, s.rec.Discover} {
+		if v := gjson.GetBytes(r, "serverInfo"); v.IsObject() {
+			return []byte(v.Raw)
+		}
+	}
+	return nil
 }
 
 // escapeKey escapes a member name for an sjson path.
