@@ -33,6 +33,7 @@ import (
 //	POST /v1/experiences/import          experiences, JSON Lines → ImportResult
 //	GET  /v1/experiences/export?namespace=  experiences, JSON Lines
 //	POST /v1/reflect                     ReflectRequest → ReflectProgress lines
+//	POST /v1/reflect/replay              ReflectReplayRequest → ReflectReplayProgress lines, the last with the plan
 const apiVersion = "v1"
 
 // ReflectionQueue takes final tasks for reflection. The reflect package

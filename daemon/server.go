@@ -130,6 +130,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/experiences/{id}/forget", s.handleForget)
 	m.HandleFunc("POST /v1/experiences/{id}/restore", s.handleRestore)
 	m.HandleFunc("POST /v1/reflect", s.handleReflect)
+	m.HandleFunc("POST /v1/reflect/replay", s.handleReflectReplay)
 	m.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))
 }
 
