@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -174,6 +175,27 @@ func TestReplayRoundTrip(t *testing.T) {
 		out, code = verify("--", everything, "stdio")
 		if code != 0 || !strings.Contains(out, "7 same, 0 different") {
 			t.Fatalf("without --allow-writes: exit %d:\n%s", code, out)
+		}
+	})
+	t.Run("serve and verify over HTTP", func(t *testing.T) {
+		// replay serve --listen: a stand-in over Streamable HTTP, checked
+		// by replay verify --upstream against its own recording.
+		addr := make(chan string, 1)
+		re := regexp.MustCompile(`at (http://\S+/mcp)`)
+		startBackground(t, []string{"HINDSIGHT_HOME=" + t.TempDir()}, func(l string) {
+			if m := re.FindStringSubmatch(l); m != nil {
+				addr <- m[1]
+			}
+		}, bin, "replay", "serve", "--file", file, "--server", "everything", "--listen", "127.0.0.1:0")
+		var url string
+		select {
+		case url = <-addr:
+		case <-time.After(30 * time.Second):
+			t.Fatal("replay serve --listen did not report its address")
+		}
+		out, code := verify("--upstream", url)
+		if code != 0 || !strings.Contains(out, "7 calls: 7 same, 0 different") {
+			t.Fatalf("exit %d:\n%s", code, out)
 		}
 	})
 	t.Run("verify changed server", func(t *testing.T) {
