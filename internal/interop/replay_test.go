@@ -177,6 +177,19 @@ func TestReplayRoundTrip(t *testing.T) {
 			t.Fatalf("without --allow-writes: exit %d:\n%s", code, out)
 		}
 	})
+	t.Run("verify a stored task", func(t *testing.T) {
+		// --task asks the daemon that recorded the session.
+		var first struct {
+			TaskID string `json:"task_id"`
+		}
+		must(t, "read task id", json.Unmarshal(export[:bytes.IndexByte(export, '\n')], &first))
+		cmd := exec.Command(bin, "replay", "verify", "--task", first.TaskID, "--server", "everything", "--", everything, "stdio")
+		cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+home)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "7 calls: 7 same, 0 different") {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+	})
 	t.Run("serve and verify over HTTP", func(t *testing.T) {
 		// replay serve --listen: a stand-in over Streamable HTTP, checked
 		// by replay verify --upstream against its own recording.
