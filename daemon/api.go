@@ -24,6 +24,7 @@ import (
 //	GET  /v1/tasks?final=&limit=         []hindsight.Task (no steps), newest first
 //	GET  /v1/tasks/{id}                  hindsight.Task with steps
 //	GET  /v1/export?task=ID…             steps, JSON Lines, tasks oldest first
+//	POST /v1/traces/import               StepBatch of an export → IngestResult (TraceStore.Import)
 //	GET  /v1/experiences?namespace=&server=&tool=&deleted=1&superseded=1&limit=
 //	                                     []hindsight.Experience
 //	POST /v1/experiences/search          hindsight.Query → []hindsight.ScoredExperience
@@ -33,6 +34,7 @@ import (
 //	POST /v1/experiences/import          experiences, JSON Lines → ImportResult
 //	GET  /v1/experiences/export?namespace=  experiences, JSON Lines
 //	POST /v1/reflect                     ReflectRequest → ReflectProgress lines
+//	POST /v1/reflect/replay              ReflectReplayRequest → ReflectReplayProgress lines, the last with the plan
 const apiVersion = "v1"
 
 // ReflectionQueue takes final tasks for reflection. The reflect package

@@ -138,6 +138,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/tasks", s.handleTasks)
 	m.HandleFunc("GET /v1/tasks/{id}", s.handleTask)
 	m.HandleFunc("GET /v1/export", s.handleExport)
+	m.HandleFunc("POST /v1/traces/import", s.handleImportSteps)
 	m.HandleFunc("GET /v1/experiences", s.handleExperiences)
 	m.HandleFunc("POST /v1/experiences/search", s.handleSearch)
 	m.HandleFunc("POST /v1/experiences/import", s.handleImport)
@@ -146,6 +147,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/experiences/{id}/forget", s.handleForget)
 	m.HandleFunc("POST /v1/experiences/{id}/restore", s.handleRestore)
 	m.HandleFunc("POST /v1/reflect", s.handleReflect)
+	m.HandleFunc("POST /v1/reflect/replay", s.handleReflectReplay)
 	m.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))
 }
 

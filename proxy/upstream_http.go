@@ -177,11 +177,29 @@ type streamableSession struct {
 	sessionID string      // the upstream's Mcp-Session-Id
 	hdr       http.Header // the agent's latest headers, for the listening stream
 	listening bool
+	ready     chan struct{} // closed once the first GET stream was answered (or failed)
 	stop      context.CancelFunc
 	closed    bool
 }
 
+// listenWait bounds how long a notifications/initialized waits for the
+// listening stream to open before it is sent anyway.
+const listenWait = 2 * time.Second
+
 func (s *streamableSession) Send(ctx context.Context, msg []byte, hdr http.Header) (*Reply, error) {
+	initialized := gjson.GetBytes(msg, "method").Str == "notifications/initialized"
+	if initialized {
+		// A server may send messages of its own as soon as it hears the
+		// client is initialized (the everything server sends
+		// tools/list_changed then), on the standalone GET stream, and
+		// drops them when no stream is open: open it first, as a direct
+		// client does, and wait until the server has answered it.
+		s.mu.Lock()
+		s.hdr = hdr
+		s.mu.Unlock()
+		s.startListening()
+		s.awaitListening(ctx)
+	}
 	req, err := s.u.newRequest(ctx, http.MethodPost, s.u.URL, msg, hdr)
 	if err != nil {
 		return nil, fmt.Errorf("build upstream request: %w", err)
@@ -208,9 +226,6 @@ func (s *streamableSession) Send(ctx context.Context, msg []byte, hdr http.Heade
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
 		return nil, statusError(resp)
-	}
-	if gjson.GetBytes(msg, "method").Str == "notifications/initialized" {
-		s.startListening()
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
@@ -243,14 +258,37 @@ func (s *streamableSession) startListening() {
 		return
 	}
 	s.listening = true
+	s.ready = make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
-	go s.listen(ctx)
+	go s.listen(ctx, s.ready)
+}
+
+// awaitListening waits, at most listenWait, until the first GET stream was
+// answered.
+func (s *streamableSession) awaitListening(ctx context.Context) {
+	s.mu.Lock()
+	ready := s.ready
+	s.mu.Unlock()
+	if ready == nil {
+		return
+	}
+	t := time.NewTimer(listenWait)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // listen keeps a GET stream open, reconnecting with capped backoff, until
-// the session closes or the server says it offers none (405).
-func (s *streamableSession) listen(ctx context.Context) {
+// the session closes or the server says it offers none (405). It closes
+// ready once the first attempt was answered.
+func (s *streamableSession) listen(ctx context.Context, ready chan struct{}) {
+	var once sync.Once
+	signal := func() { once.Do(func() { close(ready) }) }
+	defer signal()
 	backoff := 250 * time.Millisecond
 	for ctx.Err() == nil {
 		s.mu.Lock()
@@ -265,6 +303,7 @@ func (s *streamableSession) listen(ctx context.Context) {
 			req.Header.Set("Mcp-Session-Id", sid)
 		}
 		resp, err := s.u.client().Do(req)
+		signal() // answered: the server knows the stream, or will not have one
 		switch {
 		case err != nil:
 		case resp.StatusCode == http.StatusMethodNotAllowed:

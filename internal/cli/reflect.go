@@ -4,6 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/reflect"
 
 	"github.com/schollz/progressbar/v3"
 )
@@ -12,16 +17,33 @@ import (
 // now, in the daemon, with a progress bar on stderr. Without flags it runs
 // the pending tasks.
 func runReflect(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("reflect", "reflect [--pending] [--task ID]…")
+	fs := newFlags("reflect", "reflect [--pending] [--task ID]… | reflect --replay [--since DATE] [--task ID]… [--reflector rules|llm] [--model M] [--prompt FILE] [--dry-run] [--json]")
 	pending := fs.Bool("pending", false, "reflect every task waiting for reflection")
 	var tasks multiFlag
 	fs.Var(&tasks, "task", "reflect this task (repeatable)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	var ro replayOptions
+	ro.replay = fs.Bool("replay", false, "reflect again over stored final tasks and show what changes in the experiences")
+	ro.since = fs.String("since", "", "with --replay: only tasks ended at or after DATE (2006-01-02 or RFC 3339)")
+	ro.reflector = fs.String("reflector", "", "with --replay: rules or llm (default: the daemon's)")
+	ro.model = fs.String("model", "", "with --replay: the LLM model to reflect with")
+	ro.prompt = fs.String("prompt", "", "with --replay: the LLM prompt template FILE to reflect with")
+	ro.dryRun = fs.Bool("dry-run", false, "with --replay: plan only; the experiences stay as they are")
+	ro.json = fs.Bool("json", false, "with --replay: print the plan as JSON")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	tasks = append(tasks, pos...)
+	if *ro.replay {
+		if *pending {
+			return usageErr("reflect --replay takes no --pending")
+		}
+		return reflectReplay(ctx, g, tasks, ro, *quiet)
+	}
+	if *ro.since != "" || *ro.reflector != "" || *ro.model != "" || *ro.prompt != "" || *ro.dryRun || *ro.json {
+		return usageErr("--since, --reflector, --model, --prompt, --dry-run and --json go with --replay")
+	}
 	if len(tasks) == 0 {
 		*pending = true
 	}
@@ -29,28 +51,130 @@ func runReflect(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	var bar *progressbar.ProgressBar
-	last := 0
-	progress := func(done, total int) {
-		last = done
-		if *quiet {
-			return
-		}
-		if bar == nil {
-			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr),
-				progressbar.OptionSetDescription("reflecting"), progressbar.OptionShowCount())
-		}
-		bar.ChangeMax(total)
-		_ = bar.Set(done)
-	}
-	err = c.Reflect(ctx, tasks, *pending, progress)
-	if bar != nil {
-		_ = bar.Finish()
-		fmt.Fprintln(os.Stderr)
-	}
+	bar := newProgress("reflecting", *quiet)
+	err = c.Reflect(ctx, tasks, *pending, bar.set)
+	bar.finish()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "reflected %d tasks\n", last)
+	fmt.Fprintf(stdout, "reflected %d tasks\n", bar.last)
+	return nil
+}
+
+// progress is a progress bar on stderr, drawn once the total is known.
+type progress struct {
+	desc  string
+	quiet bool
+	bar   *progressbar.ProgressBar
+	last  int
+}
+
+func newProgress(desc string, quiet bool) *progress { return &progress{desc: desc, quiet: quiet} }
+
+func (p *progress) set(done, total int) {
+	p.last = done
+	if p.quiet {
+		return
+	}
+	if p.bar == nil {
+		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr),
+			progressbar.OptionSetDescription(p.desc), progressbar.OptionShowCount())
+	}
+	p.bar.ChangeMax(total)
+	_ = p.bar.Set(done)
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+		fmt.Fprintln(os.Stderr)
+	}
+}
+
+type replayOptions struct {
+	replay, dryRun, json            *bool
+	since, reflector, model, prompt *string
+}
+
+// reflectReplay is `hindsight reflect --replay`: reflection run again, in
+// the daemon, over stored final tasks; the plan of what changes (or, with
+// --dry-run, would change) in the experiences is printed.
+func reflectReplay(ctx context.Context, g *globals, tasks []string, o replayOptions, quiet bool) error {
+	req := daemon.ReflectReplayRequest{TaskIDs: tasks, Reflector: *o.reflector, Model: *o.model, DryRun: *o.dryRun}
+	switch *o.reflector {
+	case "", "rules", "llm":
+	default:
+		return usageErr("--reflector is rules or llm")
+	}
+	if *o.since != "" {
+		t, err := parseDate(*o.since)
+		if err != nil {
+			return usageErr("--since: %v", err)
+		}
+		req.Since = &t
+	}
+	if *o.prompt != "" {
+		abs, err := filepath.Abs(*o.prompt)
+		if err != nil {
+			return fmt.Errorf("replay reflection: %w", err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return fmt.Errorf("replay reflection: %w", err)
+		}
+		req.Prompt = abs
+	}
+	c, err := connect(ctx, g)
+	if err != nil {
+		return err
+	}
+	desc := "reflecting again"
+	if req.DryRun {
+		desc = "planning"
+	}
+	bar := newProgress(desc, quiet)
+	plan, err := c.ReflectReplay(ctx, req, bar.set)
+	bar.finish()
+	if err != nil {
+		return notFound(err, "task")
+	}
+	if *o.json {
+		return printJSON(stdout, plan)
+	}
+	return printPlan(plan)
+}
+
+// parseDate reads a date (2006-01-02, local midnight) or an RFC 3339 time.
+func parseDate(s string) (time.Time, error) {
+	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
+		return t, nil
+	}
+	return time.Parse(time.RFC3339, s)
+}
+
+func printPlan(plan *daemon.ReflectPlan) error {
+	t := newTable(stdout, "TASK", "OUTCOME", "EXPERIENCE", "TOOL", "LESSON")
+	for _, c := range plan.Changes {
+		id := c.ID
+		if c.Superseded != "" {
+			id += " (supersedes " + c.Superseded + ")"
+		}
+		t.row(c.Task, c.Outcome, id, c.Tool, clip(oneLine(c.Lesson), 70))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	counts := map[string]int{}
+	for _, c := range plan.Changes {
+		counts[c.Outcome]++
+	}
+	verb := "changed"
+	if plan.DryRun {
+		verb = "would change (dry run: nothing changed)"
+	}
+	fmt.Fprintf(stdout, "%d tasks, %d candidates (%d dropped by validation): %d added, %d merged, %d superseded, %d left as they are; %s\n",
+		plan.Tasks, plan.Candidates, plan.Dropped, counts[reflect.Added], counts[reflect.Reinforced], counts[reflect.Superseded], len(plan.Left), verb)
+	for _, f := range plan.Failed {
+		fmt.Fprintln(stdout, "failed:", f)
+	}
 	return nil
 }

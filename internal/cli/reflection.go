@@ -15,6 +15,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/inject"
 	"github.com/hindsight-proxy/hindsight/reflect"
+	"github.com/hindsight-proxy/hindsight/replay"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -52,17 +53,32 @@ func newReflectionQueue(ctx context.Context, g *globals, traces *daemon.TraceSto
 	} else {
 		logger.Warn("reflection compares experiences by words: no embedder", "err", err)
 	}
-	if llm := g.config.LLM; llm.Model != "" {
-		if backends.LLM == nil {
-			return nil, nil, fmt.Errorf("start reflection: this build has no LLM reflector (use %s)", FullBinary)
+	// newLLM builds the LLM reflector, with another model or prompt file
+	// when given (reflect --replay).
+	newLLM := func(model, prompt string) (reflect.Reflector, error) {
+		llm := g.config.LLM
+		if model != "" {
+			llm.Model = model
 		}
-		r, err := backends.LLM(LLMConfig{
+		if prompt != "" {
+			llm.PromptTemplate = prompt
+		}
+		if llm.Model == "" {
+			return nil, errors.New("no LLM model configured (llm.model, or --model)")
+		}
+		if backends.LLM == nil {
+			return nil, fmt.Errorf("this build has no LLM reflector (use %s)", FullBinary)
+		}
+		return backends.LLM(LLMConfig{
 			BaseURL: llm.BaseURL, APIKey: llm.APIKey, Model: llm.Model,
 			PromptTemplate: llm.PromptTemplate,
 			CallsPerHour:   llm.CallsPerHour, TokensPerHour: llm.TokensPerHour,
 			Redactor: reflect.RedactorFunc(red.RedactString),
 			Logger:   logger, Metrics: metrics,
 		})
+	}
+	if llm := g.config.LLM; llm.Model != "" {
+		r, err := newLLM("", "")
 		if err != nil {
 			return nil, nil, fmt.Errorf("start reflection: %w", err)
 		}
@@ -85,7 +101,7 @@ func newReflectionQueue(ctx context.Context, g *globals, traces *daemon.TraceSto
 	q.Logger, q.Metrics = logger, metrics
 	q.OnState = traces.SetReflection
 	q.Start(ctx)
-	return daemonQueue{q, p.Templates}, queueCloser{q, db}, nil
+	return daemonQueue{q, p.Templates, p, traces, newLLM}, queueCloser{q, db}, nil
 }
 
 // queueCloser stops the queue, then closes its database.
@@ -103,6 +119,38 @@ func (c queueCloser) Close() error {
 type daemonQueue struct {
 	*reflect.Queue
 	templates *reflect.Templates
+	pipeline  *reflect.Pipeline
+	traces    *daemon.TraceStore
+	newLLM    func(model, prompt string) (reflect.Reflector, error)
+}
+
+// ReplayReflection runs reflection again over stored tasks
+// (daemon.ReflectReplayer): the daemon's pipeline, or one with the rule
+// reflector or another LLM model or prompt, through replay.ReflectAgain.
+func (d daemonQueue) ReplayReflection(ctx context.Context, req daemon.ReflectReplayRequest, tasks []string, progress func(done, total int)) (*daemon.ReflectPlan, error) {
+	p := *d.pipeline
+	switch req.Reflector {
+	case "":
+		if req.Model != "" || req.Prompt != "" {
+			req.Reflector = "llm"
+		}
+	case "rules", "llm":
+	default:
+		return nil, fmt.Errorf("replay reflection: unknown reflector %q (want rules or llm)", req.Reflector)
+	}
+	switch req.Reflector {
+	case "rules":
+		p.Reflector, p.CrossCheck = reflect.Rules{}, nil
+	case "llm":
+		r, err := d.newLLM(req.Model, req.Prompt)
+		if err != nil {
+			return nil, fmt.Errorf("replay reflection: %w", err)
+		}
+		p.Reflector, p.CrossCheck = r, reflect.Rules{}
+	}
+	return replay.ReflectAgain(ctx, tasks, replay.ReflectOptions{
+		Pipeline: &p, Templates: d.templates, Tasks: d.traces, DryRun: req.DryRun, Progress: progress,
+	})
 }
 
 // AnnotateStep gives a failed step its error template as the daemon reads

@@ -20,7 +20,8 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/inject"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Step is one tool call the agent made.
@@ -46,14 +47,17 @@ type Transcript struct {
 	Done           bool          `json:"done"` // the task was completed
 }
 
-// Agent is the scripted agent. It bills one customer for one month and
-// sends the invoice.
+// Agent is the scripted agent, an mcp-go client. It bills one customer for
+// one month and sends the invoice.
 type Agent struct {
-	Session  *mcp.ClientSession
-	Month    string    // the month to bill, e.g. "2026-03"
-	Due      time.Time // the invoice's due date
-	User     string
-	Password string
+	// Client is connected and initialized (see Initialize); Instructions
+	// are what its initialize result said.
+	Client       *client.Client
+	Instructions string
+	Month        string    // the month to bill, e.g. "2026-03"
+	Due          time.Time // the invoice's due date
+	User         string
+	Password     string
 	// DateLayout is how the agent writes dates unless told otherwise
 	// (a US habit: 01/02/2006).
 	DateLayout string
@@ -116,18 +120,16 @@ func (a *Agent) Run(ctx context.Context) (*Transcript, error) {
 // readServer reads the server's instructions and tool list, taking in any
 // lessons Hindsight appended and noting its query tool.
 func (a *Agent) readServer(ctx context.Context) error {
-	if init := a.Session.InitializeResult(); init != nil {
-		if i := strings.Index(init.Instructions, inject.Marker); i >= 0 {
-			injected := init.Instructions[i:]
-			a.t.Instructions = injected
-			a.t.TokensInjected += inject.CountTokens(injected)
-			a.learn("", injected)
-			if a.OnInstructions != nil {
-				a.OnInstructions(injected)
-			}
+	if i := strings.Index(a.Instructions, inject.Marker); i >= 0 {
+		injected := a.Instructions[i:]
+		a.t.Instructions = injected
+		a.t.TokensInjected += inject.CountTokens(injected)
+		a.learn("", injected)
+		if a.OnInstructions != nil {
+			a.OnInstructions(injected)
 		}
 	}
-	res, err := a.Session.ListTools(ctx, nil)
+	res, err := a.Client.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
 		return fmt.Errorf("list tools: %w", err)
 	}
@@ -176,7 +178,7 @@ func (a *Agent) call(ctx context.Context, tool string, args map[string]any, why 
 		if reason == "" {
 			reason = why
 		}
-		res, err := a.Session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: callArgs})
+		res, err := a.callTool(ctx, tool, callArgs)
 		if err != nil {
 			return nil, fmt.Errorf("call %s: %w", tool, err)
 		}
@@ -212,7 +214,7 @@ func (a *Agent) call(ctx context.Context, tool string, args map[string]any, why 
 // ask calls Hindsight's query tool about tool and learns from the answer.
 func (a *Agent) ask(ctx context.Context, tool, why string) error {
 	args := map[string]any{"situation": fmt.Sprintf("About to call %s to %s.", tool, why), "tool_name": tool}
-	res, err := a.Session.CallTool(ctx, &mcp.CallToolParams{Name: a.queryTool, Arguments: args})
+	res, err := a.callTool(ctx, a.queryTool, args)
 	if err != nil {
 		return fmt.Errorf("call %s: %w", a.queryTool, err)
 	}
@@ -240,7 +242,7 @@ func (a *Agent) prepare(ctx context.Context, tool string) error {
 			continue // the agent only knows how to call login
 		}
 		args := map[string]any{"user": a.User, "password": a.Password}
-		res, err := a.Session.CallTool(ctx, &mcp.CallToolParams{Name: pre, Arguments: args})
+		res, err := a.callTool(ctx, pre, args)
 		if err != nil {
 			return fmt.Errorf("call %s: %w", pre, err)
 		}
@@ -289,6 +291,25 @@ func (a *Agent) apply(tool string, args map[string]any) (map[string]any, string)
 	return out, "applying advice: " + strings.Join(why, ", ")
 }
 
+func (a *Agent) callTool(ctx context.Context, name string, args map[string]any) (*mcp.CallToolResult, error) {
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = name, args
+	return a.Client.CallTool(ctx, req)
+}
+
+// Initialize starts c's session (protocol 2025-11-25, the era the demo's
+// sidecar and server speak) and returns the server's instructions.
+func Initialize(ctx context.Context, c *client.Client) (string, error) {
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: "hindsight-demo-agent", Version: "1.0.0"}
+	res, err := c.Initialize(ctx, req)
+	if err != nil {
+		return "", fmt.Errorf("initialize: %w", err)
+	}
+	return res.Instructions, nil
+}
+
 func (a *Agent) record(s Step) {
 	a.t.Steps = append(a.t.Steps, s)
 	if s.IsError {
@@ -305,7 +326,7 @@ func (a *Agent) record(s Step) {
 func split(res *mcp.CallToolResult) (server, hindsight string) {
 	var s, h []string
 	for _, c := range res.Content {
-		t, ok := c.(*mcp.TextContent)
+		t, ok := mcp.AsTextContent(c)
 		if !ok {
 			continue
 		}

@@ -14,7 +14,8 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 )
 
 // ServerName is the name the example server is wrapped under.
@@ -196,18 +197,24 @@ func runAgent(ctx context.Context, opt Options, run *Run, out io.Writer) error {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "hindsight-demo-agent", Version: "1.0.0"}, nil).
-		Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	c, err := client.NewStdioMCPClientWithOptions(opt.Exe, nil, nil, transport.WithCommandFunc(
+		func(ctx context.Context, _ string, _ []string, _ []string) (*exec.Cmd, error) { return cmd, nil }))
 	if err != nil {
+		return fmt.Errorf("start the sidecar: %w", err)
+	}
+	instructions, err := Initialize(ctx, c)
+	if err != nil {
+		c.Close()
 		return fmt.Errorf("connect to the sidecar: %w (stderr: %s)", err, strings.TrimSpace(stderr.String()))
 	}
 	n := 0
 	agent := &Agent{
-		Session:  cs,
-		Month:    "2026-03",
-		Due:      time.Date(2026, 4, 15, 0, 0, 0, 0, time.UTC),
-		User:     "demo",
-		Password: "demo-password-123",
+		Client:       c,
+		Instructions: instructions,
+		Month:        "2026-03",
+		Due:          time.Date(2026, 4, 15, 0, 0, 0, 0, time.UTC),
+		User:         "demo",
+		Password:     "demo-password-123",
 		OnStep: func(s Step) {
 			n++
 			printStep(out, n, s)
@@ -220,7 +227,7 @@ func runAgent(ctx context.Context, opt Options, run *Run, out io.Writer) error {
 		}
 	}
 	t, runErr := agent.Run(ctx)
-	closeErr := cs.Close()
+	closeErr := c.Close()
 	run.Transcript = *t
 	run.Seconds = time.Since(start).Seconds()
 	if runErr != nil {

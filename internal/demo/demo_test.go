@@ -16,7 +16,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/internal/exampleserver"
 	"github.com/hindsight-proxy/hindsight/internal/testbin"
 	"github.com/hindsight-proxy/hindsight/reflect"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mark3labs/mcp-go/client"
 )
 
 // agentOn runs the agent against the example server in memory, without
@@ -25,19 +25,20 @@ func agentOn(t *testing.T, instructions string) *Transcript {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, ct := mcp.NewInMemoryTransports()
 	srv := exampleserver.New(exampleserver.Options{RetryAfter: 20 * time.Millisecond, Instructions: instructions})
-	ss, err := srv.Connect(ctx, st, nil)
+	c, err := client.NewInProcessClient(srv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	defer c.Close()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	instr, err := Initialize(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close()
-	a := &Agent{Session: cs, Month: "2026-03", Due: time.Date(2026, 4, 15, 0, 0, 0, 0, time.UTC), User: "u", Password: "p"}
+	a := &Agent{Client: c, Instructions: instr, Month: "2026-03", Due: time.Date(2026, 4, 15, 0, 0, 0, 0, time.UTC), User: "u", Password: "p"}
 	tr, err := a.Run(ctx)
 	if err != nil {
 		t.Fatalf("agent: %v (steps %+v)", err, tr.Steps)

@@ -10,8 +10,9 @@
 //     retries after the advertised delay.
 //
 // The server is deterministic: the same calls give the same answers, in
-// milliseconds. Each connection has its own state (login, invoices, rate
-// limit).
+// milliseconds. Each connection (mcp-go client session) has its own state
+// (login, invoices, rate limit). It is built on mcp-go; its tests talk to
+// it with the official go-sdk client.
 package exampleserver
 
 import (
@@ -20,13 +21,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // Name is the server's name in its serverInfo.
@@ -82,60 +85,66 @@ type invoice struct {
 }
 
 // New returns a server whose every connection starts logged out.
-func New(opt Options) *mcp.Server {
+func New(opt Options) *server.MCPServer {
 	instr := Instructions
 	if opt.Instructions != "" {
 		instr = opt.Instructions
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "Example billing API", Version: "1.0.0"},
-		&mcp.ServerOptions{Instructions: instr, Capabilities: &mcp.ServerCapabilities{}})
+	s := server.NewMCPServer(Name, "1.0.0", server.WithTitle("Example billing API"),
+		server.WithInstructions(instr), server.WithToolCapabilities(false))
 	retry := opt.RetryAfter
 	if retry <= 0 {
 		retry = DefaultRetryAfter
 	}
 	var mu sync.Mutex
-	conns := map[*mcp.ServerSession]*conn{}
-	state := func(req *mcp.CallToolRequest) *conn {
+	conns := map[string]*conn{}
+	state := func(ctx context.Context) *conn {
+		id := ""
+		if cs := server.ClientSessionFromContext(ctx); cs != nil {
+			id = cs.SessionID()
+		}
 		mu.Lock()
 		defer mu.Unlock()
-		c := conns[req.Session]
+		c := conns[id]
 		if c == nil {
 			c = &conn{retryAfter: retry, invoices: map[string]invoice{}}
-			conns[req.Session] = c
+			conns[id] = c
 		}
 		return c
 	}
-	add := func(t *mcp.Tool, h func(c *conn, ctx context.Context, args map[string]any) *mcp.CallToolResult) {
-		s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	add := func(t mcp.Tool, h func(c *conn, ctx context.Context, args map[string]any) *mcp.CallToolResult) {
+		s.AddTool(t, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			args := map[string]any{}
-			if len(req.Params.Arguments) > 0 {
-				if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
-					return failure(400, "Bad Request: arguments must be a JSON object", nil), nil
-				}
+			switch a := req.Params.Arguments.(type) {
+			case nil:
+			case map[string]any:
+				args = a
+			default:
+				return failure(400, "Bad Request: arguments must be a JSON object", nil), nil
 			}
-			return h(state(req), ctx, args), nil
+			return h(state(ctx), ctx, args), nil
 		})
 	}
-	add(&mcp.Tool{
-		Name:        "login",
-		Description: "Open a session for this connection.",
-		InputSchema: schema(`"user":{"type":"string","description":"user name"},"password":{"type":"string","description":"password"}`, "user", "password"),
+	add(mcp.Tool{
+		Name:           "login",
+		Description:    "Open a session for this connection.",
+		RawInputSchema: schema(`"user":{"type":"string","description":"user name"},"password":{"type":"string","description":"password"}`, "user", "password"),
 	}, (*conn).login)
-	add(&mcp.Tool{
-		Name:        "fetch_report",
-		Description: "Billable usage of every customer in a month.",
-		InputSchema: schema(`"month":{"type":"string","description":"the month, e.g. 2026-03"}`, "month"),
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	add(mcp.Tool{
+		Name:           "fetch_report",
+		Description:    "Billable usage of every customer in a month.",
+		RawInputSchema: schema(`"month":{"type":"string","description":"the month, e.g. 2026-03"}`, "month"),
+		Annotations:    mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(true)},
 	}, (*conn).fetchReport)
-	add(&mcp.Tool{
-		Name:        "create_invoice",
-		Description: "Create an invoice for a customer.",
-		InputSchema: schema(`"customer":{"type":"string"},"amount":{"type":"number"},"due_date":{"type":"string","description":"when the invoice is due"}`, "customer", "amount", "due_date"),
+	add(mcp.Tool{
+		Name:           "create_invoice",
+		Description:    "Create an invoice for a customer.",
+		RawInputSchema: schema(`"customer":{"type":"string"},"amount":{"type":"number"},"due_date":{"type":"string","description":"when the invoice is due"}`, "customer", "amount", "due_date"),
 	}, (*conn).createInvoice)
-	add(&mcp.Tool{
-		Name:        "send_invoice",
-		Description: "Send an invoice to its customer by e-mail.",
-		InputSchema: schema(`"invoice_id":{"type":"string"},"pause_ms":{"type":"integer","description":"milliseconds to wait before sending"}`, "invoice_id"),
+	add(mcp.Tool{
+		Name:           "send_invoice",
+		Description:    "Send an invoice to its customer by e-mail.",
+		RawInputSchema: schema(`"invoice_id":{"type":"string"},"pause_ms":{"type":"integer","description":"milliseconds to wait before sending"}`, "invoice_id"),
 	}, (*conn).sendInvoice)
 	return s
 }
@@ -151,7 +160,7 @@ func schema(props string, required ...string) json.RawMessage {
 func failure(status int, msg string, structured any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
 		IsError:           true,
-		Content:           []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%d %s", status, msg)}},
+		Content:           []mcp.Content{mcp.NewTextContent(fmt.Sprintf("%d %s", status, msg))},
 		StructuredContent: structured,
 	}
 }
@@ -159,7 +168,7 @@ func failure(status int, msg string, structured any) *mcp.CallToolResult {
 // success is a result with a text and, when structured is not nil, the same
 // data as structuredContent.
 func success(text string, structured any) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: structured}
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}, StructuredContent: structured}
 }
 
 func str(args map[string]any, key string) string {
@@ -306,8 +315,15 @@ func Months() []string {
 
 // Serve runs the demo's server over r and w (newline-delimited JSON-RPC,
 // as on stdio) until the client closes its end or ctx ends.
-func Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
-	err := New(Options{}).Run(ctx, &mcp.IOTransport{Reader: r, Writer: w})
+func Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	return ServeWith(ctx, Options{}, r, w)
+}
+
+// ServeWith is Serve with options.
+func ServeWith(ctx context.Context, opt Options, r io.Reader, w io.Writer) error {
+	ss := server.NewStdioServer(New(opt))
+	ss.SetErrorLogger(log.New(io.Discard, "", 0))
+	err := ss.Listen(ctx, r, w)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("serve example server: %w", err)
 	}

@@ -12,7 +12,8 @@ import (
 )
 
 // connect runs the server over a pair of OS pipes, as on stdio, and returns
-// a real client session to it.
+// a client session of the official go-sdk (the independent implementation)
+// to it.
 func connect(t *testing.T, opt Options) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -25,7 +26,7 @@ func connect(t *testing.T, opt Options) *mcp.ClientSession {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- New(opt).Run(ctx, &mcp.IOTransport{Reader: sr, Writer: sw}) }()
+	go func() { done <- ServeWith(ctx, opt, sr, sw) }()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
 		Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, nil)
 	if err != nil {
