@@ -64,11 +64,11 @@ func TestFind(t *testing.T) {
 	home, project := filepath.Join(root, "home"), filepath.Join(root, "proj")
 	files := map[string]string{
 		"home/.config/Claude/claude_desktop_config.json": "claude-desktop.json",
-		"home/.claude.json":                              "claude-code.claude.json",
-		"home/.cursor/mcp.json":                          "cursor.json",
-		"home/.codex/config.toml":                        "codex.toml",
-		"proj/.mcp.json":                                 "project.mcp.json",
-		"proj/.vscode/mcp.json":                          "vscode.jsonc",
+		"home/.claude.json":       "claude-code.claude.json",
+		"home/.cursor/mcp.json":   "cursor.json",
+		"home/.codex/config.toml": "codex.toml",
+		"proj/.mcp.json":          "project.mcp.json",
+		"proj/.vscode/mcp.json":   "vscode.jsonc",
 	}
 	for rel, fixture := range files {
 		p := filepath.Join(root, rel)

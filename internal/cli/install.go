@@ -32,7 +32,7 @@ func parseInstall(verb string, args []string) (*installFlags, error) {
 	fs.StringVar(&o.project, "project", ".", "the project whose .mcp.json, .cursor/mcp.json and .vscode/mcp.json to include (\"\" for none)")
 	fs.StringVar(&o.configDir, "config-dir", "", "look for user configurations under DIR instead of the home directory (ignores XDG_CONFIG_HOME, APPDATA, CODEX_HOME, CLAUDE_CONFIG_DIR)")
 	if verb == "install" {
-		fs.StringVar(&o.exe, "hindsight", "", "the hindsight command written into the configurations (default: `hindsight` as found on PATH when that is this program, else this program's absolute path)")
+		fs.StringVar(&o.exe, "hindsight", "", "the hindsight command written into the configurations (default: the absolute path of hindsight on PATH when that is this program, else of this program)")
 	}
 	fs.BoolVar(&o.dryRun, "dry-run", false, "show what would change, write nothing")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
@@ -192,9 +192,10 @@ func report(w io.Writer, verb string, o *installFlags, res []install.Result, loo
 	}
 	if verb == "install" && len(hints) > 0 {
 		fmt.Fprintln(w, "\nHTTP servers are left as they are; to record them, run an HTTP sidecar in front of each")
-		fmt.Fprintln(w, "(it is yours to keep running) and point the entry at it:")
-		for _, s := range hints {
-			fmt.Fprintf(w, "  %s: %s\n", s.Name, s.Hint)
+		fmt.Fprintln(w, "(it is yours to keep running; install starts none) and point the entry at it:")
+		for i, s := range hints {
+			port := fmt.Sprint(8931 + i)
+			fmt.Fprintf(w, "  %s: %s\n", s.Name, strings.ReplaceAll(s.Hint, "PORT", port))
 		}
 	}
 	if o.dryRun {
