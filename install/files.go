@@ -1,6 +1,7 @@
 package install
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,8 +11,9 @@ import (
 
 // writeAtomic replaces the file at path (following symlinks) with data: a
 // temporary file in the same directory, with the original's mode, renamed
-// over it.
-func writeAtomic(path string, data []byte) error {
+// over it. If the file no longer holds was (its client rewrote it
+// meanwhile), it fails and leaves the file alone.
+func writeAtomic(path string, data, was []byte) error {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
@@ -41,6 +43,9 @@ func writeAtomic(path string, data []byte) error {
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write config: %w", err)
+	}
+	if now, err := os.ReadFile(path); err != nil || !bytes.Equal(now, was) {
+		return fmt.Errorf("write config: %s changed while hindsight was rewriting it (is its client running?); nothing written, run again", path)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("write config: %w", err)

@@ -183,7 +183,7 @@ func installFile(l Location, opts Options) Result {
 	if err := writeBackup(r.Backup, src); err != nil {
 		return fail(r, err)
 	}
-	if err := writeAtomic(l.Path, out); err != nil {
+	if err := writeAtomic(l.Path, out, src); err != nil {
 		return fail(r, err)
 	}
 	if !keepRecord {
@@ -256,7 +256,7 @@ func uninstallFile(l Location, opts Options) Result {
 		return r
 	}
 	if string(out) != string(src) {
-		if err := writeAtomic(l.Path, out); err != nil {
+		if err := writeAtomic(l.Path, out, src); err != nil {
 			return fail(r, err)
 		}
 	}

@@ -474,3 +474,21 @@ func TestWrappedAt(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteAtomicNoticesAConcurrentWrite: when the client rewrote its file
+// after install read it, nothing is written and no temporary file stays.
+func TestWriteAtomicNoticesAConcurrentWrite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mcp.json")
+	os.WriteFile(path, []byte("client's new bytes"), 0o644)
+	err := writeAtomic(path, []byte("ours"), []byte("what install read"))
+	if err == nil || !strings.Contains(err.Error(), "changed while") {
+		t.Fatalf("got %v, want an error about a concurrent change", err)
+	}
+	if got := mustRead(t, path); string(got) != "client's new bytes" {
+		t.Errorf("the file was overwritten: %q", got)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("files left: %v", ents)
+	}
+}

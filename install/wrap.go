@@ -13,14 +13,11 @@ func wrapArgs(name, command string, args []string) []string {
 	return append([]string{"wrap", "--name", name, "--", command}, args...)
 }
 
-// wrapPrefix is how many arguments wrapArgs puts before the original
-// arguments: "wrap", "--name", NAME, "--" and the original command.
-const wrapPrefix = 5
-
-// isHindsight reports whether command names a hindsight executable: its
-// base name, less ".exe", is "hindsight" or starts with "hindsight-" or
-// "hindsightd".
-func isHindsight(command string) bool {
+// IsHindsight reports whether command names a hindsight executable (how
+// install and uninstall recognise an entry already wrapped): its base
+// name, less ".exe", is "hindsight" or "hindsightd", or starts with
+// "hindsight-".
+func IsHindsight(command string) bool {
 	base := strings.TrimSuffix(strings.ToLower(filepath.Base(filepath.ToSlash(command))), ".exe")
 	if i := strings.LastIndexAny(base, `\/`); i >= 0 {
 		base = base[i+1:]
@@ -32,7 +29,7 @@ func isHindsight(command string) bool {
 // `hindsight wrap … --`, and if so where the wrapped command is in args
 // (the index after "--").
 func wrappedAt(command string, args []string) (int, bool) {
-	if !isHindsight(command) || len(args) == 0 || args[0] != "wrap" {
+	if !IsHindsight(command) || len(args) == 0 || args[0] != "wrap" {
 		return 0, false
 	}
 	i := slices.Index(args, "--")

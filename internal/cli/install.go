@@ -106,6 +106,9 @@ func runInstall(ctx context.Context, g *globals, args []string) error {
 		if o.exe, err = hindsightCommand(); err != nil {
 			return err
 		}
+	} else if !install.IsHindsight(o.exe) {
+		// Entries are known to be wrapped by their command's name.
+		return usageErr("--hindsight %q: the program's name must be hindsight (or start with hindsight-)", o.exe)
 	}
 	locs, looked, err := o.locations()
 	if err != nil {

@@ -179,6 +179,10 @@ func TestInstallCommandErrors(t *testing.T) {
 		t.Errorf("--client emacs: exit %d %s", code, errOut)
 	}
 
+	if _, errOut, code := runHindsight(t, project, home, "install", "--hindsight", "/usr/bin/hs"); code != 2 || !strings.Contains(errOut, "must be hindsight") {
+		t.Errorf("--hindsight /usr/bin/hs: exit %d %s", code, errOut)
+	}
+
 	empty := t.TempDir()
 	out, _, code = runHindsight(t, empty, empty, "install")
 	if code != 0 || !strings.Contains(out, "no MCP client configuration found") || !strings.Contains(out, filepath.Join(empty, ".codex", "config.toml")) {
