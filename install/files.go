@@ -55,30 +55,31 @@ func writeAtomic(path string, data, was []byte) error {
 }
 
 // writeBackup writes the original bytes of a file to path, mode 0600,
-// unless a backup is there already: the first one is the original.
-func writeBackup(path string, data []byte) error {
+// unless a backup is there already: the first one is the original. It
+// reports whether it wrote one.
+func writeBackup(path string, data []byte) (bool, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("write backup: %w", err)
+		return false, fmt.Errorf("write backup: %w", err)
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		os.Remove(path)
-		return fmt.Errorf("write backup: %w", err)
+		return false, fmt.Errorf("write backup: %w", err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
 		os.Remove(path)
-		return fmt.Errorf("write backup: %w", err)
+		return false, fmt.Errorf("write backup: %w", err)
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(path)
-		return fmt.Errorf("write backup: %w", err)
+		return false, fmt.Errorf("write backup: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 // writeRecord records the SHA-256 of the bytes install wrote to the file at

@@ -180,10 +180,14 @@ func installFile(l Location, opts Options) Result {
 	rec, _ := os.ReadFile(l.Path + RecordSuffix)
 	_, statErr := os.Stat(r.Backup)
 	keepRecord := errors.Is(statErr, fs.ErrNotExist) || string(rec) == sum(src)
-	if err := writeBackup(r.Backup, src); err != nil {
+	created, err := writeBackup(r.Backup, src)
+	if err != nil {
 		return fail(r, err)
 	}
 	if err := writeAtomic(l.Path, out, src); err != nil {
+		if created {
+			os.Remove(r.Backup) // nothing was installed: no backup either
+		}
 		return fail(r, err)
 	}
 	if !keepRecord {

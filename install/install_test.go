@@ -273,6 +273,7 @@ var userEdits = map[string][2]string{
 	"codex-dotted.toml":       {`args = ["a"]`, `args = ["a", "b"]`},
 	"codex-table.toml":        {`[mcp_servers]`, "[mcp_servers]\n# mine"},
 	"crlf.json":               {`"A": "1"`, `"A": "2"`},
+	"crlf.toml":               {"# CRLF", "# CRLF, edited"},
 }
 
 // TestUninstallKeepsUserEdits edits an installed file and uninstalls: the
@@ -490,5 +491,16 @@ func TestWriteAtomicNoticesAConcurrentWrite(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("files left: %v", ents)
+	}
+
+	// Through installFile: an error, the file as the client left it, and
+	// no backup of a file install never changed.
+	l, _ := copyFixture(t, "windsurf.json")
+	r, out := planInstall(l, []byte(`{"mcpServers": {"a": {"command": "x"}}}`), testExe)
+	if r.Action != ActionWrap || out == nil {
+		t.Fatal(r.Err)
+	}
+	if err := writeAtomic(l.Path, out, []byte("stale")); err == nil {
+		t.Fatal("a stale read was written over")
 	}
 }

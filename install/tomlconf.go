@@ -337,6 +337,9 @@ func (d *tomlDoc) entryEdits(sp tomlSpans, c change) ([]udiff.Edit, error) {
 					indent = nil
 				}
 				sep = ",\n" + string(indent)
+				if i > 0 && gap[i-1] == '\r' {
+					sep = ",\r\n" + string(indent)
+				}
 			}
 			edits = append(edits, udiff.Edit{Start: sp.elems[0].start, End: sp.elems[0].start, New: joined + sep})
 		}
