@@ -154,15 +154,19 @@ func Uninstall(locs []Location, opts Options) []Result {
 	return out
 }
 
+// newResult is an empty Result for l.
 func newResult(l Location) Result {
 	return Result{Client: l.Client, Scope: l.Scope, Path: l.Path, Servers: []ServerResult{}}
 }
 
+// fail marks r as an error: the file was left untouched.
 func fail(r Result, err error) Result {
 	r.Action, r.Err = ActionError, err.Error()
 	return r
 }
 
+// installFile installs into the file at l: it writes the backup (the first
+// time), the rewritten file and the record, unless opts.DryRun.
 func installFile(l Location, opts Options) Result {
 	r := newResult(l)
 	src, err := os.ReadFile(l.Path)
@@ -178,12 +182,11 @@ func installFile(l Location, opts Options) Result {
 	// after one onto a file still as install left it. Onto a file edited
 	// since, the backup lacks those edits, so uninstall must unwrap.
 	rec, _ := os.ReadFile(l.Path + RecordSuffix)
-	_, statErr := os.Stat(r.Backup)
-	keepRecord := errors.Is(statErr, fs.ErrNotExist) || string(rec) == sum(src)
 	created, err := writeBackup(r.Backup, src)
 	if err != nil {
 		return fail(r, err)
 	}
+	keepRecord := created || string(rec) == sum(src)
 	if err := writeAtomic(l.Path, out, src); err != nil {
 		if created {
 			os.Remove(r.Backup) // nothing was installed: no backup either
@@ -243,6 +246,9 @@ func planInstall(l Location, src []byte, exe string) (Result, []byte) {
 	return r, out
 }
 
+// uninstallFile uninstalls from the file at l: it restores the backup or
+// unwraps, then removes the backup and the record, unless opts.DryRun. A
+// file without a backup is left alone.
 func uninstallFile(l Location, opts Options) Result {
 	r := newResult(l)
 	src, err := os.ReadFile(l.Path)
