@@ -36,6 +36,8 @@ var commands = map[string]command{
 	"reflect":     {"run reflection now: reflect [--pending] [--task ID]", runReflect},
 	"eval":        {"learn from half of recorded tasks, replay the other half's failures: eval [--json] FILE|DIR", runEval},
 	"version":     {"print the version", runVersion},
+	"install":     {"wrap the stdio servers of MCP clients' configs: install [--client C] [--dry-run] [--json]", runInstall},
+	"uninstall":   {"undo install, restoring each config: uninstall [--client C] [--dry-run]", runUninstall},
 
 	"example-server": {"the demo's example MCP server on stdio (used by demo)", runExampleServer},
 }
