@@ -177,7 +177,7 @@ func openLog(home hindsight.Home, name string) (*slog.Logger, io.Closer, error) 
 	if err := home.Ensure(); err != nil {
 		return nil, nil, fmt.Errorf("create home: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(home.Logs(), name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(filepath.Join(home.Logs(), logName(name)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open log: %w", err)
 	}
