@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,6 +66,17 @@ type Config struct {
 		CallsPerHour   int    `yaml:"calls_per_hour"`  // cap on reflection's LLM requests (default 120; negative: none)
 		TokensPerHour  int    `yaml:"tokens_per_hour"` // cap on reflection's LLM tokens (default 1,000,000; negative: none)
 	} `yaml:"llm"`
+	Logs struct {
+		// MaxBytes rotates a log file past this size (default 10 MiB;
+		// negative: never); Keep rotated files are kept (default 3).
+		MaxBytes int64 `yaml:"max_bytes"`
+		Keep     int   `yaml:"keep"`
+		// Rate and Burst limit the lines per second each source (a
+		// message and its server, e.g. one server's stderr) may log
+		// (defaults 20 and 200; a negative rate: no limit).
+		Rate  float64 `yaml:"rate"`
+		Burst int     `yaml:"burst"`
+	} `yaml:"logs"`
 	Inject struct {
 		Instructions   *bool `yaml:"instructions"`    // lessons in the initialize instructions (default true)
 		ErrorResults   *bool `yaml:"error_results"`   // lessons appended to isError results (default true)
@@ -168,22 +178,4 @@ func parseSwitch(v string) (on, ok bool) {
 // true, overridden by HINDSIGHT_CAPTURE).
 func (c *Config) captureEnabled() bool {
 	return c.Capture.Enabled == nil || *c.Capture.Enabled
-}
-
-// openLog opens $HINDSIGHT_HOME/logs/NAME.log (mode 0600) and returns a JSON
-// slog logger writing to it. Stdout is never used for logs: it carries the
-// protocol.
-func openLog(home hindsight.Home, name string) (*slog.Logger, io.Closer, error) {
-	if err := home.Ensure(); err != nil {
-		return nil, nil, fmt.Errorf("create home: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(home.Logs(), logName(name)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open log: %w", err)
-	}
-	level := slog.LevelInfo
-	if os.Getenv("HINDSIGHT_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewJSONHandler(f, &slog.HandlerOptions{Level: level})), f, nil
 }

@@ -44,7 +44,7 @@ func runDaemon(ctx context.Context, g *globals, args []string) error {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
-	logger, closer, err := openLog(g.home, "daemon")
+	logger, closer, err := openLog(g, "daemon")
 	if err != nil {
 		return err
 	}

@@ -136,7 +136,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	logger, logFile, err := openLog(g.home, "serve-"+logName(o.name))
+	logger, logFile, err := openLog(g, "serve-"+o.name)
 	if err != nil {
 		return err
 	}
@@ -177,6 +177,9 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	target := o.upstream
 	if target == "" {
 		target = strings.Join(o.command, " ")
+	}
+	if red, err := logRedactor(g); err == nil {
+		target, _ = red.RedactString(target) // a URL or command line may carry a secret
 	}
 	logger.Info("serving", "addr", ln.Addr().String(), "upstream", target, "transport", o.transport)
 	fmt.Fprintf(os.Stderr, "hindsight serve: %s on http://%s/mcp (legacy SSE at /sse) → %s\n", o.name, ln.Addr(), target)

@@ -84,7 +84,7 @@ func TestOpenLogName(t *testing.T) {
 	root := t.TempDir()
 	home := hindsight.Home(root)
 	for _, name := range []string{"serve-../../../x", "wrap-/etc/passwd", "../.."} {
-		_, c, err := openLog(home, name)
+		_, c, err := openLog(&globals{home: home, config: &Config{}}, name)
 		if err != nil {
 			t.Fatalf("openLog(%q): %v", name, err)
 		}
