@@ -158,6 +158,11 @@ type Experience struct {
 	CounterCount int       `json:"counter_count"`
 	Embedder     string    `json:"embedder,omitempty"` // name and dimension of the embedder that made Vector
 	Vector       []float32 `json:"-"`
+
+	// ImportedEvidence is the evidence count an imported pack claimed, kept
+	// for display only: an import starts with no evidence of its own
+	// (EvidenceCount 0) until local tasks confirm the lesson.
+	ImportedEvidence int `json:"imported_evidence,omitempty"`
 }
 
 // DefaultNamespace is the namespace of experiences when none is configured.

@@ -29,7 +29,9 @@ import (
 //	GET  /v1/experiences/{id}?namespace= hindsight.Experience
 //	POST /v1/experiences/{id}/forget     hindsight.Experience (soft-deleted)
 //	POST /v1/experiences/{id}/restore    hindsight.Experience
-//	POST /v1/experiences/import          experiences, JSON Lines → ImportResult
+//	POST /v1/experiences/import?namespace=&pack=&trust=1
+//	                                     experiences, JSON Lines → ImportResult
+//	                                     (cleaned, see CleanImport; 400 lists bad lines)
 //	GET  /v1/experiences/export?namespace=  experiences, JSON Lines
 //	POST /v1/reflect                     ReflectRequest → ReflectProgress lines
 const apiVersion = "v1"
@@ -118,8 +120,13 @@ type SessionCloseResult struct {
 type ImportResult struct {
 	Imported int      `json:"imported"` // new experiences
 	Updated  int      `json:"updated"`  // newer versions of known ones
-	Skipped  int      `json:"skipped"`  // known, not newer
+	Skipped  int      `json:"skipped"`  // known and unchanged, or local lessons a pack may not replace
 	Errors   []string `json:"errors,omitempty"`
+	// Kept lists the ids the pack shares with local lessons, which it
+	// did not replace.
+	Kept []string `json:"kept,omitempty"`
+	// Redactions counts the secrets removed from the pack's text.
+	Redactions int `json:"redactions,omitempty"`
 }
 
 // ReflectRequest is the body of POST /v1/reflect.

@@ -35,8 +35,10 @@ type Server struct {
 	Namespace string                    // default namespace; "" means hindsight.DefaultNamespace
 	Home      hindsight.Home
 	Version   string
-	Logger    *slog.Logger  // nil: slog.Default()
-	Tick      time.Duration // period of the finality loop; 0: a tenth of the idle gap, 1s to 30s
+	Logger    *slog.Logger // nil: slog.Default()
+	// Redactor cleans imported experiences; nil: the built-in rules.
+	Redactor Redactor
+	Tick     time.Duration // period of the finality loop; 0: a tenth of the idle gap, 1s to 30s
 
 	// Drain, when set, is run in the background at start: the daemon
 	// drains outboxes that dead sidecars left behind.

@@ -115,7 +115,12 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 			logger.Warn("register reflection metrics", "err", err)
 		}
 	}
+	var importRedactor daemon.Redactor
+	if red, err := newRedactor(g); err == nil {
+		importRedactor = red // else the built-in rules
+	}
 	srv := &daemon.Server{
+		Redactor:  importRedactor,
 		Registry:  reg,
 		Traces:    traces,
 		Store:     store,
