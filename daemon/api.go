@@ -23,6 +23,7 @@ import (
 //	GET  /v1/tasks?final=&limit=         []hindsight.Task (no steps), newest first
 //	GET  /v1/tasks/{id}                  hindsight.Task with steps
 //	GET  /v1/export?task=ID…             steps, JSON Lines, tasks oldest first
+//	POST /v1/tasks/purge                 PurgeTasksRequest → PurgeResult (erased for good)
 //	GET  /v1/experiences?namespace=&server=&tool=&deleted=1&superseded=1&limit=
 //	                                     []hindsight.Experience
 //	POST /v1/experiences/search          hindsight.Query → []hindsight.ScoredExperience
@@ -33,6 +34,7 @@ import (
 //	                                     experiences, JSON Lines → ImportResult
 //	                                     (cleaned, see CleanImport; 400 lists bad lines)
 //	GET  /v1/experiences/export?namespace=  experiences, JSON Lines
+//	POST /v1/experiences/purge           PurgeExperiencesRequest → PurgeResult (erased for good)
 //	POST /v1/reflect                     ReflectRequest → ReflectProgress lines
 const apiVersion = "v1"
 

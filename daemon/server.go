@@ -40,6 +40,10 @@ type Server struct {
 	Redactor Redactor
 	Tick     time.Duration // period of the finality loop; 0: a tenth of the idle gap, 1s to 30s
 
+	// Retention bounds the traces kept and the set-aside outbox files
+	// (see Retention); its passes run in the background from start.
+	Retention Retention
+
 	// Drain, when set, is run in the background at start: the daemon
 	// drains outboxes that dead sidecars left behind.
 	Drain func(ctx context.Context)
@@ -126,6 +130,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/experiences", s.handleExperiences)
 	m.HandleFunc("POST /v1/experiences/search", s.handleSearch)
 	m.HandleFunc("POST /v1/experiences/import", s.handleImport)
+	m.HandleFunc("POST /v1/experiences/purge", s.handlePurgeExperiences)
+	m.HandleFunc("POST /v1/tasks/purge", s.handlePurgeTasks)
 	m.HandleFunc("GET /v1/experiences/export", s.handleExportExperiences)
 	m.HandleFunc("GET /v1/experiences/{id}", s.handleExperience)
 	m.HandleFunc("POST /v1/experiences/{id}/forget", s.handleForget)
@@ -163,6 +169,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.Drain != nil {
 		wg.Go(func() { s.Drain(loopCtx) })
 	}
+	wg.Go(func() { s.retentionLoop(loopCtx) })
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	var err error

@@ -66,6 +66,17 @@ type Config struct {
 		CallsPerHour   int    `yaml:"calls_per_hour"`  // cap on reflection's LLM requests (default 120; negative: none)
 		TokensPerHour  int    `yaml:"tokens_per_hour"` // cap on reflection's LLM tokens (default 1,000,000; negative: none)
 	} `yaml:"llm"`
+	Retention struct {
+		// Traces purges tasks whose last step is older (default 720h,
+		// 30 days; negative: keep); TracesMaxBytes purges the oldest while
+		// the trace store is larger (default 2 GiB; negative: no bound).
+		Traces         time.Duration `yaml:"traces"`
+		TracesMaxBytes int64         `yaml:"traces_max_bytes"`
+		// SetAside removes refused steps (outbox/.rejected/) and corrupt
+		// outboxes set aside (outbox/.corrupt/, *.corrupt-*) older than
+		// this (default 720h; negative: keep).
+		SetAside time.Duration `yaml:"set_aside"`
+	} `yaml:"retention"`
 	Logs struct {
 		// MaxBytes rotates a log file past this size (default 10 MiB;
 		// negative: never); Keep rotated files are kept (default 3).

@@ -120,7 +120,6 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 		importRedactor = red // else the built-in rules
 	}
 	srv := &daemon.Server{
-		Redactor:  importRedactor,
 		Registry:  reg,
 		Traces:    traces,
 		Store:     store,
@@ -131,6 +130,10 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 		Version:   version,
 		Logger:    logger,
 		Drain:     func(ctx context.Context) { drainLoop(ctx, g.home, traces, logger) },
+
+		Redactor: importRedactor,
+		Retention: daemon.Retention{Traces: g.config.Retention.Traces, TracesMaxBytes: g.config.Retention.TracesMaxBytes,
+			SetAside: g.config.Retention.SetAside},
 	}
 	ln, err = daemon.Listen(g.home, lock)
 	if err != nil {
@@ -250,9 +253,11 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		return st, backend, nil
 	default:
 		// Its own Badger with the daemon's memory-conscious options;
-		// experiences are small, so their values stay in the LSM tree.
+		// experiences are small, so their values (records and vectors)
+		// stay in the LSM tree, where a purge can erase them: Badger
+		// never rewrites the value-log file it appends to.
 		dir := filepath.Join(g.home.DaemonData(), "experiences")
-		db, err := badger.Open(daemon.BadgerOptions(dir, logger).WithValueThreshold(1 << 10))
+		db, err := badger.Open(daemon.BadgerOptions(dir, logger).WithValueThreshold(embedded.ValueThreshold))
 		if err != nil {
 			return nil, backend, fmt.Errorf("open experience store: %w", err)
 		}

@@ -17,7 +17,7 @@ import (
 // restore ID | import FILE | export`.
 func runExperiences(ctx context.Context, g *globals, args []string) error {
 	if len(args) == 0 {
-		return usageErr("experiences list | search QUERY | forget ID | restore ID | import FILE | export")
+		return usageErr("experiences list | search QUERY | forget ID | restore ID | purge ID… | import FILE | export")
 	}
 	switch args[0] {
 	case "list":
@@ -28,6 +28,8 @@ func runExperiences(ctx context.Context, g *globals, args []string) error {
 		return experiencesForget(ctx, g, args[1:], true)
 	case "restore":
 		return experiencesForget(ctx, g, args[1:], false)
+	case "purge":
+		return experiencesPurge(ctx, g, args[1:])
 	case "import":
 		return experiencesImport(ctx, g, args[1:])
 	case "export":

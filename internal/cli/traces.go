@@ -16,7 +16,7 @@ import (
 // runTraces is `hindsight traces list | show TASK | export`.
 func runTraces(ctx context.Context, g *globals, args []string) error {
 	if len(args) == 0 {
-		return usageErr("traces list | show TASK | export")
+		return usageErr("traces list | show TASK | export | purge TASK…|--before DATE")
 	}
 	switch args[0] {
 	case "list":
@@ -25,8 +25,10 @@ func runTraces(ctx context.Context, g *globals, args []string) error {
 		return tracesShow(ctx, g, args[1:])
 	case "export":
 		return tracesExport(ctx, g, args[1:])
+	case "purge":
+		return tracesPurge(ctx, g, args[1:])
 	}
-	return usageErr("traces: unknown subcommand %q (want list, show or export)", args[0])
+	return usageErr("traces: unknown subcommand %q (want list, show, export or purge)", args[0])
 }
 
 func tracesList(ctx context.Context, g *globals, args []string) error {
