@@ -54,6 +54,9 @@ type Config struct {
 		Weaviate struct {
 			URL  string `yaml:"url"`  // HTTP address, e.g. http://127.0.0.1:8080
 			GRPC string `yaml:"grpc"` // gRPC address, e.g. 127.0.0.1:50051
+			// APIKey authenticates to a Weaviate with API-key
+			// authentication (HINDSIGHT_WEAVIATE_API_KEY overrides it).
+			APIKey string `yaml:"api_key"`
 		} `yaml:"weaviate"`
 		Namespace string `yaml:"namespace"`
 	} `yaml:"store"`
@@ -163,6 +166,7 @@ func (c *Config) applyEnv() {
 	set(&c.LLM.EmbedModel, "HINDSIGHT_EMBED_MODEL")
 	set(&c.Store.Weaviate.URL, "HINDSIGHT_WEAVIATE_URL")
 	set(&c.Store.Weaviate.GRPC, "HINDSIGHT_WEAVIATE_GRPC")
+	set(&c.Store.Weaviate.APIKey, "HINDSIGHT_WEAVIATE_API_KEY")
 	if v := os.Getenv("HINDSIGHT_CAPTURE"); v != "" {
 		if on, ok := parseSwitch(v); ok {
 			c.Capture.Enabled = &on

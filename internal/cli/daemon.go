@@ -243,7 +243,8 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		if backends.Weaviate == nil {
 			return nil, backend, fmt.Errorf("open experience store: this build has no Weaviate backend (use %s)", FullBinary)
 		}
-		st, err := backends.Weaviate(ctx, g.config.Store.Weaviate.URL, g.config.Store.Weaviate.GRPC, emb, logger)
+		w := g.config.Store.Weaviate
+		st, err := backends.Weaviate(ctx, WeaviateConfig{URL: w.URL, GRPC: w.GRPC, APIKey: w.APIKey}, emb, logger)
 		if err != nil {
 			return nil, backend, err
 		}
