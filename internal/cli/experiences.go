@@ -251,6 +251,9 @@ func experiencesImport(ctx context.Context, g *globals, args []string) error {
 		}
 	} else {
 		fmt.Fprintf(stdout, "imported %d, updated %d, skipped %d (unchanged, or local lessons kept)\n", res.Imported, res.Updated, res.Skipped)
+		if len(res.Kept) > 0 {
+			fmt.Fprintf(stdout, "kept local lessons a pack may not replace: %s\n", strings.Join(res.Kept, " "))
+		}
 		if res.Redactions > 0 {
 			fmt.Fprintf(stdout, "redacted %d secret(s) in the pack\n", res.Redactions)
 		}
