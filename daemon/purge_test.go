@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,18 +44,17 @@ func filesHolding(t *testing.T, root, s string) []string {
 }
 
 // TestPurgeErasesFromDisk plants a secret that escaped redaction in a
-// trace and in an experience of a real daemon, purges both with the CLI,
-// and finds the secret in no file under the home (Badger's tables, value
-// logs and memtable logs included), while the other task (whose id
-// extends a purged one's) and experience are intact.
+// trace (in a small step and in one large enough for Badger's value log)
+// and in an experience of a real daemon, purges both with the CLI, and
+// finds the secret in no file under the home (Badger's tables, value logs
+// and memtable logs included): at once, but for the value-log file being
+// appended to, and after a restart of the daemon in none; the other task
+// (whose id extends a purged one's) and experience are intact.
 func TestPurgeErasesFromDisk(t *testing.T) {
 	home := hindsight.Home(shortTempDir(t))
 	testbin.StopDaemon(t, string(home))
 	ctx := context.Background()
-	c, err := EnsureRunning(ctx, home, testbin.Hindsight(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	daemon, c := startDaemon(t, home)
 	var steps []hindsight.Step
 	for i, task := range []string{"leaky-task", "leaky-task-2", "leaky-task-clean"} {
 		s := explicit(stdio(step("src", uint64(i+1), time.Duration(i)*time.Second), "s1", 100), task)
@@ -64,6 +64,11 @@ func TestPurgeErasesFromDisk(t *testing.T) {
 		}
 		steps = append(steps, s)
 	}
+	// A step above the trace store's value threshold: its value goes to
+	// the value log.
+	big := explicit(stdio(step("src", 4, 4*time.Second), "s1", 100), "leaky-task")
+	big.Result = json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("row of data ", 2000) + leaked + `"}]}`)
+	steps = append(steps, big)
 	if err := c.Deliver(ctx, steps); err != nil {
 		t.Fatal(err)
 	}
@@ -88,8 +93,22 @@ func TestPurgeErasesFromDisk(t *testing.T) {
 	if !strings.Contains(out, "purged 1 experience(s)") {
 		t.Errorf("experiences purge said %q", out)
 	}
+	// At once, it is gone everywhere but from the value-log file the
+	// trace store appends to (Badger never rewrites that one)...
+	for _, f := range filesHolding(t, string(home), leaked) {
+		if !strings.HasPrefix(f, filepath.Join("daemon", "traces")) || !strings.HasSuffix(f, ".vlog") {
+			t.Errorf("the secret is still in %s after the purge", f)
+		}
+	}
+	// ... and from there once the daemon restarts (a new value-log file
+	// is opened, and the old one collected).
+	daemon.cmd.Process.Signal(syscall.SIGTERM)
+	if err := daemon.wait(t, time.Minute); err != nil {
+		t.Fatalf("daemon stop: %v\n%s", err, daemon.stderr)
+	}
+	_, c = startDaemon(t, home)
 	if hits := filesHolding(t, string(home), leaked); len(hits) > 0 {
-		t.Errorf("the secret is still on disk after the purge, in %v", hits)
+		t.Errorf("the secret is still on disk after the purge and a restart, in %v", hits)
 	}
 	if _, err := c.Task(ctx, "leaky-task"); err == nil {
 		t.Error("a purged task is still listed")

@@ -19,6 +19,7 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/internal/erase"
 	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
 	"github.com/prometheus/client_golang/prometheus"
@@ -80,6 +81,11 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 		return err
 	}
 	closers = append(closers, namedCloser{"trace store", traces})
+	// What purges and retention left in the value-log file that was being
+	// appended to then: Badger opened a new one, so the old can go now.
+	if err := erase.CollectValueLog(traces.DB()); err != nil {
+		logger.Warn("collect the trace store's value log", "err", err)
+	}
 
 	store, backend, err := openExperienceStore(ctx, g, logger)
 	if err != nil {
@@ -261,6 +267,9 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		db, err := badger.Open(daemon.BadgerOptions(dir, logger).WithValueThreshold(embedded.ValueThreshold))
 		if err != nil {
 			return nil, backend, fmt.Errorf("open experience store: %w", err)
+		}
+		if err := erase.CollectValueLog(db); err != nil { // see the trace store's
+			logger.Warn("collect the experience store's value log", "err", err)
 		}
 		st, err := embedded.New(db, emb, embedded.Options{Logger: logger})
 		if err != nil {

@@ -43,6 +43,9 @@ func tracesPurge(ctx context.Context, g *globals, args []string) error {
 		return printJSON(stdout, res)
 	}
 	fmt.Fprintf(stdout, "purged %d task(s)%s\n", len(res.Purged), list(res.Purged))
+	if len(res.Purged) > 0 {
+		fmt.Fprintf(stdout, "(steps above 16 KiB leave the disk when the daemon next starts: kill $(cat %s); the next command starts it again)\n", g.home.Path("daemon.lock"))
+	}
 	if len(res.Derived) > 0 {
 		fmt.Fprintf(stdout, "experiences learnt from them (purge them too if the secret may be in them):\n  hindsight experiences purge %s\n", strings.Join(res.Derived, " "))
 	}
