@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,5 +64,24 @@ cat >/dev/null`
 	}
 	if t.Failed() {
 		t.Logf("logs:\n%s", all)
+	}
+}
+
+// TestServeRemoteNeedsToken: `hindsight serve --allow-remote` without a
+// token refuses to start (exit 2), saying why, and never listens.
+func TestServeRemoteNeedsToken(t *testing.T) {
+	home := t.TempDir()
+	cmd := exec.Command(testbin.Hindsight(t), "--home", home, "serve", "--listen", "0.0.0.0:0", "--allow-remote",
+		"--upstream", "http://127.0.0.1:9/mcp")
+	cmd.Env = append(os.Environ(), "HINDSIGHT_AUTH_TOKEN=")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr.String(), "--allow-remote needs --auth-token") {
+		t.Fatalf("serve --allow-remote without a token: %v\n%s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "on http://") {
+		t.Errorf("it served: %s", stderr.String())
 	}
 }
