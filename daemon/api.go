@@ -24,9 +24,10 @@ import (
 //	GET  /v1/tasks/{id}                  hindsight.Task with steps
 //	GET  /v1/export?task=ID…             steps, JSON Lines, tasks oldest first
 //	POST /v1/tasks/purge                 PurgeTasksRequest → PurgeResult (erased for good)
-//	GET  /v1/experiences?namespace=&server=&tool=&deleted=1&superseded=1&limit=
+//	GET  /v1/experiences?namespace=&server=&tool=&origin=&agent=&deleted=1&superseded=1&limit=
 //	                                     []hindsight.Experience
-//	POST /v1/experiences/search          hindsight.Query → []hindsight.ScoredExperience
+//	POST /v1/experiences/search          SearchRequest (a hindsight.Query, with origin and
+//	                                     source_agent filters) → []hindsight.ScoredExperience
 //	GET  /v1/experiences/{id}?namespace= hindsight.Experience
 //	POST /v1/experiences/{id}/forget     hindsight.Experience (soft-deleted)
 //	POST /v1/experiences/{id}/restore    hindsight.Experience

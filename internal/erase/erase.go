@@ -54,25 +54,25 @@ func Keys(db *badger.DB, exact, prefixes [][]byte) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("erase: read neighbours: %w", err)
+		return fmt.Errorf("read neighbours: %w", err)
 	}
 	all := append(append([][]byte(nil), exact...), prefixes...)
 	if len(all) == 0 {
 		return nil
 	}
 	if err := db.DropPrefix(all...); err != nil {
-		return fmt.Errorf("erase: drop: %w", err)
+		return fmt.Errorf("drop prefixes: %w", err)
 	}
 	if len(keep) > 0 {
 		wb := db.NewWriteBatch()
 		for _, e := range keep {
 			if err := wb.SetEntry(e); err != nil {
 				wb.Cancel()
-				return fmt.Errorf("erase: restore neighbours: %w", err)
+				return fmt.Errorf("restore neighbours: %w", err)
 			}
 		}
 		if err := wb.Flush(); err != nil {
-			return fmt.Errorf("erase: restore neighbours: %w", err)
+			return fmt.Errorf("restore neighbours: %w", err)
 		}
 	}
 	return CollectValueLog(db)
@@ -89,7 +89,7 @@ func CollectValueLog(db *badger.DB) error {
 		case errors.Is(err, badger.ErrNoRewrite), errors.Is(err, badger.ErrRejected), errors.Is(err, badger.ErrGCInMemoryMode):
 			return nil
 		default:
-			return fmt.Errorf("erase: value log gc: %w", err)
+			return fmt.Errorf("collect value log: %w", err)
 		}
 	}
 	return nil
