@@ -2,11 +2,14 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // Retention bounds what the daemon keeps: traces by age and size, and the
@@ -16,8 +19,10 @@ type Retention struct {
 	// Traces purges tasks whose last step is older; 0:
 	// DefaultTraceRetention; <0: keep for ever.
 	Traces time.Duration
-	// TracesMaxBytes purges the oldest tasks while the trace store's
-	// files are larger; 0: DefaultTracesMaxBytes; <0: no bound.
+	// TracesMaxBytes purges the oldest tasks while the trace store holds
+	// more data (TraceStore.DataBytes; its files lag behind, until
+	// compaction and the value log's collection); 0:
+	// DefaultTracesMaxBytes; <0: no bound.
 	TracesMaxBytes int64
 	// SetAside removes files under the outbox directory's .rejected/
 	// and .corrupt/ (and outbox databases moved aside as *.corrupt-*)
@@ -84,10 +89,10 @@ func (s *Server) RetentionPass(ctx context.Context, now time.Time) {
 	if limit == 0 {
 		limit = DefaultTracesMaxBytes
 	}
-	if limit > 0 && s.Traces.dir != "" {
+	if limit > 0 {
 		for range 20 { // a bounded number of rounds, each a tenth of the tasks
-			size := DirSize(s.Traces.dir)
-			if size <= limit {
+			size, err := s.Traces.DataBytes(ctx)
+			if err != nil || size <= limit {
 				break
 			}
 			tasks, err := s.Traces.Tasks(ctx, TaskFilter{})
@@ -151,4 +156,23 @@ func removeSetAside(root string, cutoff time.Time) int {
 		}
 	}
 	return n
+}
+
+// DataBytes is the size of the data the trace store holds: its keys and
+// values as Badger estimates them, read without fetching values. The
+// directory is larger (preallocated logs, tables not compacted yet).
+func (t *TraceStore) DataBytes(ctx context.Context) (int64, error) {
+	var n int64
+	err := t.db.View(func(txn *badger.Txn) error {
+		it := keyIterator(txn, nil, false)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n += it.Item().EstimatedSize()
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return 0, fmt.Errorf("measure trace store: %w", err)
+	}
+	return n, nil
 }
