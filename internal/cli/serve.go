@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -141,6 +142,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer logFile.Close()
+	slog.SetDefault(logger) // libraries' logs (and net/http's) go through the redactor into the file too
 	sc, err := newSidecar(ctx, g, o.name, "streamable-http", logger)
 	if err != nil {
 		return fmt.Errorf("start sidecar: %w", err)

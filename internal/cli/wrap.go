@@ -58,6 +58,7 @@ func runWrap(ctx context.Context, g *globals, args []string) error {
 		logger.Error("cannot open the log file; logging to stderr", "err", err)
 	} else {
 		defer closer.Close()
+		slog.SetDefault(logger) // libraries' logs go through the redactor into the file too
 	}
 
 	// A broken stdout must surface as EPIPE, not kill the sidecar before it
