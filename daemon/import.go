@@ -275,7 +275,8 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 
 // importAll stores the cleaned experiences: new ids are inserted; an id
 // that an earlier import brought is replaced when its text changed (its
-// local counts and dates are kept); an id of a local lesson is never
+// local counts, dates and state are kept, and the confidence local
+// evidence earned it); an id of a local lesson is never
 // overwritten by a pack. When a write fails, what this import inserted is
 // removed again (purged where the store can), so nothing partial stays.
 func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, list []hindsight.Experience) ImportResult {
@@ -306,6 +307,9 @@ func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, li
 			e.Version, e.CreatedAt, e.LastHitAt = old.Version, old.CreatedAt, old.LastHitAt
 			e.EvidenceCount, e.HitCount, e.CounterCount = old.EvidenceCount, old.HitCount, old.CounterCount
 			e.SupersededBy, e.Deleted = old.SupersededBy, old.Deleted
+			if old.EvidenceCount > 0 { // local evidence confirmed it: keep what it earned
+				e.Confidence = max(e.Confidence, old.Confidence)
+			}
 			if err := st.Put(ctx, e); err != nil {
 				fail(e, err)
 				break
