@@ -347,9 +347,15 @@ func (c *Client) Restore(ctx context.Context, namespace, id string) (*hindsight.
 	return &e, nil
 }
 
-// Import sends experiences as JSON Lines; the daemon cleans them (see
+// Import sends experiences as JSON Lines, imported under the default
+// ImportOptions (see ImportWith).
+func (c *Client) Import(ctx context.Context, r io.Reader) (ImportResult, error) {
+	return c.ImportWith(ctx, r, ImportOptions{})
+}
+
+// ImportWith sends experiences as JSON Lines; the daemon cleans them (see
 // CleanImport) under opt.
-func (c *Client) Import(ctx context.Context, r io.Reader, opt ImportOptions) (ImportResult, error) {
+func (c *Client) ImportWith(ctx context.Context, r io.Reader, opt ImportOptions) (ImportResult, error) {
 	var res ImportResult
 	q := url.Values{}
 	if opt.Namespace != "" {

@@ -145,7 +145,7 @@ func TestAPIImportUntrusted(t *testing.T) {
 	if err := st.Put(ctx, local); err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.Import(ctx, strings.NewReader(hostileLine("e1")+"\n"+hostileLine("local-lesson")), ImportOptions{Pack: "team"})
+	res, err := c.ImportWith(ctx, strings.NewReader(hostileLine("e1")+"\n"+hostileLine("local-lesson")), ImportOptions{Pack: "team"})
 	if err != nil || res.Imported != 1 || res.Skipped != 1 || len(res.Kept) != 1 || res.Redactions == 0 {
 		t.Fatalf("Import = %+v, %v", res, err)
 	}
@@ -206,7 +206,7 @@ func TestAPIImportUntrusted(t *testing.T) {
 
 	// Bad lines: every one is named, nothing is stored.
 	bad := hostileLine("n1") + hostileLine("n2") + "{not json\n" + hostileLine("n3") + `{"id":"n4","lesson":"l","confidence":7}` + "\n"
-	_, err = c.Import(ctx, strings.NewReader(bad), ImportOptions{})
+	_, err = c.Import(ctx, strings.NewReader(bad))
 	var ae *APIError
 	if !errors.As(err, &ae) || !strings.Contains(ae.Message, "line 3:") || !strings.Contains(ae.Message, "line 5:") || strings.Contains(ae.Message, "line 4:") {
 		t.Fatalf("bad pack: %v; want lines 3 and 5 named", err)

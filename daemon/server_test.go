@@ -275,17 +275,17 @@ func TestAPIExperiences(t *testing.T) {
 	pack := experienceLine("e1", "read_file", "Call read_file with an absolute path under /data; relative paths fail with ENOENT.", day) +
 		experienceLine("e2", "list_directory", "Call list_directory on /data before read_file to learn the file names.", day)
 
-	res, err := c.Import(ctx, strings.NewReader(pack), ImportOptions{})
+	res, err := c.Import(ctx, strings.NewReader(pack))
 	if err != nil || res.Imported != 2 {
 		t.Fatalf("Import = %+v, %v", res, err)
 	}
 	// Importing again skips; a copy changed after our import updates.
-	res, err = c.Import(ctx, strings.NewReader(pack+experienceLine("e1", "read_file", "Call read_file with an absolute path under /data.", time.Now().Add(time.Minute))), ImportOptions{})
+	res, err = c.Import(ctx, strings.NewReader(pack+experienceLine("e1", "read_file", "Call read_file with an absolute path under /data.", time.Now().Add(time.Minute))))
 	if err != nil || res.Imported != 0 || res.Skipped != 2 || res.Updated != 1 {
 		t.Fatalf("re-import = %+v, %v", res, err)
 	}
 	// A malformed file imports nothing.
-	if _, err := c.Import(ctx, strings.NewReader(experienceLine("e3", "x", "Call x.", day)+"{not json\n"), ImportOptions{}); !errors.Is(err, ErrRejected) {
+	if _, err := c.Import(ctx, strings.NewReader(experienceLine("e3", "x", "Call x.", day)+"{not json\n")); !errors.Is(err, ErrRejected) {
 		t.Fatalf("malformed import err = %v, want 400", err)
 	}
 	if _, err := c.Experience(ctx, "", "e3"); !errors.Is(err, hindsight.ErrNotFound) {

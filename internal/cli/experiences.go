@@ -241,7 +241,7 @@ func experiencesImport(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := c.Import(ctx, r, opt)
+	res, err := c.ImportWith(ctx, r, opt)
 	if err != nil {
 		return fmt.Errorf("import experiences: %w", err)
 	}
