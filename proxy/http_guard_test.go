@@ -248,15 +248,17 @@ func TestHTTPSessionLimit(t *testing.T) {
 			}
 			del.Body.Close()
 			// The slot comes back once the session (and its child) is gone,
-			// which DELETE may not wait for: retry until it does.
-			for i := 0; ; i++ {
+			// which DELETE does not wait for: retry until it does (the
+			// deadline only turns a hang into a failure).
+			deadline := time.Now().Add(time.Minute)
+			for {
 				resp := postMCP(t, url, "", []byte(initBody), nil)
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
 					break
 				}
-				if i == 200 {
+				if time.Now().After(deadline) {
 					t.Fatalf("no session after one was deleted: %d", resp.StatusCode)
 				}
 				time.Sleep(25 * time.Millisecond)
