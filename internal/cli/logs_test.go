@@ -29,6 +29,11 @@ i=0; while [ $i -lt 1000 ]; do echo "noise line $i" >&2; i=$((i+1)); done
 cat >/dev/null`
 	home := t.TempDir()
 	testbin.StopDaemon(t, home)
+	// A slow refill: however slowly the machine runs the flood, most of
+	// it is over the limit.
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("logs:\n  rate: 0.5\n  burst: 100\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(testbin.Hindsight(t), "--home", home, "wrap", "--name", "leaky", "--", "sh", "-c", script, "sh", secrets[0])
 	cmd.Env = append(os.Environ(), "HINDSIGHT_CAPTURE=off")
 	cmd.Stdin = strings.NewReader("") // the agent leaves at once: the child's stdin closes
@@ -59,7 +64,7 @@ cat >/dev/null`
 			t.Errorf("the logs lack %q", want)
 		}
 	}
-	if n := bytes.Count(all, []byte("noise line")); n >= 1000 {
+	if n := bytes.Count(all, []byte("noise line")); n >= 500 {
 		t.Errorf("%d noise lines logged: no rate limit", n)
 	}
 	if t.Failed() {
