@@ -76,7 +76,10 @@ func TestPurgeErasesFromDisk(t *testing.T) {
 	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	// A long lesson: a record above Badger's default value threshold.
 	lines := experienceLine("leaky", "read_file", "Pass note="+leaked+" to read_file."+strings.Repeat(" Then check the result.", 100), day) +
-		experienceLine("clean", "read_file", "Call read_file with an absolute path under /data.", day)
+		experienceLine("clean", "read_file", "Call read_file with an absolute path under /data.", day) +
+		// Learnt from a leaky task: `traces purge --with-experiences` takes it.
+		strings.Replace(experienceLine("derived", "read_file", "Send note "+leaked+" along.", day),
+			`"source_task":"t-1"`, `"source_task":"leaky-task"`, 1)
 	if err := os.WriteFile(pack, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +88,8 @@ func TestPurgeErasesFromDisk(t *testing.T) {
 		t.Fatal("the planted secret is on no file before the purge: the test proves nothing")
 	}
 
-	out := cli(t, home, false, "traces", "purge", "leaky-task", "leaky-task-2", "no-such-task")
-	if !strings.Contains(out, "purged 2 task(s)") {
+	out := cli(t, home, false, "traces", "purge", "leaky-task", "leaky-task-2", "no-such-task", "--with-experiences")
+	if !strings.Contains(out, "purged 2 task(s)") || !strings.Contains(out, "purged 1 experience(s) learnt from them: derived") {
 		t.Errorf("traces purge said %q", out)
 	}
 	out = cli(t, home, false, "experiences", "purge", "leaky")

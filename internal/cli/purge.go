@@ -12,9 +12,10 @@ import (
 // tracesPurge is `hindsight traces purge TASK… | --before DATE`: tasks
 // removed for good, erased from the daemon's files.
 func tracesPurge(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("traces purge", "traces purge TASK… | --before DATE [--json]")
+	fs := newFlags("traces purge", "traces purge TASK… | --before DATE [--with-experiences] [--json]")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	before := fs.String("before", "", "also every task whose last step is before DATE (2026-11-01, RFC 3339, or a duration ago such as 720h)")
+	derived := fs.Bool("with-experiences", false, "also purge the experiences learnt from the purged tasks")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -39,15 +40,30 @@ func tracesPurge(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return fmt.Errorf("purge traces: %w", err)
 	}
+	var exps *daemon.PurgeResult
+	if *derived && len(res.Derived) > 0 {
+		r, err := c.PurgeExperiences(ctx, "", res.Derived)
+		if err != nil {
+			return fmt.Errorf("purge the experiences of the purged tasks: %w", err)
+		}
+		exps = &r
+	}
 	if *asJSON {
-		return printJSON(stdout, res)
+		return printJSON(stdout, struct {
+			daemon.PurgeResult
+			Experiences *daemon.PurgeResult `json:"experiences,omitempty"`
+		}{res, exps})
 	}
 	fmt.Fprintf(stdout, "purged %d task(s)%s\n", len(res.Purged), list(res.Purged))
+	if exps != nil {
+		fmt.Fprintf(stdout, "purged %d experience(s) learnt from them%s\n", len(exps.Purged), list(exps.Purged))
+		res.Derived = nil
+	}
 	if len(res.Purged) > 0 {
 		fmt.Fprintf(stdout, "(steps above 16 KiB leave the disk when the daemon next starts: kill $(cat %s); the next command starts it again)\n", g.home.Path("daemon.lock"))
 	}
 	if len(res.Derived) > 0 {
-		fmt.Fprintf(stdout, "experiences learnt from them (purge them too if the secret may be in them):\n  hindsight experiences purge %s\n", strings.Join(res.Derived, " "))
+		fmt.Fprintf(stdout, "experiences learnt from them (purge them too if the secret may be in them, or use --with-experiences):\n  hindsight experiences purge %s\n", strings.Join(res.Derived, " "))
 	}
 	return nil
 }
