@@ -53,13 +53,14 @@ type HTTPHandler struct {
 	// Otherwise the agent's headers, Authorization included, reach the
 	// upstream unchanged.
 	AuthToken string
-	// AllowRemote skips the check that a browser's Origin is a loopback
-	// address, and, without AllowedHosts, the check of the Host header
-	// (guards against DNS rebinding for a sidecar on loopback). A caller
-	// setting it should also set AuthToken (`hindsight serve` insists).
+	// AllowRemote, without AllowedHosts, skips the checks that the Host
+	// header and a browser's Origin name loopback (guards against DNS
+	// rebinding for a sidecar on loopback). A caller setting it should
+	// also set AuthToken (`hindsight serve` insists).
 	AllowRemote bool
 	// AllowedHosts are the Host header values, beyond loopback names,
 	// that requests may carry (a name, or name:port); others get 421.
+	// Browsers' Origins are held to the same list (others get 403).
 	AllowedHosts []string
 	// MaxSessions bounds the sessions open at once (agent sessions and the
 	// shared sessionless one); past it an initialize or a GET of /sse is
@@ -122,8 +123,8 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
-		if !h.AllowRemote && !loopbackOrigin(origin) {
-			http.Error(w, "forbidden: Origin is not a loopback address", http.StatusForbidden)
+		if !h.originAllowed(origin) {
+			http.Error(w, "forbidden: Origin is not a loopback address nor an allowed host", http.StatusForbidden)
 			return
 		}
 		if cors(w, r, origin) {

@@ -100,6 +100,25 @@ func (h *HTTPHandler) hostAllowed(r *http.Request) bool {
 	return h.AllowRemote && len(h.AllowedHosts) == 0
 }
 
+// originAllowed applies the Host policy (see hostAllowed) to a browser's
+// Origin: loopback origins pass, then origins on AllowedHosts; any other
+// only with AllowRemote and no AllowedHosts.
+func (h *HTTPHandler) originAllowed(origin string) bool {
+	if loopbackOrigin(origin) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	for _, a := range h.AllowedHosts {
+		if strings.EqualFold(a, u.Host) || strings.EqualFold(a, u.Hostname()) {
+			return true
+		}
+	}
+	return h.AllowRemote && len(h.AllowedHosts) == 0
+}
+
 // loopbackHost reports whether a host name is a loopback name or address.
 func loopbackHost(name string) bool {
 	name = strings.ToLower(name)

@@ -313,3 +313,34 @@ func TestHTTPSlowBody(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPOriginPolicy: browsers' Origins follow the Host policy.
+func TestHTTPOriginPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		configure func(h *proxy.HTTPHandler)
+		origin    string
+		status    int
+	}{
+		{"loopback", nil, "http://localhost:6274", http.StatusNoContent},
+		{"foreign", nil, "https://attacker.example", http.StatusForbidden},
+		{"allowed host", func(h *proxy.HTTPHandler) { h.AllowedHosts = []string{"app.internal"} }, "https://app.internal", http.StatusNoContent},
+		{"remote, allowed hosts set", func(h *proxy.HTTPHandler) { h.AllowRemote, h.AllowedHosts = true, []string{"app.internal"} }, "https://attacker.example", http.StatusForbidden},
+		{"remote", func(h *proxy.HTTPHandler) { h.AllowRemote = true }, "https://anywhere.example", http.StatusNoContent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := sidecar(t, &recorder{}, tc.configure)
+			req, _ := http.NewRequest(http.MethodOptions, url, nil)
+			req.Header.Set("Origin", tc.origin)
+			req.Header.Set("Access-Control-Request-Method", "POST")
+			resp, err := testClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Errorf("preflight from %s: %d, want %d", tc.origin, resp.StatusCode, tc.status)
+			}
+		})
+	}
+}
