@@ -1,7 +1,8 @@
 // Package storetest is the conformance suite every hindsight.ExperienceStore
 // backend passes: writes and versions, listing, search with each filter,
 // namespace (tenant) isolation, supersede, forget and restore, hit
-// recording, the cold index, restarts and refusal to mix vector dimensions.
+// recording, the cold index, restarts, refusal to mix vector dimensions and
+// purge (every backend implements store.Purger).
 //
 // A backend's test calls Run with a Backend:
 //
