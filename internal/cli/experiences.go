@@ -140,13 +140,13 @@ func experiencesSearch(ctx context.Context, g *globals, args []string) error {
 	if *asJSON {
 		return printJSON(stdout, res)
 	}
-	header := []string{"#", "SCORE", "ID", "SERVER", "TOOL", "ERROR", "CONF", "LESSON"}
+	header := []string{"#", "SCORE", "ID", "SERVER", "TOOL", "ERROR", "CONF", "ORIGIN", "LESSON"}
 	if q.Explain {
-		header = append(header[:7], "BM25", "VECTOR", "RRF", "W_CONF", "W_RECENT", "W_EVID", "W_HITS", "W_COLD", "LESSON")
+		header = append(header[:8], "BM25", "VECTOR", "RRF", "W_CONF", "W_RECENT", "W_EVID", "W_HITS", "W_COLD", "LESSON")
 	}
 	t := newTable(stdout, header...)
 	for i, e := range res {
-		row := []string{strconv.Itoa(i + 1), fmt.Sprintf("%.4f", e.Score), e.ID, dash(e.Server), dash(e.Tool), dash(e.ErrorCode), fmt.Sprintf("%.2f", e.Confidence)}
+		row := []string{strconv.Itoa(i + 1), fmt.Sprintf("%.4f", e.Score), e.ID, dash(e.Server), dash(e.Tool), dash(e.ErrorCode), fmt.Sprintf("%.2f", e.Confidence), dash(e.Origin)}
 		if x := e.Explain; q.Explain && x != nil {
 			row = append(row, rank(x.BM25Rank), rank(x.VectorRank), fmt.Sprintf("%.4f", x.RRF),
 				fmt.Sprintf("%.2f", x.Confidence), fmt.Sprintf("%.2f", x.Recency), fmt.Sprintf("%.2f", x.Evidence),
