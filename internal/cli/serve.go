@@ -72,7 +72,7 @@ func parseServe(args []string) (*serveOptions, error) {
 	fs.StringVar(&o.transport, "upstream-transport", proxy.TransportAuto, "auto, streamable-http or sse")
 	fs.StringVar(&o.name, "name", "", "the server's name in traces and logs (default: from the URL or command)")
 	fs.StringVar(&o.authToken, "auth-token", os.Getenv("HINDSIGHT_AUTH_TOKEN"), "bearer token agents must present (default $HINDSIGHT_AUTH_TOKEN); the agent's Authorization is then not forwarded")
-	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow listening on a non-loopback address")
+	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow listening on a non-loopback address (requires --auth-token)")
 	fs.Var(&hdr, "upstream-header", "'Name: value' sent to the upstream on every request (repeatable)")
 	var hosts listFlags
 	fs.Var(&hosts, "allowed-host", "a Host header value agents may use besides loopback names (repeatable; default: loopback names only, or any with --allow-remote)")
