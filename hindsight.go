@@ -162,6 +162,11 @@ type Experience struct {
 	EvidenceTasks []string  `json:"evidence_tasks,omitempty"`
 	Embedder      string    `json:"embedder,omitempty"` // name and dimension of the embedder that made Vector
 	Vector        []float32 `json:"-"`
+
+	// ImportedEvidence is the evidence count an imported pack claimed, kept
+	// for display only: an import starts with no evidence of its own
+	// (EvidenceCount 0) until local tasks confirm the lesson.
+	ImportedEvidence int `json:"imported_evidence,omitempty"`
 }
 
 // MaxEvidenceTasks bounds Experience.EvidenceTasks.

@@ -25,14 +25,19 @@ import (
 //	GET  /v1/tasks/{id}                  hindsight.Task with steps
 //	GET  /v1/export?task=ID…             steps, JSON Lines, tasks oldest first
 //	POST /v1/traces/import               StepBatch of an export → IngestResult (TraceStore.Import)
-//	GET  /v1/experiences?namespace=&server=&tool=&deleted=1&superseded=1&limit=
+//	POST /v1/tasks/purge                 PurgeTasksRequest → PurgeResult (erased for good)
+//	GET  /v1/experiences?namespace=&server=&tool=&origin=&agent=&deleted=1&superseded=1&limit=
 //	                                     []hindsight.Experience
-//	POST /v1/experiences/search          hindsight.Query → []hindsight.ScoredExperience
+//	POST /v1/experiences/search          SearchRequest (a hindsight.Query, with origin and
+//	                                     source_agent filters) → []hindsight.ScoredExperience
 //	GET  /v1/experiences/{id}?namespace= hindsight.Experience
 //	POST /v1/experiences/{id}/forget     hindsight.Experience (soft-deleted)
 //	POST /v1/experiences/{id}/restore    hindsight.Experience
-//	POST /v1/experiences/import          experiences, JSON Lines → ImportResult
+//	POST /v1/experiences/import?namespace=&pack=&trust=1
+//	                                     experiences, JSON Lines → ImportResult
+//	                                     (cleaned, see CleanImport; 400 lists bad lines)
 //	GET  /v1/experiences/export?namespace=  experiences, JSON Lines
+//	POST /v1/experiences/purge           PurgeExperiencesRequest → PurgeResult (erased for good)
 //	POST /v1/reflect                     ReflectRequest → ReflectProgress lines
 //	POST /v1/reflect/replay              ReflectReplayRequest → ReflectReplayProgress lines, the last with the plan
 const apiVersion = "v1"
@@ -131,8 +136,13 @@ type SessionCloseResult struct {
 type ImportResult struct {
 	Imported int      `json:"imported"` // new experiences
 	Updated  int      `json:"updated"`  // newer versions of known ones
-	Skipped  int      `json:"skipped"`  // known, not newer
+	Skipped  int      `json:"skipped"`  // known and unchanged, or local lessons a pack may not replace
 	Errors   []string `json:"errors,omitempty"`
+	// Kept lists the ids the pack shares with local lessons, which it
+	// did not replace.
+	Kept []string `json:"kept,omitempty"`
+	// Redactions counts the secrets removed from the pack's text.
+	Redactions int `json:"redactions,omitempty"`
 }
 
 // ReflectRequest is the body of POST /v1/reflect.

@@ -279,8 +279,20 @@ func listQuery(opt hindsight.ListOptions) url.Values {
 
 // Experiences lists experiences.
 func (c *Client) Experiences(ctx context.Context, opt hindsight.ListOptions) ([]hindsight.Experience, error) {
+	return c.ExperiencesBy(ctx, opt, Provenance{})
+}
+
+// ExperiencesBy is Experiences, keeping those p selects.
+func (c *Client) ExperiencesBy(ctx context.Context, opt hindsight.ListOptions, p Provenance) ([]hindsight.Experience, error) {
 	var list []hindsight.Experience
-	err := c.call(ctx, http.MethodGet, "/experiences", listQuery(opt), nil, &list)
+	q := listQuery(opt)
+	if p.Origin != "" {
+		q.Set("origin", p.Origin)
+	}
+	if p.SourceAgent != "" {
+		q.Set("agent", p.SourceAgent)
+	}
+	err := c.call(ctx, http.MethodGet, "/experiences", q, nil, &list)
 	return list, err
 }
 
@@ -289,6 +301,14 @@ func (c *Client) Experiences(ctx context.Context, opt hindsight.ListOptions) ([]
 func (c *Client) Search(ctx context.Context, q hindsight.Query) ([]hindsight.ScoredExperience, error) {
 	var res []hindsight.ScoredExperience
 	err := c.call(ctx, http.MethodPost, "/experiences/search", nil, q, &res)
+	return res, err
+}
+
+// SearchBy is Search, keeping the results req.Provenance selects (up to
+// req.K of them).
+func (c *Client) SearchBy(ctx context.Context, req SearchRequest) ([]hindsight.ScoredExperience, error) {
+	var res []hindsight.ScoredExperience
+	err := c.call(ctx, http.MethodPost, "/experiences/search", nil, req, &res)
 	return res, err
 }
 
@@ -327,10 +347,27 @@ func (c *Client) Restore(ctx context.Context, namespace, id string) (*hindsight.
 	return &e, nil
 }
 
-// Import sends experiences as JSON Lines.
+// Import sends experiences as JSON Lines, imported under the default
+// ImportOptions (see ImportWith).
 func (c *Client) Import(ctx context.Context, r io.Reader) (ImportResult, error) {
+	return c.ImportWith(ctx, r, ImportOptions{})
+}
+
+// ImportWith sends experiences as JSON Lines; the daemon cleans them (see
+// CleanImport) under opt.
+func (c *Client) ImportWith(ctx context.Context, r io.Reader, opt ImportOptions) (ImportResult, error) {
 	var res ImportResult
-	resp, err := c.do(ctx, http.MethodPost, "/experiences/import", nil, r, "application/jsonl")
+	q := url.Values{}
+	if opt.Namespace != "" {
+		q.Set("namespace", opt.Namespace)
+	}
+	if opt.Pack != "" {
+		q.Set("pack", opt.Pack)
+	}
+	if opt.Trust {
+		q.Set("trust", "true")
+	}
+	resp, err := c.do(ctx, http.MethodPost, "/experiences/import", q, r, "application/jsonl")
 	if err != nil {
 		return res, err
 	}

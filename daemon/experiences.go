@@ -65,10 +65,18 @@ func (s *Server) listExperiences(w http.ResponseWriter, r *http.Request) ([]hind
 		s.fail(w, r, err)
 		return nil, false
 	}
+	prov := provenanceQuery(r.URL.Query().Get)
+	limit := opt.Limit
+	if !prov.Empty() {
+		opt.Limit = 0 // the filter runs after the store's
+	}
 	list, err := st.List(r.Context(), opt)
 	if err != nil {
 		s.fail(w, r, fmt.Errorf("list experiences: %w", err))
 		return nil, false
+	}
+	if !prov.Empty() {
+		list = filterExperiences(list, prov, limit)
 	}
 	return list, true
 }
@@ -90,12 +98,20 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var q hindsight.Query
-	if err := decodeBody(w, r, &q); err != nil {
+	var req SearchRequest
+	if err := decodeBody(w, r, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	q := req.Query
 	q.Namespace = s.namespace(q.Namespace)
+	k := q.K
+	if k <= 0 {
+		k = 5
+	}
+	if !req.Provenance.Empty() {
+		q.K = max(5*k, 50) // filtered after the store's ranking
+	}
 	// The daemon records the hits itself, once, whatever the backend does
 	// on its own.
 	noHit := q.NoHit
@@ -104,6 +120,15 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.fail(w, r, fmt.Errorf("search experiences: %w", err))
 		return
+	}
+	if !req.Provenance.Empty() {
+		kept := res[:0]
+		for i := range res {
+			if req.Provenance.Match(&res[i].Experience) && len(kept) < k {
+				kept = append(kept, res[i])
+			}
+		}
+		res = kept
 	}
 	if !noHit && len(res) > 0 {
 		ids := make([]string, len(res))
@@ -181,30 +206,10 @@ func (s *Server) setDeleted(w http.ResponseWriter, r *http.Request, deleted bool
 // maxLine bounds one experience in an import.
 const maxLine = 4 << 20
 
-func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store()
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	body, err := readAll(w, r)
-	if err != nil {
-		s.fail(w, r, fmt.Errorf("read import: %w", err))
-		return
-	}
-	// Parse everything first: a malformed file imports nothing.
-	list, err := ParseExperiences(body)
-	if err != nil {
-		s.fail(w, r, badRequest("%v", err))
-		return
-	}
-	res := s.importAll(r.Context(), st, list)
-	writeJSON(w, http.StatusOK, res)
-}
-
 // ParseExperiences reads experiences as JSON Lines (an export), skipping
 // blank lines. Each needs an id and a lesson; the first bad line fails the
-// whole file, naming its line number.
+// whole file, naming its line number. It does not clean them: imports go
+// through ParseImport.
 func ParseExperiences(data []byte) ([]hindsight.Experience, error) {
 	var list []hindsight.Experience
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -230,41 +235,6 @@ func ParseExperiences(data []byte) ([]hindsight.Experience, error) {
 		return nil, fmt.Errorf("read experiences: %w", err)
 	}
 	return list, nil
-}
-
-// importAll puts each experience: new ids are inserted, known ones are
-// replaced when the imported copy was updated later.
-func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, list []hindsight.Experience) ImportResult {
-	res := ImportResult{}
-	for i := range list {
-		e := &list[i]
-		if e.Namespace == "" {
-			e.Namespace = s.namespace("")
-		}
-		old, err := st.Get(ctx, e.Namespace, e.ID)
-		switch {
-		case errors.Is(err, hindsight.ErrNotFound):
-			e.Version = 0
-			if err := st.Put(ctx, e); err != nil {
-				res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", e.ID, err))
-				continue
-			}
-			res.Imported++
-		case err != nil:
-			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", e.ID, err))
-		case !e.UpdatedAt.After(old.UpdatedAt):
-			res.Skipped++
-		default:
-			e.Version = old.Version
-			if err := st.Put(ctx, e); err != nil {
-				res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", e.ID, err))
-				continue
-			}
-			res.Updated++
-		}
-	}
-	s.Logger.Info("experiences imported", "imported", res.Imported, "updated", res.Updated, "skipped", res.Skipped, "errors", len(res.Errors))
-	return res
 }
 
 func (s *Server) handleExportExperiences(w http.ResponseWriter, r *http.Request) {

@@ -36,8 +36,14 @@ type Server struct {
 	Namespace string                    // default namespace; "" means hindsight.DefaultNamespace
 	Home      hindsight.Home
 	Version   string
-	Logger    *slog.Logger  // nil: slog.Default()
-	Tick      time.Duration // period of the finality loop; 0: a tenth of the idle gap, 1s to 30s
+	Logger    *slog.Logger // nil: slog.Default()
+	// Redactor cleans imported experiences; nil: the built-in rules.
+	Redactor Redactor
+	Tick     time.Duration // period of the finality loop; 0: a tenth of the idle gap, 1s to 30s
+
+	// Retention bounds the traces kept and the set-aside outbox files
+	// (see Retention); its passes run in the background from start.
+	Retention Retention
 
 	// Drain, when set, is run in the background at start: the daemon
 	// drains outboxes that dead sidecars left behind.
@@ -142,6 +148,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/experiences", s.handleExperiences)
 	m.HandleFunc("POST /v1/experiences/search", s.handleSearch)
 	m.HandleFunc("POST /v1/experiences/import", s.handleImport)
+	m.HandleFunc("POST /v1/experiences/purge", s.handlePurgeExperiences)
+	m.HandleFunc("POST /v1/tasks/purge", s.handlePurgeTasks)
 	m.HandleFunc("GET /v1/experiences/export", s.handleExportExperiences)
 	m.HandleFunc("GET /v1/experiences/{id}", s.handleExperience)
 	m.HandleFunc("POST /v1/experiences/{id}/forget", s.handleForget)
@@ -184,6 +192,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.Space.Logger = s.Logger
 		wg.Go(func() { s.Space.Run(loopCtx) })
 	}
+	wg.Go(func() { s.retentionLoop(loopCtx) })
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	var err error

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -52,9 +53,28 @@ type HTTPHandler struct {
 	// Otherwise the agent's headers, Authorization included, reach the
 	// upstream unchanged.
 	AuthToken string
-	// AllowRemote skips the check that a browser's Origin is a loopback
-	// address (a guard against DNS rebinding for a sidecar on loopback).
+	// AllowRemote, without AllowedHosts, skips the checks that the Host
+	// header and a browser's Origin name loopback (guards against DNS
+	// rebinding for a sidecar on loopback). A caller setting it should
+	// also set AuthToken (`hindsight serve` insists).
 	AllowRemote bool
+	// AllowedHosts are the Host header values, beyond loopback names,
+	// that requests may carry (a name, or name:port); others get 421.
+	// Browsers' Origins are held to the same list (others get 403).
+	AllowedHosts []string
+	// MaxSessions bounds the sessions open at once (agent sessions and the
+	// shared sessionless one); past it an initialize or a GET of /sse is
+	// refused with 503 and a JSON-RPC error. 0: DefaultMaxSessions; <0:
+	// no bound.
+	MaxSessions int
+	// MaxChildren bounds, in front of a CommandUpstream, the sessions and
+	// so the server processes running at once. 0: DefaultMaxChildren;
+	// <0: only MaxSessions.
+	MaxChildren int
+	// BodyTimeout bounds the reading of one request body, however slowly
+	// the agent sends it; past it the request fails with 408. 0:
+	// DefaultBodyTimeout; <0: no bound.
+	BodyTimeout time.Duration
 	// MaxBodyBytes bounds one POST body; 0: DefaultMaxMessageBytes.
 	MaxBodyBytes int64
 	// IdleTimeout ends a session that had no request and no open stream
@@ -70,6 +90,7 @@ type HTTPHandler struct {
 	SessionEnded func(s *Session)
 
 	mu          sync.Mutex
+	open        int // sessions holding a slot (see reserve)
 	sessions    map[string]*httpSession
 	sessionless *httpSession
 	closed      bool
@@ -97,9 +118,13 @@ func (h *HTTPHandler) maxBody() int64 {
 
 // ServeHTTP routes a request to the Streamable HTTP or the SSE transport.
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.hostAllowed(r) {
+		http.Error(w, "misdirected request: Host "+strconv.Quote(r.Host)+" is not this sidecar's (see --allowed-host)", http.StatusMisdirectedRequest)
+		return
+	}
 	if origin := r.Header.Get("Origin"); origin != "" {
-		if !h.AllowRemote && !loopbackOrigin(origin) {
-			http.Error(w, "forbidden: Origin is not a loopback address", http.StatusForbidden)
+		if !h.originAllowed(origin) {
+			http.Error(w, "forbidden: Origin is not a loopback address nor an allowed host", http.StatusForbidden)
 			return
 		}
 		if cors(w, r, origin) {
@@ -212,11 +237,19 @@ func (h *HTTPHandler) newSession(ctx context.Context, transport string, hdr http
 		return nil, errors.New("sidecar is shutting down")
 	}
 	h.mu.Unlock()
+	// Sessions the agent holds, and any that costs a process, take a slot;
+	// a sessionless request in front of an HTTP server ends with it.
+	counted := announce || h.costlySessions()
+	if counted {
+		if err := h.reserve(); err != nil {
+			return nil, err
+		}
+	}
 	id := newSessionID()
 	h.janitor.Do(h.startJanitor)
 	s := &httpSession{
 		h: h, id: id, transport: transport, done: make(chan struct{}), lastActive: time.Now(),
-		waiters: make(map[string]*waiter), progress: make(map[string]*waiter),
+		waiters: make(map[string]*waiter), progress: make(map[string]*waiter), counted: counted,
 	}
 	s.conn = &Conn{
 		Hooks:       h.Hooks,
@@ -232,6 +265,9 @@ func (h *HTTPHandler) newSession(ctx context.Context, transport string, hdr http
 		},
 	})
 	if err != nil {
+		if counted {
+			h.release()
+		}
 		return nil, err
 	}
 	s.up = up
@@ -405,12 +441,18 @@ func (h *HTTPHandler) startJanitor() {
 // readBody reads a POST body up to the limit, answering the agent itself
 // when it cannot.
 func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	lift := h.bodyDeadline(w)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody()))
+	lift()
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		switch {
+		case errors.As(err, &tooBig):
 			writeJSON(w, http.StatusRequestEntityTooLarge, ErrorResponse(nil, CodeInvalidRequest, "message too large"))
-		} else {
+		case isTimeout(err):
+			w.Header().Set("Connection", "close")
+			writeJSON(w, http.StatusRequestTimeout, ErrorResponse(nil, CodeInvalidRequest, "request body not received within "+h.bodyTimeout().String()))
+		default:
 			http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
 		}
 		return nil, false

@@ -25,6 +25,7 @@ type httpSession struct {
 	done      chan struct{} // closed when the session ended
 	endOnce   sync.Once
 	announced bool       // the agent knows its id (not a sessionless one)
+	counted   bool       // holds one of the handler's session slots
 	serial    sync.Mutex // one request at a time in the shared sessionless session
 
 	mu         sync.Mutex
@@ -217,6 +218,9 @@ func (s *httpSession) end(reason string) bool {
 			if err := s.up.Close(); err != nil {
 				s.h.logger().Warn("close upstream session", "session", s.id, "err", err)
 			}
+		}
+		if s.counted { // after Close: a child holds its slot until it is gone
+			s.h.release()
 		}
 	})
 	return first

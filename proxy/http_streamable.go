@@ -164,8 +164,13 @@ func (s *httpSession) request(w http.ResponseWriter, r *http.Request, m Message,
 // errorStatus is the HTTP status of the JSON-RPC error that stands in for
 // an upstream failure: 200, except that an upstream's 401 or 403 reaches
 // an agent whose own credentials were forwarded as it was, with its
-// WWW-Authenticate challenge, so that the agent can authorize again.
+// WWW-Authenticate challenge, so that the agent can authorize again; and a
+// session refused for the session limit is 503 with Retry-After.
 func (h *HTTPHandler) errorStatus(w http.ResponseWriter, err error) int {
+	if errors.Is(err, ErrSessionLimit) {
+		w.Header().Set("Retry-After", "5")
+		return http.StatusServiceUnavailable
+	}
 	var se *StatusError
 	if h.AuthToken != "" || !errors.As(err, &se) || (se.Code != http.StatusUnauthorized && se.Code != http.StatusForbidden) {
 		return http.StatusOK

@@ -38,13 +38,22 @@ type HTTPUpstream struct {
 
 	mu       sync.Mutex
 	detected string
+	guarded  *http.Client // Client (or the default) with guardRedirects
 }
 
+// client is the configured client, following redirects within the
+// upstream's origin only (see guardRedirects).
 func (u *HTTPUpstream) client() *http.Client {
-	if u.Client != nil {
-		return u.Client
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.guarded == nil {
+		c := u.Client
+		if c == nil {
+			c = http.DefaultClient
+		}
+		u.guarded = guardRedirects(c)
 	}
-	return http.DefaultClient
+	return u.guarded
 }
 
 func (u *HTTPUpstream) logger() *slog.Logger {
@@ -422,6 +431,11 @@ func (u *HTTPUpstream) dialSSE(ctx context.Context, hdr http.Header, sink Upstre
 	var ep *url.URL
 	if err == nil {
 		ep, err = resp.Request.URL.Parse(string(bytes.TrimSpace(ev.Data)))
+	}
+	if err == nil && !sameOrigin(resp.Request.URL, ep) {
+		// The agent's Authorization and the configured headers go with
+		// every POST to the endpoint: only to the stream's own origin.
+		err = fmt.Errorf("%w: the SSE endpoint is on %s, the stream on %s", ErrCrossOrigin, originOf(ep), originOf(resp.Request.URL))
 	}
 	if err != nil || !stopAfter() {
 		resp.Body.Close()

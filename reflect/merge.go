@@ -226,7 +226,12 @@ func (m *Merger) reinforce(ctx context.Context, e, old *hindsight.Experience) (M
 	}
 	newTask := !slices.Contains(tasks, e.SourceTask)
 	if newTask {
-		old.EvidenceCount = max(old.EvidenceCount, 1) + 1
+		// An imported lesson has no local evidence yet: this task is its
+		// first. Anything else stored counts its own task at least.
+		if old.EvidenceCount > 0 || !strings.HasPrefix(old.Origin, "import") {
+			old.EvidenceCount = max(old.EvidenceCount, 1)
+		}
+		old.EvidenceCount++
 		old.EvidenceTasks = append(tasks, e.SourceTask)
 		if n := len(old.EvidenceTasks); n > hindsight.MaxEvidenceTasks {
 			old.EvidenceTasks = old.EvidenceTasks[n-hindsight.MaxEvidenceTasks:]

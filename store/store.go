@@ -184,3 +184,12 @@ func ListOrder(list []hindsight.Experience, limit int) []hindsight.Experience {
 	}
 	return list
 }
+
+// Purger is implemented by both backends: Purge removes experiences for
+// good (no soft delete): their documents, vectors and index entries, so
+// that a secret that escaped redaction can be erased. Ids that do not
+// exist are ignored; it returns how many were removed. The embedded store
+// also compacts its files so that the bytes leave the disk.
+type Purger interface {
+	Purge(ctx context.Context, namespace string, ids []string) (int, error)
+}

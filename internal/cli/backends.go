@@ -20,14 +20,23 @@ import (
 // (cmd/hindsight) leaves them out and the full build (cmd/hindsightd)
 // supplies them. A nil field means "not in this build".
 type Backends struct {
-	// Weaviate opens the Weaviate experience store at url (REST) and grpc
-	// (host:port; "" derives it from url), with vectors from emb.
-	Weaviate func(ctx context.Context, url, grpc string, emb hindsight.Embedder, logger *slog.Logger) (hindsight.ExperienceStore, error)
+	// Weaviate opens the Weaviate experience store that cfg names, with
+	// vectors from emb.
+	Weaviate func(ctx context.Context, cfg WeaviateConfig, emb hindsight.Embedder, logger *slog.Logger) (hindsight.ExperienceStore, error)
 	// Embedder connects to the embeddings model of an OpenAI-compatible
 	// endpoint; it fails when the model does not answer.
 	Embedder func(ctx context.Context, baseURL, apiKey, model string) (hindsight.Embedder, error)
 	// LLM returns the reflector that asks a language model.
 	LLM func(cfg LLMConfig) (reflect.Reflector, error)
+}
+
+// WeaviateConfig is where Backends.Weaviate connects.
+type WeaviateConfig struct {
+	URL  string // REST
+	GRPC string // host:port; "" derives it from URL
+	// APIKey, when set, is sent as a bearer token (Weaviate's API-key
+	// authentication).
+	APIKey string
 }
 
 // LLMConfig is what Backends.LLM builds a reflector from.

@@ -4,10 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -65,6 +63,9 @@ type Config struct {
 		Weaviate struct {
 			URL  string `yaml:"url"`  // HTTP address, e.g. http://127.0.0.1:8080
 			GRPC string `yaml:"grpc"` // gRPC address, e.g. 127.0.0.1:50051
+			// APIKey authenticates to a Weaviate with API-key
+			// authentication (HINDSIGHT_WEAVIATE_API_KEY overrides it).
+			APIKey string `yaml:"api_key"`
 		} `yaml:"weaviate"`
 		Namespace string `yaml:"namespace"`
 	} `yaml:"store"`
@@ -77,6 +78,28 @@ type Config struct {
 		CallsPerHour   int    `yaml:"calls_per_hour"`  // cap on reflection's LLM requests (default 120; negative: none)
 		TokensPerHour  int    `yaml:"tokens_per_hour"` // cap on reflection's LLM tokens (default 1,000,000; negative: none)
 	} `yaml:"llm"`
+	Retention struct {
+		// Traces purges tasks whose last step is older (default 720h,
+		// 30 days; negative: keep); TracesMaxBytes purges the oldest while
+		// the trace store is larger (default 2 GiB; negative: no bound).
+		Traces         time.Duration `yaml:"traces"`
+		TracesMaxBytes int64         `yaml:"traces_max_bytes"`
+		// SetAside removes refused steps (outbox/.rejected/) and corrupt
+		// outboxes set aside (outbox/.corrupt/, *.corrupt-*) older than
+		// this (default 720h; negative: keep).
+		SetAside time.Duration `yaml:"set_aside"`
+	} `yaml:"retention"`
+	Logs struct {
+		// MaxBytes rotates a log file past this size (default 10 MiB;
+		// negative: never); Keep rotated files are kept (default 3).
+		MaxBytes int64 `yaml:"max_bytes"`
+		Keep     int   `yaml:"keep"`
+		// Rate and Burst limit the lines per second each source (a
+		// message and its server, e.g. one server's stderr) may log
+		// (defaults 20 and 200; a negative rate: no limit).
+		Rate  float64 `yaml:"rate"`
+		Burst int     `yaml:"burst"`
+	} `yaml:"logs"`
 	Inject struct {
 		Instructions   *bool `yaml:"instructions"`    // lessons in the initialize instructions (default true)
 		ErrorResults   *bool `yaml:"error_results"`   // lessons appended to isError results (default true)
@@ -152,6 +175,7 @@ func (c *Config) applyEnv() {
 	set(&c.LLM.EmbedModel, "HINDSIGHT_EMBED_MODEL")
 	set(&c.Store.Weaviate.URL, "HINDSIGHT_WEAVIATE_URL")
 	set(&c.Store.Weaviate.GRPC, "HINDSIGHT_WEAVIATE_GRPC")
+	set(&c.Store.Weaviate.APIKey, "HINDSIGHT_WEAVIATE_API_KEY")
 	if v := os.Getenv("HINDSIGHT_CAPTURE"); v != "" {
 		if on, ok := parseSwitch(v); ok {
 			c.Capture.Enabled = &on
@@ -178,25 +202,4 @@ func parseSwitch(v string) (on, ok bool) {
 // true, overridden by HINDSIGHT_CAPTURE).
 func (c *Config) captureEnabled() bool {
 	return c.Capture.Enabled == nil || *c.Capture.Enabled
-}
-
-// openLog opens $HINDSIGHT_HOME/logs/NAME.log (mode 0600) and returns a JSON
-// slog logger writing to it. Stdout is never used for logs: it carries the
-// protocol.
-func openLog(home hindsight.Home, name string) (*slog.Logger, io.Closer, error) {
-	if err := home.Ensure(); err != nil {
-		return nil, nil, fmt.Errorf("create home: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(home.Logs(), name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open log: %w", err)
-	}
-	// The runtime's fatal errors (a crash, a memory fault) go to the log
-	// too: a daemon's stderr is /dev/null.
-	_ = debug.SetCrashOutput(f, debug.CrashOptions{})
-	level := slog.LevelInfo
-	if os.Getenv("HINDSIGHT_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewJSONHandler(f, &slog.HandlerOptions{Level: level})), f, nil
 }

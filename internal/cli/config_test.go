@@ -26,6 +26,29 @@ func TestExampleConfigParses(t *testing.T) {
 	if !cfg.captureEnabled() || cfg.LLM.CallsPerHour != 120 {
 		t.Errorf("capture %v, calls per hour %d", cfg.captureEnabled(), cfg.LLM.CallsPerHour)
 	}
+	if cfg.Retention.Traces != 720*time.Hour || cfg.Retention.TracesMaxBytes != 2<<30 || cfg.Retention.SetAside != 720*time.Hour {
+		t.Errorf("retention %+v", cfg.Retention)
+	}
+	if cfg.Logs.MaxBytes != 10<<20 || cfg.Logs.Keep != 3 || cfg.Logs.Rate != 20 || cfg.Logs.Burst != 200 {
+		t.Errorf("logs %+v", cfg.Logs)
+	}
+}
+
+// TestWeaviateAPIKey: the key comes from the file, and the environment
+// overrides it.
+func TestWeaviateAPIKey(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	writeFile(t, p, "store:\n  weaviate:\n    url: http://127.0.0.1:8080\n    api_key: from-file\n")
+	for _, tc := range []struct{ env, want string }{{"", "from-file"}, {"from-env", "from-env"}} {
+		t.Setenv("HINDSIGHT_WEAVIATE_API_KEY", tc.env)
+		cfg, err := loadConfig(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Store.Weaviate.APIKey != tc.want || cfg.Store.Backend != "weaviate" {
+			t.Errorf("env %q: api key %q backend %q, want %q", tc.env, cfg.Store.Weaviate.APIKey, cfg.Store.Backend, tc.want)
+		}
+	}
 }
 
 func TestConfigRejectsUnknownKeys(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/capture"
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
+	"github.com/hindsight-proxy/hindsight/internal/erase"
 	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,7 +46,7 @@ func runDaemon(ctx context.Context, g *globals, args []string) error {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
-	logger, closer, err := openLog(g.home, "daemon")
+	logger, closer, err := openLog(g, "daemon")
 	if err != nil {
 		return err
 	}
@@ -97,6 +98,11 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 		return err
 	}
 	closers = append(closers, namedCloser{"trace store", traces})
+	// What purges and retention left in the value-log file that was being
+	// appended to then: Badger opened a new one, so the old can go now.
+	if err := erase.CollectValueLog(traces.DB()); err != nil {
+		logger.Warn("collect the trace store's value log", "err", err)
+	}
 
 	store, backend, err := openExperienceStore(ctx, g, logger)
 	if err != nil {
@@ -133,6 +139,10 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 			logger.Warn("register reflection metrics", "err", err)
 		}
 	}
+	var importRedactor daemon.Redactor
+	if red, err := newRedactor(g); err == nil {
+		importRedactor = red // else the built-in rules
+	}
 	srv := &daemon.Server{
 		Registry:  reg,
 		Traces:    traces,
@@ -145,6 +155,10 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 		Logger:    logger,
 		Drain:     func(ctx context.Context) { drainLoop(ctx, g.home, traces, logger) },
 		Space:     &daemon.SpaceGuard{Dir: g.home.DaemonData(), Logger: logger},
+
+		Redactor: importRedactor,
+		Retention: daemon.Retention{Traces: g.config.Retention.Traces, TracesMaxBytes: g.config.Retention.TracesMaxBytes,
+			SetAside: g.config.Retention.SetAside},
 	}
 	ln, err = daemon.Listen(g.home, lock)
 	if err != nil {
@@ -254,7 +268,8 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		if backends.Weaviate == nil {
 			return nil, backend, fmt.Errorf("open experience store: this build has no Weaviate backend (use %s)", FullBinary)
 		}
-		st, err := backends.Weaviate(ctx, g.config.Store.Weaviate.URL, g.config.Store.Weaviate.GRPC, emb, logger)
+		w := g.config.Store.Weaviate
+		st, err := backends.Weaviate(ctx, WeaviateConfig{URL: w.URL, GRPC: w.GRPC, APIKey: w.APIKey}, emb, logger)
 		if err != nil {
 			return nil, backend, err
 		}
@@ -264,15 +279,20 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		return st, backend, nil
 	default:
 		// Its own Badger with the daemon's memory-conscious options;
-		// experiences are small, so their values stay in the LSM tree.
+		// experiences are small, so their values (records and vectors)
+		// stay in the LSM tree, where a purge can erase them: Badger
+		// never rewrites the value-log file it appends to.
 		dir := filepath.Join(g.home.DaemonData(), "experiences")
 		var db *badger.DB
 		err := diskspace.Contain("open experience store", func() (err error) {
-			db, err = badger.Open(daemon.BadgerOptions(dir, logger).WithValueThreshold(1 << 10))
+			db, err = badger.Open(daemon.BadgerOptions(dir, logger).WithValueThreshold(embedded.ValueThreshold))
 			return err
 		})
 		if err != nil {
 			return nil, backend, fmt.Errorf("open experience store: %w", err)
+		}
+		if err := erase.CollectValueLog(db); err != nil { // see the trace store's
+			logger.Warn("collect the experience store's value log", "err", err)
 		}
 		st, err := embedded.New(db, emb, embedded.Options{Logger: logger})
 		if err != nil {

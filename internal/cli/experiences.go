@@ -5,17 +5,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/daemon"
 )
 
 // runExperiences is `hindsight experiences list | search QUERY | forget ID |
 // restore ID | import FILE | export`.
 func runExperiences(ctx context.Context, g *globals, args []string) error {
 	if len(args) == 0 {
-		return usageErr("experiences list | search QUERY | forget ID | restore ID | import FILE | export")
+		return usageErr("experiences list | search QUERY | forget ID | restore ID | purge ID… | import FILE | export")
 	}
 	switch args[0] {
 	case "list":
@@ -26,6 +28,8 @@ func runExperiences(ctx context.Context, g *globals, args []string) error {
 		return experiencesForget(ctx, g, args[1:], true)
 	case "restore":
 		return experiencesForget(ctx, g, args[1:], false)
+	case "purge":
+		return experiencesPurge(ctx, g, args[1:])
 	case "import":
 		return experiencesImport(ctx, g, args[1:])
 	case "export":
@@ -35,9 +39,12 @@ func runExperiences(ctx context.Context, g *globals, args []string) error {
 }
 
 func experiencesList(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("experiences list", "experiences list [--json] [--namespace NS] [--server S] [--tool T] [--all] [--limit N]")
+	fs := newFlags("experiences list", "experiences list [--json] [--namespace NS] [--server S] [--tool T] [--origin O] [--agent A] [--all] [--limit N]")
 	asJSON := fs.Bool("json", false, "print JSON")
 	var opt hindsight.ListOptions
+	var prov daemon.Provenance
+	fs.StringVar(&prov.Origin, "origin", "", "only this origin: rules, llm, import, manual, or exactly llm:MODEL, import:PACK")
+	fs.StringVar(&prov.SourceAgent, "agent", "", "only experiences learnt from this agent")
 	fs.StringVar(&opt.Namespace, "namespace", "", "only this namespace (default: all)")
 	fs.StringVar(&opt.Server, "server", "", "only this server")
 	fs.StringVar(&opt.Tool, "tool", "", "only this tool")
@@ -56,7 +63,7 @@ func experiencesList(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	list, err := c.Experiences(ctx, opt)
+	list, err := c.ExperiencesBy(ctx, opt, prov)
 	if err != nil {
 		return fmt.Errorf("list experiences: %w", err)
 	}
@@ -66,17 +73,21 @@ func experiencesList(ctx context.Context, g *globals, args []string) error {
 	t := newTable(stdout, "ID", "NAMESPACE", "SERVER", "TOOL", "ERROR", "CONF", "EVIDENCE", "HITS", "ORIGIN", "STATE", "LESSON")
 	for _, e := range list {
 		t.row(e.ID, e.Namespace, dash(e.Server), dash(e.Tool), dash(e.ErrorCode), fmt.Sprintf("%.2f", e.Confidence),
-			evidenceCell(&e), strconv.Itoa(e.HitCount), dash(e.Origin), state(&e), clip(e.Lesson, 80))
+			evidence(&e), strconv.Itoa(e.HitCount), dash(e.Origin), state(&e), clip(e.Lesson, 80))
 	}
 	return t.flush()
 }
 
-// evidenceCell shows an experience's evidence: the tasks that support it,
-// and "-N" for its counter-examples.
-func evidenceCell(e *hindsight.Experience) string {
+// evidence is the local evidence count, "-N" for its counter-examples,
+// and what an imported pack claimed in parentheses: "3 -1", "0 (12
+// imported)".
+func evidence(e *hindsight.Experience) string {
 	s := strconv.Itoa(e.EvidenceCount)
 	if e.CounterCount > 0 {
 		s += fmt.Sprintf(" -%d", e.CounterCount)
+	}
+	if e.ImportedEvidence > 0 {
+		s += " (" + strconv.Itoa(e.ImportedEvidence) + " imported)"
 	}
 	return s
 }
@@ -99,9 +110,12 @@ func state(e *hindsight.Experience) string {
 }
 
 func experiencesSearch(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("experiences search", "experiences search QUERY [--server S] [--tool T] [--error-code C] [--task-type T] [--namespace NS] [-k N] [--explain] [--json]")
+	fs := newFlags("experiences search", "experiences search QUERY [--server S] [--tool T] [--error-code C] [--task-type T] [--namespace NS] [--origin O] [--agent A] [-k N] [--explain] [--json]")
 	asJSON := fs.Bool("json", false, "print JSON, best first, each with its score")
-	var q hindsight.Query
+	var req daemon.SearchRequest
+	q := &req.Query
+	fs.StringVar(&req.Origin, "origin", "", "only this origin: rules, llm, import, manual, or exactly llm:MODEL, import:PACK")
+	fs.StringVar(&req.SourceAgent, "agent", "", "only experiences learnt from this agent")
 	fs.StringVar(&q.Server, "server", "", "only experiences of this server")
 	fs.StringVar(&q.Tool, "tool", "", "only experiences of this tool")
 	fs.StringVar(&q.ErrorCode, "error-code", "", "only experiences of this error code")
@@ -123,20 +137,20 @@ func experiencesSearch(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := c.Search(ctx, q)
+	res, err := c.SearchBy(ctx, req)
 	if err != nil {
 		return fmt.Errorf("search experiences: %w", err)
 	}
 	if *asJSON {
 		return printJSON(stdout, res)
 	}
-	header := []string{"#", "SCORE", "ID", "SERVER", "TOOL", "ERROR", "CONF", "LESSON"}
+	header := []string{"#", "SCORE", "ID", "SERVER", "TOOL", "ERROR", "CONF", "ORIGIN", "LESSON"}
 	if q.Explain {
-		header = append(header[:7], "BM25", "VECTOR", "RRF", "W_CONF", "W_RECENT", "W_EVID", "W_HITS", "W_COLD", "LESSON")
+		header = append(header[:8], "BM25", "VECTOR", "RRF", "W_CONF", "W_RECENT", "W_EVID", "W_HITS", "W_COLD", "LESSON")
 	}
 	t := newTable(stdout, header...)
 	for i, e := range res {
-		row := []string{strconv.Itoa(i + 1), fmt.Sprintf("%.4f", e.Score), e.ID, dash(e.Server), dash(e.Tool), dash(e.ErrorCode), fmt.Sprintf("%.2f", e.Confidence)}
+		row := []string{strconv.Itoa(i + 1), fmt.Sprintf("%.4f", e.Score), e.ID, dash(e.Server), dash(e.Tool), dash(e.ErrorCode), fmt.Sprintf("%.2f", e.Confidence), dash(e.Origin)}
 		if x := e.Explain; q.Explain && x != nil {
 			row = append(row, rank(x.BM25Rank), rank(x.VectorRank), fmt.Sprintf("%.4f", x.RRF),
 				fmt.Sprintf("%.2f", x.Confidence), fmt.Sprintf("%.2f", x.Recency), fmt.Sprintf("%.2f", x.Evidence),
@@ -201,8 +215,12 @@ func experiencesForget(ctx context.Context, g *globals, args []string, forget bo
 }
 
 func experiencesImport(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("experiences import", "experiences import FILE|- [--json]")
+	fs := newFlags("experiences import", "experiences import FILE|- [--namespace NS] [--pack NAME] [--trust] [--json]")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	var opt daemon.ImportOptions
+	fs.StringVar(&opt.Namespace, "namespace", "", "namespace to import into, whatever the file says (default: the configured one)")
+	fs.StringVar(&opt.Pack, "pack", "", "the pack's name in each experience's origin, import:NAME (default: the file's base name)")
+	fs.BoolVar(&opt.Trust, "trust", false, fmt.Sprintf("keep the pack's confidence instead of capping it at %.1f (text is cleaned and redacted regardless)", daemon.ImportConfidenceCap))
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -212,6 +230,9 @@ func experiencesImport(ctx context.Context, g *globals, args []string) error {
 		return usageErr("experiences import takes one JSONL file (- for stdin)")
 	}
 	var r io.Reader = os.Stdin
+	if opt.Pack == "" && pos[0] != "-" {
+		opt.Pack = strings.TrimSuffix(filepath.Base(pos[0]), filepath.Ext(pos[0]))
+	}
 	if pos[0] != "-" {
 		f, err := os.Open(pos[0])
 		if err != nil {
@@ -224,7 +245,7 @@ func experiencesImport(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := c.Import(ctx, r)
+	res, err := c.ImportWith(ctx, r, opt)
 	if err != nil {
 		return fmt.Errorf("import experiences: %w", err)
 	}
@@ -233,7 +254,16 @@ func experiencesImport(ctx context.Context, g *globals, args []string) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(stdout, "imported %d, updated %d, skipped %d (not newer)\n", res.Imported, res.Updated, res.Skipped)
+		fmt.Fprintf(stdout, "imported %d, updated %d, skipped %d (unchanged, or local lessons kept)\n", res.Imported, res.Updated, res.Skipped)
+		if len(res.Kept) > 0 {
+			fmt.Fprintf(stdout, "kept local lessons a pack may not replace: %s\n", strings.Join(res.Kept, " "))
+		}
+		if res.Redactions > 0 {
+			fmt.Fprintf(stdout, "redacted %d secret(s) in the pack\n", res.Redactions)
+		}
+		if !opt.Trust && res.Imported+res.Updated > 0 {
+			fmt.Fprintf(stdout, "confidence capped at %.1f until local evidence confirms a lesson (--trust keeps the pack's)\n", daemon.ImportConfidenceCap)
+		}
 		for _, e := range res.Errors {
 			fmt.Fprintln(stdout, "error:", e)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -44,6 +45,21 @@ type serveOptions struct {
 	allowRemote bool
 	headers     http.Header
 	command     []string
+	// The front door's limits (see proxy.HTTPHandler).
+	allowedHosts []string
+	maxSessions  int
+	maxChildren  int
+	bodyTimeout  time.Duration
+}
+
+// listFlags collects a repeated string option.
+type listFlags []string
+
+func (f *listFlags) String() string { return strings.Join(*f, ",") }
+
+func (f *listFlags) Set(v string) error {
+	*f = append(*f, v)
+	return nil
 }
 
 func parseServe(args []string) (*serveOptions, error) {
@@ -56,8 +72,13 @@ func parseServe(args []string) (*serveOptions, error) {
 	fs.StringVar(&o.transport, "upstream-transport", proxy.TransportAuto, "auto, streamable-http or sse")
 	fs.StringVar(&o.name, "name", "", "the server's name in traces and logs (default: from the URL or command)")
 	fs.StringVar(&o.authToken, "auth-token", os.Getenv("HINDSIGHT_AUTH_TOKEN"), "bearer token agents must present (default $HINDSIGHT_AUTH_TOKEN); the agent's Authorization is then not forwarded")
-	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow listening on a non-loopback address")
+	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow listening on a non-loopback address (requires --auth-token)")
 	fs.Var(&hdr, "upstream-header", "'Name: value' sent to the upstream on every request (repeatable)")
+	var hosts listFlags
+	fs.Var(&hosts, "allowed-host", "a Host header value agents may use besides loopback names (repeatable; default: loopback names only, or any with --allow-remote)")
+	fs.IntVar(&o.maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions open at once; more are refused with a JSON-RPC error (<0: no bound)")
+	fs.IntVar(&o.maxChildren, "max-children", proxy.DefaultMaxChildren, "with a command upstream, server processes (one per session) at once (<0: only --max-sessions)")
+	fs.DurationVar(&o.bodyTimeout, "body-timeout", proxy.DefaultBodyTimeout, "how long an agent may take to send one request body")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: hindsight serve --listen ADDR (--upstream URL | -- CMD [ARGS…]) [options]")
 		fs.PrintDefaults()
@@ -65,7 +86,7 @@ func parseServe(args []string) (*serveOptions, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	o.headers, o.command = hdr.h, fs.Args()
+	o.headers, o.command, o.allowedHosts = hdr.h, fs.Args(), hosts
 	switch {
 	case o.upstream == "" && len(o.command) == 0:
 		return nil, fmt.Errorf("%w: serve needs --upstream URL or a command after --", errUsage)
@@ -89,7 +110,10 @@ func parseServe(args []string) (*serveOptions, error) {
 		o.name = filepath.Base(o.command[0])
 	}
 	if !o.allowRemote && !isLoopback(o.listen) {
-		return nil, fmt.Errorf("%w: refusing to listen on %s, which is not a loopback address: the sidecar relays your agent's credentials; pass --allow-remote (and set --auth-token) to expose it", errUsage, o.listen)
+		return nil, fmt.Errorf("%w: refusing to listen on %s, which is not a loopback address: the sidecar relays your agent's credentials; pass --allow-remote and --auth-token to expose it", errUsage, o.listen)
+	}
+	if o.allowRemote && o.authToken == "" {
+		return nil, fmt.Errorf("%w: --allow-remote needs --auth-token (or $HINDSIGHT_AUTH_TOKEN): a sidecar beyond loopback without one relays anyone's requests with your upstream's credentials", errUsage)
 	}
 	return o, nil
 }
@@ -113,11 +137,12 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	logger, logFile, err := openLog(g.home, "serve-"+o.name)
+	logger, logFile, err := openLog(g, "serve-"+o.name)
 	if err != nil {
 		return err
 	}
 	defer logFile.Close()
+	slog.SetDefault(logger) // libraries' logs (and net/http's) go through the redactor into the file too
 	sc, err := newSidecar(ctx, g, o.name, "streamable-http", logger)
 	if err != nil {
 		return fmt.Errorf("start sidecar: %w", err)
@@ -138,6 +163,8 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	h := &proxy.HTTPHandler{
 		Upstream: up, Server: o.name, Hooks: sc.Hooks, Logger: logger,
 		TaskID: os.Getenv("HINDSIGHT_TASK_ID"), AuthToken: o.authToken, AllowRemote: o.allowRemote,
+		AllowedHosts: o.allowedHosts, MaxSessions: o.maxSessions, MaxChildren: o.maxChildren,
+		BodyTimeout: o.bodyTimeout,
 		// A session's end makes its task final at once, not after the
 		// idle gap.
 		SessionEnded: func(s *proxy.Session) { sc.EndSession(context.Background(), s.ID) },
@@ -146,13 +173,15 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
-	if o.allowRemote && o.authToken == "" {
-		fmt.Fprintln(os.Stderr, "hindsight serve: warning: listening beyond loopback without --auth-token")
-	}
+	// Bodies are bounded per request (BodyTimeout), not by ReadTimeout,
+	// which would also end the long-lived event streams.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	target := o.upstream
 	if target == "" {
 		target = strings.Join(o.command, " ")
+	}
+	if red, err := logRedactor(g); err == nil {
+		target, _ = red.RedactString(target) // a URL or command line may carry a secret
 	}
 	logger.Info("serving", "addr", ln.Addr().String(), "upstream", target, "transport", o.transport)
 	fmt.Fprintf(os.Stderr, "hindsight serve: %s on http://%s/mcp (legacy SSE at /sse) → %s\n", o.name, ln.Addr(), target)

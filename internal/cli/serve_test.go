@@ -2,8 +2,13 @@ package cli
 
 import (
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hindsight-proxy/hindsight"
 )
 
 func TestParseServe(t *testing.T) {
@@ -35,7 +40,13 @@ func TestParseServe(t *testing.T) {
 		{args: []string{"--listen", "0.0.0.0:8931", "--upstream", "http://h/mcp"}, wantErr: "not a loopback address"},
 		{args: []string{"--listen", ":8931", "--upstream", "http://h/mcp"}, wantErr: "--allow-remote"},
 		{args: []string{"--listen", "192.168.1.5:8931", "--upstream", "http://h/mcp"}, wantErr: "not a loopback address"},
-		{args: []string{"--listen", "0.0.0.0:8931", "--allow-remote", "--upstream", "http://h/mcp"}},
+		{args: []string{"--listen", "0.0.0.0:8931", "--allow-remote", "--upstream", "http://h/mcp"}, wantErr: "--allow-remote needs --auth-token"},
+		{args: []string{"--listen", "0.0.0.0:8931", "--allow-remote", "--auth-token", "t", "--upstream", "http://h/mcp"}},
+		{args: []string{"--upstream", "http://h/mcp", "--allowed-host", "mcp.internal", "--allowed-host", "box:8931", "--max-sessions", "3", "--max-children", "2", "--body-timeout", "5s"}, check: func(t *testing.T, o *serveOptions) {
+			if strings.Join(o.allowedHosts, " ") != "mcp.internal box:8931" || o.maxSessions != 3 || o.maxChildren != 2 || o.bodyTimeout.String() != "5s" {
+				t.Errorf("front door options: %+v", o)
+			}
+		}},
 		{args: []string{}, wantErr: "needs --upstream URL or a command"},
 		{args: []string{"--upstream", "http://h/mcp", "--", "srv"}, wantErr: "not both"},
 		{args: []string{"--upstream", "ftp://h/mcp"}, wantErr: "http(s) URL"},
@@ -65,5 +76,30 @@ func TestParseServeUsageError(t *testing.T) {
 	_, err := parseServe([]string{"--listen", "10.0.0.1:1", "--upstream", "http://h/"})
 	if !errors.Is(err, errUsage) {
 		t.Errorf("a refused address is a usage error (exit 2); got %v", err)
+	}
+}
+
+// TestOpenLogName: a server name never takes its log out of logs/.
+func TestOpenLogName(t *testing.T) {
+	root := t.TempDir()
+	home := hindsight.Home(root)
+	for _, name := range []string{"serve-../../../x", "wrap-/etc/passwd", "../.."} {
+		_, c, err := openLog(&globals{home: home, config: &Config{}}, name)
+		if err != nil {
+			t.Fatalf("openLog(%q): %v", name, err)
+		}
+		c.Close()
+	}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && filepath.Dir(p) != home.Logs() {
+			t.Errorf("log file outside logs/: %s", p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(root), "x.log")); err == nil {
+		t.Error("serve-../../../x wrote x.log above the home")
 	}
 }

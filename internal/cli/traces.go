@@ -16,7 +16,7 @@ import (
 // runTraces is `hindsight traces list | show TASK | export | import FILE`.
 func runTraces(ctx context.Context, g *globals, args []string) error {
 	if len(args) == 0 {
-		return usageErr("traces list | show TASK | export | import FILE")
+		return usageErr("traces list | show TASK | export | import FILE | purge TASK…|--before DATE")
 	}
 	switch args[0] {
 	case "list":
@@ -27,8 +27,10 @@ func runTraces(ctx context.Context, g *globals, args []string) error {
 		return tracesExport(ctx, g, args[1:])
 	case "import":
 		return tracesImport(ctx, g, args[1:])
+	case "purge":
+		return tracesPurge(ctx, g, args[1:])
 	}
-	return usageErr("traces: unknown subcommand %q (want list, show, export or import)", args[0])
+	return usageErr("traces: unknown subcommand %q (want list, show, export, import or purge)", args[0])
 }
 
 func tracesList(ctx context.Context, g *globals, args []string) error {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/internal/profile"
+	"github.com/hindsight-proxy/hindsight/internal/safelog"
 	"github.com/hindsight-proxy/hindsight/proxy"
 )
 
@@ -50,12 +51,14 @@ func runWrap(ctx context.Context, g *globals, args []string) error {
 	// Hindsight's own trouble must not cost the agent its server: without
 	// a log file the sidecar logs to stderr, and without capture and
 	// injection it still relays.
-	logger, closer, err := openLog(g.home, "wrap-"+logName(*name))
+	logger, closer, err := openLog(g, "wrap-"+*name)
 	if err != nil {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		red, _ := logRedactor(g)
+		logger = slog.New(safelog.NewHandler(slog.NewTextHandler(os.Stderr, nil), red, safelog.Options{}))
 		logger.Error("cannot open the log file; logging to stderr", "err", err)
 	} else {
 		defer closer.Close()
+		slog.SetDefault(logger) // libraries' logs go through the redactor into the file too
 	}
 
 	// A broken stdout must surface as EPIPE, not kill the sidecar before it

@@ -40,6 +40,7 @@ type Server struct {
 	DataDir string
 
 	bin   string
+	env   []string // added to (and overriding) the defaults
 	ports map[string]int
 	log   *logBuffer
 	mu    sync.Mutex
@@ -62,8 +63,25 @@ func Start(t testing.TB) *Server {
 	return StartDir(t, t.TempDir())
 }
 
+// StartWithAPIKey runs Weaviate with API-key authentication on (and
+// anonymous access off): requests must carry "Authorization: Bearer key".
+func StartWithAPIKey(t testing.TB, key string) *Server {
+	t.Helper()
+	return startDir(t, t.TempDir(), []string{
+		"AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED=false",
+		"AUTHENTICATION_APIKEY_ENABLED=true",
+		"AUTHENTICATION_APIKEY_ALLOWED_KEYS=" + key,
+		"AUTHENTICATION_APIKEY_USERS=hindsight",
+	})
+}
+
 // StartDir runs Weaviate over dir and stops it when t ends.
 func StartDir(t testing.TB, dir string) *Server {
+	t.Helper()
+	return startDir(t, dir, nil)
+}
+
+func startDir(t testing.TB, dir string, env []string) *Server {
 	t.Helper()
 	bin := Binary()
 	if _, err := os.Stat(bin); err != nil {
@@ -76,7 +94,7 @@ func StartDir(t testing.TB, dir string) *Server {
 	if err != nil {
 		t.Fatalf("find free ports: %v", err)
 	}
-	s := &Server{DataDir: dir, bin: bin, ports: map[string]int{}, log: new(logBuffer)}
+	s := &Server{DataDir: dir, bin: bin, env: env, ports: map[string]int{}, log: new(logBuffer)}
 	for i, n := range names {
 		s.ports[n] = ports[i]
 	}
@@ -123,6 +141,7 @@ func (s *Server) start() error {
 		"GRPC_PORT="+strconv.Itoa(s.ports["grpc"]),
 		"GOMEMLIMIT=1GiB",
 	)
+	cmd.Env = append(cmd.Env, s.env...) // the last value of a key wins
 	cmd.Stdout = s.log
 	cmd.Stderr = s.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -51,6 +51,12 @@ const (
 	prefixVec = "vec/"
 )
 
+// ValueThreshold is the Badger value threshold of the store's database:
+// records and vectors below it stay in the LSM tree, where Purge erases
+// them at once (values in the newest value-log file would stay on disk
+// until the file fills). Experiences and vectors are a few KB.
+const ValueThreshold = 64 << 10
+
 // Options configure a Store. The zero value is ready to use.
 type Options struct {
 	Rank   rank.Options
@@ -84,7 +90,7 @@ func Open(dir string, emb hindsight.Embedder, opt Options) (*Store, error) {
 		WithNumMemtables(2).
 		WithBlockCacheSize(32 << 20).
 		WithIndexCacheSize(16 << 20).
-		WithValueThreshold(1 << 10)
+		WithValueThreshold(ValueThreshold)
 	db, err := badger.Open(bo)
 	if err != nil {
 		return nil, fmt.Errorf("open experience store: %w", err)

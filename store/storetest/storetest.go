@@ -1,7 +1,8 @@
 // Package storetest is the conformance suite every hindsight.ExperienceStore
 // backend passes: writes and versions, listing, search with each filter,
 // namespace (tenant) isolation, supersede, forget and restore, hit
-// recording, the cold index, restarts and refusal to mix vector dimensions.
+// recording, the cold index, restarts, refusal to mix vector dimensions and
+// purge (every backend implements store.Purger).
 //
 // A backend's test calls Run with a Backend:
 //
@@ -58,6 +59,7 @@ func Run(t *testing.T, b Backend) {
 		{"DimensionMixingRefused", testDimension},
 		{"FindSimilar", testFindSimilar},
 		{"Concurrent", testConcurrent},
+		{"Purge", testPurge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, b) })
@@ -663,4 +665,67 @@ func testConcurrent(t *testing.T, b Backend) {
 	if g := get(t, s, "", "shared"); g.Version != 1+int(okUpdates.Load()) {
 		t.Fatalf("shared version %d after %d successful updates", g.Version, okUpdates.Load())
 	}
+}
+
+// testPurge: a purged experience is gone in every state and from search
+// (also after a restart); its neighbours, one whose id extends its id
+// among them, and other namespaces keep theirs. Every backend must be a
+// store.Purger.
+func testPurge(t *testing.T, b Backend) {
+	ctx := context.Background()
+	s := b.New(t)
+	p, ok := s.(store.Purger)
+	if !ok {
+		s.Close()
+		t.Fatalf("%T does not implement store.Purger", s)
+	}
+	secret := exp("p1", "read_file", "ENOENT", "purge me: token zq9secretzq9")
+	neighbour := exp("p10", "read_file", "ENOENT", "keep me: a lesson whose id extends p1")
+	other := exp("p1", "read_file", "ENOENT", "keep me: same id, other namespace")
+	other.Namespace = "team-y"
+	forgotten := exp("p2", "write_file", "EACCES", "purge me too, though forgotten")
+	forgotten.Deleted = true
+	put(t, s, secret, neighbour, other, forgotten)
+	n, err := p.Purge(ctx, "", []string{"p1", "p2", "no-such-id"})
+	if err != nil || n != 2 {
+		s.Close()
+		t.Fatalf("Purge = %d, %v; want 2 removed", n, err)
+	}
+	check := func(s hindsight.ExperienceStore) {
+		t.Helper()
+		for _, id := range []string{"p1", "p2"} {
+			if _, err := s.Get(ctx, "", id); !errors.Is(err, hindsight.ErrNotFound) {
+				t.Errorf("Get(%s) after purge: %v, want ErrNotFound", id, err)
+			}
+		}
+		all, err := s.List(ctx, hindsight.ListOptions{IncludeDeleted: true, IncludeSuperseded: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range all {
+			got = append(got, e.Namespace+"/"+e.ID)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, []string{"default/p10", "team-y/p1"}) {
+			t.Errorf("List after purge = %v", got)
+		}
+		if got := search(t, s, hindsight.Query{Text: "purge me token zq9secretzq9", K: 5, IncludeDeleted: true}); slices.Contains(got, "p1") || slices.Contains(got, "p2") {
+			t.Errorf("search finds purged experiences: %v", got)
+		}
+		if g := get(t, s, "team-y", "p1"); g.Lesson != other.Lesson {
+			t.Errorf("the other namespace's p1 changed: %q", g.Lesson)
+		}
+		if g := get(t, s, "", "p10"); g.Lesson != neighbour.Lesson || len(g.Vector) != b.Embedder.Dim() {
+			t.Errorf("p10 after purge: %q, %d dims", g.Lesson, len(g.Vector))
+		}
+	}
+	check(s)
+	if n, err := p.Purge(ctx, "", []string{"p1"}); err != nil || n != 0 {
+		t.Errorf("purging again = %d, %v; want 0, nil", n, err)
+	}
+	s = b.Reopen(t, s)
+	t.Cleanup(func() { s.Close() })
+	check(s)
+	put(t, s, exp("p1", "read_file", "ENOENT", "a new p1 after the purge"))
 }

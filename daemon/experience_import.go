@@ -1,0 +1,357 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/capture"
+	"github.com/hindsight-proxy/hindsight/store"
+)
+
+// Imports are untrusted. A pack is a file someone else wrote: its lessons
+// reach every session's instructions, so what it claims about itself
+// (confidence, evidence, dates, state, namespace) is not believed, and its
+// text is cleaned as a model's answer would be.
+
+// ImportConfidenceCap is the highest confidence an imported experience
+// gets unless the import is trusted (`experiences import --trust`). It is
+// below the confidence reflection requires of a lesson (0.6), so an
+// imported lesson ranks below the local ones until local evidence
+// confirms it (reflection merging a local lesson into it raises it).
+const ImportConfidenceCap = 0.5
+
+// ImportOptions are the importer's choices, not the file's.
+type ImportOptions struct {
+	// Namespace receives every experience; "": the daemon's.
+	Namespace string
+	// Pack names the pack in each experience's origin ("import:PACK").
+	Pack string
+	// Trust keeps the pack's confidence instead of capping it at
+	// ImportConfidenceCap. Everything else is cleaned regardless.
+	Trust bool
+}
+
+// Redactor removes secrets from text (capture.Redactor is one).
+type Redactor interface {
+	RedactString(s string) (string, int)
+}
+
+// builtinRedactor is the redactor of a Server given none.
+var builtinRedactor = sync.OnceValues(func() (Redactor, error) {
+	return capture.NewRedactor(capture.RedactorConfig{})
+})
+
+func (s *Server) redactor() (Redactor, error) {
+	if s.Redactor != nil {
+		return s.Redactor, nil
+	}
+	return builtinRedactor()
+}
+
+// LineError is one bad line of an import.
+type LineError struct {
+	Line int    `json:"line"`
+	Err  string `json:"error"`
+}
+
+// ImportError lists every bad line of a pack; nothing of it was stored.
+type ImportError struct{ Lines []LineError }
+
+func (e *ImportError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d invalid line(s), nothing imported:", len(e.Lines))
+	for i, l := range e.Lines {
+		if i == 20 {
+			fmt.Fprintf(&b, "\n  … and %d more", len(e.Lines)-i)
+			break
+		}
+		fmt.Fprintf(&b, "\n  line %d: %s", l.Line, l.Err)
+	}
+	return b.String()
+}
+
+// ParseImport reads a pack (JSON Lines, blank lines skipped) and cleans
+// each experience with CleanImport. Any bad line fails the whole pack with
+// an *ImportError naming every bad line.
+func ParseImport(data []byte, opt ImportOptions, red Redactor, now time.Time) ([]hindsight.Experience, int, error) {
+	var list []hindsight.Experience
+	var bad []LineError
+	redactions := 0
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var e hindsight.Experience
+		if err := json.Unmarshal(line, &e); err != nil {
+			bad = append(bad, LineError{n, err.Error()})
+			continue
+		}
+		r, err := CleanImport(&e, opt, red, now)
+		if err != nil {
+			bad = append(bad, LineError{n, err.Error()})
+			continue
+		}
+		redactions += r
+		list = append(list, e)
+	}
+	if err := sc.Err(); err != nil {
+		bad = append(bad, LineError{n + 1, err.Error()})
+	}
+	if len(bad) > 0 {
+		return nil, 0, &ImportError{Lines: bad}
+	}
+	return list, redactions, nil
+}
+
+// CleanImport makes one imported experience safe to store, and reports
+// how many secrets it redacted:
+//
+//   - every text field loses control characters and terminal escape
+//     sequences (bidirectional overrides too), then goes through the
+//     redactor;
+//   - namespace and origin are the importer's (opt), superseded_by and
+//     deleted are dropped, version and embedder reset;
+//   - created_at and updated_at are clamped to now (a pack dated 2099
+//     would otherwise sort first for ever); last_hit_at is dropped;
+//   - hit and counter counts reset; the evidence count moves to
+//     imported_evidence, for display;
+//   - confidence is capped at ImportConfidenceCap unless opt.Trust;
+//   - then store.Validate, and the id rules of the API.
+func CleanImport(e *hindsight.Experience, opt ImportOptions, red Redactor, now time.Time) (int, error) {
+	if e.ID == "" || strings.TrimSpace(e.Lesson) == "" {
+		return 0, errors.New("an experience needs an id and a lesson")
+	}
+	if !validID(e.ID) || e.ID != stripControls(e.ID) {
+		return 0, fmt.Errorf("id %q may not contain '/', NUL or control characters", e.ID)
+	}
+	if math.IsNaN(e.Confidence) || e.Confidence < 0 || e.Confidence > 1 {
+		return 0, fmt.Errorf("confidence %v is outside [0, 1]", e.Confidence)
+	}
+	redactions := 0
+	for _, f := range []*string{&e.Server, &e.Tool, &e.TaskType, &e.ErrorCode, &e.Situation, &e.Action,
+		&e.Result, &e.Lesson, &e.SourceTask, &e.SourceAgent, &e.ErrorTemplate} {
+		*f = stripControls(*f)
+		if red != nil && *f != "" {
+			var n int
+			*f, n = red.RedactString(*f)
+			redactions += n
+		}
+	}
+	if strings.TrimSpace(e.Lesson) == "" {
+		return 0, errors.New("the lesson is empty once control characters are removed")
+	}
+	e.Namespace = opt.Namespace
+	e.Origin = "import"
+	if opt.Pack != "" {
+		e.Origin += ":" + opt.Pack
+	}
+	e.SupersededBy, e.Deleted = "", false
+	e.Version, e.Embedder, e.Vector = 0, "", nil
+	e.CreatedAt, e.UpdatedAt = clamp(e.CreatedAt, now), clamp(e.UpdatedAt, now)
+	e.LastHitAt = nil
+	e.ImportedEvidence = max(e.EvidenceCount, e.ImportedEvidence, 0)
+	e.EvidenceCount, e.HitCount, e.CounterCount = 0, 0, 0
+	if !opt.Trust && e.Confidence > ImportConfidenceCap {
+		e.Confidence = ImportConfidenceCap
+	}
+	if err := store.Validate(e); err != nil {
+		return 0, err
+	}
+	return redactions, nil
+}
+
+// clamp is t, but never after now (and now for a zero t).
+func clamp(t, now time.Time) time.Time {
+	if t.IsZero() || t.After(now) {
+		return now
+	}
+	return t
+}
+
+// stripControls removes terminal escape sequences (CSI, OSC, and other
+// ESC sequences), C0 and C1 control characters other than newline and
+// tab, bidirectional formatting characters and invalid UTF-8.
+func stripControls(s string) string {
+	clean := true
+	for _, r := range s {
+		if unwanted(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case r == 0x1b && i+1 < len(rs) && rs[i+1] == '[': // CSI: parameters, then a final byte @–~
+			i += 2
+			for i < len(rs) && (rs[i] < 0x40 || rs[i] > 0x7e) {
+				i++
+			}
+		case r == 0x1b && i+1 < len(rs) && (rs[i+1] == ']' || rs[i+1] == 'P' || rs[i+1] == '_' || rs[i+1] == '^'):
+			// OSC, DCS, APC, PM: up to BEL or ST (ESC \)
+			i += 2
+			for i < len(rs) && rs[i] != 0x07 && !(rs[i] == 0x1b && i+1 < len(rs) && rs[i+1] == '\\') {
+				i++
+			}
+			if i < len(rs) && rs[i] == 0x1b {
+				i++
+			}
+		case r == 0x1b && i+1 < len(rs): // a two-character escape
+			i++
+		case unwanted(r):
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func unwanted(r rune) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return false
+	case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == unicode.ReplacementChar:
+		return true
+	case (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c:
+		return true
+	}
+	return false
+}
+
+func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	opt := ImportOptions{Namespace: s.namespace(q.Get("namespace")), Pack: stripControls(q.Get("pack"))}
+	if opt.Trust, err = boolParam(r, "trust"); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	body, err := readAll(w, r)
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("read import: %w", err))
+		return
+	}
+	red, err := s.redactor()
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("import: %w", err))
+		return
+	}
+	// Parse and clean everything first: a bad line imports nothing.
+	list, redactions, err := ParseImport(body, opt, red, time.Now())
+	if err != nil {
+		s.fail(w, r, badRequest("%v", err))
+		return
+	}
+	res := s.importAll(r.Context(), st, list)
+	res.Redactions = redactions
+	writeJSON(w, http.StatusOK, res) // failed writes are in res.Errors, undone
+
+}
+
+// importAll stores the cleaned experiences: new ids are inserted; an id
+// that an earlier import brought is replaced when its text changed (its
+// local counts, dates and state are kept, and the confidence local
+// evidence earned it); an id of a local lesson is never
+// overwritten by a pack. When a write fails, what this import inserted is
+// removed again (purged where the store can), so nothing partial stays.
+func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, list []hindsight.Experience) ImportResult {
+	res := ImportResult{}
+	var inserted []string
+	fail := func(e *hindsight.Experience, err error) {
+		res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", e.ID, err))
+	}
+	for i := range list {
+		e := &list[i]
+		old, err := st.Get(ctx, e.Namespace, e.ID)
+		switch {
+		case errors.Is(err, hindsight.ErrNotFound):
+			if err := st.Put(ctx, e); err != nil {
+				fail(e, err)
+				break
+			}
+			inserted = append(inserted, e.ID)
+			res.Imported++
+		case err != nil:
+			fail(e, err)
+		case !strings.HasPrefix(old.Origin, "import"):
+			res.Skipped++
+			res.Kept = append(res.Kept, e.ID)
+		case sameText(old, e):
+			res.Skipped++
+		default:
+			e.Version, e.CreatedAt, e.LastHitAt = old.Version, old.CreatedAt, old.LastHitAt
+			e.EvidenceCount, e.HitCount, e.CounterCount = old.EvidenceCount, old.HitCount, old.CounterCount
+			e.SupersededBy, e.Deleted = old.SupersededBy, old.Deleted
+			if old.EvidenceCount > 0 { // local evidence confirmed it: keep what it earned
+				e.Confidence = max(e.Confidence, old.Confidence)
+			}
+			if err := st.Put(ctx, e); err != nil {
+				fail(e, err)
+				break
+			}
+			res.Updated++
+		}
+		if len(res.Errors) > 0 {
+			break
+		}
+	}
+	if len(res.Errors) > 0 && len(inserted) > 0 {
+		if err := removeAll(ctx, st, list[0].Namespace, inserted); err != nil {
+			res.Errors = append(res.Errors, fmt.Sprintf("undo the import: %v", err))
+		}
+		res.Imported = 0
+	}
+	s.Logger.Info("experiences imported", "imported", res.Imported, "updated", res.Updated, "skipped", res.Skipped,
+		"redactions", res.Redactions, "errors", len(res.Errors))
+	return res
+}
+
+// sameText reports whether two experiences say the same thing.
+func sameText(a, b *hindsight.Experience) bool {
+	return a.Server == b.Server && a.Tool == b.Tool && a.TaskType == b.TaskType && a.ErrorCode == b.ErrorCode &&
+		a.Situation == b.Situation && a.Action == b.Action && a.Result == b.Result && a.Lesson == b.Lesson &&
+		a.ErrorTemplate == b.ErrorTemplate && a.Confidence == b.Confidence && a.Origin == b.Origin
+}
+
+// removeAll purges ids where the store can, else forgets them.
+func removeAll(ctx context.Context, st hindsight.ExperienceStore, ns string, ids []string) error {
+	if p, ok := st.(store.Purger); ok {
+		_, err := p.Purge(ctx, ns, ids)
+		return err
+	}
+	var errs []error
+	for _, id := range ids {
+		e, err := st.Get(ctx, ns, id)
+		if err == nil {
+			e.Deleted = true
+			err = st.Put(ctx, e)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight/daemon"
+)
+
+// tracesPurge is `hindsight traces purge TASK… | --before DATE`: tasks
+// removed for good, erased from the daemon's files.
+func tracesPurge(ctx context.Context, g *globals, args []string) error {
+	fs := newFlags("traces purge", "traces purge TASK… | --before DATE [--with-experiences] [--json]")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	before := fs.String("before", "", "also every task whose last step is before DATE (2026-11-01, RFC 3339, or a duration ago such as 720h)")
+	derived := fs.Bool("with-experiences", false, "also purge the experiences learnt from the purged tasks")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	req := daemon.PurgeTasksRequest{IDs: pos}
+	if *before != "" {
+		t, err := parseBefore(*before, time.Now())
+		if err != nil {
+			return usageErr("traces purge: --before: %v", err)
+		}
+		req.Before = &t
+	}
+	if len(pos) == 0 && req.Before == nil {
+		fs.Usage()
+		return usageErr("traces purge needs task ids or --before DATE")
+	}
+	c, err := connect(ctx, g)
+	if err != nil {
+		return err
+	}
+	res, err := c.PurgeTasks(ctx, req)
+	if err != nil {
+		return fmt.Errorf("purge traces: %w", err)
+	}
+	var exps *daemon.PurgeResult
+	if *derived && len(res.Derived) > 0 {
+		r, err := c.PurgeExperiences(ctx, "", res.Derived)
+		if err != nil {
+			return fmt.Errorf("purge the experiences of the purged tasks: %w", err)
+		}
+		exps = &r
+	}
+	if *asJSON {
+		return printJSON(stdout, struct {
+			daemon.PurgeResult
+			Experiences *daemon.PurgeResult `json:"experiences,omitempty"`
+		}{res, exps})
+	}
+	fmt.Fprintf(stdout, "purged %d task(s)%s\n", len(res.Purged), list(res.Purged))
+	if exps != nil {
+		fmt.Fprintf(stdout, "purged %d experience(s) learnt from them%s\n", len(exps.Purged), list(exps.Purged))
+		res.Derived = nil
+	}
+	if len(res.Purged) > 0 {
+		fmt.Fprintf(stdout, "(steps above 16 KiB leave the disk when the daemon next starts: kill $(cat %s); the next command starts it again)\n", g.home.Path("daemon.lock"))
+	}
+	if len(res.Derived) > 0 {
+		fmt.Fprintf(stdout, "experiences learnt from them (purge them too if the secret may be in them, or use --with-experiences):\n  hindsight experiences purge %s\n", strings.Join(res.Derived, " "))
+	}
+	return nil
+}
+
+// experiencesPurge is `hindsight experiences purge ID…`: experiences
+// removed for good, not forgotten.
+func experiencesPurge(ctx context.Context, g *globals, args []string) error {
+	fs := newFlags("experiences purge", "experiences purge ID… [--namespace NS] [--json]")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	ns := fs.String("namespace", "", "namespace of the experiences (default: each where it is found)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return usageErr("experiences purge takes experience ids")
+	}
+	c, err := connect(ctx, g)
+	if err != nil {
+		return err
+	}
+	res, err := c.PurgeExperiences(ctx, *ns, pos)
+	if err != nil {
+		return fmt.Errorf("purge experiences: %w", err)
+	}
+	if *asJSON {
+		return printJSON(stdout, res)
+	}
+	fmt.Fprintf(stdout, "purged %d experience(s)%s\n", len(res.Purged), list(res.Purged))
+	return nil
+}
+
+func list(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(ids, " ")
+}
+
+// parseBefore reads a date (2006-01-02, local midnight), an RFC 3339 time,
+// or a duration before now.
+func parseBefore(s string, now time.Time) (time.Time, error) {
+	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not a date (2006-01-02), an RFC 3339 time or a duration", s)
+}

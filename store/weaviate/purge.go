@@ -1,0 +1,44 @@
+package weaviate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/store"
+)
+
+var _ store.Purger = (*Store)(nil)
+
+// Purge deletes the experiences ids of namespace from the collection:
+// their objects, vectors and inverted-index entries (Weaviate deletes
+// them; its own files are compacted by the server on its schedule).
+// Unknown ids are ignored.
+func (s *Store) Purge(ctx context.Context, namespace string, ids []string) (int, error) {
+	if namespace == "" {
+		namespace = hindsight.DefaultNamespace
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ok, err := s.hasTenant(ctx, namespace, false)
+	if err != nil || !ok {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		old, err := s.get(ctx, namespace, id)
+		if err != nil {
+			return n, fmt.Errorf("purge experience %q: %w", id, err)
+		}
+		if old == nil {
+			continue
+		}
+		err = s.c.Data().Deleter().WithClassName(s.class).WithID(objectID(namespace, id)).
+			WithTenant(Tenant(namespace)).Do(ctx)
+		if err != nil && !notFound(err) {
+			return n, fmt.Errorf("purge experience %q: %w", id, err)
+		}
+		n++
+	}
+	return n, nil
+}
