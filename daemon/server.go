@@ -42,6 +42,10 @@ type Server struct {
 	// drains outboxes that dead sidecars left behind.
 	Drain func(ctx context.Context)
 
+	// Redactor redacts episodes (POST /v1/episodes) before they are
+	// stored; nil: the daemon refuses episodes (503).
+	Redactor Redactor
+
 	// Registry receives the daemon's metrics, served at GET /metrics; nil:
 	// a registry of its own.
 	Registry *prometheus.Registry
@@ -51,6 +55,7 @@ type Server struct {
 	mux       *http.ServeMux
 	kick      chan struct{}
 	m         metrics
+	episodeMu sync.Mutex // serializes episodes that take the next index
 }
 
 // metrics count what the daemon did, for GET /metrics.
@@ -119,6 +124,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/steps/compact", s.handleSteps)
 	m.HandleFunc("POST /v1/sessions/close", s.handleSessionClose)
 	m.HandleFunc("GET /v1/tasks", s.handleTasks)
+	m.HandleFunc("POST /v1/tasks/final", s.handleFinal)
+	m.HandleFunc("POST /v1/episodes", s.handleEpisode)
 	m.HandleFunc("GET /v1/tasks/{id}", s.handleTask)
 	m.HandleFunc("GET /v1/export", s.handleExport)
 	m.HandleFunc("GET /v1/experiences", s.handleExperiences)

@@ -115,6 +115,11 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 			logger.Warn("register reflection metrics", "err", err)
 		}
 	}
+	// Episodes (hindsight mcp's store_episode) pass the sidecars' redactor.
+	red, err := newRedactor(g)
+	if err != nil {
+		logger.Error("episodes refused: no redactor", "err", err)
+	}
 	srv := &daemon.Server{
 		Registry:  reg,
 		Traces:    traces,
@@ -126,6 +131,9 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 		Version:   version,
 		Logger:    logger,
 		Drain:     func(ctx context.Context) { drainLoop(ctx, g.home, traces, logger) },
+	}
+	if red != nil {
+		srv.Redactor = red
 	}
 	ln, err = daemon.Listen(g.home, lock)
 	if err != nil {
