@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -43,6 +44,9 @@ func (in *Injector) Initialize(ctx context.Context, s *proxy.Session, result jso
 	var pointer string
 	if !in.NoQueryTool {
 		pointer = queryPointer
+	}
+	if in.EndTaskHint {
+		pointer = strings.TrimSpace(pointer + " " + endTaskHint)
 	}
 	budget := orDefault(in.SessionBudget, DefaultSessionBudget)
 	text, ids, tokens := "", []string(nil), 0
@@ -216,44 +220,18 @@ func (in *Injector) answer(ctx context.Context, s *proxy.Session, st *session, p
 	if situation == "" && tool == "" {
 		return Marker + " Describe the situation (argument \"situation\") to get past experience.", nil
 	}
-	if in.Source == nil {
+	found, err := in.search(ctx, s.Server, situation, tool, taskType)
+	switch {
+	case errors.Is(err, errNoSource):
 		return UnavailableText, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, orDefault(in.QueryTimeout, DefaultQueryTimeout))
-	defer cancel()
-	max := orDefault(in.MaxExperiences, DefaultMaxExperiences)
-	q := hindsight.Query{
-		// An agent often pastes the error it got: its template is a signal.
-		ErrorTemplate: errtemplate.Mask(situation),
-		Text:          strings.TrimSpace(strings.Join([]string{situation, tool, taskType}, " ")),
-		Namespace:     in.namespace(),
-		Server:        s.Server,
-		Tool:          tool,
-		K:             max,
-		NoHit:         true,
-	}
-	found, err := in.Source.Search(ctx, q)
-	if err == nil && len(found) == 0 && tool != "" {
-		q.Tool = "" // nothing about this tool: anything on this server
-		found, err = in.Source.Search(ctx, q)
-	}
-	if err != nil {
+	case err != nil:
 		in.logger().Warn("query_hindsight: search failed", "server", s.Server, "err", err)
 		return UnavailableText, nil
-	}
-	found = usable(found)
-	if len(found) == 0 {
+	case len(found) == 0:
 		return NoExperienceText, nil
 	}
-	if len(found) > max {
-		found = found[:max]
-	}
-	perLesson := orDefault(in.MaxTokensPerLesson, DefaultMaxTokensPerLesson)
-	blocks := make([]block, len(found))
-	for i := range found {
-		blocks[i] = experienceBlock(i+1, &found[i], perLesson)
-	}
-	header := Marker + " Past experience with this server, most relevant first:\n\n"
+	blocks := in.queryBlocks(found)
+	header := queryHeader
 	budget := orDefault(in.SessionBudget, DefaultSessionBudget)
 	for range 3 {
 		text, ids, tokens := assemble(header, blocks, "\n\n", "", st.remaining(budget))

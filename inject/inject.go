@@ -58,6 +58,14 @@ const retryFailed = 500 * time.Millisecond
 // already has a tool of that name (then a suffix is added: query_hindsight_2…).
 const QueryToolName = "query_hindsight"
 
+// FinalMetaKey is the _meta member of a request that says the agent's task
+// is finished with it (value true): the sidecar tells the daemon, which
+// makes the task final and reflects it without waiting for the idle gap.
+const FinalMetaKey = "io.hindsight/final"
+
+// endTaskHint is the sentence of the instructions about FinalMetaKey.
+const endTaskHint = `When your task is finished, set "_meta": {"` + FinalMetaKey + `": true} in the params of your last request so its lessons are learned at once.`
+
 // Injection channels, as recorded in hindsight.Injection.Channel.
 const (
 	ChannelInstructions = "instructions"
@@ -81,6 +89,10 @@ type Injector struct {
 	NoInstructions bool
 	NoErrorResults bool
 	NoQueryTool    bool
+	// EndTaskHint adds to the instructions one sentence telling the agent
+	// how to end its task explicitly (FinalMetaKey): the sidecar acts on
+	// the flag when it is set.
+	EndTaskHint bool
 
 	SessionBudget         int           // 0: DefaultSessionBudget
 	MaxExperiences        int           // 0: DefaultMaxExperiences

@@ -68,9 +68,12 @@ type Config struct {
 		TokensPerHour  int    `yaml:"tokens_per_hour"` // cap on reflection's LLM tokens (default 1,000,000; negative: none)
 	} `yaml:"llm"`
 	Inject struct {
-		Instructions   *bool `yaml:"instructions"`    // lessons in the initialize instructions (default true)
-		ErrorResults   *bool `yaml:"error_results"`   // lessons appended to isError results (default true)
-		QueryTool      *bool `yaml:"query_tool"`      // add query_hindsight to tools/list (default true)
+		Instructions *bool `yaml:"instructions"`  // lessons in the initialize instructions (default true)
+		ErrorResults *bool `yaml:"error_results"` // lessons appended to isError results (default true)
+		QueryTool    *bool `yaml:"query_tool"`    // add query_hindsight to tools/list (default true)
+		// EndTask lets the agent end its task explicitly with
+		// _meta["io.hindsight/final"]: true on a request (default true).
+		EndTask        *bool `yaml:"end_task"`
 		SessionBudget  int   `yaml:"session_budget"`  // tokens injected per session (default 1000)
 		MaxExperiences int   `yaml:"max_experiences"` // per query_hindsight answer (default 3)
 	} `yaml:"inject"`

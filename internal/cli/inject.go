@@ -24,6 +24,7 @@ func installInjector(g *globals, name string, src inject.Searcher, h *proxy.Hook
 		NoInstructions: off(c.Instructions),
 		NoErrorResults: off(c.ErrorResults),
 		NoQueryTool:    off(c.QueryTool),
+		EndTaskHint:    !off(c.EndTask),
 		SessionBudget:  c.SessionBudget,
 		MaxExperiences: c.MaxExperiences,
 		Logger:         logger,
