@@ -73,7 +73,10 @@ type Config struct {
 		QueryTool    *bool `yaml:"query_tool"`    // add query_hindsight to tools/list (default true)
 		// EndTask lets the agent end its task explicitly with
 		// _meta["io.hindsight/final"]: true on a request (default true).
-		EndTask        *bool `yaml:"end_task"`
+		EndTask *bool `yaml:"end_task"`
+		// EndTaskTool adds trigger_hindsight beside query_hindsight
+		// (default true; off with end_task off).
+		EndTaskTool    *bool `yaml:"end_task_tool"`
 		SessionBudget  int   `yaml:"session_budget"`  // tokens injected per session (default 1000)
 		MaxExperiences int   `yaml:"max_experiences"` // per query_hindsight answer (default 3)
 	} `yaml:"inject"`

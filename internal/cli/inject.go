@@ -25,6 +25,7 @@ func installInjector(g *globals, name string, src inject.Searcher, h *proxy.Hook
 		NoErrorResults: off(c.ErrorResults),
 		NoQueryTool:    off(c.QueryTool),
 		EndTaskHint:    !off(c.EndTask),
+		EndTaskTool:    !off(c.EndTask) && !off(c.EndTaskTool),
 		SessionBudget:  c.SessionBudget,
 		MaxExperiences: c.MaxExperiences,
 		Logger:         logger,

@@ -357,7 +357,8 @@ var taskMetaPath = "params._meta." + strings.ReplaceAll(capture.TaskMetaKey, "."
 const endTaskTimeout = 30 * time.Second
 
 // noteFinal ends the task of an agent's request that carries
-// _meta["io.hindsight/final"]: true, in the background: once the
+// _meta["io.hindsight/final"]: true, or that calls the sidecar's
+// trigger_hindsight tool, in the background: once the
 // exchange's step is delivered, the daemon makes its task (the one the
 // request named, else the session's) final and reflects it. Failing that,
 // the task still ends by the idle gap.
@@ -365,11 +366,15 @@ func (s *sidecar) noteFinal(ex *proxy.Exchange) {
 	if ex.Direction != hindsight.ClientToServer || ex.Session == nil {
 		return
 	}
-	if gjson.GetBytes(ex.Request, finalMetaPath).Type != gjson.True {
+	trigger := ex.Local && ex.Method == "tools/call" && gjson.GetBytes(ex.Request, "params.name").Str == inject.EndToolName
+	if !trigger && gjson.GetBytes(ex.Request, finalMetaPath).Type != gjson.True {
 		return
 	}
 	req := daemon.FinalRequest{TaskID: ex.Session.TaskID, SessionID: ex.Session.ID}
 	if t := gjson.GetBytes(ex.Request, taskMetaPath); t.Type == gjson.String && t.Str != "" {
+		req.TaskID = t.Str
+	}
+	if t := gjson.GetBytes(ex.Request, "params.arguments.task_id"); trigger && t.Type == gjson.String && t.Str != "" {
 		req.TaskID = t.Str
 	}
 	if req.TaskID != "" {

@@ -570,3 +570,35 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// TestSidecarTriggerEndsTask: the sidecar's trigger_hindsight tool, listed
+// beside query_hindsight, ends the session's task, which is reflected
+// without waiting for the idle gap.
+func TestSidecarTriggerEndsTask(t *testing.T) {
+	home, c := memHome(t)
+	agent := wrapBilling(t, home, "")
+	ctx := context.Background()
+	tools, err := agent.ListTools(ctx, nil)
+	must(t, "tools/list", err)
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	if !slices.Contains(names, "trigger_hindsight") || !slices.Contains(names, "query_hindsight") {
+		t.Fatalf("tools %v", names)
+	}
+	if got := agent.InitializeResult().Instructions; strings.Count(got, "trigger_hindsight") != 1 {
+		t.Errorf("instructions: %q", got)
+	}
+	_, err = agent.CallTool(ctx, &mcp.CallToolParams{Name: "fetch_report", Arguments: map[string]any{"month": "2026-03"}})
+	must(t, "fetch_report", err)
+	res, err := agent.CallTool(ctx, &mcp.CallToolParams{Name: "trigger_hindsight", Arguments: map[string]any{}})
+	must(t, "trigger_hindsight", err)
+	if res.IsError || !strings.Contains(resultText(res), "Task ended") {
+		t.Fatalf("trigger_hindsight = %v %q", res.IsError, resultText(res))
+	}
+	waitUntil(t, "the task reflected", 30*time.Second, func() bool {
+		tasks, err := c.Tasks(ctx, daemon.TaskFilter{})
+		return err == nil && len(tasks) == 1 && tasks[0].Final && tasks[0].Reflection == "done"
+	})
+}
