@@ -75,7 +75,7 @@ type Config struct {
 		// _meta["io.hindsight/final"]: true on a request (default true).
 		EndTask *bool `yaml:"end_task"`
 		// EndTaskTool adds trigger_hindsight beside query_hindsight
-		// (default true; off with end_task off).
+		// (default: as query_tool; off with end_task off).
 		EndTaskTool    *bool `yaml:"end_task_tool"`
 		SessionBudget  int   `yaml:"session_budget"`  // tokens injected per session (default 1000)
 		MaxExperiences int   `yaml:"max_experiences"` // per query_hindsight answer (default 3)
