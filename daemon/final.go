@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
@@ -175,15 +176,9 @@ func (s *Server) finalTask(ctx context.Context, req FinalRequest) (*FinalResult,
 		return res, nil
 	}
 	res.Waited = true
-	if task.Reflection != "done" && task.Reflection != "failed" {
-		if err := s.Queue.RunNow(ctx, []string{id}, false, func(int, int) {}); err != nil {
-			res.Error = err.Error()
-		}
+	if res.Reflection, err = s.waitReflection(ctx, id); err != nil {
+		res.Error = err.Error()
 	}
-	if task, err = s.Traces.Task(ctx, id); err != nil {
-		return nil, err
-	}
-	res.Reflection = task.Reflection
 	if s.Store != nil {
 		all, err := s.Store.List(ctx, hindsight.ListOptions{Namespace: s.namespace("")})
 		if err != nil {
@@ -197,6 +192,49 @@ func (s *Server) finalTask(ctx context.Context, req FinalRequest) (*FinalResult,
 		}
 	}
 	return res, nil
+}
+
+// DefaultReflectFallback is how long a waiting POST /v1/tasks/final leaves
+// a task to the reflection queue's worker before it reflects it itself.
+const DefaultReflectFallback = 10 * time.Second
+
+// waitReflection waits until task id is reflected ("done" or "failed")
+// and returns its state. The queue's worker takes it first (reflecting it
+// here as well would reflect it twice); when the worker has not finished
+// it within ReflectFallback (a backlog, a retry pause), it is reflected
+// now. ctx bounds the wait.
+func (s *Server) waitReflection(ctx context.Context, id string) (string, error) {
+	fallback := s.ReflectFallback
+	if fallback <= 0 {
+		fallback = DefaultReflectFallback
+	}
+	deadline := time.Now().Add(fallback)
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		task, err := s.Traces.Task(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		switch task.Reflection {
+		case "done", "failed":
+			return task.Reflection, nil
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return task.Reflection, fmt.Errorf("wait for reflection: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+	err := s.Queue.RunNow(ctx, []string{id}, false, func(int, int) {})
+	task, terr := s.Traces.Task(ctx, id)
+	if terr != nil {
+		return "", terr
+	}
+	return task.Reflection, err
 }
 
 func (s *Server) handleFinal(w http.ResponseWriter, r *http.Request) {

@@ -69,7 +69,7 @@ func TestMarkFinal(t *testing.T) {
 func TestAPIFinal(t *testing.T) {
 	ctx := context.Background()
 	q := &recordingQueue{}
-	c := startServer(t, &Server{Queue: q, Tick: time.Hour})
+	c := startServer(t, &Server{Queue: q, Tick: time.Hour, ReflectFallback: 10 * time.Millisecond})
 	now := time.Now()
 	s1 := stdio(step("a", 1, 0), "s1", 11)
 	s1.StartedAt, s1.EndedAt = now, now

@@ -42,6 +42,10 @@ type Server struct {
 	// drains outboxes that dead sidecars left behind.
 	Drain func(ctx context.Context)
 
+	// ReflectFallback is how long a waiting POST /v1/tasks/final leaves a
+	// task to the reflection queue's worker; 0: DefaultReflectFallback.
+	ReflectFallback time.Duration
+
 	// Redactor redacts episodes (POST /v1/episodes) before they are
 	// stored; nil: the daemon refuses episodes (503).
 	Redactor Redactor
