@@ -37,8 +37,9 @@ type FinalResult struct {
 	// "pending", "done" or "failed".
 	Reflection string `json:"reflection"`
 	// Waited is set when the answer waited for the reflection; then
-	// Experiences are those the task's reflection stored or confirmed, and
-	// Error what made it fail.
+	// Experiences are the lessons whose source task is this one (a lesson
+	// merged into an older one is counted there, under its first task),
+	// and Error says what made the reflection fail.
 	Waited      bool                   `json:"waited"`
 	Experiences []hindsight.Experience `json:"experiences,omitempty"`
 	Error       string                 `json:"error,omitempty"`
