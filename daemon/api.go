@@ -22,6 +22,8 @@ import (
 //	POST /v1/steps/compact               the same; steps may be compact (hindsight.Step.AppendCompactJSON)
 //	POST /v1/sessions/close              SessionClose → SessionCloseResult
 //	GET  /v1/tasks?final=&limit=         []hindsight.Task (no steps), newest first
+//	POST /v1/tasks/final                 FinalRequest → FinalResult (the agent says a task is finished)
+//	POST /v1/episodes                    Episode → EpisodeResult (an agent's step outside MCP)
 //	GET  /v1/tasks/{id}                  hindsight.Task with steps
 //	GET  /v1/export?task=ID…             steps, JSON Lines, tasks oldest first
 //	POST /v1/traces/import               StepBatch of an export → IngestResult (TraceStore.Import)

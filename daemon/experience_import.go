@@ -42,11 +42,6 @@ type ImportOptions struct {
 	Trust bool
 }
 
-// Redactor removes secrets from text (capture.Redactor is one).
-type Redactor interface {
-	RedactString(s string) (string, int)
-}
-
 // builtinRedactor is the redactor of a Server given none.
 var builtinRedactor = sync.OnceValues(func() (Redactor, error) {
 	return capture.NewRedactor(capture.RedactorConfig{})

@@ -37,7 +37,8 @@ type Server struct {
 	Home      hindsight.Home
 	Version   string
 	Logger    *slog.Logger // nil: slog.Default()
-	// Redactor cleans imported experiences; nil: the built-in rules.
+	// Redactor cleans imported experiences and episodes; nil: the
+	// built-in rules.
 	Redactor Redactor
 	Tick     time.Duration // period of the finality loop; 0: a tenth of the idle gap, 1s to 30s
 
@@ -53,6 +54,9 @@ type Server struct {
 	// space (507; the sidecars hold them) and keeps the databases' logs
 	// allocated ahead; Serve runs it.
 	Space *SpaceGuard
+	// ReflectFallback is how long a waiting POST /v1/tasks/final leaves a
+	// task to the reflection queue's worker; 0: DefaultReflectFallback.
+	ReflectFallback time.Duration
 
 	// Registry receives the daemon's metrics, served at GET /metrics; nil:
 	// a registry of its own.
@@ -63,6 +67,7 @@ type Server struct {
 	mux       *http.ServeMux
 	kick      chan struct{}
 	m         metrics
+	episodeMu sync.Mutex // serializes episodes that take the next index
 }
 
 // metrics count what the daemon did, for GET /metrics.
@@ -142,6 +147,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/steps/compact", s.handleSteps)
 	m.HandleFunc("POST /v1/sessions/close", s.handleSessionClose)
 	m.HandleFunc("GET /v1/tasks", s.handleTasks)
+	m.HandleFunc("POST /v1/tasks/final", s.handleFinal)
+	m.HandleFunc("POST /v1/episodes", s.handleEpisode)
 	m.HandleFunc("GET /v1/tasks/{id}", s.handleTask)
 	m.HandleFunc("GET /v1/export", s.handleExport)
 	m.HandleFunc("POST /v1/traces/import", s.handleImportSteps)

@@ -51,23 +51,31 @@ func (r *taskRec) appendJSON(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	b = append(b, `,"sessions":`...)
-	if r.Sessions == nil {
-		return append(b, "null}"...), nil
-	}
-	b = append(b, '{')
-	if len(r.Sessions) == 1 { // most tasks: no keys to sort
+	switch {
+	case r.Sessions == nil:
+		b = append(b, "null"...)
+	case len(r.Sessions) == 1: // most tasks: no keys to sort
+		b = append(b, '{')
 		for k, v := range r.Sessions {
 			b = strconv.AppendBool(append(appendJSONString(b, k), ':'), v)
 		}
-		return append(b, "}}"...), nil
-	}
-	for i, k := range slices.Sorted(maps.Keys(r.Sessions)) {
-		if i > 0 {
-			b = append(b, ',')
+		b = append(b, '}')
+	default:
+		b = append(b, '{')
+		for i, k := range slices.Sorted(maps.Keys(r.Sessions)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendBool(append(appendJSONString(b, k), ':'), r.Sessions[k])
 		}
-		b = strconv.AppendBool(append(appendJSONString(b, k), ':'), r.Sessions[k])
+		b = append(b, '}')
 	}
-	return append(b, "}}"...), nil
+	if !r.FinalAt.IsZero() {
+		if b, err = appendJSONTime(append(b, `,"final_at":`...), r.FinalAt); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
 }
 
 // appendJSONTime appends t as json.Marshal encodes it (time.Time's

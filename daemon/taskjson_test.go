@@ -33,6 +33,9 @@ func TestTaskRecJSON(t *testing.T) {
 				StepCount: rng.IntN(1 << 20), FailureCount: rng.IntN(3) - 1, Reflection: str()},
 			Group: str(), LastAt: tm(), IngestedAt: tm(),
 		}
+		if rng.IntN(3) == 0 {
+			r.FinalAt = tm()
+		}
 		if n := rng.IntN(4); n > 0 {
 			r.Servers = make([]string, n-1)
 			for j := range r.Servers {

@@ -124,6 +124,9 @@ func (t *TraceStore) finalize(ctx context.Context, now time.Time) ([]string, err
 }
 
 func (t *TraceStore) isFinal(rec *taskRec, now time.Time) bool {
+	if !rec.FinalAt.IsZero() {
+		return true // the agent said so; a late step reopened it
+	}
 	if len(rec.Sessions) > 0 {
 		all := true
 		for _, closed := range rec.Sessions {

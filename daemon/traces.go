@@ -74,6 +74,11 @@ type taskRec struct {
 	LastAt     time.Time       `json:"last_at"`     // latest step time
 	IngestedAt time.Time       `json:"ingested_at"` // wall clock of the last step's arrival
 	Sessions   map[string]bool `json:"sessions"`    // session id → closed
+	// FinalAt is when the agent said the task was finished (MarkFinal);
+	// zero otherwise. Such a task takes no step that started after it
+	// (unless it names the task explicitly), and is final again at the
+	// next pass when a late step reopened it.
+	FinalAt time.Time `json:"final_at,omitzero"`
 }
 
 // clone returns a copy of r that shares no memory with it, not even its
@@ -916,14 +921,14 @@ func (w *ingestTxn) segment(s *stepMeta) (*taskRec, error) {
 		}
 		w.latest[group] = rec
 	}
-	if rec != nil && !start.Before(rec.StartedAt) && !start.After(rec.LastAt.Add(w.t.gap)) {
+	if rec != nil && !start.Before(rec.StartedAt) && !start.After(rec.LastAt.Add(w.t.gap)) && !endedBefore(rec, start) {
 		return rec, nil
 	}
 	prev, next, err := w.neighbours(group, start)
 	if err != nil {
 		return nil, err
 	}
-	if prev != nil && !start.After(prev.LastAt.Add(w.t.gap)) {
+	if prev != nil && !start.After(prev.LastAt.Add(w.t.gap)) && !endedBefore(prev, start) {
 		if next == nil {
 			w.latest[group] = prev
 		}
@@ -945,6 +950,12 @@ func (w *ingestTxn) segment(s *stepMeta) (*taskRec, error) {
 		w.latest[group] = rec
 	}
 	return rec, err
+}
+
+// endedBefore reports whether the agent said rec was finished before a
+// step that started at start: the step belongs to a new task.
+func endedBefore(rec *taskRec, start time.Time) bool {
+	return !rec.FinalAt.IsZero() && start.After(rec.FinalAt)
 }
 
 func groupKey(group string, start time.Time) []byte {

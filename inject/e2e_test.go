@@ -243,7 +243,7 @@ func checkLessons(t *testing.T, cs *mcp.ClientSession) {
 	for _, tool := range tools.Tools {
 		names = append(names, tool.Name)
 	}
-	if strings.Join(names, ",") != "create_invoice,fetch_report,login,send_invoice,query_hindsight" {
+	if strings.Join(names, ",") != "create_invoice,fetch_report,login,send_invoice,query_hindsight,trigger_hindsight" {
 		t.Errorf("tools %v", names)
 	}
 	_, answer := ask(t, cs, map[string]any{"situation": "About to fetch the March report", "tool_name": "fetch_report"})

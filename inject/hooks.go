@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -43,6 +44,12 @@ func (in *Injector) Initialize(ctx context.Context, s *proxy.Session, result jso
 	var pointer string
 	if !in.NoQueryTool {
 		pointer = queryPointer
+	}
+	switch {
+	case in.EndTaskTool:
+		pointer = strings.TrimSpace(pointer + " " + endTaskToolHint)
+	case in.EndTaskHint:
+		pointer = strings.TrimSpace(pointer + " " + endTaskHint)
 	}
 	budget := orDefault(in.SessionBudget, DefaultSessionBudget)
 	text, ids, tokens := "", []string(nil), 0
@@ -111,11 +118,13 @@ func (in *Injector) lineCap() int {
 	return min(orDefault(in.MaxTokensPerLine, DefaultMaxTokensPerLine), orDefault(in.MaxTokensPerLesson, DefaultMaxTokensPerLesson))
 }
 
-// ToolsList adds the query_hindsight tool to the last page of a tools/list
-// result. When an upstream tool already has the name, it takes the first
-// free one of query_hindsight_2, query_hindsight_3… and logs the clash.
+// ToolsList adds the query_hindsight tool (and, with EndTaskTool, the
+// trigger_hindsight tool) to the last page of a tools/list result. When an
+// upstream tool already has the name, query_hindsight takes the first free
+// one of query_hindsight_2, query_hindsight_3… and logs the clash;
+// trigger_hindsight is left out.
 func (in *Injector) ToolsList(ctx context.Context, s *proxy.Session, result json.RawMessage) json.RawMessage {
-	if in.NoQueryTool {
+	if in.NoQueryTool && !in.EndTaskTool {
 		return nil
 	}
 	tools := gjson.GetBytes(result, "tools")
@@ -138,18 +147,60 @@ func (in *Injector) ToolsList(ctx context.Context, s *proxy.Session, result json
 	for i := 2; st.seen[name]; i++ {
 		name = fmt.Sprintf("%s_%d", QueryToolName, i)
 	}
-	st.toolName, st.seen = name, nil
-	st.mu.Unlock()
-	if name != QueryToolName {
-		in.logger().Warn("server has a tool named query_hindsight; Hindsight's is renamed", "server", s.Server, "name", name)
+	endTool := in.EndTaskTool && !st.seen[EndToolName]
+	if !in.NoQueryTool {
+		st.toolName = name
 	}
-	out, err := sjson.SetRawBytes(result, "tools.-1", queryTool(name))
-	if err != nil {
-		in.logger().Error("add query tool", "err", err)
-		return nil
+	st.endTool, st.seen = endTool, nil
+	st.mu.Unlock()
+	out := result
+	if !in.NoQueryTool {
+		if name != QueryToolName {
+			in.logger().Warn("server has a tool named query_hindsight; Hindsight's is renamed", "server", s.Server, "name", name)
+		}
+		var err error
+		if out, err = sjson.SetRawBytes(out, "tools.-1", queryTool(name)); err != nil {
+			in.logger().Error("add query tool", "err", err)
+			return nil
+		}
+	}
+	if in.EndTaskTool && !endTool {
+		in.logger().Warn("server has a tool named trigger_hindsight; Hindsight's is left out", "server", s.Server)
+	}
+	if endTool {
+		var err error
+		if out, err = sjson.SetRawBytes(out, "tools.-1", endToolJSON); err != nil {
+			in.logger().Error("add trigger tool", "err", err)
+			return nil
+		}
 	}
 	return out
 }
+
+// EndToolName is the tool with which an agent ends its task in a sidecar
+// (Injector.EndTaskTool).
+const EndToolName = "trigger_hindsight"
+
+// EndTaskText is the sidecar's answer to trigger_hindsight.
+const EndTaskText = Marker + " Task ended: its lessons are being learned now."
+
+// endToolJSON is the definition of the trigger tool.
+var endToolJSON = func() []byte {
+	b, _ := json.Marshal(map[string]any{
+		"name":  EndToolName,
+		"title": "Trigger Hindsight",
+		"description": "Say that your task is finished, so that Hindsight learns its lessons now instead of after a long idle time. " +
+			"Call it once, after the task's last step.",
+		"inputSchema": map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"task_id": map[string]any{"type": "string", "description": "The task's id, if you named it in _meta[\"io.hindsight/task\"]; default: this session's task."},
+			},
+		},
+		"annotations": map[string]bool{"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
+	})
+	return b
+}()
 
 // queryTool returns the JSON definition of the query tool called name.
 func queryTool(name string) []byte {
@@ -191,7 +242,21 @@ func queryTool(name string) []byte {
 
 // ToolCall answers calls of the session's query tool in the sidecar; every
 // other call is forwarded.
+//
+// With EndTaskTool, calls of trigger_hindsight (when the sidecar listed it)
+// are answered with EndTaskText; the sidecar ends the task once the call
+// is recorded (it sees the exchange as a local tools/call of EndToolName).
 func (in *Injector) ToolCall(s *proxy.Session, name string, params json.RawMessage) proxy.LocalHandler {
+	if in.EndTaskTool && name == EndToolName {
+		st := in.state(s)
+		st.mu.Lock()
+		listed := st.endTool
+		st.mu.Unlock()
+		if !listed {
+			return nil
+		}
+		return func(ctx context.Context) (json.RawMessage, error) { return toolResult(EndTaskText, false), nil }
+	}
 	if in.NoQueryTool || !strings.HasPrefix(name, QueryToolName) {
 		return nil
 	}
@@ -216,44 +281,18 @@ func (in *Injector) answer(ctx context.Context, s *proxy.Session, st *session, p
 	if situation == "" && tool == "" {
 		return Marker + " Describe the situation (argument \"situation\") to get past experience.", nil
 	}
-	if in.Source == nil {
+	found, err := in.search(ctx, s.Server, situation, tool, taskType)
+	switch {
+	case errors.Is(err, errNoSource):
 		return UnavailableText, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, orDefault(in.QueryTimeout, DefaultQueryTimeout))
-	defer cancel()
-	max := orDefault(in.MaxExperiences, DefaultMaxExperiences)
-	q := hindsight.Query{
-		// An agent often pastes the error it got: its template is a signal.
-		ErrorTemplate: errtemplate.Mask(situation),
-		Text:          strings.TrimSpace(strings.Join([]string{situation, tool, taskType}, " ")),
-		Namespace:     in.namespace(),
-		Server:        s.Server,
-		Tool:          tool,
-		K:             max,
-		NoHit:         true,
-	}
-	found, err := in.Source.Search(ctx, q)
-	if err == nil && len(found) == 0 && tool != "" {
-		q.Tool = "" // nothing about this tool: anything on this server
-		found, err = in.Source.Search(ctx, q)
-	}
-	if err != nil {
+	case err != nil:
 		in.logger().Warn("query_hindsight: search failed", "server", s.Server, "err", err)
 		return UnavailableText, nil
-	}
-	found = usable(found)
-	if len(found) == 0 {
+	case len(found) == 0:
 		return NoExperienceText, nil
 	}
-	if len(found) > max {
-		found = found[:max]
-	}
-	perLesson := orDefault(in.MaxTokensPerLesson, DefaultMaxTokensPerLesson)
-	blocks := make([]block, len(found))
-	for i := range found {
-		blocks[i] = experienceBlock(i+1, &found[i], perLesson)
-	}
-	header := Marker + " Past experience with this server, most relevant first:\n\n"
+	blocks := in.queryBlocks(found)
+	header := queryHeader
 	budget := orDefault(in.SessionBudget, DefaultSessionBudget)
 	for range 3 {
 		text, ids, tokens := assemble(header, blocks, "\n\n", "", st.remaining(budget))

@@ -58,6 +58,17 @@ const retryFailed = 500 * time.Millisecond
 // already has a tool of that name (then a suffix is added: query_hindsight_2…).
 const QueryToolName = "query_hindsight"
 
+// FinalMetaKey is the _meta member of a request that says the agent's task
+// is finished with it (value true): the sidecar tells the daemon, which
+// makes the task final and reflects it without waiting for the idle gap.
+const FinalMetaKey = "io.hindsight/final"
+
+// endTaskHint is the sentence of the instructions about FinalMetaKey.
+const endTaskHint = `When your task is finished, set "_meta": {"` + FinalMetaKey + `": true} in the params of your last request so its lessons are learned at once.`
+
+// endTaskToolHint is the instructions' sentence with EndTaskTool.
+const endTaskToolHint = `When your task is finished, call ` + EndToolName + ` (or set "_meta": {"` + FinalMetaKey + `": true} in the params of your last request) so its lessons are learned at once.`
+
 // Injection channels, as recorded in hindsight.Injection.Channel.
 const (
 	ChannelInstructions = "instructions"
@@ -81,6 +92,15 @@ type Injector struct {
 	NoInstructions bool
 	NoErrorResults bool
 	NoQueryTool    bool
+	// EndTaskHint adds to the instructions one sentence telling the agent
+	// how to end its task explicitly (FinalMetaKey): the sidecar acts on
+	// the flag when it is set.
+	EndTaskHint bool
+	// EndTaskTool adds the trigger_hindsight tool (EndToolName) beside
+	// query_hindsight, answered by the sidecar, and says so in the
+	// instructions (instead of EndTaskHint's sentence, in one sentence
+	// with it).
+	EndTaskTool bool
 
 	SessionBudget         int           // 0: DefaultSessionBudget
 	MaxExperiences        int           // 0: DefaultMaxExperiences
@@ -105,6 +125,7 @@ type session struct {
 	mu       sync.Mutex
 	spent    int             // tokens injected so far
 	toolName string          // this session's name for query_hindsight
+	endTool  bool            // trigger_hindsight was listed
 	seen     map[string]bool // upstream tool names of the listing in progress
 	// pending holds injections made by hooks that do not see the
 	// Exchange, to be recorded on it by the Exchange hook: the

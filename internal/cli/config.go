@@ -101,9 +101,15 @@ type Config struct {
 		Burst int     `yaml:"burst"`
 	} `yaml:"logs"`
 	Inject struct {
-		Instructions   *bool `yaml:"instructions"`    // lessons in the initialize instructions (default true)
-		ErrorResults   *bool `yaml:"error_results"`   // lessons appended to isError results (default true)
-		QueryTool      *bool `yaml:"query_tool"`      // add query_hindsight to tools/list (default true)
+		Instructions *bool `yaml:"instructions"`  // lessons in the initialize instructions (default true)
+		ErrorResults *bool `yaml:"error_results"` // lessons appended to isError results (default true)
+		QueryTool    *bool `yaml:"query_tool"`    // add query_hindsight to tools/list (default true)
+		// EndTask lets the agent end its task explicitly with
+		// _meta["io.hindsight/final"]: true on a request (default true).
+		EndTask *bool `yaml:"end_task"`
+		// EndTaskTool adds trigger_hindsight beside query_hindsight
+		// (default: as query_tool; off with end_task off).
+		EndTaskTool    *bool `yaml:"end_task_tool"`
 		SessionBudget  int   `yaml:"session_budget"`  // tokens injected per session (default 1000)
 		MaxExperiences int   `yaml:"max_experiences"` // per query_hindsight answer (default 3)
 	} `yaml:"inject"`

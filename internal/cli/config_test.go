@@ -65,3 +65,22 @@ func writeFile(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+func TestEndTaskTool(t *testing.T) {
+	on, off := new(true), new(false)
+	for _, tc := range []struct {
+		endTask, endTaskTool, queryTool *bool
+		want                            bool
+	}{
+		{nil, nil, nil, true},
+		{nil, nil, off, false},
+		{nil, on, off, true},
+		{nil, off, nil, false},
+		{off, on, on, false},
+		{on, nil, on, true},
+	} {
+		if got := endTaskTool(tc.endTask, tc.endTaskTool, tc.queryTool); got != tc.want {
+			t.Errorf("endTaskTool(%v, %v, %v) = %v, want %v", tc.endTask, tc.endTaskTool, tc.queryTool, got, tc.want)
+		}
+	}
+}

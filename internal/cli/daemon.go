@@ -139,9 +139,14 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 			logger.Warn("register reflection metrics", "err", err)
 		}
 	}
+	// Imported experiences and episodes (hindsight mcp's store_episode)
+	// pass the sidecars' redactor; the built-in rules when the
+	// configured ones are broken.
 	var importRedactor daemon.Redactor
 	if red, err := newRedactor(g); err == nil {
-		importRedactor = red // else the built-in rules
+		importRedactor = red
+	} else {
+		logger.Error("the configured redaction rules are broken; imports and episodes use the built-in ones", "err", err)
 	}
 	srv := &daemon.Server{
 		Registry:  reg,

@@ -24,6 +24,8 @@ func installInjector(g *globals, name string, src inject.Searcher, h *proxy.Hook
 		NoInstructions: off(c.Instructions),
 		NoErrorResults: off(c.ErrorResults),
 		NoQueryTool:    off(c.QueryTool),
+		EndTaskHint:    !off(c.EndTask),
+		EndTaskTool:    endTaskTool(c.EndTask, c.EndTaskTool, c.QueryTool),
 		SessionBudget:  c.SessionBudget,
 		MaxExperiences: c.MaxExperiences,
 		Logger:         logger,
@@ -31,4 +33,18 @@ func installInjector(g *globals, name string, src inject.Searcher, h *proxy.Hook
 	inj.Install(h)
 	go inj.Prefetch(context.Background())
 	return inj
+}
+
+// endTaskTool says whether the sidecar lists trigger_hindsight: with
+// inject.end_task on, as inject.end_task_tool says, by default when
+// query_hindsight is listed (a sidecar configured to add no tool adds
+// none).
+func endTaskTool(endTask, endTaskTool, queryTool *bool) bool {
+	if endTask != nil && !*endTask {
+		return false
+	}
+	if endTaskTool != nil {
+		return *endTaskTool
+	}
+	return queryTool == nil || *queryTool
 }

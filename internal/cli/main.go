@@ -28,6 +28,7 @@ var commands = map[string]command{
 	"demo":        {"run the learning demo on the embedded default", runDemo},
 	"wrap":        {"stdio sidecar in front of a server command: wrap [--name N] -- CMD [ARGS…]", runWrap},
 	"serve":       {"HTTP sidecar: serve --listen ADDR --upstream URL | -- CMD", runServe},
+	"mcp":         {"the memory as an MCP server (store_episode, trigger_hindsight, query_hindsight…): mcp [--listen ADDR]", runMCP},
 	"daemon":      {"run the daemon in the foreground", runDaemon},
 	"status":      {"daemon health, outbox depths, reflection queue, store sizes", runStatus},
 	"traces":      {"traces list | show TASK | export | import FILE", runTraces},

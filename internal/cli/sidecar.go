@@ -8,13 +8,16 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/inject"
 	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/tidwall/gjson"
 )
 
 // sidecar is what runs beside the proxy in `wrap` and `serve`: capture and
@@ -32,6 +35,8 @@ type sidecar struct {
 	mu       sync.Mutex
 	sessions map[string]bool // sessions seen → ended
 	server   serverCounter   // the wrapped server's starts and crashes; nil when not stdio
+
+	ending sync.WaitGroup // tasks being ended (noteFinal)
 }
 
 // serverCounter is what a stdio sidecar reports of its server's life
@@ -83,9 +88,13 @@ func newSidecar(ctx context.Context, g *globals, name, transport string, logger 
 		s.Hooks.Exchange = s.noteSession
 	} else {
 		s.recorder = rec
+		endTask := g.config.Inject.EndTask == nil || *g.config.Inject.EndTask
 		s.Hooks.Exchange = func(ex *proxy.Exchange) {
 			s.noteSession(ex)
 			rec.Hook(ex)
+			if endTask {
+				s.noteFinal(ex)
+			}
 		}
 		s.keeper.drain = func(ctx context.Context) {
 			n, err := capture.DrainOrphans(ctx, g.home, deliverer{c: s.client, k: s.keeper})
@@ -112,6 +121,10 @@ func newSidecar(ctx context.Context, g *globals, name, transport string, logger 
 			}
 		})
 	}
+
+	// Before anything stops: tasks being ended finish (their steps are
+	// delivered first).
+	s.closers = append(s.closers, s.ending.Wait)
 
 	// Injection goes last: its Exchange hook records what it injected
 	// before the hooks set above (capture's recorder) see the exchange.
@@ -365,4 +378,77 @@ func (s *sidecar) reportStats(g *globals, name string) func() {
 		<-done
 		write() // the last word, after capture's final drain (a removed outbox stays removed)
 	}
+}
+
+// finalMetaPath finds inject.FinalMetaKey in a request.
+var finalMetaPath = "params._meta." + strings.ReplaceAll(inject.FinalMetaKey, ".", `\.`)
+
+// taskMetaPath finds capture.TaskMetaKey in a request.
+var taskMetaPath = "params._meta." + strings.ReplaceAll(capture.TaskMetaKey, ".", `\.`)
+
+// endTaskTimeout bounds ending a task: delivering its steps, then telling
+// the daemon (which may be starting).
+const endTaskTimeout = 30 * time.Second
+
+// noteFinal ends the task of an agent's request that carries
+// _meta["io.hindsight/final"]: true, or that calls the sidecar's
+// trigger_hindsight tool, in the background: once the
+// exchange's step is delivered, the daemon makes its task (the one the
+// request named, else the session's) final and reflects it. Failing that,
+// the task still ends by the idle gap.
+func (s *sidecar) noteFinal(ex *proxy.Exchange) {
+	if ex.Direction != hindsight.ClientToServer || ex.Session == nil {
+		return
+	}
+	trigger := ex.Local && ex.Method == "tools/call" && gjson.GetBytes(ex.Request, "params.name").Str == inject.EndToolName
+	if !trigger && gjson.GetBytes(ex.Request, finalMetaPath).Type != gjson.True {
+		return
+	}
+	req := daemon.FinalRequest{TaskID: ex.Session.TaskID, SessionID: ex.Session.ID}
+	if t := gjson.GetBytes(ex.Request, taskMetaPath); t.Type == gjson.String && t.Str != "" {
+		req.TaskID = t.Str
+	}
+	if t := gjson.GetBytes(ex.Request, "params.arguments.task_id"); trigger && t.Type == gjson.String && t.Str != "" {
+		req.TaskID = t.Str
+	}
+	if req.TaskID != "" {
+		req.SessionID = ""
+	}
+	s.ending.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), endTaskTimeout)
+		defer cancel()
+		if err := s.endTask(ctx, req); err != nil {
+			s.logger.Warn("end the task the agent said was finished; it ends by the idle gap", "task", req.TaskID, "session", req.SessionID, "err", err)
+		}
+	})
+}
+
+// endTask delivers what was recorded, then asks the daemon to end the
+// task, again while it does not know the task yet.
+func (s *sidecar) endTask(ctx context.Context, req daemon.FinalRequest) error {
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		if err := s.recorder.Sync(ctx); err != nil {
+			return fmt.Errorf("end task: %w", err)
+		}
+		res, err := s.client.FinalTask(ctx, req)
+		if err == nil {
+			s.logger.Info("task ended by the agent", "task", res.TaskID, "queued", res.Queued)
+			return nil
+		}
+		if !errors.Is(err, hindsight.ErrNotFound) && !isUnreachable(err) {
+			return fmt.Errorf("end task: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("end task: %w", err)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// isUnreachable reports an error of a daemon that did not answer (not one
+// it answered).
+func isUnreachable(err error) bool {
+	var ae *daemon.APIError
+	return !errors.As(err, &ae)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight/internal/testbin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
 )
 
 // step is one observation of a conversation, as normalized JSON.
@@ -370,23 +371,23 @@ func TestEverythingThroughFullSidecar(t *testing.T) {
 	}
 	delete(di, "instructions")
 	delete(pi, "instructions")
-	// tools/list: the server's tools, and query_hindsight.
+	// tools/list: the server's tools, query_hindsight and trigger_hindsight.
 	var dt, pt struct {
 		Tools []json.RawMessage `json:"tools"`
 	}
 	json.Unmarshal([]byte(direct.steps[1].json), &dt)
 	json.Unmarshal([]byte(proxied.steps[1].json), &pt)
 	var rest []json.RawMessage
-	found := false
+	found := map[string]bool{}
 	for _, tool := range pt.Tools {
-		if strings.Contains(string(tool), `"name":"query_hindsight"`) {
-			found = true
+		if name := gjson.GetBytes(tool, "name").Str; name == "query_hindsight" || name == "trigger_hindsight" {
+			found[name] = true
 			continue
 		}
 		rest = append(rest, tool)
 	}
-	if !found {
-		t.Errorf("tools/list through the sidecar lacks query_hindsight")
+	if !found["query_hindsight"] || !found["trigger_hindsight"] {
+		t.Errorf("tools/list through the sidecar lacks query_hindsight or trigger_hindsight: %v", found)
 	}
 	proxied.steps[0].json, direct.steps[0].json = mustJSON(t, pi), mustJSON(t, di)
 	proxied.steps[1].json, direct.steps[1].json = mustJSON(t, rest), mustJSON(t, dt.Tools)
