@@ -268,7 +268,8 @@ func stripInstructions(result json.RawMessage) json.RawMessage {
 // queryToolName matches the names Hindsight gives its query tool.
 var queryToolName = regexp.MustCompile(`^` + inject.QueryToolName + `(_[0-9]+)?$`)
 
-// stripToolsList removes Hindsight's query tool from a tools/list result.
+// stripToolsList removes Hindsight's tools (query_hindsight and
+// trigger_hindsight) from a tools/list result.
 func stripToolsList(result json.RawMessage) json.RawMessage {
 	tools := gjson.GetBytes(result, "tools")
 	if !tools.IsArray() {
@@ -278,7 +279,10 @@ func stripToolsList(result json.RawMessage) json.RawMessage {
 	arr := tools.Array()
 	for i := len(arr) - 1; i >= 0; i-- {
 		t := arr[i]
-		if queryToolName.MatchString(t.Get("name").String()) && t.Get("title").String() == "Query Hindsight" {
+		name, title := t.Get("name").String(), t.Get("title").String()
+		ours := (queryToolName.MatchString(name) && title == "Query Hindsight") ||
+			(name == inject.EndToolName && title == "Trigger Hindsight")
+		if ours {
 			if b, err := sjson.DeleteBytes(out, fmt.Sprintf("tools.%d", i)); err == nil {
 				out = b
 			}

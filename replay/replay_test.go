@@ -26,7 +26,8 @@ func st(idx int, method, tool, args, result string) hindsight.Step {
 	return s
 }
 
-const injectedTool = `{"name":"query_hindsight","title":"Query Hindsight","description":"Hindsight's memory of past runs","inputSchema":{"type":"object"}}`
+const injectedTool = `{"name":"query_hindsight","title":"Query Hindsight","description":"Hindsight's memory of past runs","inputSchema":{"type":"object"}},` +
+	`{"name":"trigger_hindsight","title":"Trigger Hindsight","description":"End the task now","inputSchema":{"type":"object"}}`
 
 // corpus is a recorded session with everything Hindsight adds.
 func corpus() []hindsight.Step {
