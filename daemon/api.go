@@ -29,6 +29,7 @@ import (
 //	POST /v1/traces/import               StepBatch of an export → IngestResult (TraceStore.Import)
 //	POST /v1/tasks/purge                 PurgeTasksRequest → PurgeResult (erased for good)
 //	GET  /v1/experiences?namespace=&server=&tool=&origin=&agent=&deleted=1&superseded=1&limit=
+//	GET  /v1/experiences/rejected?limit= → []Rejection (lessons reflection refused, newest first)
 //	                                     []hindsight.Experience
 //	POST /v1/experiences/search          SearchRequest (a hindsight.Query, with origin and
 //	                                     source_agent filters) → []hindsight.ScoredExperience

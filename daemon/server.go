@@ -158,6 +158,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/experiences/purge", s.handlePurgeExperiences)
 	m.HandleFunc("POST /v1/tasks/purge", s.handlePurgeTasks)
 	m.HandleFunc("GET /v1/experiences/export", s.handleExportExperiences)
+	m.HandleFunc("GET /v1/experiences/rejected", s.handleRejected)
 	m.HandleFunc("GET /v1/experiences/{id}", s.handleExperience)
 	m.HandleFunc("POST /v1/experiences/{id}/forget", s.handleForget)
 	m.HandleFunc("POST /v1/experiences/{id}/restore", s.handleRestore)

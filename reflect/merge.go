@@ -51,7 +51,7 @@ const (
 
 // MergeResult says what happened to one experience.
 type MergeResult struct {
-	Outcome    string // Added, Reinforced, Superseded, or DropStale
+	Outcome    string // Added, Reinforced, Superseded, DropStale or DropContested
 	ID         string // the experience stored or reinforced
 	Superseded string // the id of the experience it superseded
 }
@@ -72,8 +72,8 @@ func (m *Merger) Merge(ctx context.Context, taskEnd time.Time, exps []hindsight.
 		if err != nil {
 			return out, fmt.Errorf("merge experience: %w", err)
 		}
-		if r.Outcome == DropStale {
-			m.Metrics.drop(DropStale)
+		if r.Outcome == DropStale || r.Outcome == DropContested {
+			m.Metrics.drop(r.Outcome)
 		} else {
 			m.Metrics.merge(r.Outcome)
 		}
@@ -278,6 +278,13 @@ func (m *Merger) supersede(ctx context.Context, taskEnd time.Time, e, old *hinds
 	if !taskEnd.IsZero() && !old.UpdatedAt.IsZero() && taskEnd.Before(old.UpdatedAt) && old.SourceTask != e.SourceTask {
 		m.logger().Info("reflect: candidate contradicts a newer experience; dropped", "old", old.ID, "lesson", Truncate(e.Lesson, 120))
 		return MergeResult{Outcome: DropStale, ID: old.ID}, nil
+	}
+	if old.EvidenceCount > 1 && old.Origin != "manual" {
+		// One task does not overturn a lesson several confirmed: the
+		// candidate may be wrong, or planted. If the old lesson fails,
+		// counter-evidence lowers it until a contradiction can win.
+		m.logger().Info("reflect: candidate contradicts a lesson with more evidence; dropped", "old", old.ID, "evidence", old.EvidenceCount, "lesson", Truncate(e.Lesson, 120))
+		return MergeResult{Outcome: DropContested, ID: old.ID}, nil
 	}
 	e.ID = experienceID(e)
 	e.EvidenceCount = 1

@@ -16,6 +16,7 @@ const (
 	DropLowConfidence = "low_confidence" // below the threshold, or not a number
 	DropVague         = "vague"          // names no tool, argument, error or concrete rule
 	DropStale         = "stale"          // contradicts a lesson backed by newer evidence
+	DropContested     = "contested"      // contradicts a lesson that more tasks confirmed
 	DropOneOff        = "one_off_value"  // quotes a value that belonged to its task only
 )
 

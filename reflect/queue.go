@@ -49,6 +49,35 @@ type Entry struct {
 	LastError   string    `json:"last_error,omitempty"`
 	Experiences []string  `json:"experiences,omitempty"` // ids stored or reinforced
 	Credited    bool      `json:"credited,omitempty"`    // the lessons that helped the task got their hits
+	// Rejected are the candidates validation refused in the last
+	// reflection (at most MaxRejected), redacted.
+	Rejected []Rejection `json:"rejected,omitempty"`
+}
+
+// Rejection is a candidate validation refused, as the queue keeps it.
+type Rejection struct {
+	Reason string `json:"reason"`
+	Detail string `json:"detail"` // redacted
+	Server string `json:"server,omitempty"`
+	Tool   string `json:"tool,omitempty"`
+	Origin string `json:"origin,omitempty"`
+	Lesson string `json:"lesson"` // redacted, cut
+}
+
+// MaxRejected bounds the rejections kept per task.
+const MaxRejected = 20
+
+// rejections turns validation's drops into what the queue keeps.
+func rejections(drops []Drop) []Rejection {
+	var out []Rejection
+	for _, d := range drops {
+		if len(out) == MaxRejected {
+			break
+		}
+		out = append(out, Rejection{Reason: d.Reason, Detail: d.SafeDetail, Server: d.Experience.Server,
+			Tool: d.Experience.Tool, Origin: d.Experience.Origin, Lesson: d.Lesson})
+	}
+	return out
 }
 
 // QueueStats is what `hindsight status` shows of reflection.
@@ -246,6 +275,23 @@ func (q *Queue) List(ctx context.Context, state string) ([]Entry, error) {
 		return nil, fmt.Errorf("list %s tasks: %w", state, err)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].EnqueuedAt.Before(out[j].EnqueuedAt) })
+	return out, nil
+}
+
+// Rejected returns the done entries with refused candidates, the latest
+// reflected first.
+func (q *Queue) Rejected(ctx context.Context) ([]Entry, error) {
+	done, err := q.List(ctx, StateDone)
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	for _, e := range done {
+		if len(e.Rejected) > 0 {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].UpdatedAt.After(out[j].UpdatedAt) })
 	return out, nil
 }
 
@@ -541,8 +587,9 @@ func (q *Queue) process(loopCtx, workCtx context.Context, id string, force bool)
 			e.State, e.LastError, e.NextAttempt = StateDone, "", time.Time{}
 			e.Credited = e.Credited || credited
 			e.Experiences = nil
+			e.Rejected = rejections(out.Dropped)
 			for _, r := range out.Merged {
-				if r.Outcome != DropStale {
+				if r.Outcome != DropStale && r.Outcome != DropContested {
 					e.Experiences = append(e.Experiences, r.ID)
 				}
 			}

@@ -37,6 +37,10 @@ type Drop struct {
 	Reason     string
 	Detail     string
 	Experience hindsight.Experience
+	// Lesson and SafeDetail are the candidate's lesson and the detail as
+	// they may be shown or kept: redacted (their length only without a
+	// Redactor), the lesson cut to 200 bytes.
+	Lesson, SafeDetail string
 }
 
 // Validate returns the candidates that pass, completed from the task, and
@@ -53,7 +57,8 @@ func (v *Validator) Validate(task *hindsight.Task, cands []hindsight.Experience)
 		if reason != "" {
 			v.Metrics.drop(reason)
 			v.logger().Debug("reflect: candidate dropped", "task", task.ID, "reason", reason, "detail", detail, "lesson", v.scrub(Truncate(c.Lesson, 120)))
-			drops = append(drops, Drop{Reason: reason, Detail: detail, Experience: c})
+			drops = append(drops, Drop{Reason: reason, Detail: detail, Experience: c,
+				Lesson: v.scrub(Truncate(c.Lesson, 200)), SafeDetail: v.scrub(detail)})
 			continue
 		}
 		kept = append(kept, c)
@@ -110,6 +115,10 @@ func (v *Validator) check(c *hindsight.Experience, task *hindsight.Task, steps m
 		if math.IsNaN(c.Confidence) || c.Confidence < min {
 			return DropLowConfidence, fmt.Sprintf("confidence %v < %v", c.Confidence, min)
 		}
+	}
+	fillServer(c, cited)
+	if reason, detail := poisoned(c, cited, task); reason != "" {
+		return reason, detail
 	}
 	if why := vocab.vague(c.Lesson, c.Tool); why != "" {
 		return DropVague, why
@@ -204,6 +213,17 @@ func fillFromSteps(c *hindsight.Experience, task *hindsight.Task, cited []*hinds
 	}
 	if c.ErrorCode == "" && failed != nil {
 		c.ErrorCode = stepErrorCode(failed)
+	}
+}
+
+// fillServer sets c's server from its cited calls of its tool when the
+// candidate names none, so that the checks that ground a lesson in its
+// server's calls know the server.
+func fillServer(c *hindsight.Experience, cited []*hindsight.Step) {
+	for _, s := range cited {
+		if c.Server == "" && s.Tool != "" && (c.Tool == "" || s.Tool == c.Tool) {
+			c.Server = s.Server
+		}
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // restore ID | import FILE | export`.
 func runExperiences(ctx context.Context, g *globals, args []string) error {
 	if len(args) == 0 {
-		return usageErr("experiences list | search QUERY | forget ID | restore ID | purge ID… | import FILE | export")
+		return usageErr("experiences list | search QUERY | forget ID | restore ID | purge ID… | import FILE | export | rejected")
 	}
 	switch args[0] {
 	case "list":
@@ -32,6 +32,8 @@ func runExperiences(ctx context.Context, g *globals, args []string) error {
 		return experiencesPurge(ctx, g, args[1:])
 	case "import":
 		return experiencesImport(ctx, g, args[1:])
+	case "rejected":
+		return experiencesRejected(ctx, g, args[1:])
 	case "export":
 		return experiencesExport(ctx, g, args[1:])
 	}
@@ -296,4 +298,36 @@ func experiencesExport(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	return writeOut(*out, func(w io.Writer) error { return c.ExportExperiences(ctx, w, opt) })
+}
+
+// experiencesRejected is `hindsight experiences rejected [--limit N]
+// [--json]`: the lessons reflection refused, newest first, with why.
+func experiencesRejected(ctx context.Context, g *globals, args []string) error {
+	fs := newFlags("experiences rejected", "experiences rejected [--limit N] [--json]")
+	asJSON := fs.Bool("json", false, "print JSON")
+	limit := fs.Int("limit", 50, "at most this many, newest first")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 || *limit <= 0 {
+		fs.Usage()
+		return usageErr("experiences rejected takes no arguments and a positive --limit")
+	}
+	c, err := connect(ctx, g)
+	if err != nil {
+		return err
+	}
+	list, err := c.Rejected(ctx, *limit)
+	if err != nil {
+		return fmt.Errorf("list rejected lessons: %w", err)
+	}
+	if *asJSON {
+		return printJSON(stdout, list)
+	}
+	t := newTable(stdout, "WHEN", "TASK", "TOOL", "ORIGIN", "REASON", "DETAIL", "LESSON")
+	for _, r := range list {
+		t.row(when(r.At), r.TaskID, dash(r.Tool), dash(r.Origin), r.Reason, clip(r.Detail, 60), clip(r.Lesson, 80))
+	}
+	return t.flush()
 }

@@ -153,6 +153,26 @@ func (d daemonQueue) ReplayReflection(ctx context.Context, req daemon.ReflectRep
 	})
 }
 
+// Rejected lists the latest lessons reflection refused
+// (daemon.RejectionLister).
+func (d daemonQueue) Rejected(ctx context.Context, limit int) ([]daemon.Rejection, error) {
+	entries, err := d.Queue.Rejected(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []daemon.Rejection
+	for _, e := range entries {
+		for _, r := range e.Rejected {
+			if len(out) == limit {
+				return out, nil
+			}
+			out = append(out, daemon.Rejection{TaskID: e.TaskID, At: e.UpdatedAt, Reason: r.Reason, Detail: r.Detail,
+				Server: r.Server, Tool: r.Tool, Origin: r.Origin, Lesson: r.Lesson})
+		}
+	}
+	return out, nil
+}
+
 // AnnotateStep gives a failed step its error template as the daemon reads
 // it (daemon.StepAnnotator).
 func (d daemonQueue) AnnotateStep(s *hindsight.Step) { d.templates.AnnotateStep(s) }

@@ -1,0 +1,114 @@
+package reflect
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// Reasons a candidate is refused as an attempt to reach an agent's
+// instructions rather than a lesson about a tool (see poisoned).
+const (
+	DropManipulation = "prompt_manipulation" // talks to the agent about its own instructions or data
+	DropURL          = "url"                 // names a URL or host no cited call of the server used
+	DropPath         = "path"                // names a file path no cited call of the server used
+	DropCommand      = "command"             // carries a shell command
+	DropForeignTool  = "foreign_tool"        // gives rules for a tool its server does not have
+)
+
+var (
+	// manipulation matches text that addresses an agent's instructions,
+	// identity or secrets instead of a tool's behaviour.
+	manipulation = regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override|bypass)\b[^.;]{0,40}\b(instructions?|prompts?|rules|guidelines|context|above|previous|prior)\b|\bsystem prompt\b|\byou are now\b|\bdeveloper mode\b|\bjailbreak|\bexfiltrat|\b(reveal|print|dump|leak|send|upload|post|email|e-mail)\b[^.;]{0,40}\b(secrets?|credentials?|passwords?|api[ _-]?keys?|tokens?|ssh|private keys?|env(ironment)?( variables)?|\.env|id_rsa)\b|</?(system|assistant|user)>|\b(assistant|system)\s*:`)
+	// urlRe and hostRe match addresses on the network.
+	urlRe  = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>` + "`" + `]+`)
+	hostRe = regexp.MustCompile(`(?i)\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:com|net|org|io|dev|ai|app|co|xyz|info|biz|ru|cn|me|sh|site|online|cloud|tk)\b`)
+	// pathRe matches file paths: absolute, home-relative, Windows.
+	pathRe = regexp.MustCompile(`(?:^|[\s"'(=` + "`" + `])((?:~|\$HOME|%[A-Z]+%)?/(?:[\w.-]+/)*[\w.-]+|[A-Za-z]:\\[^\s"'` + "`" + `]+|\.ssh\b|id_rsa\b|\.env\b)`)
+	// commandRe matches shell commands and pipelines.
+	commandRe = regexp.MustCompile(`(?i)(?:^|[\s` + "`" + `(;|&])(curl|wget|nc|netcat|bash|sh|zsh|powershell|pwsh|cmd\.exe|sudo|chmod|chown|rm\s+-[rf]+|scp|ssh|python3?\s+-c|eval|base64\s+-d)\s+\S|\|\s*(sh|bash)\b|\$\(|&&\s*\w+|;\s*(rm|curl|wget)\b`)
+)
+
+// poisoned returns why c reads as an attempt on an agent rather than a
+// lesson about a tool, or "". Tool output and model answers are untrusted:
+// what reaches an agent's instructions may not address its prompt or its
+// secrets, carry shell commands, or name addresses, paths or tools that
+// the cited calls of the same server do not ground.
+func poisoned(c *hindsight.Experience, cited []*hindsight.Step, task *hindsight.Task) (reason, detail string) {
+	texts := []string{c.Lesson, c.Situation, c.Action, c.Result, c.ErrorTemplate, c.TaskType}
+	all := strings.Join(texts, "\n")
+	if m := manipulation.FindString(all); m != "" {
+		return DropManipulation, fmt.Sprintf("%q", Truncate(m, 60))
+	}
+	if m := commandRe.FindString(all); m != "" {
+		return DropCommand, fmt.Sprintf("%q", Truncate(m, 60))
+	}
+	grounds := groundsOf(c, cited)
+	for _, re := range []*regexp.Regexp{urlRe, hostRe} {
+		for _, m := range re.FindAllString(all, -1) {
+			if !grounds(m) {
+				return DropURL, fmt.Sprintf("%q is in no cited call of %s", Truncate(m, 60), c.Server)
+			}
+		}
+	}
+	for _, m := range pathRe.FindAllStringSubmatch(all, -1) {
+		if p := m[1]; !grounds(p) {
+			return DropPath, fmt.Sprintf("%q is in no cited call of %s", Truncate(p, 60), c.Server)
+		}
+	}
+	if t := foreignTool(c, cited, task); t != "" {
+		return DropForeignTool, fmt.Sprintf("%s is not a tool of %s", t, c.Server)
+	}
+	return "", ""
+}
+
+// groundsOf returns a test of whether a token appears in the arguments of
+// a cited call of c's server: a value the agent itself sent there.
+func groundsOf(c *hindsight.Experience, cited []*hindsight.Step) func(string) bool {
+	var args []string
+	for _, s := range cited {
+		if c.Server == "" || s.Server == c.Server {
+			args = append(args, string(s.Arguments))
+		}
+	}
+	return func(tok string) bool {
+		tok = strings.TrimRight(tok, ".,;:)")
+		for _, a := range args {
+			if strings.Contains(a, tok) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// foreignTool returns a snake_case tool-like name that c's lesson tells
+// the agent to call ("call X", "use X", "X first") which neither the cited
+// steps nor the server's tool list has, or "".
+func foreignTool(c *hindsight.Experience, cited []*hindsight.Step, task *hindsight.Task) string {
+	known := map[string]bool{}
+	for _, s := range cited {
+		known[s.Tool] = true
+	}
+	for i := range task.Steps {
+		s := &task.Steps[i]
+		if s.Server != c.Server && c.Server != "" {
+			continue
+		}
+		known[s.Tool] = true
+		if s.Method == "tools/list" {
+			collectSchema(s.Result, map[string]bool{}, known)
+		}
+	}
+	for _, m := range callTool.FindAllStringSubmatch(c.Lesson, -1) {
+		if name := m[1]; !known[name] {
+			return name
+		}
+	}
+	return ""
+}
+
+// callTool matches an instruction to call a tool by a snake_case name.
+var callTool = regexp.MustCompile(`(?i)\b(?:call|use|invoke|run)\s+(?:the\s+)?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b`)
