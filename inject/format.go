@@ -2,7 +2,9 @@ package inject
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
+	"unicode"
 
 	"github.com/hindsight-proxy/hindsight"
 )
@@ -94,8 +96,25 @@ func evidence(e *hindsight.Experience) string {
 	return s
 }
 
-// oneLine folds s onto one line.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine folds s onto one line, without terminal escape sequences,
+// control characters or bidirectional overrides: what Hindsight shows an
+// agent is text, nothing that could restyle or reorder it.
+func oneLine(s string) string {
+	s = ansiEscape.ReplaceAllString(s, "")
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+			return ' '
+		case unicode.IsControl(r), r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069, r == 0x200E, r == 0x200F:
+			return -1
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// ansiEscape matches terminal escape sequences (CSI and OSC).
+var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]`)
 
 // assemble joins header, as many blocks as fit and footer into one text of
 // at most limit tokens. Blocks are taken in order; the first that does not
