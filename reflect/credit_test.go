@@ -3,7 +3,9 @@ package reflect
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/inject"
@@ -123,4 +125,48 @@ func TestCreditHarmedTwice(t *testing.T) {
 			t.Errorf("confidence %v still passes the injection gate", got.Confidence)
 		}
 	}
+}
+
+// TestCreditHitsOnlyWhenUsed: a task that succeeded credits a hit to a
+// lesson only when the lesson's tool was called, and succeeded, after the
+// lesson was shown; a lesson shown beside unrelated work gains nothing.
+func TestCreditHitsOnlyWhenUsed(t *testing.T) {
+	instr := func(ids ...string) hindsight.Step {
+		return hindsight.Step{TaskID: "t-hit", StepIndex: 0, Server: "shop", Method: "initialize", Direction: hindsight.ClientToServer,
+			CausalTag: hindsight.TagSuccess, Injected: []hindsight.Injection{{Channel: inject.ChannelInstructions, ExperienceIDs: ids, Tokens: 40}}}
+	}
+	ok := func(i int, tool string) hindsight.Step {
+		return hindsight.Step{TaskID: "t-hit", StepIndex: i, Server: "shop", Method: "tools/call", Tool: tool, Direction: hindsight.ClientToServer,
+			Arguments: json.RawMessage(`{}`), Result: json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`), CausalTag: hindsight.TagSuccess}
+	}
+	ctx := context.Background()
+	st := newMemStore()
+	for _, e := range []hindsight.Experience{
+		{ID: "exp_used", Namespace: hindsight.DefaultNamespace, Server: "shop", Tool: "list_orders", Situation: "s", Lesson: "Call login before list_orders.", Confidence: 0.7, EvidenceCount: 2},
+		{ID: "exp_idle", Namespace: hindsight.DefaultNamespace, Server: "shop", Tool: "refund_payment", Situation: "s", Lesson: "Pass currency to refund_payment.", Confidence: 0.7, EvidenceCount: 2},
+	} {
+		if err := st.Put(ctx, &e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	task := &hindsight.Task{ID: "t-hit", Final: true, Steps: []hindsight.Step{instr("exp_used", "exp_idle"), ok(1, "login"), ok(2, "list_orders")}}
+	hits := &hitRecorder{memStore: st}
+	p := &Pipeline{Merger: &Merger{Store: hits}, Helped: inject.Helped}
+	if err := p.Credit(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(hits.ids, []string{"exp_used"}) {
+		t.Errorf("hits recorded for %v, want [exp_used]", hits.ids)
+	}
+}
+
+// hitRecorder is a memStore that remembers the ids it was given hits for.
+type hitRecorder struct {
+	*memStore
+	ids []string
+}
+
+func (h *hitRecorder) RecordHits(ctx context.Context, namespace string, ids []string, at time.Time) error {
+	h.ids = append(h.ids, ids...)
+	return nil
 }

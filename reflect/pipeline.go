@@ -118,7 +118,10 @@ func (p *Pipeline) Credit(ctx context.Context, task *hindsight.Task) error {
 	if p.Helped == nil {
 		return nil
 	}
-	ids := p.Helped(task)
+	ids, err := p.usedAfterShown(ctx, task, p.Helped(task))
+	if err != nil {
+		return fmt.Errorf("record hits of task %s: %w", task.ID, err)
+	}
 	if len(ids) == 0 {
 		return nil
 	}
@@ -126,6 +129,36 @@ func (p *Pipeline) Credit(ctx context.Context, task *hindsight.Task) error {
 		return fmt.Errorf("record hits of task %s: %w", task.ID, err)
 	}
 	return nil
+}
+
+// usedAfterShown keeps the ids whose experience's tool was called, and
+// succeeded, after the experience was first shown in task: a lesson that
+// was shown while the agent did something else did not help, and a hit
+// would reinforce whatever happened to be on screen.
+func (p *Pipeline) usedAfterShown(ctx context.Context, task *hindsight.Task, ids []string) ([]string, error) {
+	var out []string
+	for _, id := range ids {
+		e, err := p.Merger.Store.Get(ctx, p.Merger.namespace(), id)
+		if errors.Is(err, hindsight.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		shown := false
+		for i := range task.Steps {
+			s := &task.Steps[i]
+			if !shown {
+				shown = slices.ContainsFunc(s.Injected, func(in hindsight.Injection) bool { return slices.Contains(in.ExperienceIDs, id) })
+				continue
+			}
+			if s.Method == "tools/call" && !s.Local && (e.Tool == "" || s.Tool == e.Tool) && !s.Failed() {
+				out = append(out, id)
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // counter records one counter-example against experience id and lowers
