@@ -35,6 +35,8 @@ import (
 //	GET  /v1/experiences/{id}?namespace= hindsight.Experience
 //	POST /v1/experiences/{id}/forget     hindsight.Experience (soft-deleted)
 //	POST /v1/experiences/{id}/restore    hindsight.Experience
+//	POST /v1/experiences/{id}/edit       EditRequest → hindsight.Experience (next version, origin "manual")
+//	POST /v1/ui                          → UIInfo (starts the web UI unless it runs)
 //	POST /v1/experiences/import?namespace=&pack=&trust=1
 //	                                     experiences, JSON Lines → ImportResult
 //	                                     (cleaned, see CleanImport; 400 lists bad lines)

@@ -62,6 +62,10 @@ type Server struct {
 	// a registry of its own.
 	Registry *prometheus.Registry
 
+	// UI, when set, starts the web UI unless it runs and returns its URL
+	// (POST /v1/ui); nil: the daemon serves no UI (503).
+	UI func(ctx context.Context) (string, error)
+
 	startOnce sync.Once
 	started   time.Time
 	mux       *http.ServeMux
@@ -161,6 +165,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/experiences/{id}", s.handleExperience)
 	m.HandleFunc("POST /v1/experiences/{id}/forget", s.handleForget)
 	m.HandleFunc("POST /v1/experiences/{id}/restore", s.handleRestore)
+	m.HandleFunc("POST /v1/experiences/{id}/edit", s.handleEdit)
+	m.HandleFunc("POST /v1/ui", s.handleUI)
 	m.HandleFunc("POST /v1/reflect", s.handleReflect)
 	m.HandleFunc("POST /v1/reflect/replay", s.handleReflectReplay)
 	m.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))
