@@ -37,6 +37,7 @@ import (
 //	POST /v1/experiences/{id}/restore    hindsight.Experience
 //	POST /v1/experiences/{id}/edit       EditRequest → hindsight.Experience (next version, origin "manual")
 //	POST /v1/ui                          → UIInfo (starts the web UI unless it runs)
+//	POST /v1/sidecars/report             SidecarReport (a sidecar's counters, served at GET /metrics)
 //	POST /v1/experiences/import?namespace=&pack=&trust=1
 //	                                     experiences, JSON Lines → ImportResult
 //	                                     (cleaned, see CleanImport; 400 lists bad lines)
