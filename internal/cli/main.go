@@ -30,6 +30,7 @@ var commands = map[string]command{
 	"serve":       {"HTTP sidecar: serve --listen ADDR --upstream URL | -- CMD", runServe},
 	"mcp":         {"the memory as an MCP server (store_episode, trigger_hindsight, query_hindsight…): mcp [--listen ADDR]", runMCP},
 	"daemon":      {"run the daemon in the foreground", runDaemon},
+	"ui":          {"open the web UI (tasks, steps, experiences): ui [--no-open]", runUI},
 	"status":      {"daemon health, outbox depths, reflection queue, store sizes", runStatus},
 	"traces":      {"traces list | show TASK | export | import FILE", runTraces},
 	"experiences": {"experiences list | search QUERY | forget ID | restore ID | import FILE | export", runExperiences},
