@@ -99,7 +99,9 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 
 type timelineTask struct {
 	hindsight.Task
-	Steps []hindsight.Step // drawn on the timeline; nil past maxTimeline
+	Steps          []hindsight.Step // drawn on the timeline; nil past maxTimeline
+	Redactions     int              // of Steps
+	ErrorTemplates []string         // of Steps' failures, each once
 }
 
 func (s *Server) handleTasks(w http.ResponseWriter, r *http.Request) {
@@ -114,6 +116,12 @@ func (s *Server) handleTasks(w http.ResponseWriter, r *http.Request) {
 		if i < maxTimeline {
 			if full, err := s.Daemon.Task(r.Context(), t.ID); err == nil {
 				out[i].Steps = full.Steps
+				for _, st := range full.Steps {
+					out[i].Redactions += st.Redactions
+					if st.ErrorTemplate != "" && !slices.Contains(out[i].ErrorTemplates, st.ErrorTemplate) {
+						out[i].ErrorTemplates = append(out[i].ErrorTemplates, st.ErrorTemplate)
+					}
+				}
 			}
 		}
 	}

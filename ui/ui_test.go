@@ -73,7 +73,8 @@ func TestGuards(t *testing.T) {
 		t.Fatalf("token URL: status %d, cookie %q, location %q", resp.StatusCode, resp.Header.Get("Set-Cookie"), resp.Header.Get("Location"))
 	}
 	resp, body := do(t, "GET", base+"/tasks", map[string]string{"Cookie": cookie}, nil)
-	if resp.StatusCode != 200 || !strings.Contains(body, "task-1") {
+	if resp.StatusCode != 200 || !strings.Contains(body, "task-1") || !strings.Contains(body, "2 redactions") ||
+		!strings.Contains(body, `class="dot tag-failure"`) {
 		t.Fatalf("tasks: status %d, body %s", resp.StatusCode, body)
 	}
 	resp, body = do(t, "GET", base+"/tasks/task-1", map[string]string{TokenHeader: token}, nil)
