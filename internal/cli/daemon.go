@@ -40,7 +40,12 @@ func runDaemon(ctx context.Context, g *globals, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *metricsListen != "" && !*metricsRemote {
+	// A refused address on the command line stops here; one from the
+	// configuration is logged by the daemon, which runs on without it (a
+	// sidecar starts it with no flags).
+	flagSet := false
+	fs.Visit(func(f *flag.Flag) { flagSet = flagSet || f.Name == "metrics-listen" })
+	if flagSet && *metricsListen != "" && !*metricsRemote {
 		if host, _, err := net.SplitHostPort(*metricsListen); err != nil || !daemon.IsLoopbackHost(host) {
 			return fmt.Errorf("%w: refusing to serve metrics on %s, which is not a loopback address, without --metrics-allow-remote", errUsage, *metricsListen)
 		}

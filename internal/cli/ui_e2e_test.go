@@ -189,7 +189,8 @@ func TestMetricsAndUI(t *testing.T) {
 }
 
 // TestMetricsListenLoopbackOnly: the daemon refuses to serve metrics off
-// loopback unless told to (exit 2, before it starts).
+// loopback unless told to: on the command line it exits 2 before it
+// starts; from the configuration it logs the refusal and runs on.
 func TestMetricsListenLoopbackOnly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the hindsight binary")
@@ -198,6 +199,20 @@ func TestMetricsListenLoopbackOnly(t *testing.T) {
 	_, stderr, code := runHindsight(t, home, home, "daemon", "--metrics-listen", "0.0.0.0:9464")
 	if code != 2 || !strings.Contains(stderr, "not a loopback address") {
 		t.Errorf("exit %d, stderr %q; want 2 and a refusal", code, stderr)
+	}
+
+	// From the configuration (a daemon a sidecar starts has no flags): the
+	// daemon logs the refusal and serves on.
+	home = shortHome(t)
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("daemon:\n  metrics_listen: 0.0.0.0:9464\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if u := hsOut(t, home, "ui", "--no-open"); !strings.HasPrefix(u, "http://127.0.0.1:") {
+		t.Errorf("hindsight ui printed %q", u)
+	}
+	log, _ := os.ReadFile(filepath.Join(home, "logs", "daemon.log"))
+	if !strings.Contains(string(log), "no metrics over TCP") || !strings.Contains(string(log), "not a loopback address") {
+		t.Errorf("the daemon's log does not say it refused the address:\n%s", log)
 	}
 }
 
