@@ -2,11 +2,15 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/daemon"
 )
 
 // noRedirect is a client that shows redirects instead of following them.
@@ -111,5 +115,59 @@ func TestGuards(t *testing.T) {
 	}
 	if e, _ := client.Experience(context.Background(), "", lessonID); !e.Deleted {
 		t.Fatal("forget did not forget the lesson")
+	}
+}
+
+// TestActions: an edit of a stale version is refused with a message, an
+// edit stores the next version with origin manual, restore undoes forget,
+// purge erases; a UI address off loopback is refused.
+func TestActions(t *testing.T) {
+	client := startDaemon(t)
+	ctx := context.Background()
+	raw, err := client.UI(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(raw)
+	token := u.Query().Get("token")
+	base := "http://" + u.Host
+	hdr := map[string]string{"Cookie": cookieName(u.Host) + "=" + token, "Origin": base}
+	post := func(action string, form url.Values) *http.Response {
+		t.Helper()
+		form.Set("token", token)
+		resp, _ := do(t, "POST", base+"/experiences/"+lessonID+"/"+action, hdr, form)
+		return resp
+	}
+
+	resp := post("edit", url.Values{"version": {"7"}, "lesson": {"stale"}})
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.Contains(loc, "version+conflict") {
+		t.Errorf("stale edit: status %d, location %q", resp.StatusCode, loc)
+	}
+	resp = post("edit", url.Values{"version": {"1"}, "lesson": {"  New lesson.  "}, "confidence": {"0.5"}})
+	e, err := client.Experience(ctx, "", lessonID)
+	if err != nil || e.Version != 2 || e.Origin != "manual" || e.Lesson != "New lesson." || e.Confidence != 0.5 ||
+		e.Situation != "the payment gateway timed out" {
+		t.Fatalf("after edit (status %d): %+v, %v", resp.StatusCode, e, err)
+	}
+	if resp := post("edit", url.Values{"version": {"2"}, "lesson": {" "}}); !strings.Contains(resp.Header.Get("Location"), "needs+a+lesson") {
+		t.Errorf("an empty lesson: location %q", resp.Header.Get("Location"))
+	}
+	post("forget", url.Values{})
+	post("restore", url.Values{})
+	if e, _ := client.Experience(ctx, "", lessonID); e.Deleted {
+		t.Error("restore did not restore")
+	}
+	if resp := post("purge", url.Values{}); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("purge: status %d", resp.StatusCode)
+	}
+	if _, err := client.Experience(ctx, "", lessonID); !errors.Is(err, hindsight.ErrNotFound) {
+		t.Errorf("after purge: %v, want not found", err)
+	}
+	if resp, _ := do(t, "GET", base+"/experiences/"+lessonID, hdr, nil); resp.StatusCode != 404 {
+		t.Errorf("the purged experience's page: status %d, want 404", resp.StatusCode)
+	}
+
+	if _, err := (&Launcher{Addr: "0.0.0.0:0", Daemon: client}).URL(ctx); !errors.Is(err, daemon.ErrNotLoopback) {
+		t.Errorf("ui.listen 0.0.0.0: %v, want refused", err)
 	}
 }
