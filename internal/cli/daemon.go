@@ -46,7 +46,7 @@ func runDaemon(ctx context.Context, g *globals, args []string) error {
 	flagSet := false
 	fs.Visit(func(f *flag.Flag) { flagSet = flagSet || f.Name == "metrics-listen" })
 	if flagSet && *metricsListen != "" && !*metricsRemote {
-		if host, _, err := net.SplitHostPort(*metricsListen); err != nil || !daemon.IsLoopbackHost(host) {
+		if host, _, err := net.SplitHostPort(*metricsListen); err != nil || (host != "" && !daemon.IsLoopbackHost(host)) { // no host: 127.0.0.1 (daemon.ListenTCP)
 			return fmt.Errorf("%w: refusing to serve metrics on %s, which is not a loopback address, without --metrics-allow-remote", errUsage, *metricsListen)
 		}
 	}
