@@ -88,6 +88,49 @@ func (c *Client) Edit(ctx context.Context, id string, req EditRequest) (*hindsig
 	return &e, nil
 }
 
+// PinRequest is the body of POST /v1/experiences/{id}/pin.
+type PinRequest struct {
+	Namespace string `json:"namespace,omitempty"`
+	Pinned    bool   `json:"pinned"`
+}
+
+// handlePin pins or unpins an experience (hindsight.Experience.Pinned).
+func (s *Server) handlePin(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var req PinRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	e, err := s.find(r.Context(), st, req.Namespace, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if e.Pinned != req.Pinned {
+		e.Pinned = req.Pinned
+		if err := st.Put(r.Context(), e); err != nil {
+			s.fail(w, r, fmt.Errorf("put experience: %w", err))
+			return
+		}
+		s.Logger.Info("experience changed", "id", e.ID, "namespace", e.Namespace, "pinned", e.Pinned)
+	}
+	writeJSON(w, http.StatusOK, e)
+}
+
+// Pin pins (or unpins) an experience and returns it.
+func (c *Client) Pin(ctx context.Context, namespace, id string, pinned bool) (*hindsight.Experience, error) {
+	var e hindsight.Experience
+	if err := c.call(ctx, http.MethodPost, "/experiences/"+url.PathEscape(id)+"/pin", nil, PinRequest{Namespace: namespace, Pinned: pinned}, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
 // UIInfo is the answer to POST /v1/ui: where the web UI listens, with the
 // token of this start in URL.
 type UIInfo struct {

@@ -49,3 +49,55 @@ func TestEditAndUI(t *testing.T) {
 		t.Errorf("UI: %q, %v", u, err)
 	}
 }
+
+// TestPin: a pinned experience comes first in a search with include_pinned
+// for its server, beyond k and whatever its rank; a forgotten one does not.
+func TestPin(t *testing.T) {
+	ctx := context.Background()
+	st := openEmbedded(t)
+	for _, e := range []hindsight.Experience{
+		{ID: "top", Server: "fs", Lesson: "List the directory before reading a file.", Confidence: 0.9, EvidenceCount: 5},
+		{ID: "low", Server: "fs", Lesson: "Quote paths with spaces.", Confidence: 0.2},
+		{ID: "gone", Server: "fs", Lesson: "Old advice.", Confidence: 0.2, Pinned: true, Deleted: true},
+		{ID: "other", Server: "web", Lesson: "Another server's.", Confidence: 0.2, Pinned: true},
+	} {
+		if err := st.Put(ctx, &e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := startServer(t, &Server{Store: st, Tick: time.Hour})
+	ids := func(q hindsight.Query) []string {
+		t.Helper()
+		res, err := c.Search(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range res {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	q := hindsight.Query{Server: "fs", K: 1, NoHit: true, IncludePinned: true}
+	if got := ids(q); len(got) != 1 || got[0] != "top" {
+		t.Fatalf("before pinning: %v", got)
+	}
+	e, err := c.Pin(ctx, "", "low", true)
+	if err != nil || !e.Pinned || e.Version != 2 {
+		t.Fatalf("pin: %+v, %v", e, err)
+	}
+	if got := ids(q); len(got) != 2 || got[0] != "low" || got[1] != "top" {
+		t.Errorf("pinned: %v, want low first, then top", got)
+	}
+	q.IncludePinned = false
+	if got := ids(q); len(got) != 1 || got[0] != "top" {
+		t.Errorf("without include_pinned: %v", got)
+	}
+	if e, err := c.Pin(ctx, "", "low", false); err != nil || e.Pinned {
+		t.Fatalf("unpin: %+v, %v", e, err)
+	}
+	q.IncludePinned = true
+	if got := ids(q); len(got) != 1 || got[0] != "top" {
+		t.Errorf("unpinned: %v", got)
+	}
+}

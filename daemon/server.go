@@ -168,6 +168,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/experiences/{id}/forget", s.handleForget)
 	m.HandleFunc("POST /v1/experiences/{id}/restore", s.handleRestore)
 	m.HandleFunc("POST /v1/experiences/{id}/edit", s.handleEdit)
+	m.HandleFunc("POST /v1/experiences/{id}/pin", s.handlePin)
 	m.HandleFunc("POST /v1/ui", s.handleUI)
 	m.HandleFunc("POST /v1/sidecars/report", s.handleSidecarReport)
 	m.HandleFunc("POST /v1/reflect", s.handleReflect)

@@ -352,6 +352,14 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 	back(w, r, e, r.PathValue("id"), err)
 }
 
+func (s *Server) handlePin(w http.ResponseWriter, r *http.Request) {
+	e, err := s.Daemon.Pin(r.Context(), r.PostFormValue("ns"), r.PathValue("id"), r.PostFormValue("pinned") == "1")
+	if err != nil {
+		err = fmt.Errorf("pin experience: %w", err)
+	}
+	back(w, r, e, r.PathValue("id"), err)
+}
+
 func (s *Server) handlePurge(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if _, err := s.Daemon.PurgeExperiences(r.Context(), r.PostFormValue("ns"), []string{id}); err != nil {

@@ -1,6 +1,6 @@
 // Package ui is Hindsight's web UI: server-rendered pages over the
 // daemon's API (tasks on a timeline with their steps, experiences to
-// search, edit, forget, restore and purge). The daemon serves it on a
+// search, edit, pin, forget, restore and purge). The daemon serves it on a
 // loopback TCP port; `hindsight ui` starts or finds it.
 //
 // Every request needs the token of this start: the URL the daemon hands
@@ -74,6 +74,7 @@ func (s *Server) init() {
 		m.HandleFunc("POST /experiences/{id}/forget", s.handleForget)
 		m.HandleFunc("POST /experiences/{id}/restore", s.handleRestore)
 		m.HandleFunc("POST /experiences/{id}/purge", s.handlePurge)
+		m.HandleFunc("POST /experiences/{id}/pin", s.handlePin)
 		s.mux = m
 	})
 }

@@ -119,7 +119,8 @@ func TestGuards(t *testing.T) {
 }
 
 // TestActions: an edit of a stale version is refused with a message, an
-// edit stores the next version with origin manual, restore undoes forget,
+// edit stores the next version with origin manual, pin and unpin, restore
+// undoes forget,
 // purge erases; a UI address off loopback is refused.
 func TestActions(t *testing.T) {
 	client := startDaemon(t)
@@ -151,6 +152,17 @@ func TestActions(t *testing.T) {
 	}
 	if resp := post("edit", url.Values{"version": {"2"}, "lesson": {" "}}); !strings.Contains(resp.Header.Get("Location"), "needs+a+lesson") {
 		t.Errorf("an empty lesson: location %q", resp.Header.Get("Location"))
+	}
+	post("pin", url.Values{"pinned": {"1"}})
+	if e, _ := client.Experience(ctx, "", lessonID); !e.Pinned {
+		t.Error("pin did not pin")
+	}
+	if _, body := do(t, "GET", base+"/experiences/"+lessonID, hdr, nil); !strings.Contains(body, `class="pinned"`) || !strings.Contains(body, "Unpin") {
+		t.Error("the page does not show the lesson pinned")
+	}
+	post("pin", url.Values{"pinned": {"0"}})
+	if e, _ := client.Experience(ctx, "", lessonID); e.Pinned {
+		t.Error("unpin did not unpin")
 	}
 	post("forget", url.Values{})
 	post("restore", url.Values{})
