@@ -33,7 +33,7 @@ var commands = map[string]command{
 	"ui":          {"open the web UI (tasks, steps, experiences): ui [--no-open]", runUI},
 	"status":      {"daemon health, outbox depths, reflection queue, store sizes", runStatus},
 	"traces":      {"traces list | show TASK | export | import FILE", runTraces},
-	"experiences": {"experiences list | search QUERY | forget ID | restore ID | import FILE | export", runExperiences},
+	"experiences": {"experiences list | search QUERY | forget ID | restore ID | pin ID | unpin ID | import FILE | export", runExperiences},
 	"replay":      {"answer or check a server from recorded steps: replay serve | verify (--task ID | --file FILE)", runReplay},
 	"reflect":     {"run reflection now: reflect [--pending] [--task ID]", runReflect},
 	"eval":        {"learn from half of recorded tasks, replay the other half's failures: eval [--json] FILE|DIR", runEval},

@@ -252,3 +252,26 @@ func grepLines(text, sub string) string {
 	}
 	return strings.Join(keep, "\n")
 }
+
+// TestPinCommand: `experiences pin` and `unpin` through the real binary.
+func TestPinCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the hindsight binary")
+	}
+	home := shortHome(t)
+	pack := filepath.Join(home, "pack.jsonl")
+	line := `{"id":"p1","server":"fs","tool":"read_file","situation":"reading a missing file","lesson":"List the directory first.","confidence":0.3}` + "\n"
+	if err := os.WriteFile(pack, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hsOut(t, home, "experiences", "import", pack)
+	var e struct {
+		Pinned bool `json:"pinned"`
+	}
+	if err := json.Unmarshal([]byte(hsOut(t, home, "experiences", "pin", "p1", "--json")), &e); err != nil || !e.Pinned {
+		t.Fatalf("pin: %+v, %v", e, err)
+	}
+	if out := hsOut(t, home, "experiences", "unpin", "p1"); out != "experience p1 unpinned\n" {
+		t.Errorf("unpin printed %q", out)
+	}
+}
