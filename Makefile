@@ -6,7 +6,7 @@ WEAVIATE  ?= $(CACHE)/bin/weaviate-server
 WEAVIATE_VERSION := v1.39.3
 NPM_DIR   := internal/testdeps/npm
 
-.PHONY: all build demo test test-short deps npm-deps weaviate vet fmt bench fuzz clean
+.PHONY: all build demo test test-short deps npm-deps weaviate chromium vet fmt bench fuzz clean
 
 all: build
 
@@ -18,13 +18,23 @@ demo: build
 	./bin/hindsight demo
 
 ## deps: everything the test suite needs that is not Go code: the MCP
-## servers from npm and a real Weaviate server built from the Go module proxy.
-deps: npm-deps weaviate
+## servers from npm, a real Weaviate server built from the Go module proxy,
+## and Chromium for the web UI's browser test (installed with apt-get when
+## missing and running as root; else that test skips).
+deps: npm-deps weaviate chromium
 
 npm-deps: $(NPM_DIR)/node_modules/.package-lock.json
 
 $(NPM_DIR)/node_modules/.package-lock.json: $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
 	cd $(NPM_DIR) && npm ci --no-audit --no-fund
+
+chromium:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update && apt-get install -y chromium; \
+	else \
+		echo "chromium not found: the web UI's browser test will skip (apt-get install chromium)"; \
+	fi
 
 weaviate: $(WEAVIATE)
 

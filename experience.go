@@ -32,6 +32,10 @@ type Query struct {
 	IncludeCold       bool   `json:"include_cold,omitempty"`       // also search experiences out of the hot index
 	Explain           bool   `json:"explain,omitempty"`            // fill ScoredExperience.Explain
 	NoHit             bool   `json:"no_hit,omitempty"`             // do not count this query as a hit
+	// IncludePinned, with Server, puts the server's pinned experiences
+	// (active ones) first, beyond K, whatever their rank. The daemon's
+	// search answers it; the stores ignore it.
+	IncludePinned bool `json:"include_pinned,omitempty"`
 }
 
 // ScoredExperience is one search result.

@@ -167,6 +167,11 @@ type Experience struct {
 	// for display only: an import starts with no evidence of its own
 	// (EvidenceCount 0) until local tasks confirm the lesson.
 	ImportedEvidence int `json:"imported_evidence,omitempty"`
+
+	// Pinned lessons are offered to the instruction injection of their
+	// server whatever their rank and confidence (a person pinned them in
+	// the web UI); a forgotten or superseded one is not.
+	Pinned bool `json:"pinned,omitempty"`
 }
 
 // MaxEvidenceTasks bounds Experience.EvidenceTasks.

@@ -144,6 +144,7 @@ type Recorder struct {
 	progress   chan struct{}    // closed and replaced after each commit
 
 	commitDelay prometheus.Histogram // exchange end → handed to the outbox
+	calls       callCounters         // recorded steps by tool, failures by code (Calls)
 	batch       []hindsight.Step     // the committer's, reused
 
 	accepted  atomic.Int64 // exchanges queued by Hook
@@ -520,6 +521,7 @@ func (r *Recorder) commit() {
 
 		for i := range batch {
 			r.tagger.Tag(&batch[i])
+			r.calls.observe(&batch[i])
 			r.c.redactions.Add(int64(batch[i].Redactions))
 			if len(batch[i].Truncated) > 0 {
 				r.c.truncated.Add(1)

@@ -32,10 +32,15 @@ import (
 //	GET  /v1/experiences/rejected?limit= → []Rejection (lessons reflection refused, newest first)
 //	                                     []hindsight.Experience
 //	POST /v1/experiences/search          SearchRequest (a hindsight.Query, with origin and
-//	                                     source_agent filters) → []hindsight.ScoredExperience
+//	                                     source_agent filters; include_pinned puts the server's
+//	                                     pinned ones first) → []hindsight.ScoredExperience
 //	GET  /v1/experiences/{id}?namespace= hindsight.Experience
 //	POST /v1/experiences/{id}/forget     hindsight.Experience (soft-deleted)
 //	POST /v1/experiences/{id}/restore    hindsight.Experience
+//	POST /v1/experiences/{id}/edit       EditRequest → hindsight.Experience (next version, origin "manual")
+//	POST /v1/experiences/{id}/pin        PinRequest → hindsight.Experience
+//	POST /v1/ui                          → UIInfo (starts the web UI unless it runs)
+//	POST /v1/sidecars/report             SidecarReport (a sidecar's counters, served at GET /metrics)
 //	POST /v1/experiences/import?namespace=&pack=&trust=1
 //	                                     experiences, JSON Lines → ImportResult
 //	                                     (cleaned, see CleanImport; 400 lists bad lines)

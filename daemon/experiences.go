@@ -121,6 +121,12 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("search experiences: %w", err))
 		return
 	}
+	if q.IncludePinned && q.Server != "" {
+		if res, err = s.withPinned(r.Context(), st, q, res); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	if !req.Provenance.Empty() {
 		kept := res[:0]
 		for i := range res {
@@ -143,6 +149,40 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		res = []hindsight.ScoredExperience{}
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// withPinned puts q.Server's active pinned experiences first in res (see
+// hindsight.Query.IncludePinned): those res holds keep their score, the
+// others come with none.
+func (s *Server) withPinned(ctx context.Context, st hindsight.ExperienceStore, q hindsight.Query, res []hindsight.ScoredExperience) ([]hindsight.ScoredExperience, error) {
+	list, err := st.List(ctx, hindsight.ListOptions{Namespace: q.Namespace, Server: q.Server})
+	if err != nil {
+		return nil, fmt.Errorf("list pinned experiences: %w", err)
+	}
+	var pinned []hindsight.ScoredExperience
+	ids := map[string]bool{}
+	for _, e := range list {
+		if e.Pinned && !e.Deleted && e.SupersededBy == "" && (q.Tool == "" || e.Tool == q.Tool) {
+			pinned = append(pinned, hindsight.ScoredExperience{Experience: e})
+			ids[e.ID] = true
+		}
+	}
+	if len(pinned) == 0 {
+		return res, nil
+	}
+	rest := make([]hindsight.ScoredExperience, 0, len(res))
+	for _, e := range res {
+		if ids[e.ID] {
+			for i := range pinned {
+				if pinned[i].ID == e.ID {
+					pinned[i] = e
+				}
+			}
+			continue
+		}
+		rest = append(rest, e)
+	}
+	return append(pinned, rest...), nil
 }
 
 // find returns the experience id: in the namespace asked for, else in the

@@ -62,11 +62,16 @@ type Server struct {
 	// a registry of its own.
 	Registry *prometheus.Registry
 
+	// UI, when set, starts the web UI unless it runs and returns its URL
+	// (POST /v1/ui); nil: the daemon serves no UI (503).
+	UI func(ctx context.Context) (string, error)
+
 	startOnce sync.Once
 	started   time.Time
 	mux       *http.ServeMux
 	kick      chan struct{}
 	m         metrics
+	sidecars  *sidecarMetrics
 	episodeMu sync.Mutex // serializes episodes that take the next index
 }
 
@@ -101,7 +106,8 @@ func (s *Server) initMetrics() {
 			}
 			return 0
 		})
-	for _, col := range []prometheus.Collector{s.m.ingested, s.m.duplicates, s.m.batches, s.m.rejected, s.m.final, s.m.enqueueFailures, diskRefused, diskLow} {
+	s.sidecars = newSidecarMetrics()
+	for _, col := range []prometheus.Collector{s.sidecars, s.m.ingested, s.m.duplicates, s.m.batches, s.m.rejected, s.m.final, s.m.enqueueFailures, diskRefused, diskLow} {
 		if err := s.Registry.Register(col); err != nil {
 			s.Logger.Warn("register daemon metric", "err", err)
 		}
@@ -162,6 +168,10 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/experiences/{id}", s.handleExperience)
 	m.HandleFunc("POST /v1/experiences/{id}/forget", s.handleForget)
 	m.HandleFunc("POST /v1/experiences/{id}/restore", s.handleRestore)
+	m.HandleFunc("POST /v1/experiences/{id}/edit", s.handleEdit)
+	m.HandleFunc("POST /v1/experiences/{id}/pin", s.handlePin)
+	m.HandleFunc("POST /v1/ui", s.handleUI)
+	m.HandleFunc("POST /v1/sidecars/report", s.handleSidecarReport)
 	m.HandleFunc("POST /v1/reflect", s.handleReflect)
 	m.HandleFunc("POST /v1/reflect/replay", s.handleReflectReplay)
 	m.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))

@@ -81,11 +81,14 @@ func (in *Injector) instructionsBlock(sep string, lessons []hindsight.ScoredExpe
 	perLesson := in.lineCap()
 	var blocks []block
 	seen := map[string]bool{}
+	ranked := 0
 	for i := range lessons {
-		if len(blocks) == orDefault(in.MaxInstructionLessons, DefaultMaxInstructionLessons) {
-			break
-		}
-		if lessons[i].Confidence < orDefault(in.MinConfidence, DefaultMinConfidence) {
+		// A pinned lesson is offered whatever its confidence, beside the
+		// MaxInstructionLessons ranked ones (the token budget still
+		// bounds them all).
+		pinned := lessons[i].Pinned && !lessons[i].Deleted
+		if !pinned && (ranked == orDefault(in.MaxInstructionLessons, DefaultMaxInstructionLessons) ||
+			lessons[i].Confidence < orDefault(in.MinConfidence, DefaultMinConfidence)) {
 			continue
 		}
 		bl := lessonLine(&lessons[i], true, perLesson)
@@ -94,6 +97,9 @@ func (in *Injector) instructionsBlock(sep string, lessons []hindsight.ScoredExpe
 		}
 		seen[bl.text] = true
 		blocks = append(blocks, bl)
+		if !pinned {
+			ranked++
+		}
 	}
 	footer := ""
 	if pointer != "" {

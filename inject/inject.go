@@ -341,6 +341,9 @@ func (in *Injector) fetchLessons(server string, f, prev *lessonsFetch) {
 		Server:    server,
 		K:         2 * n,
 		NoHit:     true,
+		// Pinned lessons first, whatever their rank (see
+		// instructionsBlock).
+		IncludePinned: true,
 	})
 	f.list, f.err, f.at = list, err, time.Now()
 	if err != nil {

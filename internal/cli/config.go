@@ -57,7 +57,18 @@ type Config struct {
 	} `yaml:"outbox"`
 	Daemon struct {
 		IdleGap time.Duration `yaml:"idle_gap"` // a task ends after this much quiet
+		// MetricsListen serves the daemon's metrics (GET /metrics) over
+		// TCP at this address too, e.g. 127.0.0.1:9464 ("": the socket
+		// only); --metrics-listen overrides it. An address off loopback
+		// is refused unless MetricsAllowRemote is set.
+		MetricsListen      string `yaml:"metrics_listen"`
+		MetricsAllowRemote bool   `yaml:"metrics_allow_remote"`
 	} `yaml:"daemon"`
+	UI struct {
+		// Listen is the web UI's loopback address (default 127.0.0.1 on
+		// a free port, chosen when `hindsight ui` first starts it).
+		Listen string `yaml:"listen"`
+	} `yaml:"ui"`
 	Store struct {
 		Backend  string `yaml:"backend"` // "embedded" (default) or "weaviate"
 		Weaviate struct {

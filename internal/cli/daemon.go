@@ -23,6 +23,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/internal/erase"
 	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
+	"github.com/hindsight-proxy/hindsight/ui"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -30,10 +31,26 @@ import (
 // runDaemon runs the daemon in the foreground until SIGINT or SIGTERM.
 func runDaemon(ctx context.Context, g *globals, args []string) error {
 	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprintln(fs.Output(), "usage: hindsight daemon") }
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: hindsight daemon [--metrics-listen ADDR [--metrics-allow-remote]]")
+		fs.PrintDefaults()
+	}
+	metricsListen := fs.String("metrics-listen", g.config.Daemon.MetricsListen, "also serve GET /metrics over TCP at this loopback address, e.g. 127.0.0.1:9464 (config daemon.metrics_listen)")
+	metricsRemote := fs.Bool("metrics-allow-remote", g.config.Daemon.MetricsAllowRemote, "allow --metrics-listen off loopback (the metrics need no token)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// A refused address on the command line stops here; one from the
+	// configuration is logged by the daemon, which runs on without it (a
+	// sidecar starts it with no flags).
+	flagSet := false
+	fs.Visit(func(f *flag.Flag) { flagSet = flagSet || f.Name == "metrics-listen" })
+	if flagSet && *metricsListen != "" && !*metricsRemote {
+		if host, _, err := net.SplitHostPort(*metricsListen); err != nil || (host != "" && !daemon.IsLoopbackHost(host)) { // no host: 127.0.0.1 (daemon.ListenTCP)
+			return fmt.Errorf("%w: refusing to serve metrics on %s, which is not a loopback address, without --metrics-allow-remote", errUsage, *metricsListen)
+		}
+	}
+	g.config.Daemon.MetricsListen, g.config.Daemon.MetricsAllowRemote = *metricsListen, *metricsRemote
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: daemon takes no arguments", errUsage)
 	}
@@ -173,6 +190,12 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 	// (the home was deleted) or another daemon's replaces it, it stops.
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
+	// The web UI starts on the first POST /v1/ui (`hindsight ui`) and
+	// stops with the daemon.
+	srv.UI = (&ui.Launcher{Addr: g.config.UI.Listen, Daemon: daemon.NewClient(g.home.Socket()), Logger: logger, Ctx: ctx}).URL
+	if addr := g.config.Daemon.MetricsListen; addr != "" {
+		serveMetricsTCP(ctx, addr, g.config.Daemon.MetricsAllowRemote, reg, logger)
+	}
 	go func() {
 		if err := daemon.WatchSocket(ctx, ln, 0); err != nil {
 			logger.Warn("stopping: the daemon's home is gone", "err", err)
@@ -186,6 +209,23 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 	err = srv.Serve(ctx, ln)
 	logger.Info("daemon stopping", "reason", context.Cause(ctx))
 	return err
+}
+
+// serveMetricsTCP serves reg at GET /metrics on addr until ctx is done. A
+// refused or busy address is logged, not fatal: the daemon still serves
+// its sidecars.
+func serveMetricsTCP(ctx context.Context, addr string, allowRemote bool, reg *prometheus.Registry, logger *slog.Logger) {
+	mln, err := daemon.ListenTCP(addr, allowRemote)
+	if err != nil {
+		logger.Error("no metrics over TCP", "err", err)
+		return
+	}
+	logger.Info("metrics over TCP", "addr", mln.Addr().String())
+	go func() {
+		if err := daemon.ServeMetrics(ctx, mln, reg, logger); err != nil {
+			logger.Error("metrics over TCP stopped", "err", err)
+		}
+	}()
 }
 
 // namedCloser is something the daemon closes when it stops.

@@ -14,10 +14,10 @@ import (
 )
 
 // runExperiences is `hindsight experiences list | search QUERY | forget ID |
-// restore ID | import FILE | export`.
+// restore ID | pin ID | unpin ID | import FILE | export`.
 func runExperiences(ctx context.Context, g *globals, args []string) error {
 	if len(args) == 0 {
-		return usageErr("experiences list | search QUERY | forget ID | restore ID | purge ID… | import FILE | export | rejected")
+		return usageErr("experiences list | search QUERY | forget ID | restore ID | pin ID | unpin ID | purge ID… | import FILE | export | rejected")
 	}
 	switch args[0] {
 	case "list":
@@ -28,6 +28,10 @@ func runExperiences(ctx context.Context, g *globals, args []string) error {
 		return experiencesForget(ctx, g, args[1:], true)
 	case "restore":
 		return experiencesForget(ctx, g, args[1:], false)
+	case "pin":
+		return experiencesPin(ctx, g, args[1:], true)
+	case "unpin":
+		return experiencesPin(ctx, g, args[1:], false)
 	case "purge":
 		return experiencesPurge(ctx, g, args[1:])
 	case "import":
@@ -174,6 +178,39 @@ func rank(r int) string {
 		return "-"
 	}
 	return strconv.Itoa(r)
+}
+
+// experiencesPin pins or unpins an experience: a pinned lesson is offered
+// in its server's instructions whatever its rank.
+func experiencesPin(ctx context.Context, g *globals, args []string, pin bool) error {
+	verb := "unpin"
+	if pin {
+		verb = "pin"
+	}
+	fs := newFlags("experiences "+verb, "experiences "+verb+" ID [--namespace NS] [--json]")
+	asJSON := fs.Bool("json", false, "print the experience as JSON")
+	ns := fs.String("namespace", "", "namespace of the experience (default: the configured one, then any)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageErr("experiences %s takes one experience id", verb)
+	}
+	c, err := connect(ctx, g)
+	if err != nil {
+		return err
+	}
+	e, err := c.Pin(ctx, *ns, pos[0], pin)
+	if err != nil {
+		return notFound(err, "experience "+pos[0])
+	}
+	if *asJSON {
+		return printJSON(stdout, e)
+	}
+	fmt.Fprintf(stdout, "experience %s %sned\n", e.ID, verb)
+	return nil
 }
 
 func experiencesForget(ctx context.Context, g *globals, args []string, forget bool) error {

@@ -334,6 +334,29 @@ func (s *sidecar) startCapture(g *globals, name string, logger *slog.Logger) (*c
 	return rec, nil
 }
 
+// postCounters reports capture's counters to the daemon, which serves
+// their sums at GET /metrics (see daemon.SidecarReport); a daemon that
+// does not answer in reportTimeout misses this report, not the next.
+func (s *sidecar) postCounters(name string, st capture.Stats) {
+	if s.client == nil {
+		return
+	}
+	calls, failures := s.recorder.Calls()
+	rep := daemon.SidecarReport{Source: s.recorder.Source(), Server: name, PID: os.Getpid(),
+		Steps: st.Captured, Spilled: st.Spilled, Dropped: st.Dropped, Redactions: st.Redactions, Failures: failures}
+	for _, c := range calls {
+		rep.Calls = append(rep.Calls, daemon.CallStat(c))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+	defer cancel()
+	if err := s.client.ReportSidecar(ctx, rep); err != nil {
+		s.logger.Debug("report counters to the daemon", "err", err)
+	}
+}
+
+// reportTimeout bounds one report of counters to the daemon.
+const reportTimeout = time.Second
+
 // statsInterval spaces the sidecar's reports of its outbox.
 const statsInterval = 2 * time.Second
 
@@ -359,6 +382,7 @@ func (s *sidecar) reportStats(g *globals, name string) func() {
 			}
 		}
 		_ = daemon.WriteOutboxStats(dir, out)
+		s.postCounters(name, st)
 	}
 	go func() {
 		defer close(done)

@@ -1,0 +1,105 @@
+package capture
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// CallLatencyBuckets are the upper bounds, in seconds, of the latency
+// histogram in CallStat.
+var CallLatencyBuckets = prometheus.DefBuckets
+
+// maxCallKeys bounds the tools counted apart; past it they count as
+// otherTool.
+const (
+	maxCallKeys = 512
+	otherTool   = "(other)"
+)
+
+// CallStat counts the recorded steps of one tool (or, for a step that is
+// no tool call, its method).
+type CallStat struct {
+	Tool       string  `json:"tool"`
+	Count      uint64  `json:"count"`
+	Failures   uint64  `json:"failures"`
+	LatencySum float64 `json:"latency_sum_seconds"`
+	// LatencyBuckets are cumulative counts, one per CallLatencyBuckets
+	// bound.
+	LatencyBuckets []uint64 `json:"latency_buckets"`
+}
+
+// callCounters count recorded steps by tool and failures by error code.
+type callCounters struct {
+	mu       sync.Mutex
+	calls    map[string]*CallStat
+	failures map[string]uint64
+}
+
+// observe counts the step s.
+func (c *callCounters) observe(s *hindsight.Step) {
+	tool := s.Tool
+	if tool == "" {
+		tool = s.Method
+	}
+	secs := s.LatencyMS / 1000
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.calls == nil {
+		c.calls, c.failures = map[string]*CallStat{}, map[string]uint64{}
+	}
+	st := c.calls[tool]
+	if st == nil {
+		if len(c.calls) >= maxCallKeys {
+			tool = otherTool
+			st = c.calls[tool]
+		}
+		if st == nil {
+			st = &CallStat{Tool: tool, LatencyBuckets: make([]uint64, len(CallLatencyBuckets))}
+			c.calls[tool] = st
+		}
+	}
+	st.Count++
+	st.LatencySum += secs
+	for i, b := range CallLatencyBuckets {
+		if secs <= b {
+			st.LatencyBuckets[i]++
+		}
+	}
+	if s.Failed() {
+		st.Failures++
+		code := s.ErrorCode
+		if code == "" {
+			code = string(s.CausalTag)
+		}
+		if len(c.failures) < maxCallKeys || c.failures[code] > 0 {
+			c.failures[code]++
+		} else {
+			c.failures[otherTool]++
+		}
+	}
+}
+
+// snapshot copies the counters: calls sorted by tool, failures by code.
+func (c *callCounters) snapshot() ([]CallStat, map[string]uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	calls := make([]CallStat, 0, len(c.calls))
+	for _, st := range c.calls {
+		cp := *st
+		cp.LatencyBuckets = append([]uint64(nil), st.LatencyBuckets...)
+		calls = append(calls, cp)
+	}
+	sort.Slice(calls, func(i, j int) bool { return calls[i].Tool < calls[j].Tool })
+	failures := make(map[string]uint64, len(c.failures))
+	for k, v := range c.failures {
+		failures[k] = v
+	}
+	return calls, failures
+}
+
+// Calls returns the recorded steps counted by tool, and the failed ones by
+// error code (their causal tag when they have none).
+func (r *Recorder) Calls() ([]CallStat, map[string]uint64) { return r.calls.snapshot() }

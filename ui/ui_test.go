@@ -1,0 +1,185 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/daemon"
+)
+
+// noRedirect is a client that shows redirects instead of following them.
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+func do(t *testing.T, method, u string, hdr map[string]string, form url.Values) (*http.Response, string) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, u, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// TestGuards checks the token, the Host check and the CSRF checks, then
+// that the pages render what the daemon holds.
+func TestGuards(t *testing.T) {
+	client := startDaemon(t)
+	raw, err := client.UI(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := client.UI(context.Background())
+	if err != nil || again != raw {
+		t.Fatalf("second start: %q, %v; want the running UI %q", again, err, raw)
+	}
+	u, _ := url.Parse(raw)
+	token := u.Query().Get("token")
+	base := "http://" + u.Host
+	cookie := cookieName(u.Host) + "=" + token
+
+	if resp, _ := do(t, "GET", base+"/tasks", nil, nil); resp.StatusCode != 403 {
+		t.Errorf("no token: status %d, want 403", resp.StatusCode)
+	}
+	if resp, _ := do(t, "GET", base+"/?token=wrong", nil, nil); resp.StatusCode != 403 {
+		t.Errorf("wrong token: status %d, want 403", resp.StatusCode)
+	}
+	if resp, _ := do(t, "GET", base+"/tasks", map[string]string{"Cookie": cookie, "Host": "evil.example:" + u.Port()}, nil); resp.StatusCode != 403 {
+		t.Errorf("rebound host: status %d, want 403", resp.StatusCode)
+	}
+	resp, _ := do(t, "GET", raw, nil, nil)
+	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Set-Cookie"), cookie) ||
+		strings.Contains(resp.Header.Get("Location"), "token") {
+		t.Fatalf("token URL: status %d, cookie %q, location %q", resp.StatusCode, resp.Header.Get("Set-Cookie"), resp.Header.Get("Location"))
+	}
+	resp, body := do(t, "GET", base+"/tasks", map[string]string{"Cookie": cookie}, nil)
+	if resp.StatusCode != 200 || !strings.Contains(body, "task-1") || !strings.Contains(body, "2 redactions") ||
+		!strings.Contains(body, `class="dot tag-failure"`) {
+		t.Fatalf("tasks: status %d, body %s", resp.StatusCode, body)
+	}
+	resp, body = do(t, "GET", base+"/tasks/task-1", map[string]string{TokenHeader: token}, nil)
+	if resp.StatusCode != 200 || !strings.Contains(body, "gateway timed out") || !strings.Contains(body, "2 redactions") ||
+		!strings.Contains(body, lessonID) {
+		t.Fatalf("task: status %d, body %s", resp.StatusCode, body)
+	}
+	resp, body = do(t, "GET", base+"/experiences/"+lessonID, map[string]string{"Cookie": cookie}, nil)
+	if resp.StatusCode != 200 || !strings.Contains(body, "task-1 #2") || !strings.Contains(body, "Earlier versions are not kept") {
+		t.Fatalf("experience: status %d, body %s", resp.StatusCode, body)
+	}
+
+	forget := base + "/experiences/" + lessonID + "/forget"
+	for name, c := range map[string]struct {
+		hdr  map[string]string
+		form url.Values
+	}{
+		"no origin":        {map[string]string{"Cookie": cookie}, url.Values{"token": {token}}},
+		"other origin":     {map[string]string{"Cookie": cookie, "Origin": "http://evil.example"}, url.Values{"token": {token}}},
+		"no form token":    {map[string]string{"Cookie": cookie, "Origin": base}, url.Values{}},
+		"no cookie":        {map[string]string{"Origin": base}, url.Values{"token": {token}}},
+		"wrong form token": {map[string]string{"Cookie": cookie, "Origin": base}, url.Values{"token": {"x"}}},
+	} {
+		if resp, _ := do(t, "POST", forget, c.hdr, c.form); resp.StatusCode != 403 {
+			t.Errorf("forget, %s: status %d, want 403", name, resp.StatusCode)
+		}
+	}
+	if e, _ := client.Experience(context.Background(), "", lessonID); e.Deleted {
+		t.Fatal("a refused forget forgot the lesson")
+	}
+	resp, _ = do(t, "POST", forget, map[string]string{"Cookie": cookie, "Origin": base}, url.Values{"token": {token}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("forget: status %d", resp.StatusCode)
+	}
+	if e, _ := client.Experience(context.Background(), "", lessonID); !e.Deleted {
+		t.Fatal("forget did not forget the lesson")
+	}
+}
+
+// TestActions: an edit of a stale version is refused with a message, an
+// edit stores the next version with origin manual, pin and unpin, restore
+// undoes forget,
+// purge erases; a UI address off loopback is refused.
+func TestActions(t *testing.T) {
+	client := startDaemon(t)
+	ctx := context.Background()
+	raw, err := client.UI(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(raw)
+	token := u.Query().Get("token")
+	base := "http://" + u.Host
+	hdr := map[string]string{"Cookie": cookieName(u.Host) + "=" + token, "Origin": base}
+	post := func(action string, form url.Values) *http.Response {
+		t.Helper()
+		form.Set("token", token)
+		resp, _ := do(t, "POST", base+"/experiences/"+lessonID+"/"+action, hdr, form)
+		return resp
+	}
+
+	resp := post("edit", url.Values{"version": {"7"}, "lesson": {"stale"}})
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.Contains(loc, "version+conflict") {
+		t.Errorf("stale edit: status %d, location %q", resp.StatusCode, loc)
+	}
+	resp = post("edit", url.Values{"version": {"1"}, "lesson": {"  New lesson.  "}, "confidence": {"0.5"}})
+	e, err := client.Experience(ctx, "", lessonID)
+	if err != nil || e.Version != 2 || e.Origin != "manual" || e.Lesson != "New lesson." || e.Confidence != 0.5 ||
+		e.Situation != "the payment gateway timed out" {
+		t.Fatalf("after edit (status %d): %+v, %v", resp.StatusCode, e, err)
+	}
+	if resp := post("edit", url.Values{"version": {"2"}, "lesson": {" "}}); !strings.Contains(resp.Header.Get("Location"), "needs+a+lesson") {
+		t.Errorf("an empty lesson: location %q", resp.Header.Get("Location"))
+	}
+	post("pin", url.Values{"pinned": {"1"}})
+	if e, _ := client.Experience(ctx, "", lessonID); !e.Pinned {
+		t.Error("pin did not pin")
+	}
+	if _, body := do(t, "GET", base+"/experiences/"+lessonID, hdr, nil); !strings.Contains(body, `class="pinned"`) || !strings.Contains(body, "Unpin") {
+		t.Error("the page does not show the lesson pinned")
+	}
+	post("pin", url.Values{"pinned": {"0"}})
+	if e, _ := client.Experience(ctx, "", lessonID); e.Pinned {
+		t.Error("unpin did not unpin")
+	}
+	post("forget", url.Values{})
+	post("restore", url.Values{})
+	if e, _ := client.Experience(ctx, "", lessonID); e.Deleted {
+		t.Error("restore did not restore")
+	}
+	if resp := post("purge", url.Values{}); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("purge: status %d", resp.StatusCode)
+	}
+	if _, err := client.Experience(ctx, "", lessonID); !errors.Is(err, hindsight.ErrNotFound) {
+		t.Errorf("after purge: %v, want not found", err)
+	}
+	if resp, _ := do(t, "GET", base+"/experiences/"+lessonID, hdr, nil); resp.StatusCode != 404 {
+		t.Errorf("the purged experience's page: status %d, want 404", resp.StatusCode)
+	}
+
+	if _, err := (&Launcher{Addr: "0.0.0.0:0", Daemon: client}).URL(ctx); !errors.Is(err, daemon.ErrNotLoopback) {
+		t.Errorf("ui.listen 0.0.0.0: %v, want refused", err)
+	}
+}
