@@ -7,7 +7,8 @@
 //
 //	GOBIN=$HOME/.cache/hindsight/bin go install github.com/weaviate/weaviate/cmd/weaviate-server@v1.39.3
 //
-// (make deps does this). A missing binary fails the test; it never skips.
+// (make deps does this). A missing binary fails a Start; StartCluster (a
+// multi-node cluster, see cluster.go) skips its test with that command.
 package weaviatetest
 
 import (

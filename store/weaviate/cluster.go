@@ -22,9 +22,10 @@ const (
 // errors when Config.RetryFor is zero.
 const DefaultRetryFor = 20 * time.Second
 
-// DefaultSettle is how long Put waits before its second read-back when
-// Config.Settle is zero (see Put).
-const DefaultSettle = 50 * time.Millisecond
+// DefaultTimeout bounds one request when Config.Timeout is zero: a node that
+// hangs (killed without its peers knowing yet, or electing a leader) costs
+// one try, not the operation.
+const DefaultTimeout = 10 * time.Second
 
 // consistency returns the level of cfg for a collection replicated factor
 // times: "" (Weaviate's default) for one copy, else cfg's level, QUORUM
@@ -51,12 +52,13 @@ func consistency(level string, factor int) (string, error) {
 var transientMarks = []string{
 	"shard not found", "tenant not found", "not found for tenant", "no tenant", "leader",
 	"connection refused", "connection reset", "broken pipe", "unavailable", "not ready",
-	"eof", "i/o timeout", "replication", "replica", "not enough", "no such host", "raft",
+	"eof", "i/o timeout", "timeout exceeded", "deadline exceeded", "replication", "replica", "not enough", "no such host", "raft",
 }
 
-// transient reports whether err is worth retrying.
+// transient reports whether err is worth retrying (retry stops anyway when
+// its context ends: a request that timed out on its own is retried).
 func transient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
 	var we *fault.WeaviateClientError
@@ -91,7 +93,7 @@ func (s *Store) retry(ctx context.Context, op func() error) error {
 	err := backoff.Retry(func() error {
 		tries++
 		err := op()
-		if err != nil && !transient(err) {
+		if err != nil && (ctx.Err() != nil || !transient(err)) {
 			return backoff.Permanent(err)
 		}
 		if err != nil {

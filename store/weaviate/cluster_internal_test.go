@@ -28,6 +28,7 @@ func TestTransient(t *testing.T) {
 		{"validation", status(422, "invalid property value"), false},
 		{"unauthorised", status(401, "unauthorized"), false},
 		{"cancelled", fmt.Errorf("get: %w", context.Canceled), false},
+		{"request timed out", errors.New(`Get "http://n1/v1/objects": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`), true},
 	} {
 		if got := transient(tc.err); got != tc.want {
 			t.Errorf("%s: transient(%v) = %v, want %v", tc.name, tc.err, got, tc.want)

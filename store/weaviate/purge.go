@@ -47,6 +47,13 @@ func (s *Store) Purge(ctx context.Context, namespace string, ids []string) (int,
 		if err != nil {
 			return n, fmt.Errorf("purge experience %q: %w", id, err)
 		}
+		// Its claims go too: a new experience with its id claims "new"
+		// again.
+		for _, base := range []string{"new", old.token, old.base} {
+			if base != "" {
+				s.dropClaim(ctx, namespace, claimID(namespace, id, base))
+			}
+		}
 		n++
 	}
 	return n, nil

@@ -29,12 +29,11 @@
 //
 // Optimistic versioning (ErrConflict) holds across processes, e.g. several
 // daemons sharing a namespace, though Weaviate has no compare-and-set: each
-// write carries a random token in its vector-free properties, and Put reads
-// the stored version and token, writes, then reads back (at once and after
-// Config.Settle): a write that was overwritten lost a race, and Put
-// re-applies itself on the stored object when the winner changed only its
-// hits, or returns ErrConflict (the caller re-reads and re-applies) when
-// the winner changed the version. See Put for the window this leaves.
+// write carries a random token in its vector-free properties (beside the
+// version), and a writer first claims the state it read by creating a
+// claim object named after that state's token, which only one writer can
+// create (see claim.go and Put). The losers read again and re-apply, so
+// two daemons editing one experience keep both edits.
 package weaviate
 
 import (
@@ -78,11 +77,11 @@ const DefaultClass = "HindsightExperience"
 
 // Config locates the Weaviate cluster.
 type Config struct {
-	URL     string // REST address, e.g. http://127.0.0.1:8080 (HINDSIGHT_WEAVIATE_URL)
-	GRPC    string // gRPC host:port, e.g. 127.0.0.1:50051 (HINDSIGHT_WEAVIATE_GRPC); optional
-	APIKey  string // optional bearer key
-	Class   string // collection name; DefaultClass when empty
-	Timeout time.Duration
+	URL     string        // REST address, e.g. http://127.0.0.1:8080 (HINDSIGHT_WEAVIATE_URL)
+	GRPC    string        // gRPC host:port, e.g. 127.0.0.1:50051 (HINDSIGHT_WEAVIATE_GRPC); optional
+	APIKey  string        // optional bearer key
+	Class   string        // collection name; DefaultClass when empty
+	Timeout time.Duration // one request's; 0 means DefaultTimeout
 	Rank    rank.Options
 	Logger  *slog.Logger
 	// Now returns the current time for ranking and the cold index (tests
@@ -100,10 +99,6 @@ type Config struct {
 	// RetryFor bounds the retry of one operation's transient cluster
 	// errors; 0 means DefaultRetryFor, negative means no retry.
 	RetryFor time.Duration
-	// Settle is how long Put waits before reading its write back a second
-	// time to catch a concurrent writer from another process; 0 means
-	// DefaultSettle, negative means no second read.
-	Settle time.Duration
 }
 
 // Store is the Weaviate experience store. It is safe for concurrent use.
@@ -127,7 +122,6 @@ type Store struct {
 	cl       string // consistency level, "" for Weaviate's default
 	clWant   string
 	retryFor time.Duration
-	settle   time.Duration
 }
 
 var _ hindsight.ExperienceStore = (*Store)(nil)
@@ -143,6 +137,9 @@ func Open(ctx context.Context, cfg Config, emb hindsight.Embedder) (*Store, erro
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("open weaviate store: bad URL %q", cfg.URL)
 	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
 	wc := wv.Config{Host: u.Host, Scheme: u.Scheme, Timeout: cfg.Timeout}
 	if cfg.GRPC != "" {
 		wc.GrpcConfig = &grpc.Config{Host: cfg.GRPC, Secured: u.Scheme == "https"}
@@ -155,7 +152,7 @@ func Open(ctx context.Context, cfg Config, emb hindsight.Embedder) (*Store, erro
 		return nil, fmt.Errorf("open weaviate store: %w", err)
 	}
 	s := &Store{c: c, class: cfg.Class, opt: cfg.Rank, log: cfg.Logger, emb: emb, embID: store.EmbedderID(emb), tenants: map[string]bool{},
-		factor: cfg.ReplicationFactor, clWant: cfg.Consistency, retryFor: cfg.RetryFor, settle: cfg.Settle}
+		factor: cfg.ReplicationFactor, clWant: cfg.Consistency, retryFor: cfg.RetryFor}
 	if s.factor < 0 {
 		return nil, fmt.Errorf("open weaviate store: replication factor %d", s.factor)
 	}
@@ -167,9 +164,6 @@ func Open(ctx context.Context, cfg Config, emb hindsight.Embedder) (*Store, erro
 		s.retryFor = DefaultRetryFor
 	case s.retryFor < 0:
 		s.retryFor = time.Nanosecond
-	}
-	if s.settle == 0 {
-		s.settle = DefaultSettle
 	}
 	if s.class == "" {
 		s.class = DefaultClass
@@ -200,7 +194,7 @@ func properties() []*models.Property {
 			IndexFilterable: ptr(false), IndexSearchable: ptr(false)},
 		{Name: "terms", DataType: []string{"text"}, Description: "Hindsight's tokenisation of the text, for BM25",
 			Tokenization: models.PropertyTokenizationWhitespace, IndexFilterable: ptr(false), IndexSearchable: ptr(true)},
-		keyword("hid"), keyword("namespace"), keyword("writer"), keyword("server"), keyword("tool"), keyword("taskType"), keyword("errorCode"),
+		keyword("hid"), keyword("namespace"), keyword("writer"), keyword("base"), keyword("server"), keyword("tool"), keyword("taskType"), keyword("errorCode"),
 		{Name: "superseded", DataType: []string{"boolean"}, IndexFilterable: ptr(true)},
 		{Name: "deleted", DataType: []string{"boolean"}, IndexFilterable: ptr(true)},
 		{Name: "lastActive", DataType: []string{"int"}, IndexFilterable: ptr(true), IndexRangeFilters: ptr(true)},
@@ -244,7 +238,10 @@ func (s *Store) migrate(ctx context.Context) error {
 				return fmt.Errorf("create collection %s: %w", s.class, err)
 			}
 		} else {
-			return s.setFactor(factor)
+			if err := s.setFactor(factor); err != nil {
+				return err
+			}
+			return s.migrateClaims(ctx)
 		}
 	}
 	var class *models.Class
@@ -304,7 +301,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("migrate collection %s: %w", s.class, err)
 		}
 	}
-	return nil
+	return s.migrateClaims(ctx)
 }
 
 // setFactor records the factor in force and the consistency level that
@@ -392,7 +389,8 @@ func notFound(err error) bool {
 // stored it ("" for objects written before schema v2).
 type stored struct {
 	*hindsight.Experience
-	token string
+	token string // the write's
+	base  string // the state it replaced (its claim is deleted on the next write)
 }
 
 // get reads one object at the store's consistency level; nil without
@@ -423,8 +421,10 @@ func (s *Store) get(ctx context.Context, ns, id string) (stored, error) {
 		return stored{}, err
 	}
 	e.Vector = objs[0].Vector
-	tok, _ := objs[0].Properties.(map[string]any)["writer"].(string)
-	return stored{e, tok}, nil
+	props, _ := objs[0].Properties.(map[string]any)
+	tok, _ := props["writer"].(string)
+	base, _ := props["base"].(string)
+	return stored{e, tok, base}, nil
 }
 
 func decode(props any) (*hindsight.Experience, error) {
@@ -440,8 +440,9 @@ func decode(props any) (*hindsight.Experience, error) {
 	return e, nil
 }
 
-// encode returns the properties of e as written with token.
-func encode(e *hindsight.Experience, token string) (map[string]any, error) {
+// encode returns the properties of e as written with token over the state
+// base.
+func encode(e *hindsight.Experience, token, base string) (map[string]any, error) {
 	doc, err := json.Marshal(e)
 	if err != nil {
 		return nil, err
@@ -452,7 +453,7 @@ func encode(e *hindsight.Experience, token string) (map[string]any, error) {
 		"taskType": e.TaskType, "errorCode": e.ErrorCode,
 		"superseded": e.SupersededBy != "", "deleted": e.Deleted,
 		"lastActive": rank.LastActive(e).Unix(), "created": e.CreatedAt.UnixNano(),
-		"version": e.Version, "writer": token,
+		"version": e.Version, "writer": token, "base": base,
 	}, nil
 }
 
@@ -477,9 +478,9 @@ func (s *Store) write(ctx context.Context, objs ...*models.Object) error {
 	})
 }
 
-// object is the Weaviate object of e written with token.
-func (s *Store) object(e *hindsight.Experience, vec []float32, token string) (*models.Object, error) {
-	props, err := encode(e, token)
+// object is the Weaviate object of e written with token over base.
+func (s *Store) object(e *hindsight.Experience, vec []float32, token, base string) (*models.Object, error) {
+	props, err := encode(e, token, base)
 	if err != nil {
 		return nil, err
 	}
@@ -499,24 +500,31 @@ func (s *Store) Get(ctx context.Context, namespace, id string) (*hindsight.Exper
 	return e.Experience, nil
 }
 
-// maxRaces bounds how often one write is re-applied after losing a race to
-// another process's hit count.
-const maxRaces = 8
+// maxRaces bounds how often one write waits for and re-applies itself over
+// another process's concurrent write of the same experience.
+const maxRaces = 10
+
+// raceWait waits before try race+1 of a write that lost a claim.
+func raceWait(ctx context.Context, race int) error {
+	select {
+	case <-time.After(time.Duration(20*(race+1)) * time.Millisecond):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // Put inserts or updates e (see hindsight.ExperienceStore and the embedded
 // store, whose rules it follows).
 //
 // Across processes it is a conditional write: it reads the stored version
-// and write token, refuses a stale version (ErrConflict), reads again just
-// before writing (so the window between the check and the write is one
-// round trip, not an embedding), writes with a new token and reads the
-// object back at once and after Config.Settle. Another writer's token in
-// the read-back means this write lost a race: when the winner only
-// recorded hits (the version is unchanged) Put re-applies e over it, hits
-// kept; otherwise it returns ErrConflict. Hit counts are kept as the
-// larger of the stored and the given ones (hits only grow). A race is
-// missed only when another process read the old version and wrote more
-// than Settle after this write, e.g. a process stalled between the two.
+// and write token, refuses a stale version (ErrConflict), then claims the
+// stored state (see claim.go) and writes only when it holds the claim. A
+// writer that loses the claim waits and reads again: when the winner only
+// recorded hits (the version is unchanged) e is re-applied over it, hits
+// kept; when the winner stored a new version Put returns ErrConflict and
+// the caller re-reads and re-applies. Hit counts are kept as the larger
+// of the stored and the given ones (hits only grow).
 func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	if e.Namespace == "" {
 		e.Namespace = hindsight.DefaultNamespace
@@ -552,20 +560,17 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 		if len(vec) == 0 && old.Experience != nil && len(old.Vector) == s.emb.Dim() && old.Embedder == s.embID && store.Text(old.Experience) == store.Text(e) {
 			vec = old.Vector
 		}
-		if len(vec) == 0 && embedded == nil {
-			vs, err := s.emb.Embed(ctx, []string{store.Text(e)})
-			if err != nil {
-				return fmt.Errorf("put experience %q: embed: %w", e.ID, err)
-			}
-			if len(vs) != 1 || len(vs[0]) != s.emb.Dim() {
-				return fmt.Errorf("put experience %q: embedder returned a bad vector: %w", e.ID, store.ErrDimension)
-			}
-			embedded = vs[0]
-			// The embedding took time: read again, so that the check
-			// and the write are one round trip apart.
-			continue
-		}
 		if len(vec) == 0 {
+			if embedded == nil {
+				vs, err := s.emb.Embed(ctx, []string{store.Text(e)})
+				if err != nil {
+					return fmt.Errorf("put experience %q: embed: %w", e.ID, err)
+				}
+				if len(vs) != 1 || len(vs[0]) != s.emb.Dim() {
+					return fmt.Errorf("put experience %q: embedder returned a bad vector: %w", e.ID, store.ErrDimension)
+				}
+				embedded = vs[0]
+			}
 			vec = embedded
 		}
 		now := s.now().UTC()
@@ -588,27 +593,29 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 		n.UpdatedAt = now
 		n.Embedder = s.embID
 		n.Vector = nil
-		token := uuid.NewString()
-		obj, err := s.object(&n, vec, token)
+		token, base := uuid.NewString(), baseOf(old)
+		won, err := s.claim(ctx, n.Namespace, n.ID, base, token)
+		if err != nil {
+			return fmt.Errorf("put experience %q: %w", e.ID, err)
+		}
+		if !won {
+			if race >= maxRaces {
+				return fmt.Errorf("put experience %q: another writer holds it: %w", e.ID, hindsight.ErrConflict)
+			}
+			if err := raceWait(ctx, race); err != nil {
+				return fmt.Errorf("put experience %q: %w", e.ID, err)
+			}
+			continue
+		}
+		obj, err := s.object(&n, vec, token, base)
 		if err != nil {
 			return fmt.Errorf("put experience %q: %w", e.ID, err)
 		}
 		if err := s.write(ctx, obj); err != nil {
 			return fmt.Errorf("put experience %q: %w", e.ID, err)
 		}
-		lost, err := s.lost(ctx, n.Namespace, n.ID, token, s.settle)
-		if err != nil {
-			return fmt.Errorf("put experience %q: read back: %w", e.ID, err)
-		}
-		if lost != nil {
-			if lost.Experience != nil && lost.Version == e.Version && race < maxRaces {
-				continue // the winner recorded hits: re-apply over it
-			}
-			got := 0
-			if lost.Experience != nil {
-				got = lost.Version
-			}
-			return fmt.Errorf("put experience %q: another writer stored version %d meanwhile: %w", e.ID, got, hindsight.ErrConflict)
+		if old.base != "" {
+			s.dropClaim(ctx, n.Namespace, claimID(n.Namespace, n.ID, old.base))
 		}
 		e.Version, e.CreatedAt, e.UpdatedAt, e.Embedder = n.Version, n.CreatedAt, n.UpdatedAt, n.Embedder
 		e.HitCount, e.LastHitAt = n.HitCount, n.LastHitAt
@@ -617,36 +624,9 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	}
 }
 
-// lost reads back the object just written with token, at once and, when
-// settle is positive, again after settle. It returns nil when the object
-// still holds token, else what it holds (another process's write, or no
-// experience when it was purged).
-func (s *Store) lost(ctx context.Context, ns, id, token string, settle time.Duration) (*stored, error) {
-	for i := 0; i < 2; i++ {
-		if i == 1 {
-			if settle <= 0 {
-				break
-			}
-			select {
-			case <-time.After(settle):
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		got, err := s.get(ctx, ns, id)
-		if err != nil {
-			return nil, err
-		}
-		if got.Experience == nil || got.token != token {
-			return &got, nil
-		}
-	}
-	return nil, nil
-}
-
 // RecordHits adds a hit at at to each of ids in namespace. Each is a
-// read, a write and a read-back; a hit overwritten by another process's
-// write is recorded again over it.
+// claimed write like Put's; a hit whose claim another process holds is
+// read and recorded again after it.
 func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, at time.Time) error {
 	ns := rank.Namespace(namespace)
 	s.mu.Lock()
@@ -667,21 +647,31 @@ func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, 
 			}
 			vec := e.Vector
 			e.Vector = nil
-			token := uuid.NewString()
-			obj, err := s.object(e.Experience, vec, token)
+			token, base := uuid.NewString(), baseOf(e)
+			won, err := s.claim(ctx, ns, id, base, token)
+			if err != nil {
+				return fmt.Errorf("record experience hits: %w", err)
+			}
+			if !won {
+				if race >= maxRaces {
+					return fmt.Errorf("record experience hits: %q: another writer holds it: %w", id, hindsight.ErrConflict)
+				}
+				if err := raceWait(ctx, race); err != nil {
+					return fmt.Errorf("record experience hits: %w", err)
+				}
+				continue
+			}
+			obj, err := s.object(e.Experience, vec, token, base)
 			if err != nil {
 				return fmt.Errorf("record experience hits: %w", err)
 			}
 			if err := s.write(ctx, obj); err != nil {
 				return fmt.Errorf("record experience hits: %w", err)
 			}
-			lost, err := s.lost(ctx, ns, id, token, 0)
-			if err != nil {
-				return fmt.Errorf("record experience hits: read back: %w", err)
+			if e.base != "" {
+				s.dropClaim(ctx, ns, claimID(ns, id, e.base))
 			}
-			if lost == nil || race >= maxRaces {
-				break
-			}
+			break
 		}
 	}
 	return nil
@@ -1004,7 +994,7 @@ func (s *Store) Import(ctx context.Context, exps []*hindsight.Experience) error 
 			e.Embedder = s.embID
 			vec := e.Vector
 			e.Vector = nil
-			obj, err := s.object(e, vec, uuid.NewString())
+			obj, err := s.object(e, vec, uuid.NewString(), "")
 			e.Vector = vec
 			if err != nil {
 				return fmt.Errorf("import experience %q: %w", e.ID, err)
