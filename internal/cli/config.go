@@ -78,6 +78,13 @@ type Config struct {
 			Consistency string `yaml:"consistency"`
 		} `yaml:"weaviate"`
 		Namespace string `yaml:"namespace"`
+		// Namespaces maps servers (as named to wrap or serve) to
+		// namespaces: lessons about a server listed here are stored in,
+		// and injected from, its namespace; the others use Namespace.
+		// A team shares one server's lessons through a namespace their
+		// daemons all map it to, while an unlisted server's stay in each
+		// daemon's own.
+		Namespaces map[string]string `yaml:"namespaces"`
 	} `yaml:"store"`
 	LLM struct {
 		BaseURL        string `yaml:"base_url"`
@@ -188,6 +195,14 @@ func loadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("parse config %s: store.weaviate.consistency %q: want ONE, QUORUM or ALL", path, cfg.Store.Weaviate.Consistency)
 	}
 	return cfg, nil
+}
+
+// namespaceFor is the namespace of the lessons about server.
+func (c *Config) namespaceFor(server string) string {
+	if ns := c.Store.Namespaces[server]; ns != "" {
+		return ns
+	}
+	return c.Store.Namespace
 }
 
 // applyEnv lets the environment override the file.

@@ -90,6 +90,22 @@ func TestWeaviateReplication(t *testing.T) {
 	}
 }
 
+// TestNamespaceFor: a mapped server's lessons live in its namespace, the
+// others in store.namespace.
+func TestNamespaceFor(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	writeFile(t, p, "store:\n  namespace: mine\n  namespaces:\n    github: team-platform\n")
+	cfg, err := loadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for server, want := range map[string]string{"github": "team-platform", "notes": "mine", "": "mine"} {
+		if got := cfg.namespaceFor(server); got != want {
+			t.Errorf("namespaceFor(%q) = %q, want %q", server, got, want)
+		}
+	}
+}
+
 func TestConfigRejectsUnknownKeys(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "c.yaml")
 	writeFile(t, p, "daemon:\n  idle_gaps: 5m\n")

@@ -228,6 +228,13 @@ func (s *Store) readClaim(ctx context.Context, ns, cid string) (by string, at in
 // dropClaim deletes a claim; failures are logged (a claim left over costs
 // a few bytes).
 func (s *Store) dropClaim(ctx context.Context, ns, cid string) {
+	// A namespace written only by Import has no claim tenant yet; asking
+	// Weaviate to delete from a missing tenant would be retried as a
+	// tenant still on its way.
+	if err := s.ensureClaimTenant(ctx, ns); err != nil {
+		s.log.Debug("weaviate: drop write claim", "err", err)
+		return
+	}
 	err := s.retry(ctx, func() error {
 		d := s.c.Data().Deleter().WithClassName(s.claimClass()).WithID(cid).WithTenant(Tenant(ns))
 		if s.cl != "" {

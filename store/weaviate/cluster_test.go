@@ -12,6 +12,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/weaviatetest"
+	"github.com/hindsight-proxy/hindsight/reflect"
 	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/storetest"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
@@ -104,25 +105,50 @@ func TestCluster(t *testing.T) {
 	})
 
 	t.Run("Shared", func(t *testing.T) {
-		e := exp("team", "s1", "retry the upload with a smaller chunk size when the gateway answers 413")
-		if err := a.Put(ctx, e); err != nil {
+		// Daemon A's reflection stores a team lesson and a private one,
+		// as its merger would for two servers' namespaces.
+		team := &reflect.Merger{Store: a, Namespace: "team", Machine: "host-a/00000001"}
+		private := &reflect.Merger{Store: a, Namespace: "private-a", Machine: "host-a/00000001"}
+		taskEnd := time.Now()
+		res, err := team.Merge(ctx, taskEnd, []hindsight.Experience{*exp("", "", "retry the upload with a smaller chunk size when the gateway answers 413")})
+		if err != nil || len(res) != 1 || res[0].Outcome != reflect.Added {
+			t.Fatalf("merge on A: %+v, %v", res, err)
+		}
+		id := res[0].ID
+		if _, err := private.Merge(ctx, taskEnd, []hindsight.Experience{*exp("", "", "retry the upload with the staging bucket credentials")}); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Put(ctx, exp("private-a", "p1", "retry the upload with the staging bucket credentials")); err != nil {
-			t.Fatal(err)
-		}
+		var got hindsight.ScoredExperience
 		found := waitFor(t, 10*time.Second, func() bool {
 			res, err := b.Search(ctx, hindsight.Query{Namespace: "team", Text: "upload gateway 413 chunk", K: 3, NoHit: true})
-			return err == nil && len(res) > 0 && res[0].ID == "s1"
+			if err == nil && len(res) > 0 && res[0].ID == id {
+				got = res[0]
+				return true
+			}
+			return false
 		})
-		t.Logf("a lesson stored through weaviate-1 was found through weaviate-2 after %v", found)
-		res, err := b.Search(ctx, hindsight.Query{Namespace: "team", Text: "upload staging bucket credentials", K: 10, NoHit: true})
+		t.Logf("a lesson learnt through weaviate-1 was found through weaviate-2 after %v", found)
+		if got.SourceMachine != "host-a/00000001" || got.SourceAgent != "test" {
+			t.Errorf("source machine %q agent %q, want host-a/00000001 and test", got.SourceMachine, got.SourceAgent)
+		}
+		// B learns the same lesson: it reinforces A's, keeping A's machine.
+		other := &reflect.Merger{Store: b, Namespace: "team", Machine: "host-b/00000002"}
+		e := exp("", "", "retry the upload with a smaller chunk size when the gateway answers 413")
+		e.SourceTask = "task-on-b"
+		res, err = other.Merge(ctx, taskEnd, []hindsight.Experience{*e})
+		if err != nil || len(res) != 1 || res[0].Outcome != reflect.Reinforced || res[0].ID != id {
+			t.Fatalf("merge of the same lesson on B: %+v, %v; want A's reinforced", res, err)
+		}
+		if g, err := a.Get(ctx, "team", id); err != nil || g.EvidenceCount != 2 || g.SourceMachine != "host-a/00000001" {
+			t.Fatalf("after B's reinforcement, A reads %+v, %v", g, err)
+		}
+		all, err := b.List(ctx, hindsight.ListOptions{Namespace: "team"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range res {
-			if r.ID == "p1" {
-				t.Fatalf("a private namespace's lesson was found in the team's: %+v", r)
+		for _, r := range all {
+			if strings.Contains(r.Lesson, "staging bucket") {
+				t.Fatalf("a private namespace's lesson is in the team's: %+v", r)
 			}
 		}
 	})
@@ -170,45 +196,50 @@ func TestCluster(t *testing.T) {
 		t.Logf("weaviate-3 caught up %v after it was back", took)
 	})
 
-	t.Run("ConcurrentEdits", func(t *testing.T) {
-		t.Skip("cross-process version checks come next")
-		if err := a.Put(ctx, exp("team", "c1", "pin the dependency before regenerating the lock file")); err != nil {
+	t.Run("ConcurrentEdits", func(t *testing.T) { concurrentEdits(t, a, b) })
+}
+
+// concurrentEdits has a and b reinforce one experience at once, each with
+// its own tasks and searches (hit records) between; both must see every
+// edit.
+func concurrentEdits(t *testing.T, a, b *weaviate.Store) {
+	ctx := context.Background()
+	if err := a.Put(ctx, exp("team", "c1", "pin the dependency before regenerating the lock file")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool { _, err := b.Get(ctx, "team", "c1"); return err == nil })
+	const each = 6
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*each)
+	for side, s := range map[string]*weaviate.Store{"a": a, "b": b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				task := fmt.Sprintf("%s-task-%d", side, i)
+				errs <- reinforce(ctx, s, "team", "c1", task)
+				// A search's hit record races the other side's edits.
+				s.Search(ctx, hindsight.Query{Namespace: "team", Text: "pin dependency lock file", K: 1})
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, func() bool { _, err := b.Get(ctx, "team", "c1"); return err == nil })
-		const each = 6
-		var wg sync.WaitGroup
-		errs := make(chan error, 2*each)
-		for side, s := range map[string]*weaviate.Store{"a": a, "b": b} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range each {
-					task := fmt.Sprintf("%s-task-%d", side, i)
-					errs <- reinforce(ctx, s, "team", "c1", task)
-					// A search's hit record races the other side's edits.
-					s.Search(ctx, hindsight.Query{Namespace: "team", Text: "pin dependency lock file", K: 1})
-				}
-			}()
+	}
+	for _, s := range []*weaviate.Store{a, b} {
+		g, err := s.Get(ctx, "team", "c1")
+		if err != nil {
+			t.Fatal(err)
 		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
+		if g.EvidenceCount != 2*each || len(g.EvidenceTasks) != 2*each || g.Version != 1+2*each {
+			t.Fatalf("after %d edits from each store: evidence %d, tasks %d, version %d; an update was lost",
+				each, g.EvidenceCount, len(g.EvidenceTasks), g.Version)
 		}
-		for _, s := range []*weaviate.Store{a, b} {
-			g, err := s.Get(ctx, "team", "c1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g.EvidenceCount != 2*each || len(g.EvidenceTasks) != 2*each || g.Version != 1+2*each {
-				t.Fatalf("after %d edits from each store: evidence %d, tasks %d, version %d; an update was lost",
-					each, g.EvidenceCount, len(g.EvidenceTasks), g.Version)
-			}
-		}
-	})
+	}
 }
 
 // reinforce adds task's evidence to an experience as the reflection merger
@@ -231,7 +262,7 @@ func reinforce(ctx context.Context, s *weaviate.Store, ns, id, task string) erro
 
 func exp(ns, id, lesson string) *hindsight.Experience {
 	return &hindsight.Experience{ID: id, Namespace: ns, Server: "files", Tool: "upload", TaskType: "deploy",
-		ErrorCode: "E1", Situation: lesson, Lesson: lesson, Confidence: 0.8, SourceAgent: "test"}
+		ErrorCode: "E1", Situation: lesson, Lesson: lesson, Confidence: 0.8, SourceAgent: "test", SourceTask: "task-1"}
 }
 
 // waitFor polls cond until it holds and returns how long that took; it
