@@ -31,9 +31,11 @@
 // daemons sharing a namespace, though Weaviate has no compare-and-set: each
 // write carries a random token in its vector-free properties (beside the
 // version), and a writer first claims the state it read by creating a
-// claim object named after that state's token, which only one writer can
-// create (see claim.go and Put). The losers read again and re-apply, so
-// two daemons editing one experience keep both edits.
+// claim object named after that state's token, which only one writer
+// holds: Weaviate refuses to create an id that exists, and two creates at
+// the same moment are settled by reading the claim back (see claim.go and
+// Put). The losers read again and re-apply, so two daemons editing one
+// experience keep both edits.
 package weaviate
 
 import (
