@@ -145,6 +145,11 @@ type Experience struct {
 	SupersededBy  string     `json:"superseded_by"`
 	Deleted       bool       `json:"deleted"`
 	SourceAgent   string     `json:"source_agent"`
+	// SourceMachine is where the lesson was learnt: "HOST/DAEMON", the
+	// machine's host name and a short id of the daemon (of its home
+	// directory, so two daemons on one machine differ); "" for lessons
+	// imported or stored before it was recorded.
+	SourceMachine string `json:"source_machine,omitempty"`
 	// Origin says who wrote the lesson: "rules", "llm" (or "llm:MODEL"),
 	// "import" (or "import:PACK") or "manual".
 	Origin string `json:"origin"`

@@ -292,6 +292,9 @@ func (c *Client) ExperiencesBy(ctx context.Context, opt hindsight.ListOptions, p
 	if p.SourceAgent != "" {
 		q.Set("agent", p.SourceAgent)
 	}
+	if p.SourceMachine != "" {
+		q.Set("machine", p.SourceMachine)
+	}
 	err := c.call(ctx, http.MethodGet, "/experiences", q, nil, &list)
 	return list, err
 }

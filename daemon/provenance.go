@@ -8,7 +8,8 @@ import (
 
 // Provenance filters: which experiences came from where (Experience.Origin:
 // "rules", "llm" or "llm:MODEL", "import" or "import:PACK", "manual") and
-// from which agent (Experience.SourceAgent).
+// from which agent (Experience.SourceAgent) on which machine
+// (Experience.SourceMachine).
 
 // Provenance selects experiences by origin and source agent; empty fields
 // match anything.
@@ -18,15 +19,26 @@ type Provenance struct {
 	Origin string `json:"origin,omitempty"`
 	// SourceAgent matches Experience.SourceAgent exactly.
 	SourceAgent string `json:"source_agent,omitempty"`
+	// SourceMachine matches Experience.SourceMachine exactly, or its
+	// host part when it has no "/" ("build-7" matches "build-7/3fa2c1d0").
+	SourceMachine string `json:"source_machine,omitempty"`
 }
 
 // Empty reports whether p matches anything.
-func (p Provenance) Empty() bool { return p.Origin == "" && p.SourceAgent == "" }
+func (p Provenance) Empty() bool {
+	return p.Origin == "" && p.SourceAgent == "" && p.SourceMachine == ""
+}
 
 // Match reports whether e is selected.
 func (p Provenance) Match(e *hindsight.Experience) bool {
 	if p.SourceAgent != "" && e.SourceAgent != p.SourceAgent {
 		return false
+	}
+	if p.SourceMachine != "" && e.SourceMachine != p.SourceMachine {
+		host, _, _ := strings.Cut(e.SourceMachine, "/")
+		if strings.Contains(p.SourceMachine, "/") || host != p.SourceMachine {
+			return false
+		}
 	}
 	switch {
 	case p.Origin == "":
@@ -45,9 +57,9 @@ type SearchRequest struct {
 	Provenance
 }
 
-// provenanceFilter reads ?origin= and ?agent=.
+// provenanceQuery reads ?origin=, ?agent= and ?machine=.
 func provenanceQuery(get func(string) string) Provenance {
-	return Provenance{Origin: get("origin"), SourceAgent: get("agent")}
+	return Provenance{Origin: get("origin"), SourceAgent: get("agent"), SourceMachine: get("machine")}
 }
 
 // filterExperiences keeps what p selects, at most limit (0: all).

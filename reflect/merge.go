@@ -38,8 +38,16 @@ type Merger struct {
 	Threshold float64
 	// Namespace of new experiences; "" means hindsight.DefaultNamespace.
 	Namespace string
-	Metrics   *Metrics
-	Logger    *slog.Logger
+	// Namespaces maps servers to namespaces: an experience about a
+	// server listed here is stored (and looked for) in its namespace
+	// instead of Namespace, so a team shares one server's lessons while
+	// another server's stay private.
+	Namespaces map[string]string
+	// Machine is recorded as the SourceMachine of the experiences it adds
+	// (when the reflector left it empty); reinforcing keeps the first one.
+	Machine string
+	Metrics *Metrics
+	Logger  *slog.Logger
 }
 
 // Merge outcomes.
@@ -89,6 +97,25 @@ func (m *Merger) namespace() string {
 	return hindsight.DefaultNamespace
 }
 
+// namespaceOf is the namespace of experiences about server.
+func (m *Merger) namespaceOf(server string) string {
+	if ns := m.Namespaces[server]; ns != "" {
+		return ns
+	}
+	return m.namespace()
+}
+
+// namespacesOf are the namespaces of task's servers, the default first.
+func (m *Merger) namespacesOf(task *hindsight.Task) []string {
+	out := []string{m.namespace()}
+	for _, s := range task.Servers {
+		if ns := m.namespaceOf(s); !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
 func (m *Merger) logger() *slog.Logger {
 	if m.Logger != nil {
 		return m.Logger
@@ -97,7 +124,10 @@ func (m *Merger) logger() *slog.Logger {
 }
 
 func (m *Merger) mergeOne(ctx context.Context, taskEnd time.Time, e hindsight.Experience) (MergeResult, error) {
-	e.Namespace = m.namespace()
+	e.Namespace = m.namespaceOf(e.Server)
+	if e.SourceMachine == "" {
+		e.SourceMachine = m.Machine
+	}
 	known, err := m.Store.List(ctx, hindsight.ListOptions{Namespace: e.Namespace, Tool: e.Tool})
 	if err != nil {
 		return MergeResult{}, fmt.Errorf("list experiences: %w", err)

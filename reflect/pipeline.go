@@ -111,7 +111,7 @@ func (p *Pipeline) Credit(ctx context.Context, task *hindsight.Task) error {
 		}
 	}
 	for _, id := range against {
-		if err := p.counter(ctx, id); err != nil {
+		if err := p.counter(ctx, p.Merger.namespacesOf(task), id); err != nil {
 			return fmt.Errorf("count counter-evidence of task %s: %w", task.ID, err)
 		}
 	}
@@ -125,8 +125,12 @@ func (p *Pipeline) Credit(ctx context.Context, task *hindsight.Task) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if err := p.Merger.Store.RecordHits(ctx, p.Merger.namespace(), ids, task.EndedAt); err != nil {
-		return fmt.Errorf("record hits of task %s: %w", task.ID, err)
+	// An id is in one of the task's servers' namespaces; RecordHits
+	// skips the ids a namespace does not hold.
+	for _, ns := range p.Merger.namespacesOf(task) {
+		if err := p.Merger.Store.RecordHits(ctx, ns, ids, task.EndedAt); err != nil {
+			return fmt.Errorf("record hits of task %s: %w", task.ID, err)
+		}
 	}
 	return nil
 }
@@ -163,9 +167,16 @@ func (p *Pipeline) usedAfterShown(ctx context.Context, task *hindsight.Task, ids
 
 // counter records one counter-example against experience id and lowers
 // its confidence accordingly.
-func (p *Pipeline) counter(ctx context.Context, id string) error {
+func (p *Pipeline) counter(ctx context.Context, namespaces []string, id string) error {
 	for try := 0; ; try++ {
-		e, err := p.Merger.Store.Get(ctx, p.Merger.namespace(), id)
+		var e *hindsight.Experience
+		var err error
+		for _, ns := range namespaces {
+			e, err = p.Merger.Store.Get(ctx, ns, id)
+			if !errors.Is(err, hindsight.ErrNotFound) {
+				break
+			}
+		}
 		if errors.Is(err, hindsight.ErrNotFound) {
 			return nil // forgotten or purged meanwhile
 		}

@@ -27,10 +27,15 @@ func (p *Pipeline) preconditionCounters(ctx context.Context, task *hindsight.Tas
 		}
 	}
 	var out []string
+	var list []hindsight.Experience
 	for tool := range tools {
-		list, err := p.Merger.Store.List(ctx, hindsight.ListOptions{Namespace: p.Merger.namespace(), Tool: tool})
-		if err != nil {
-			return nil, fmt.Errorf("list experiences of %s: %w", tool, err)
+		list = list[:0]
+		for _, ns := range p.Merger.namespacesOf(task) {
+			part, err := p.Merger.Store.List(ctx, hindsight.ListOptions{Namespace: ns, Tool: tool})
+			if err != nil {
+				return nil, fmt.Errorf("list experiences of %s: %w", tool, err)
+			}
+			list = append(list, part...)
 		}
 		for _, e := range list {
 			if e.Deleted || e.SupersededBy != "" || e.SourceTask == task.ID {

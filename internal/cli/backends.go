@@ -37,6 +37,10 @@ type WeaviateConfig struct {
 	// APIKey, when set, is sent as a bearer token (Weaviate's API-key
 	// authentication).
 	APIKey string
+	// ReplicationFactor and Consistency are store.weaviate's (see
+	// Config): 0 and "" leave the defaults.
+	ReplicationFactor int
+	Consistency       string
 }
 
 // LLMConfig is what Backends.LLM builds a reflector from.

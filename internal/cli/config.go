@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,8 +78,24 @@ type Config struct {
 			// APIKey authenticates to a Weaviate with API-key
 			// authentication (HINDSIGHT_WEAVIATE_API_KEY overrides it).
 			APIKey string `yaml:"api_key"`
+			// ReplicationFactor is the number of copies of each
+			// namespace's shard in a Weaviate cluster (at most its
+			// nodes; HINDSIGHT_WEAVIATE_REPLICATION overrides it). It is
+			// applied when the collection is created and checked against
+			// an existing one; 0 (unset) creates with 1 and accepts any.
+			ReplicationFactor int `yaml:"replication_factor"`
+			// Consistency is the level of reads and writes when the
+			// factor is above 1: ONE, QUORUM (default) or ALL.
+			Consistency string `yaml:"consistency"`
 		} `yaml:"weaviate"`
 		Namespace string `yaml:"namespace"`
+		// Namespaces maps servers (as named to wrap or serve) to
+		// namespaces: lessons about a server listed here are stored in,
+		// and injected from, its namespace; the others use Namespace.
+		// A team shares one server's lessons through a namespace their
+		// daemons all map it to, while an unlisted server's stay in each
+		// daemon's own.
+		Namespaces map[string]string `yaml:"namespaces"`
 	} `yaml:"store"`
 	LLM struct {
 		BaseURL        string `yaml:"base_url"`
@@ -173,7 +190,30 @@ func loadConfig(path string) (*Config, error) {
 		}
 	}
 	cfg.applyEnv()
+	if v := os.Getenv("HINDSIGHT_WEAVIATE_REPLICATION"); v != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("read HINDSIGHT_WEAVIATE_REPLICATION: %q is not a replication factor (1 or more)", v)
+		}
+		cfg.Store.Weaviate.ReplicationFactor = n
+	}
+	if f := cfg.Store.Weaviate.ReplicationFactor; f < 0 {
+		return nil, fmt.Errorf("parse config %s: store.weaviate.replication_factor %d: want 1 or more", path, f)
+	}
+	switch strings.ToUpper(cfg.Store.Weaviate.Consistency) {
+	case "", "ONE", "QUORUM", "ALL":
+	default:
+		return nil, fmt.Errorf("parse config %s: store.weaviate.consistency %q: want ONE, QUORUM or ALL", path, cfg.Store.Weaviate.Consistency)
+	}
 	return cfg, nil
+}
+
+// namespaceFor is the namespace of the lessons about server.
+func (c *Config) namespaceFor(server string) string {
+	if ns := c.Store.Namespaces[server]; ns != "" {
+		return ns
+	}
+	return c.Store.Namespace
 }
 
 // applyEnv lets the environment override the file.

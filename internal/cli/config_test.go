@@ -51,6 +51,61 @@ func TestWeaviateAPIKey(t *testing.T) {
 	}
 }
 
+// TestWeaviateReplication: the factor and level come from the file, the
+// environment overrides the factor, and bad values are errors.
+func TestWeaviateReplication(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, file, env string
+		factor          int
+		level           string
+		bad             bool
+	}{
+		{"unset", "", "", 0, "", false},
+		{"file", "    replication_factor: 3\n    consistency: ALL\n", "", 3, "ALL", false},
+		{"env overrides", "    replication_factor: 3\n", "2", 2, "", false},
+		{"bad env", "", "three", 0, "", true},
+		{"zero env", "", "0", 0, "", true},
+		{"negative", "    replication_factor: -1\n", "", 0, "", true},
+		{"bad level", "    consistency: MOST\n", "", 0, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, tc.name+".yaml")
+			writeFile(t, p, "store:\n  weaviate:\n    url: http://127.0.0.1:8080\n"+tc.file)
+			t.Setenv("HINDSIGHT_WEAVIATE_REPLICATION", tc.env)
+			cfg, err := loadConfig(p)
+			if tc.bad {
+				if err == nil {
+					t.Fatal("accepted")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := cfg.Store.Weaviate; w.ReplicationFactor != tc.factor || w.Consistency != tc.level {
+				t.Errorf("factor %d level %q, want %d %q", w.ReplicationFactor, w.Consistency, tc.factor, tc.level)
+			}
+		})
+	}
+}
+
+// TestNamespaceFor: a mapped server's lessons live in its namespace, the
+// others in store.namespace.
+func TestNamespaceFor(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	writeFile(t, p, "store:\n  namespace: mine\n  namespaces:\n    github: team-platform\n")
+	cfg, err := loadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for server, want := range map[string]string{"github": "team-platform", "notes": "mine", "": "mine"} {
+		if got := cfg.namespaceFor(server); got != want {
+			t.Errorf("namespaceFor(%q) = %q, want %q", server, got, want)
+		}
+	}
+}
+
 func TestConfigRejectsUnknownKeys(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "c.yaml")
 	writeFile(t, p, "daemon:\n  idle_gaps: 5m\n")

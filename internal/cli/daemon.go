@@ -314,7 +314,8 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 			return nil, backend, fmt.Errorf("open experience store: this build has no Weaviate backend (use %s)", FullBinary)
 		}
 		w := g.config.Store.Weaviate
-		st, err := backends.Weaviate(ctx, WeaviateConfig{URL: w.URL, GRPC: w.GRPC, APIKey: w.APIKey}, emb, logger)
+		st, err := backends.Weaviate(ctx, WeaviateConfig{URL: w.URL, GRPC: w.GRPC, APIKey: w.APIKey,
+			ReplicationFactor: w.ReplicationFactor, Consistency: w.Consistency}, emb, logger)
 		if err != nil {
 			return nil, backend, err
 		}

@@ -45,12 +45,13 @@ func runExperiences(ctx context.Context, g *globals, args []string) error {
 }
 
 func experiencesList(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("experiences list", "experiences list [--json] [--namespace NS] [--server S] [--tool T] [--origin O] [--agent A] [--all] [--limit N]")
+	fs := newFlags("experiences list", "experiences list [--json] [--namespace NS] [--server S] [--tool T] [--origin O] [--agent A] [--machine M] [--all] [--limit N]")
 	asJSON := fs.Bool("json", false, "print JSON")
 	var opt hindsight.ListOptions
 	var prov daemon.Provenance
 	fs.StringVar(&prov.Origin, "origin", "", "only this origin: rules, llm, import, manual, or exactly llm:MODEL, import:PACK")
 	fs.StringVar(&prov.SourceAgent, "agent", "", "only experiences learnt from this agent")
+	fs.StringVar(&prov.SourceMachine, "machine", "", "only experiences learnt on this machine (HOST, or HOST/DAEMON exactly)")
 	fs.StringVar(&opt.Namespace, "namespace", "", "only this namespace (default: all)")
 	fs.StringVar(&opt.Server, "server", "", "only this server")
 	fs.StringVar(&opt.Tool, "tool", "", "only this tool")
@@ -116,12 +117,13 @@ func state(e *hindsight.Experience) string {
 }
 
 func experiencesSearch(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("experiences search", "experiences search QUERY [--server S] [--tool T] [--error-code C] [--task-type T] [--namespace NS] [--origin O] [--agent A] [-k N] [--explain] [--json]")
+	fs := newFlags("experiences search", "experiences search QUERY [--server S] [--tool T] [--error-code C] [--task-type T] [--namespace NS] [--origin O] [--agent A] [--machine M] [-k N] [--explain] [--json]")
 	asJSON := fs.Bool("json", false, "print JSON, best first, each with its score")
 	var req daemon.SearchRequest
 	q := &req.Query
 	fs.StringVar(&req.Origin, "origin", "", "only this origin: rules, llm, import, manual, or exactly llm:MODEL, import:PACK")
 	fs.StringVar(&req.SourceAgent, "agent", "", "only experiences learnt from this agent")
+	fs.StringVar(&req.SourceMachine, "machine", "", "only experiences learnt on this machine (HOST, or HOST/DAEMON exactly)")
 	fs.StringVar(&q.Server, "server", "", "only experiences of this server")
 	fs.StringVar(&q.Tool, "tool", "", "only experiences of this tool")
 	fs.StringVar(&q.ErrorCode, "error-code", "", "only experiences of this error code")

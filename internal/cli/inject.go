@@ -20,7 +20,7 @@ func installInjector(g *globals, name string, src inject.Searcher, h *proxy.Hook
 	inj := &inject.Injector{
 		Source:         src,
 		Server:         name,
-		Namespace:      g.config.Store.Namespace,
+		Namespace:      g.config.namespaceFor(name),
 		NoInstructions: off(c.Instructions),
 		NoErrorResults: off(c.ErrorResults),
 		NoQueryTool:    off(c.QueryTool),

@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -41,10 +44,12 @@ func newReflectionQueue(ctx context.Context, g *globals, traces *daemon.TraceSto
 	p := &reflect.Pipeline{
 		Reflector: reflect.Rules{},
 		Validator: &reflect.Validator{Redactor: reflect.RedactorFunc(red.RedactString), Metrics: metrics, Logger: logger},
-		Merger:    &reflect.Merger{Store: store, Namespace: g.config.Store.Namespace, Metrics: metrics, Logger: logger},
-		Logger:    logger,
-		Helped:    inject.Helped,
-		Harmed:    inject.Harmed,
+		Merger: &reflect.Merger{Store: store, Namespace: g.config.Store.Namespace, Namespaces: g.config.Store.Namespaces,
+			Machine: sourceMachine(g.home),
+			Metrics: metrics, Logger: logger},
+		Logger: logger,
+		Helped: inject.Helped,
+		Harmed: inject.Harmed,
 	}
 	if e, ok := store.(interface{ Embedder() hindsight.Embedder }); ok {
 		p.Merger.Embedder = e.Embedder()
@@ -195,3 +200,19 @@ func (d daemonQueue) Stats(ctx context.Context) (daemon.QueueStats, error) {
 
 func (d daemonQueue) Describe(ch chan<- *prometheus.Desc) { d.Queue.Metrics.Describe(ch) }
 func (d daemonQueue) Collect(ch chan<- prometheus.Metric) { d.Queue.Metrics.Collect(ch) }
+
+// sourceMachine names this daemon in the experiences it learns
+// (Experience.SourceMachine): the host name and the first 8 hex digits of
+// the SHA-256 of its home directory's absolute path.
+func sourceMachine(home hindsight.Home) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	dir, err := filepath.Abs(string(home))
+	if err != nil {
+		dir = string(home)
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return host + "/" + hex.EncodeToString(sum[:4])
+}

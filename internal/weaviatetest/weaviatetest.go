@@ -7,7 +7,8 @@
 //
 //	GOBIN=$HOME/.cache/hindsight/bin go install github.com/weaviate/weaviate/cmd/weaviate-server@v1.39.3
 //
-// (make deps does this). A missing binary fails the test; it never skips.
+// (make deps does this). A missing binary fails a Start; StartCluster (a
+// multi-node cluster, see cluster.go) skips its test with that command.
 package weaviatetest
 
 import (
@@ -89,18 +90,10 @@ func startDir(t testing.TB, dir string, env []string) *Server {
 			"  GOBIN=$HOME/.cache/hindsight/bin go install github.com/weaviate/weaviate/cmd/weaviate-server@%s\n"+
 			"or set HINDSIGHT_WEAVIATE_BIN", bin, err, Version)
 	}
-	names := []string{"http", "grpc", "gossip", "data", "raft", "raft_rpc"}
-	ports, err := freePorts(len(names))
+	s, err := newServer(bin, dir, env)
 	if err != nil {
-		t.Fatalf("find free ports: %v", err)
+		t.Fatal(err)
 	}
-	s := &Server{DataDir: dir, bin: bin, env: env, ports: map[string]int{}, log: new(logBuffer)}
-	for i, n := range names {
-		s.ports[n] = ports[i]
-	}
-	s.Host = "127.0.0.1:" + strconv.Itoa(s.ports["http"])
-	s.URL = "http://" + s.Host
-	s.GRPC = "127.0.0.1:" + strconv.Itoa(s.ports["grpc"])
 	t.Cleanup(func() {
 		if err := s.Stop(); err != nil {
 			t.Errorf("stop weaviate: %v", err)
@@ -115,6 +108,25 @@ func startDir(t testing.TB, dir string, env []string) *Server {
 	return s
 }
 
+// portNames are the ports each server listens on.
+var portNames = []string{"http", "grpc", "gossip", "data", "raft", "raft_rpc", "profiling"}
+
+// newServer prepares (without starting) a server over dir on free ports.
+func newServer(bin, dir string, env []string) (*Server, error) {
+	ports, err := freePorts(len(portNames))
+	if err != nil {
+		return nil, fmt.Errorf("find free ports: %w", err)
+	}
+	s := &Server{DataDir: dir, bin: bin, env: env, ports: map[string]int{}, log: new(logBuffer)}
+	for i, n := range portNames {
+		s.ports[n] = ports[i]
+	}
+	s.Host = "127.0.0.1:" + strconv.Itoa(s.ports["http"])
+	s.URL = "http://" + s.Host
+	s.GRPC = "127.0.0.1:" + strconv.Itoa(s.ports["grpc"])
+	return s, nil
+}
+
 func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -127,6 +139,7 @@ func (s *Server) start() error {
 		"ENABLE_MODULES=",
 		"DISABLE_TELEMETRY=true",
 		"GO_PROFILING_DISABLE=true",
+		"GO_PROFILING_PORT="+strconv.Itoa(s.ports["profiling"]),
 		"LOG_LEVEL=warning",
 		"QUERY_DEFAULTS_LIMIT=100",
 		"CLUSTER_HOSTNAME=node1",
@@ -193,6 +206,28 @@ func (s *Server) Stop() error {
 		return fmt.Errorf("weaviate did not stop in 30s; killed")
 	}
 	return nil
+}
+
+// Kill ends the server at once with SIGKILL, as a crashed node or a
+// pulled plug would; Start brings it back on the same data and ports.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	<-s.done
+	s.cmd = nil
+}
+
+// Start starts a stopped or killed server again on the same data directory
+// and ports and waits until it is ready.
+func (s *Server) Start(t testing.TB) {
+	t.Helper()
+	if err := s.start(); err != nil {
+		t.Fatalf("start weaviate: %v\n%s", err, s.tail(4000))
+	}
 }
 
 // Restart stops the server and starts it again on the same data directory

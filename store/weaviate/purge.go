@@ -30,13 +30,29 @@ func (s *Store) Purge(ctx context.Context, namespace string, ids []string) (int,
 		if err != nil {
 			return n, fmt.Errorf("purge experience %q: %w", id, err)
 		}
-		if old == nil {
+		if old.Experience == nil {
 			continue
 		}
-		err = s.c.Data().Deleter().WithClassName(s.class).WithID(objectID(namespace, id)).
-			WithTenant(Tenant(namespace)).Do(ctx)
-		if err != nil && !notFound(err) {
+		err = s.retry(ctx, func() error {
+			d := s.c.Data().Deleter().WithClassName(s.class).WithID(objectID(namespace, id)).
+				WithTenant(Tenant(namespace))
+			if s.cl != "" {
+				d = d.WithConsistencyLevel(s.cl)
+			}
+			if err := d.Do(ctx); err != nil && !notFound(err) {
+				return err
+			}
+			return nil
+		})
+		if err != nil {
 			return n, fmt.Errorf("purge experience %q: %w", id, err)
+		}
+		// Its claims go too: a new experience with its id claims "new"
+		// again.
+		for _, base := range []string{"new", old.token, old.base} {
+			if base != "" {
+				s.dropClaim(ctx, namespace, claimID(namespace, id, base))
+			}
 		}
 		n++
 	}

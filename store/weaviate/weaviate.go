@@ -18,8 +18,24 @@
 // from Weaviate's score explanation and re-ranked with store/rank, so both
 // backends score alike.
 //
-// Optimistic versioning (ErrConflict) is enforced within one process (the
-// daemon is a single instance); Weaviate itself has no compare-and-set.
+// Replication: Config.ReplicationFactor copies of every tenant's shard
+// (set when the collection is created, checked when it exists), with reads
+// and writes at QUORUM when it is above 1 (Config.Consistency), and
+// asynchronous replication on so that a node that was down catches up.
+// Errors a cluster recovers from by itself (a new tenant's shard not yet on
+// the node asked, a node that just left, a leader election) are retried
+// with backoff for up to Config.RetryFor; every write is an upsert by id, so
+// a retry is idempotent.
+//
+// Optimistic versioning (ErrConflict) holds across processes, e.g. several
+// daemons sharing a namespace, though Weaviate has no compare-and-set: each
+// write carries a random token in its vector-free properties (beside the
+// version), and a writer first claims the state it read by creating a
+// claim object named after that state's token, which only one writer
+// holds: Weaviate refuses to create an id that exists, and two creates at
+// the same moment are settled by reading the claim back (see claim.go and
+// Put). The losers read again and re-apply, so two daemons editing one
+// experience keep both edits.
 package weaviate
 
 import (
@@ -56,23 +72,35 @@ import (
 
 // SchemaVersion is the version of the collection layout this package
 // writes. Open migrates older collections up to it (adding properties).
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // DefaultClass is the collection name used when Config.Class is empty.
 const DefaultClass = "HindsightExperience"
 
 // Config locates the Weaviate cluster.
 type Config struct {
-	URL     string // REST address, e.g. http://127.0.0.1:8080 (HINDSIGHT_WEAVIATE_URL)
-	GRPC    string // gRPC host:port, e.g. 127.0.0.1:50051 (HINDSIGHT_WEAVIATE_GRPC); optional
-	APIKey  string // optional bearer key
-	Class   string // collection name; DefaultClass when empty
-	Timeout time.Duration
+	URL     string        // REST address, e.g. http://127.0.0.1:8080 (HINDSIGHT_WEAVIATE_URL)
+	GRPC    string        // gRPC host:port, e.g. 127.0.0.1:50051 (HINDSIGHT_WEAVIATE_GRPC); optional
+	APIKey  string        // optional bearer key
+	Class   string        // collection name; DefaultClass when empty
+	Timeout time.Duration // one request's; 0 means DefaultTimeout
 	Rank    rank.Options
 	Logger  *slog.Logger
 	// Now returns the current time for ranking and the cold index (tests
 	// and benchmarks); nil means time.Now.
 	Now func() time.Time
+	// ReplicationFactor is the number of copies of each namespace's
+	// shard (HINDSIGHT_WEAVIATE_REPLICATION), at most the number of nodes.
+	// It is set when Open creates the collection; an existing collection
+	// with another factor is an error that names the fix. 0 means 1 for a
+	// new collection and whatever an existing one has.
+	ReplicationFactor int
+	// Consistency is the level of reads and writes when the factor is
+	// above 1: ONE, QUORUM (the default) or ALL.
+	Consistency string
+	// RetryFor bounds the retry of one operation's transient cluster
+	// errors; 0 means DefaultRetryFor, negative means no retry.
+	RetryFor time.Duration
 }
 
 // Store is the Weaviate experience store. It is safe for concurrent use.
@@ -88,9 +116,14 @@ type Store struct {
 	stale bool
 	now   func() time.Time
 
-	mu      sync.Mutex // serialises writes (version checks)
+	mu      sync.Mutex // serialises this process's writes (version checks)
 	tmu     sync.Mutex
 	tenants map[string]bool
+
+	factor   int    // replication factor wanted (0: any) and, after migrate, in force
+	cl       string // consistency level, "" for Weaviate's default
+	clWant   string
+	retryFor time.Duration
 }
 
 var _ hindsight.ExperienceStore = (*Store)(nil)
@@ -106,6 +139,9 @@ func Open(ctx context.Context, cfg Config, emb hindsight.Embedder) (*Store, erro
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("open weaviate store: bad URL %q", cfg.URL)
 	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
 	wc := wv.Config{Host: u.Host, Scheme: u.Scheme, Timeout: cfg.Timeout}
 	if cfg.GRPC != "" {
 		wc.GrpcConfig = &grpc.Config{Host: cfg.GRPC, Secured: u.Scheme == "https"}
@@ -117,7 +153,20 @@ func Open(ctx context.Context, cfg Config, emb hindsight.Embedder) (*Store, erro
 	if err != nil {
 		return nil, fmt.Errorf("open weaviate store: %w", err)
 	}
-	s := &Store{c: c, class: cfg.Class, opt: cfg.Rank, log: cfg.Logger, emb: emb, embID: store.EmbedderID(emb), tenants: map[string]bool{}}
+	s := &Store{c: c, class: cfg.Class, opt: cfg.Rank, log: cfg.Logger, emb: emb, embID: store.EmbedderID(emb), tenants: map[string]bool{},
+		factor: cfg.ReplicationFactor, clWant: cfg.Consistency, retryFor: cfg.RetryFor}
+	if s.factor < 0 {
+		return nil, fmt.Errorf("open weaviate store: replication factor %d", s.factor)
+	}
+	if _, err := consistency(s.clWant, 1); err != nil {
+		return nil, fmt.Errorf("open weaviate store: %w", err)
+	}
+	switch {
+	case s.retryFor == 0:
+		s.retryFor = DefaultRetryFor
+	case s.retryFor < 0:
+		s.retryFor = time.Nanosecond
+	}
 	if s.class == "" {
 		s.class = DefaultClass
 	}
@@ -147,11 +196,12 @@ func properties() []*models.Property {
 			IndexFilterable: ptr(false), IndexSearchable: ptr(false)},
 		{Name: "terms", DataType: []string{"text"}, Description: "Hindsight's tokenisation of the text, for BM25",
 			Tokenization: models.PropertyTokenizationWhitespace, IndexFilterable: ptr(false), IndexSearchable: ptr(true)},
-		keyword("hid"), keyword("namespace"), keyword("server"), keyword("tool"), keyword("taskType"), keyword("errorCode"),
+		keyword("hid"), keyword("namespace"), keyword("writer"), keyword("base"), keyword("server"), keyword("tool"), keyword("taskType"), keyword("errorCode"),
 		{Name: "superseded", DataType: []string{"boolean"}, IndexFilterable: ptr(true)},
 		{Name: "deleted", DataType: []string{"boolean"}, IndexFilterable: ptr(true)},
 		{Name: "lastActive", DataType: []string{"int"}, IndexFilterable: ptr(true), IndexRangeFilters: ptr(true)},
 		{Name: "created", DataType: []string{"int"}, IndexFilterable: ptr(true)},
+		{Name: "version", DataType: []string{"int"}, IndexFilterable: ptr(false)},
 	}
 }
 
@@ -164,11 +214,16 @@ func (s *Store) description() string {
 // migrate creates the collection, or brings an older one up to
 // SchemaVersion by adding the properties it lacks.
 func (s *Store) migrate(ctx context.Context) error {
-	ok, err := s.c.Schema().ClassExistenceChecker().WithClassName(s.class).Do(ctx)
+	var ok bool
+	err := s.retry(ctx, func() (err error) {
+		ok, err = s.c.Schema().ClassExistenceChecker().WithClassName(s.class).Do(ctx)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("check collection %s: %w", s.class, err)
 	}
 	if !ok {
+		factor := max(s.factor, 1)
 		class := &models.Class{
 			Class:              s.class,
 			Description:        s.description(),
@@ -177,6 +232,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			VectorIndexType:    "hnsw",
 			VectorIndexConfig:  map[string]any{"distance": "cosine"},
 			MultiTenancyConfig: &models.MultiTenancyConfig{Enabled: true, AutoTenantCreation: true, AutoTenantActivation: true},
+			ReplicationConfig:  &models.ReplicationConfig{Factor: int64(factor), AsyncEnabled: factor > 1},
 		}
 		if err := s.c.Schema().ClassCreator().WithClass(class).Do(ctx); err != nil {
 			// Another process may have created it meanwhile.
@@ -184,16 +240,36 @@ func (s *Store) migrate(ctx context.Context) error {
 				return fmt.Errorf("create collection %s: %w", s.class, err)
 			}
 		} else {
-			return nil
+			if err := s.setFactor(factor); err != nil {
+				return err
+			}
+			return s.migrateClaims(ctx)
 		}
 	}
-	class, err := s.c.Schema().ClassGetter().WithClassName(s.class).Do(ctx)
+	var class *models.Class
+	err = s.retry(ctx, func() (err error) {
+		class, err = s.c.Schema().ClassGetter().WithClassName(s.class).Do(ctx)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("read collection %s: %w", s.class, err)
 	}
 	m := descRE.FindStringSubmatch(class.Description)
 	if m == nil {
 		return fmt.Errorf("collection %s exists but was not made by Hindsight (description %q)", s.class, class.Description)
+	}
+	have := int64(1)
+	if class.ReplicationConfig != nil && class.ReplicationConfig.Factor > 0 {
+		have = class.ReplicationConfig.Factor
+	}
+	if s.factor > 0 && int64(s.factor) != have {
+		return fmt.Errorf("collection %s is replicated %d times, the configuration says %d: "+
+			"set store.weaviate.replication_factor (or HINDSIGHT_WEAVIATE_REPLICATION) to %d, "+
+			"or export the experiences (hindsight experiences export), drop the collection and import them with the new factor",
+			s.class, have, s.factor, have)
+	}
+	if err := s.setFactor(int(have)); err != nil {
+		return err
 	}
 	version, _ := strconv.Atoi(m[1])
 	if version > SchemaVersion {
@@ -204,12 +280,12 @@ func (s *Store) migrate(ctx context.Context) error {
 		s.log.Warn("weaviate collection holds vectors of another embedder; searches are lexical until re-embedded",
 			"collection", s.class, "stored", m[2], "configured", s.embID)
 	}
-	have := map[string]bool{}
+	hasProp := map[string]bool{}
 	for _, p := range class.Properties {
-		have[p.Name] = true
+		hasProp[p.Name] = true
 	}
 	for _, p := range properties() {
-		if have[p.Name] {
+		if hasProp[p.Name] {
 			continue
 		}
 		if err := s.c.Schema().PropertyCreator().WithClassName(s.class).WithProperty(p).Do(ctx); err != nil {
@@ -227,8 +303,23 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("migrate collection %s: %w", s.class, err)
 		}
 	}
+	return s.migrateClaims(ctx)
+}
+
+// setFactor records the factor in force and the consistency level that
+// follows.
+func (s *Store) setFactor(factor int) error {
+	cl, err := consistency(s.clWant, factor)
+	if err != nil {
+		return err
+	}
+	s.factor, s.cl = factor, cl
 	return nil
 }
+
+// Replication returns the collection's replication factor and the
+// consistency level of reads and writes ("" for Weaviate's default).
+func (s *Store) Replication() (factor int, consistency string) { return s.factor, s.cl }
 
 var tenantRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
@@ -259,15 +350,25 @@ func (s *Store) hasTenant(ctx context.Context, ns string, create bool) (bool, er
 	if known {
 		return true, nil
 	}
-	ok, err := s.c.Schema().TenantsExists().WithClassName(s.class).WithTenant(t).Do(ctx)
+	exists := func() (ok bool, err error) {
+		err = s.retry(ctx, func() (err error) {
+			ok, err = s.c.Schema().TenantsExists().WithClassName(s.class).WithTenant(t).Do(ctx)
+			return err
+		})
+		return ok, err
+	}
+	ok, err := exists()
 	if err != nil {
 		return false, fmt.Errorf("check tenant %s: %w", t, err)
 	}
 	if !ok && create {
-		err := s.c.Schema().TenantsCreator().WithClassName(s.class).
-			WithTenants(models.Tenant{Name: t, ActivityStatus: models.TenantActivityStatusHOT}).Do(ctx)
+		err := s.retry(ctx, func() error {
+			return s.c.Schema().TenantsCreator().WithClassName(s.class).
+				WithTenants(models.Tenant{Name: t, ActivityStatus: models.TenantActivityStatusHOT}).Do(ctx)
+		})
 		if err != nil {
-			if ok2, _ := s.c.Schema().TenantsExists().WithClassName(s.class).WithTenant(t).Do(ctx); !ok2 {
+			// Another process may have created it meanwhile.
+			if ok2, _ := exists(); !ok2 {
 				return false, fmt.Errorf("create tenant %s: %w", t, err)
 			}
 		}
@@ -286,29 +387,46 @@ func notFound(err error) bool {
 	return errors.As(err, &we) && we.StatusCode == 404
 }
 
-// get reads one object; nil without error when it does not exist.
-func (s *Store) get(ctx context.Context, ns, id string) (*hindsight.Experience, error) {
+// stored is an experience as read, with the token of the write that
+// stored it ("" for objects written before schema v2).
+type stored struct {
+	*hindsight.Experience
+	token string // the write's
+	base  string // the state it replaced (its claim is deleted on the next write)
+}
+
+// get reads one object at the store's consistency level; nil without
+// error when it does not exist.
+func (s *Store) get(ctx context.Context, ns, id string) (stored, error) {
 	ok, err := s.hasTenant(ctx, ns, false)
 	if err != nil || !ok {
-		return nil, err
+		return stored{}, err
 	}
-	objs, err := s.c.Data().ObjectsGetter().WithClassName(s.class).WithID(objectID(ns, id)).
-		WithTenant(Tenant(ns)).WithVector().Do(ctx)
-	if notFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(objs) == 0 {
-		return nil, nil
+	var objs []*models.Object
+	err = s.retry(ctx, func() (err error) {
+		g := s.c.Data().ObjectsGetter().WithClassName(s.class).WithID(objectID(ns, id)).
+			WithTenant(Tenant(ns)).WithVector()
+		if s.cl != "" {
+			g = g.WithConsistencyLevel(s.cl)
+		}
+		objs, err = g.Do(ctx)
+		if notFound(err) {
+			objs, err = nil, nil
+		}
+		return err
+	})
+	if err != nil || len(objs) == 0 {
+		return stored{}, err
 	}
 	e, err := decode(objs[0].Properties)
 	if err != nil {
-		return nil, err
+		return stored{}, err
 	}
 	e.Vector = objs[0].Vector
-	return e, nil
+	props, _ := objs[0].Properties.(map[string]any)
+	tok, _ := props["writer"].(string)
+	base, _ := props["base"].(string)
+	return stored{e, tok, base}, nil
 }
 
 func decode(props any) (*hindsight.Experience, error) {
@@ -324,7 +442,9 @@ func decode(props any) (*hindsight.Experience, error) {
 	return e, nil
 }
 
-func encode(e *hindsight.Experience) (map[string]any, error) {
+// encode returns the properties of e as written with token over the state
+// base.
+func encode(e *hindsight.Experience, token, base string) (map[string]any, error) {
 	doc, err := json.Marshal(e)
 	if err != nil {
 		return nil, err
@@ -335,7 +455,39 @@ func encode(e *hindsight.Experience) (map[string]any, error) {
 		"taskType": e.TaskType, "errorCode": e.ErrorCode,
 		"superseded": e.SupersededBy != "", "deleted": e.Deleted,
 		"lastActive": rank.LastActive(e).Unix(), "created": e.CreatedAt.UnixNano(),
+		"version": e.Version, "writer": token, "base": base,
 	}, nil
+}
+
+// write upserts objects (one batch request, retried while transient) at
+// the store's consistency level.
+func (s *Store) write(ctx context.Context, objs ...*models.Object) error {
+	return s.retry(ctx, func() error {
+		b := s.c.Batch().ObjectsBatcher().WithObjects(objs...)
+		if s.cl != "" {
+			b = b.WithConsistencyLevel(s.cl)
+		}
+		res, err := b.Do(ctx)
+		if err != nil {
+			return err
+		}
+		for _, r := range res {
+			if r.Result != nil && r.Result.Errors != nil && len(r.Result.Errors.Error) > 0 {
+				return fmt.Errorf("object %s: %s", r.ID, r.Result.Errors.Error[0].Message)
+			}
+		}
+		return nil
+	})
+}
+
+// object is the Weaviate object of e written with token over base.
+func (s *Store) object(e *hindsight.Experience, vec []float32, token, base string) (*models.Object, error) {
+	props, err := encode(e, token, base)
+	if err != nil {
+		return nil, err
+	}
+	return &models.Object{Class: s.class, ID: strfmt.UUID(objectID(e.Namespace, e.ID)),
+		Tenant: Tenant(e.Namespace), Properties: props, Vector: vec}, nil
 }
 
 // Get returns an experience in any state, with its vector.
@@ -344,14 +496,37 @@ func (s *Store) Get(ctx context.Context, namespace, id string) (*hindsight.Exper
 	if err != nil {
 		return nil, fmt.Errorf("get experience %q: %w", id, err)
 	}
-	if e == nil {
+	if e.Experience == nil {
 		return nil, fmt.Errorf("get experience %q: %w", id, hindsight.ErrNotFound)
 	}
-	return e, nil
+	return e.Experience, nil
+}
+
+// maxRaces bounds how often one write waits for and re-applies itself over
+// another process's concurrent write of the same experience.
+const maxRaces = 10
+
+// raceWait waits before try race+1 of a write that lost a claim.
+func raceWait(ctx context.Context, race int) error {
+	select {
+	case <-time.After(time.Duration(20*(race+1)) * time.Millisecond):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Put inserts or updates e (see hindsight.ExperienceStore and the embedded
 // store, whose rules it follows).
+//
+// Across processes it is a conditional write: it reads the stored version
+// and write token, refuses a stale version (ErrConflict), then claims the
+// stored state (see claim.go) and writes only when it holds the claim. A
+// writer that loses the claim waits and reads again: when the winner only
+// recorded hits (the version is unchanged) e is re-applied over it, hits
+// kept; when the winner stored a new version Put returns ErrConflict and
+// the caller re-reads and re-applies. Hit counts are kept as the larger
+// of the stored and the given ones (hits only grow).
 func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	if e.Namespace == "" {
 		e.Namespace = hindsight.DefaultNamespace
@@ -374,88 +549,131 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	if _, err := s.hasTenant(ctx, e.Namespace, true); err != nil {
 		return fmt.Errorf("put experience %q: %w", e.ID, err)
 	}
-	old, err := s.get(ctx, e.Namespace, e.ID)
-	if err != nil {
-		return fmt.Errorf("put experience %q: %w", e.ID, err)
-	}
-	now := s.now().UTC()
-	n := *e
-	n.SourceSteps = slices.Clone(e.SourceSteps)
-	if old != nil {
-		if old.Version != e.Version {
+	var embedded []float32 // the embedding of e's text, once computed
+	for race := 0; ; race++ {
+		old, err := s.get(ctx, e.Namespace, e.ID)
+		if err != nil {
+			return fmt.Errorf("put experience %q: %w", e.ID, err)
+		}
+		if old.Experience != nil && old.Version != e.Version {
 			return fmt.Errorf("put experience %q: stored version %d, given %d: %w", e.ID, old.Version, e.Version, hindsight.ErrConflict)
 		}
-		if n.CreatedAt.IsZero() {
-			n.CreatedAt = old.CreatedAt
+		vec := e.Vector
+		if len(vec) == 0 && old.Experience != nil && len(old.Vector) == s.emb.Dim() && old.Embedder == s.embID && store.Text(old.Experience) == store.Text(e) {
+			vec = old.Vector
 		}
-	} else if n.CreatedAt.IsZero() {
-		n.CreatedAt = now
-	}
-	vec := e.Vector
-	if len(vec) == 0 && old != nil && len(old.Vector) == s.emb.Dim() && old.Embedder == s.embID && store.Text(old) == store.Text(e) {
-		vec = old.Vector
-	}
-	if len(vec) == 0 {
-		vs, err := s.emb.Embed(ctx, []string{store.Text(e)})
+		if len(vec) == 0 {
+			if embedded == nil {
+				vs, err := s.emb.Embed(ctx, []string{store.Text(e)})
+				if err != nil {
+					return fmt.Errorf("put experience %q: embed: %w", e.ID, err)
+				}
+				if len(vs) != 1 || len(vs[0]) != s.emb.Dim() {
+					return fmt.Errorf("put experience %q: embedder returned a bad vector: %w", e.ID, store.ErrDimension)
+				}
+				embedded = vs[0]
+			}
+			vec = embedded
+		}
+		now := s.now().UTC()
+		n := *e
+		n.SourceSteps = slices.Clone(e.SourceSteps)
+		if old.Experience != nil {
+			if n.CreatedAt.IsZero() {
+				n.CreatedAt = old.CreatedAt
+			}
+			if old.HitCount > n.HitCount {
+				n.HitCount = old.HitCount
+			}
+			if old.LastHitAt != nil && (n.LastHitAt == nil || old.LastHitAt.After(*n.LastHitAt)) {
+				n.LastHitAt = old.LastHitAt
+			}
+		} else if n.CreatedAt.IsZero() {
+			n.CreatedAt = now
+		}
+		n.Version = e.Version + 1
+		n.UpdatedAt = now
+		n.Embedder = s.embID
+		n.Vector = nil
+		token, base := uuid.NewString(), baseOf(old)
+		won, err := s.claim(ctx, n.Namespace, n.ID, base, token)
 		if err != nil {
-			return fmt.Errorf("put experience %q: embed: %w", e.ID, err)
+			return fmt.Errorf("put experience %q: %w", e.ID, err)
 		}
-		if len(vs) != 1 || len(vs[0]) != s.emb.Dim() {
-			return fmt.Errorf("put experience %q: embedder returned a bad vector: %w", e.ID, store.ErrDimension)
+		if !won {
+			if race >= maxRaces {
+				return fmt.Errorf("put experience %q: another writer holds it: %w", e.ID, hindsight.ErrConflict)
+			}
+			if err := raceWait(ctx, race); err != nil {
+				return fmt.Errorf("put experience %q: %w", e.ID, err)
+			}
+			continue
 		}
-		vec = vs[0]
+		obj, err := s.object(&n, vec, token, base)
+		if err != nil {
+			return fmt.Errorf("put experience %q: %w", e.ID, err)
+		}
+		if err := s.write(ctx, obj); err != nil {
+			return fmt.Errorf("put experience %q: %w", e.ID, err)
+		}
+		if old.base != "" {
+			s.dropClaim(ctx, n.Namespace, claimID(n.Namespace, n.ID, old.base))
+		}
+		e.Version, e.CreatedAt, e.UpdatedAt, e.Embedder = n.Version, n.CreatedAt, n.UpdatedAt, n.Embedder
+		e.HitCount, e.LastHitAt = n.HitCount, n.LastHitAt
+		e.Vector = slices.Clone(vec)
+		return nil
 	}
-	n.Version = e.Version + 1
-	n.UpdatedAt = now
-	n.Embedder = s.embID
-	props, err := encode(&n)
-	if err != nil {
-		return fmt.Errorf("put experience %q: %w", e.ID, err)
-	}
-	oid := objectID(n.Namespace, n.ID)
-	if old == nil {
-		_, err = s.c.Data().Creator().WithClassName(s.class).WithID(oid).WithTenant(Tenant(n.Namespace)).
-			WithProperties(props).WithVector(vec).Do(ctx)
-	} else {
-		err = s.c.Data().Updater().WithClassName(s.class).WithID(oid).WithTenant(Tenant(n.Namespace)).
-			WithProperties(props).WithVector(vec).Do(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("put experience %q: %w", e.ID, err)
-	}
-	e.Version, e.CreatedAt, e.UpdatedAt, e.Embedder = n.Version, n.CreatedAt, n.UpdatedAt, n.Embedder
-	e.Vector = slices.Clone(vec)
-	return nil
 }
 
-// RecordHits adds a hit at at to each of ids in namespace.
+// RecordHits adds a hit at at to each of ids in namespace. Each is a
+// claimed write like Put's; a hit whose claim another process holds is
+// read and recorded again after it.
 func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, at time.Time) error {
 	ns := rank.Namespace(namespace)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
-		e, err := s.get(ctx, ns, id)
-		if err != nil {
-			return fmt.Errorf("record experience hits: %w", err)
-		}
-		if e == nil {
-			continue
-		}
-		e.HitCount++
-		t := at.UTC()
-		if e.LastHitAt == nil || t.After(*e.LastHitAt) {
-			e.LastHitAt = &t
-		}
-		vec := e.Vector
-		e.Vector = nil
-		props, err := encode(e)
-		if err != nil {
-			return fmt.Errorf("record experience hits: %w", err)
-		}
-		err = s.c.Data().Updater().WithClassName(s.class).WithID(objectID(ns, id)).WithTenant(Tenant(ns)).
-			WithProperties(props).WithVector(vec).Do(ctx)
-		if err != nil {
-			return fmt.Errorf("record experience hits: %w", err)
+		for race := 0; ; race++ {
+			e, err := s.get(ctx, ns, id)
+			if err != nil {
+				return fmt.Errorf("record experience hits: %w", err)
+			}
+			if e.Experience == nil {
+				break
+			}
+			e.HitCount++
+			t := at.UTC()
+			if e.LastHitAt == nil || t.After(*e.LastHitAt) {
+				e.LastHitAt = &t
+			}
+			vec := e.Vector
+			e.Vector = nil
+			token, base := uuid.NewString(), baseOf(e)
+			won, err := s.claim(ctx, ns, id, base, token)
+			if err != nil {
+				return fmt.Errorf("record experience hits: %w", err)
+			}
+			if !won {
+				if race >= maxRaces {
+					return fmt.Errorf("record experience hits: %q: another writer holds it: %w", id, hindsight.ErrConflict)
+				}
+				if err := raceWait(ctx, race); err != nil {
+					return fmt.Errorf("record experience hits: %w", err)
+				}
+				continue
+			}
+			obj, err := s.object(e.Experience, vec, token, base)
+			if err != nil {
+				return fmt.Errorf("record experience hits: %w", err)
+			}
+			if err := s.write(ctx, obj); err != nil {
+				return fmt.Errorf("record experience hits: %w", err)
+			}
+			if e.base != "" {
+				s.dropClaim(ctx, ns, claimID(ns, id, e.base))
+			}
+			break
 		}
 	}
 	return nil
@@ -542,12 +760,19 @@ func (s *Store) Search(ctx context.Context, q hindsight.Query) ([]hindsight.Scor
 	} else {
 		get = get.WithSort(graphql.Sort{Path: []string{"created"}, Order: graphql.Desc})
 	}
-	resp, err := get.Do(ctx)
+	if s.cl != "" {
+		get = get.WithConsistencyLevel(s.cl)
+	}
+	var resp *models.GraphQLResponse
+	err = s.retry(ctx, func() (err error) {
+		resp, err = get.Do(ctx)
+		if err == nil && len(resp.Errors) > 0 {
+			err = errors.New(resp.Errors[0].Message)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("search experiences: %w", err)
-	}
-	if len(resp.Errors) > 0 {
-		return nil, fmt.Errorf("search experiences: %s", resp.Errors[0].Message)
 	}
 	cands, err := s.candidates(resp, &q, text != "", alpha, now)
 	if err != nil {
@@ -654,7 +879,11 @@ func (s *Store) List(ctx context.Context, opt hindsight.ListOptions) ([]hindsigh
 			tenants = []string{Tenant(opt.Namespace)}
 		}
 	} else {
-		ts, err := s.c.Schema().TenantsGetter().WithClassName(s.class).Do(ctx)
+		var ts []models.Tenant
+		err := s.retry(ctx, func() (err error) {
+			ts, err = s.c.Schema().TenantsGetter().WithClassName(s.class).Do(ctx)
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("list experiences: %w", err)
 		}
@@ -670,7 +899,14 @@ func (s *Store) List(ctx context.Context, opt hindsight.ListOptions) ([]hindsigh
 			if after != "" {
 				g = g.WithAfter(after)
 			}
-			objs, err := g.Do(ctx)
+			if s.cl != "" {
+				g = g.WithConsistencyLevel(s.cl)
+			}
+			var objs []*models.Object
+			err := s.retry(ctx, func() (err error) {
+				objs, err = g.Do(ctx)
+				return err
+			})
 			if err != nil {
 				return nil, fmt.Errorf("list experiences: %w", err)
 			}
@@ -758,21 +994,17 @@ func (s *Store) Import(ctx context.Context, exps []*hindsight.Experience) error 
 				e.UpdatedAt = now
 			}
 			e.Embedder = s.embID
-			props, err := encode(e)
+			vec := e.Vector
+			e.Vector = nil
+			obj, err := s.object(e, vec, uuid.NewString(), "")
+			e.Vector = vec
 			if err != nil {
 				return fmt.Errorf("import experience %q: %w", e.ID, err)
 			}
-			objs[j] = &models.Object{Class: s.class, ID: strfmt.UUID(objectID(e.Namespace, e.ID)),
-				Tenant: Tenant(e.Namespace), Properties: props, Vector: e.Vector}
+			objs[j] = obj
 		}
-		res, err := s.c.Batch().ObjectsBatcher().WithObjects(objs...).Do(ctx)
-		if err != nil {
+		if err := s.write(ctx, objs...); err != nil {
 			return fmt.Errorf("import experiences: %w", err)
-		}
-		for _, r := range res {
-			if r.Result != nil && r.Result.Errors != nil && len(r.Result.Errors.Error) > 0 {
-				return fmt.Errorf("import experiences: object %s: %s", r.ID, r.Result.Errors.Error[0].Message)
-			}
 		}
 	}
 	return nil
@@ -846,7 +1078,7 @@ func (s *Store) Reembed(ctx context.Context, emb hindsight.Embedder, progress fu
 			progress(i+len(part), len(all))
 		}
 	}
-	if err := s.c.Schema().ClassDeleter().WithClassName(s.class).Do(ctx); err != nil {
+	if err := s.retry(ctx, func() error { return s.c.Schema().ClassDeleter().WithClassName(s.class).Do(ctx) }); err != nil {
 		return fmt.Errorf("re-embed experiences: drop collection: %w", err)
 	}
 	s.emb, s.embID, s.stale = emb, store.EmbedderID(emb), false

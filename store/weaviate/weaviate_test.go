@@ -3,6 +3,7 @@ package weaviate_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/weaviatetest"
@@ -36,4 +37,65 @@ func TestConformance(t *testing.T) {
 			return open(t, classes[s])
 		},
 	})
+}
+
+// TestTwoStoresConcurrentEdits: two stores over one server (two daemons)
+// edit one experience at once; every edit is kept.
+func TestTwoStoresConcurrentEdits(t *testing.T) {
+	srv := weaviatetest.Start(t)
+	emb := embed.NewLocal(0)
+	var stores []*weaviate.Store
+	for range 2 {
+		s, err := weaviate.Open(context.Background(), weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: "TwoStores"}, emb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, s)
+	}
+	concurrentEdits(t, stores[0], stores[1])
+}
+
+// TestStoreDown: with the server down, a query bounded by its caller's
+// deadline (query_hindsight's) fails by then instead of retrying on, and
+// a write retried while the server comes back succeeds.
+func TestStoreDown(t *testing.T) {
+	srv := weaviatetest.Start(t)
+	emb := embed.NewLocal(0)
+	ctx := context.Background()
+	s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: "StoreDown", RetryFor: time.Minute}, emb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &hindsight.Experience{ID: "d1", Server: "files", Tool: "upload", Lesson: "retry the upload with a smaller chunk size",
+		Situation: "the gateway answered 413", Confidence: 0.8, SourceTask: "t1"}
+	if err := s.Put(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	start := time.Now()
+	_, err = s.Search(qctx, hindsight.Query{Text: "upload chunk size", K: 3})
+	cancel()
+	if err == nil {
+		t.Fatal("a search with the server down succeeded")
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("a search with the server down took %v, past its 2 s deadline", took)
+	}
+	done := make(chan error, 1)
+	go func() {
+		e2 := &hindsight.Experience{ID: "d2", Server: "files", Tool: "upload", Lesson: "compress the payload before the upload",
+			Situation: "the gateway answered 413 again", Confidence: 0.8, SourceTask: "t2"}
+		done <- s.Put(ctx, e2)
+	}()
+	time.Sleep(time.Second)
+	srv.Start(t)
+	if err := <-done; err != nil {
+		t.Fatalf("a write retried while the server came back: %v", err)
+	}
+	if _, err := s.Get(ctx, "", "d2"); err != nil {
+		t.Fatal(err)
+	}
 }

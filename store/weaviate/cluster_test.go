@@ -1,0 +1,280 @@
+package weaviate_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/weaviatetest"
+	"github.com/hindsight-proxy/hindsight/reflect"
+	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/store/storetest"
+	"github.com/hindsight-proxy/hindsight/store/weaviate"
+)
+
+// TestCluster runs one 3-node cluster for the whole package run and shares
+// it among its subtests: the conformance suite at replication factor 3,
+// two stores (as two daemons would) sharing a namespace through different
+// nodes, a node killed and brought back, and concurrent edits of one
+// experience from both stores.
+func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the 3-node cluster test takes a minute; skipped in -short")
+	}
+	start := time.Now()
+	c := weaviatetest.StartCluster(t, 3)
+	t.Logf("3-node cluster ready in %v", time.Since(start).Round(time.Millisecond))
+	emb := embed.NewLocal(0)
+	open := func(t *testing.T, node int, class string) *weaviate.Store {
+		t.Helper()
+		n := c.Nodes[node]
+		s, err := weaviate.Open(context.Background(), weaviate.Config{URL: n.URL, GRPC: n.GRPC, Class: class,
+			ReplicationFactor: 3, RetryFor: 40 * time.Second}, emb)
+		if err != nil {
+			t.Fatalf("open store on weaviate-%d: %v", node+1, err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	ctx := context.Background()
+
+	t.Run("Conformance", func(t *testing.T) {
+		n := 0
+		classes := map[hindsight.ExperienceStore]string{}
+		storetest.Run(t, storetest.Backend{
+			Embedder: emb,
+			New: func(t *testing.T) hindsight.ExperienceStore {
+				n++
+				class := fmt.Sprintf("ClusterConformance%d", n)
+				s := open(t, n%3, class) // each test on another node
+				classes[s] = class
+				return s
+			},
+			Reopen: func(t *testing.T, s hindsight.ExperienceStore) hindsight.ExperienceStore {
+				s.Close()
+				class := classes[s]
+				s2 := open(t, 1, class) // another node sees the same data
+				classes[s2] = class
+				return s2
+			},
+		})
+	})
+
+	t.Run("Replication", func(t *testing.T) {
+		s := open(t, 0, "ClusterReplication")
+		if f, cl := s.Replication(); f != 3 || cl != weaviate.ConsistencyQuorum {
+			t.Fatalf("replication = %d, %q; want 3, QUORUM", f, cl)
+		}
+		_, err := weaviate.Open(ctx, weaviate.Config{URL: c.Nodes[1].URL, Class: "ClusterReplication", ReplicationFactor: 1}, emb)
+		if err == nil || !strings.Contains(err.Error(), "replicated 3 times") || !strings.Contains(err.Error(), "replication_factor") {
+			t.Fatalf("open with factor 1 over a factor-3 collection: %v; want a mismatch error naming the fix", err)
+		}
+		s2, err := weaviate.Open(ctx, weaviate.Config{URL: c.Nodes[2].URL, Class: "ClusterReplication"}, emb)
+		if err != nil {
+			t.Fatalf("open with no factor: %v", err)
+		}
+		if f, _ := s2.Replication(); f != 3 {
+			t.Fatalf("an unset factor adopts the collection's: got %d", f)
+		}
+	})
+
+	// The two stores of the remaining subtests are two daemons' on two
+	// nodes; weaviate-3 is the one killed.
+	a := open(t, 0, "ClusterShared")
+	b := open(t, 1, "ClusterShared")
+
+	t.Run("NewNamespaceImport", func(t *testing.T) {
+		// A new tenant's shard reaches the nodes a moment after it is
+		// made: the first import and read through another node must
+		// not fail on it.
+		for i := range 3 {
+			ns := fmt.Sprintf("fresh-%d", i)
+			if err := a.Import(ctx, []*hindsight.Experience{exp(ns, "f1", "fresh lesson")}); err != nil {
+				t.Fatalf("import into new namespace %s: %v", ns, err)
+			}
+			if _, err := b.Get(ctx, ns, "f1"); err != nil {
+				t.Fatalf("read through another node: %v", err)
+			}
+		}
+	})
+
+	t.Run("Shared", func(t *testing.T) {
+		// Daemon A's reflection stores a team lesson and a private one,
+		// as its merger would for two servers' namespaces.
+		team := &reflect.Merger{Store: a, Namespace: "team", Machine: "host-a/00000001"}
+		private := &reflect.Merger{Store: a, Namespace: "private-a", Machine: "host-a/00000001"}
+		taskEnd := time.Now()
+		res, err := team.Merge(ctx, taskEnd, []hindsight.Experience{*exp("", "", "retry the upload with a smaller chunk size when the gateway answers 413")})
+		if err != nil || len(res) != 1 || res[0].Outcome != reflect.Added {
+			t.Fatalf("merge on A: %+v, %v", res, err)
+		}
+		id := res[0].ID
+		if _, err := private.Merge(ctx, taskEnd, []hindsight.Experience{*exp("", "", "retry the upload with the staging bucket credentials")}); err != nil {
+			t.Fatal(err)
+		}
+		var got hindsight.ScoredExperience
+		found := waitFor(t, 10*time.Second, func() bool {
+			res, err := b.Search(ctx, hindsight.Query{Namespace: "team", Text: "upload gateway 413 chunk", K: 3, NoHit: true})
+			if err == nil && len(res) > 0 && res[0].ID == id {
+				got = res[0]
+				return true
+			}
+			return false
+		})
+		t.Logf("a lesson learnt through weaviate-1 was found through weaviate-2 after %v", found)
+		if got.SourceMachine != "host-a/00000001" || got.SourceAgent != "test" {
+			t.Errorf("source machine %q agent %q, want host-a/00000001 and test", got.SourceMachine, got.SourceAgent)
+		}
+		// B learns the same lesson: it reinforces A's, keeping A's machine.
+		other := &reflect.Merger{Store: b, Namespace: "team", Machine: "host-b/00000002"}
+		e := exp("", "", "retry the upload with a smaller chunk size when the gateway answers 413")
+		e.SourceTask = "task-on-b"
+		res, err = other.Merge(ctx, taskEnd, []hindsight.Experience{*e})
+		if err != nil || len(res) != 1 || res[0].Outcome != reflect.Reinforced || res[0].ID != id {
+			t.Fatalf("merge of the same lesson on B: %+v, %v; want A's reinforced", res, err)
+		}
+		if g, err := a.Get(ctx, "team", id); err != nil || g.EvidenceCount != 2 || g.SourceMachine != "host-a/00000001" {
+			t.Fatalf("after B's reinforcement, A reads %+v, %v", g, err)
+		}
+		all, err := b.List(ctx, hindsight.ListOptions{Namespace: "team"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range all {
+			if strings.Contains(r.Lesson, "staging bucket") {
+				t.Fatalf("a private namespace's lesson is in the team's: %+v", r)
+			}
+		}
+	})
+
+	t.Run("NodeDown", func(t *testing.T) {
+		c.Nodes[2].Kill()
+		t.Logf("weaviate-3 killed")
+		var ids []string
+		for i, s := range []*weaviate.Store{a, b, a, b} {
+			id := fmt.Sprintf("down%d", i)
+			ids = append(ids, id)
+			if err := s.Put(ctx, exp("team", id, fmt.Sprintf("lesson %d stored while weaviate-3 was down about quota exhaustion", i))); err != nil {
+				t.Fatalf("put with a node down: %v", err)
+			}
+		}
+		for _, s := range []*weaviate.Store{a, b} {
+			res, err := s.Search(ctx, hindsight.Query{Namespace: "team", Text: "stored while down quota exhaustion", K: 10, NoHit: true})
+			if err != nil || len(res) < len(ids) {
+				t.Fatalf("search with a node down: %d results, %v", len(res), err)
+			}
+		}
+		back := time.Now()
+		c.Nodes[2].Start(t)
+		t.Logf("weaviate-3 back after %v", time.Since(back).Round(time.Millisecond))
+		// Read from weaviate-3 alone (consistency ONE): it must catch up
+		// on what it missed by itself.
+		n3, err := weaviate.Open(ctx, weaviate.Config{URL: c.Nodes[2].URL, GRPC: c.Nodes[2].GRPC, Class: "ClusterShared",
+			Consistency: weaviate.ConsistencyOne, RetryFor: 40 * time.Second}, emb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := waitFor(t, 120*time.Second, func() bool {
+			all, err := n3.List(ctx, hindsight.ListOptions{Namespace: "team"})
+			if err != nil {
+				return false
+			}
+			have := 0
+			for _, e := range all {
+				if slices.Contains(ids, e.ID) {
+					have++
+				}
+			}
+			return have == len(ids)
+		})
+		t.Logf("weaviate-3 caught up %v after it was back", took)
+	})
+
+	t.Run("ConcurrentEdits", func(t *testing.T) { concurrentEdits(t, a, b) })
+}
+
+// concurrentEdits has a and b reinforce one experience at once, each with
+// its own tasks and searches (hit records) between; both must see every
+// edit.
+func concurrentEdits(t *testing.T, a, b *weaviate.Store) {
+	ctx := context.Background()
+	if err := a.Put(ctx, exp("team", "c1", "pin the dependency before regenerating the lock file")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool { _, err := b.Get(ctx, "team", "c1"); return err == nil })
+	const each = 6
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*each)
+	for side, s := range map[string]*weaviate.Store{"a": a, "b": b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				task := fmt.Sprintf("%s-task-%d", side, i)
+				errs <- reinforce(ctx, s, "team", "c1", task)
+				// A search's hit record races the other side's edits.
+				s.Search(ctx, hindsight.Query{Namespace: "team", Text: "pin dependency lock file", K: 1})
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []*weaviate.Store{a, b} {
+		g, err := s.Get(ctx, "team", "c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.EvidenceCount != 2*each || len(g.EvidenceTasks) != 2*each || g.Version != 1+2*each {
+			t.Fatalf("after %d edits from each store: evidence %d, tasks %d, version %d; an update was lost",
+				each, g.EvidenceCount, len(g.EvidenceTasks), g.Version)
+		}
+	}
+}
+
+// reinforce adds task's evidence to an experience as the reflection merger
+// does: read, change, put, and again on a conflict.
+func reinforce(ctx context.Context, s *weaviate.Store, ns, id, task string) error {
+	for try := 0; try < 50; try++ {
+		e, err := s.Get(ctx, ns, id)
+		if err != nil {
+			return err
+		}
+		e.EvidenceCount++
+		e.EvidenceTasks = append(e.EvidenceTasks, task)
+		err = s.Put(ctx, e)
+		if !errors.Is(err, hindsight.ErrConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("reinforce %s with %s: still conflicting after 50 tries", id, task)
+}
+
+func exp(ns, id, lesson string) *hindsight.Experience {
+	return &hindsight.Experience{ID: id, Namespace: ns, Server: "files", Tool: "upload", TaskType: "deploy",
+		ErrorCode: "E1", Situation: lesson, Lesson: lesson, Confidence: 0.8, SourceAgent: "test", SourceTask: "task-1"}
+}
+
+// waitFor polls cond until it holds and returns how long that took; it
+// fails the test after limit.
+func waitFor(t *testing.T, limit time.Duration, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > limit {
+			t.Fatalf("condition not met after %v", limit)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return time.Since(start).Round(time.Millisecond)
+}
