@@ -26,7 +26,16 @@ func defaultHome() Home {
 // only the current user, SYSTEM and Administrators in, inherited by what is
 // created inside it: Windows ignores file modes, and the daemon's socket is
 // as private as its directory.
+//
+// A directory whose ACL is protected already (this one's, set by an earlier
+// call, or one its owner chose) is left alone: setting an ACL walks the
+// whole tree below it, which every sidecar start would pay for.
 func restrictDir(dir string) error {
+	if cur, err := windows.GetNamedSecurityInfo(dir, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION); err == nil {
+		if ctl, _, err := cur.Control(); err == nil && ctl&windows.SE_DACL_PROTECTED != 0 {
+			return nil
+		}
+	}
 	tu, err := windows.GetCurrentProcessToken().GetTokenUser()
 	if err != nil {
 		return fmt.Errorf("restrict %s: current user: %w", dir, err)
