@@ -33,9 +33,11 @@ type procGroup struct {
 
 // prepareGroup makes cmd start in a console process group of its own
 // (which CTRL_BREAK_EVENT can address, and Ctrl+C in the sidecar's console
-// does not reach).
+// does not reach), sharing the sidecar's console; when the sidecar has none
+// (an agent host that started it detached), the console the child gets is
+// hidden rather than popping up a window.
 func prepareGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP}
+	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP, HideWindow: true}
 }
 
 // newGroup puts the started cmd into a new kill-on-close Job object. When

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"syscall"
 )
 
 // exeSuffix ends an executable's file name.
@@ -23,6 +24,9 @@ func execReplace(path string, args, env []string) error {
 	cmd := exec.Command(path, args[1:]...)
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// A detached daemon has no console: the one hindsightd would get is
+	// hidden rather than shown.
+	cmd.SysProcAttr = &syscall.SysProcAttr{HideWindow: true}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
