@@ -6,19 +6,17 @@ import (
 )
 
 // Home is the directory that holds everything Hindsight keeps on a machine
-// ($HINDSIGHT_HOME, else ~/.hindsight). Files are created 0600 and
-// directories 0700.
+// ($HINDSIGHT_HOME, else ~/.hindsight on Linux and macOS,
+// %LOCALAPPDATA%\Hindsight on Windows). Files are created 0600 and
+// directories 0700 (on Windows, the home's ACL admits only the user).
 type Home string
 
-// DefaultHome returns $HINDSIGHT_HOME, else ~/.hindsight.
+// DefaultHome returns $HINDSIGHT_HOME, else the system's default (see Home).
 func DefaultHome() Home {
 	if h := os.Getenv("HINDSIGHT_HOME"); h != "" {
 		return Home(h)
 	}
-	if d, err := os.UserHomeDir(); err == nil {
-		return Home(filepath.Join(d, ".hindsight"))
-	}
-	return Home(".hindsight")
+	return defaultHome()
 }
 
 // Path joins elem to the home directory.
@@ -38,11 +36,17 @@ func (h Home) Outboxes() string { return h.Path("outbox") }
 // DaemonData is the daemon's Badger directory (traces, queue, experiences).
 func (h Home) DaemonData() string { return h.Path("daemon") }
 
-// Ensure creates the home directory and its log directory with mode 0700.
+// Ensure creates the home directory and its log directory with mode 0700
+// (on Windows, it gives the home an ACL that admits only the user).
 func (h Home) Ensure() error {
-	for _, d := range []string{string(h), h.Logs()} {
+	for i, d := range []string{string(h), h.Logs()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return err
+		}
+		if i == 0 {
+			if err := restrictDir(d); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

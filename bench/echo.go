@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package bench measures what the sidecar costs an agent: a stdio tools/call
 // round trip direct to a server, through a plain byte relay (the floor) and
 // through `hindsight wrap`, with real processes on real pipes.

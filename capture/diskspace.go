@@ -92,5 +92,5 @@ func (o *Outbox) noteLow(err error) {
 // isNoSpace reports whether err is the filesystem's or diskspace's "no
 // space".
 func isNoSpace(err error) bool {
-	return errors.Is(err, diskspace.ErrLow) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+	return errors.Is(err, diskspace.ErrLow) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || isNoSpaceErrno(err)
 }

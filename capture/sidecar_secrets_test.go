@@ -1,3 +1,5 @@
+//go:build unix
+
 package capture_test
 
 // The whole path of a planted secret through a real sidecar: an MCP client

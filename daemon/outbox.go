@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/hindsight-proxy/hindsight/internal/filelock"
 )
 
 // OutboxInfo describes one sidecar's outbox directory.
@@ -124,9 +125,9 @@ func locked(path string) bool {
 		return false
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+	if err := filelock.TryLock(f, true); err != nil {
 		return true
 	}
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	_ = filelock.Unlock(f)
 	return false
 }

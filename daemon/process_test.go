@@ -1,3 +1,5 @@
+//go:build unix
+
 package daemon
 
 // Tests with real processes: the hindsight binary built from this module,

@@ -12,10 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/filelock"
 )
 
 // ErrAlreadyRunning reports that another daemon holds the lock.
@@ -39,9 +39,9 @@ func AcquireLock(home hindsight.Home) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := filelock.TryLock(f, false); err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, filelock.ErrWouldBlock) {
 			pid := LockHolder(home)
 			return nil, fmt.Errorf("lock %s: %w (pid %d)", LockPath(home), ErrAlreadyRunning, pid)
 		}
@@ -79,10 +79,6 @@ func LockHolder(home hindsight.Home) int {
 	return pid
 }
 
-// maxSocketPath is the longest path a Unix socket address holds on Linux
-// (sun_path is 108 bytes with its NUL).
-const maxSocketPath = 107
-
 // Listen creates the daemon's Unix socket, mode 0600 from the start (the
 // umask is tightened while it is created, then the mode set again). The
 // caller must hold the lock: a socket file left by a dead daemon is
@@ -98,13 +94,11 @@ func Listen(home hindsight.Home, l *Lock) (net.Listener, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale socket: %w", err)
 	}
-	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", path)
-	syscall.Umask(old)
+	ln, err := listenUnix(path)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := restrictSocket(path); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("chmod socket: %w", err)
 	}
@@ -177,14 +171,6 @@ func (l *socketListener) gone() error {
 	return nil
 }
 
-func fileID(path string) ([2]uint64, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil {
-		return [2]uint64{}, &os.PathError{Op: "stat", Path: path, Err: err}
-	}
-	return [2]uint64{uint64(st.Dev), st.Ino}, nil
-}
-
 // SocketGone returns nil while ln (from Listen) still owns its socket
 // file, else an error wrapping ErrSocketGone; once ln is closed it answers
 // as of the close. It returns nil for other listeners.
@@ -250,8 +236,8 @@ func EnsureRunning(ctx context.Context, home hindsight.Home, exe string, globalA
 	cmd := exec.Command(exe, append(append([]string{}, globalArgs...), "daemon")...)
 	cmd.Env = daemonEnv(os.Environ(), home)
 	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	cmd, err := startDetached(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("start daemon: %w", err)
 	}
 	exited := make(chan error, 1)

@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
@@ -491,11 +490,7 @@ func DirSize(dir string) int64 {
 		if err != nil {
 			return nil
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			n += min(st.Blocks*512, fi.Size())
-		} else {
-			n += fi.Size()
-		}
+		n += allocatedSize(fi)
 		return nil
 	})
 	return n

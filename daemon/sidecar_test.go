@@ -1,3 +1,5 @@
+//go:build unix
+
 package daemon
 
 // End-to-end tests of the sidecar and the daemon together: a real MCP client

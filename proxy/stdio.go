@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -334,6 +333,7 @@ func (r *relay) agentFailed(err error) {
 type child struct {
 	cmd     *exec.Cmd
 	pgid    int
+	grp     *procGroup // its process group (Unix) or Job object (Windows)
 	in      *LineWriter
 	stdin   *os.File // our end of its stdin
 	stdout  *os.File // our end of its stdout
@@ -369,7 +369,7 @@ func (r *relay) start() (*child, error) {
 	cmd := exec.Command(r.s.Command, r.s.Args...)
 	cmd.Env, cmd.Dir = r.s.Env, r.s.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	prepareGroup(cmd)
 	err = cmd.Start()
 	inR.Close()
 	outW.Close()
@@ -381,7 +381,7 @@ func (r *relay) start() (*child, error) {
 		return nil, err
 	}
 	ch := &child{
-		cmd: cmd, pgid: cmd.Process.Pid, in: NewLineWriter(inW), stdin: inW, stdout: outR, stderr: errR,
+		cmd: cmd, grp: newGroup(cmd), pgid: cmd.Process.Pid, in: NewLineWriter(inW), stdin: inW, stdout: outR, stderr: errR,
 		started: time.Now(), exited: make(chan struct{}), outDone: make(chan struct{}), errDone: make(chan struct{}),
 	}
 	r.mu.Lock()
@@ -624,20 +624,21 @@ func (r *relay) supervise(ch *child) {
 	}
 }
 
-// terminate stops ch: close its stdin, then SIGTERM, then SIGKILL to its
-// process group, each after the grace period.
+// terminate stops ch: close its stdin, then terminate its process group
+// gracefully (SIGTERM; CTRL_BREAK_EVENT on Windows), then kill it (SIGKILL;
+// TerminateJobObject on Windows), each after the grace period.
 func (r *relay) terminate(ch *child) {
 	ch.stdin.Close()
 	if waitFor(ch.exited, r.grace) {
 		return
 	}
-	r.log.Warn("server did not exit after stdin closed; sending SIGTERM", "server", r.name, "pid", ch.pgid)
-	syscall.Kill(-ch.pgid, syscall.SIGTERM)
+	r.log.Warn("server did not exit after stdin closed; sending "+termName, "server", r.name, "pid", ch.pgid)
+	ch.grp.terminate()
 	if waitFor(ch.exited, r.grace) {
 		return
 	}
-	r.log.Warn("server did not exit after SIGTERM; sending SIGKILL", "server", r.name, "pid", ch.pgid)
-	syscall.Kill(-ch.pgid, syscall.SIGKILL)
+	r.log.Warn("server did not exit after "+termName+"; sending "+killName, "server", r.name, "pid", ch.pgid)
+	ch.grp.kill()
 	<-ch.exited
 }
 
@@ -645,7 +646,8 @@ func (r *relay) terminate(ch *child) {
 // group, relays what it wrote before exiting, and answers the agent's
 // requests it left unanswered.
 func (r *relay) reap(ch *child, stopping bool) {
-	syscall.Kill(-ch.pgid, syscall.SIGKILL) // orphaned grandchildren
+	ch.grp.kill() // orphaned grandchildren
+	ch.grp.release()
 	for _, c := range []struct {
 		done chan struct{}
 		f    *os.File

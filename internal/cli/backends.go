@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/reflect"
@@ -84,7 +83,7 @@ func execFull(what string) error {
 		return fmt.Errorf("configuration needs %s, which only %s has: %w", what, FullBinary, err)
 	}
 	args := append([]string{path}, os.Args[1:]...)
-	if err := syscall.Exec(path, args, os.Environ()); err != nil {
+	if err := execReplace(path, args, os.Environ()); err != nil {
 		return fmt.Errorf("exec %s: %w", path, err)
 	}
 	return nil
@@ -95,8 +94,8 @@ func execFull(what string) error {
 func findFull() (string, error) {
 	exe, err := os.Executable()
 	if err == nil {
-		p := filepath.Join(filepath.Dir(exe), FullBinary)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		p := filepath.Join(filepath.Dir(exe), FullBinary+exeSuffix)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && isExecutable(st) {
 			return p, nil
 		}
 	}

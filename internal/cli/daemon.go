@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -85,7 +84,7 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 	}
 	defer lock.Release()
 	// Everything the daemon writes (Badger files, the socket) is private.
-	syscall.Umask(0o077)
+	privateUmask()
 
 	// What the daemon opened, closed last first when it stops (see
 	// shutdown: a home that is gone skips them).

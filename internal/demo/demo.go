@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
@@ -171,22 +170,6 @@ func startDaemon(ctx context.Context, home hindsight.Home, exe string) (*daemon.
 	}
 	pid := daemon.LockHolder(home)
 	return c, func() { stopDaemon(c, pid) }, nil
-}
-
-// stopDaemon sends SIGTERM to the daemon this demo started and waits until
-// it no longer answers.
-func stopDaemon(c *daemon.Client, pid int) {
-	if pid <= 0 || syscall.Kill(pid, syscall.SIGTERM) != nil {
-		return
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if syscall.Kill(pid, 0) != nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
 // runAgent runs the agent once through a wrap sidecar spawned over stdio,

@@ -22,7 +22,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"syscall"
 )
 
 // ErrLow marks a write refused because the filesystem has less free space
@@ -78,16 +77,6 @@ func ParseBytes(s string) (int64, error) {
 	return n * mult, nil
 }
 
-// Free returns the bytes an unprivileged process may still write on the
-// filesystem that holds path.
-func Free(path string) (int64, error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(path, &st); err != nil {
-		return 0, fmt.Errorf("statfs %s: %w", path, err)
-	}
-	return int64(st.Bavail) * int64(st.Bsize), nil
-}
-
 // Check returns nil when the filesystem holding path has more than
 // reserve+need bytes free, else an error wrapping ErrLow that says how much
 // is free. A reserve of 0 turns the check off. A statfs that fails (path
@@ -135,41 +124,6 @@ func AllocateAhead(dir string, ahead int64) error {
 		}
 	}
 	return nil
-}
-
-func allocateFile(path string, ahead int64) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return nil // rotated away meanwhile
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil
-	}
-	size := fi.Size()
-	// The first hole is where Badger's sequential writes have not reached.
-	hole, err := f.Seek(0, 4) // SEEK_HOLE
-	if err != nil || hole >= size {
-		return nil
-	}
-	n := min(ahead, size-hole)
-	if n <= 0 {
-		return nil
-	}
-	for {
-		err = syscall.Fallocate(int(f.Fd()), 0, hole, n)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT):
-		return fmt.Errorf("%w: cannot allocate %d bytes ahead in %s: %w", ErrLow, n, path, err)
-	}
-	return nil // EOPNOTSUPP and the like: nothing to do
 }
 
 // Contain runs f with the goroutine's panic-on-fault set, so that a memory

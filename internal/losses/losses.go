@@ -13,14 +13,12 @@ package losses
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -91,7 +89,7 @@ func Open(home, source, server string) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create loss ledger: %w", err)
 	}
-	if err := syscall.Fallocate(int(f.Fd()), 0, 0, fileSize); err != nil && !errors.Is(err, syscall.EOPNOTSUPP) {
+	if err := preallocate(f, fileSize); err != nil {
 		f.Close()
 		os.Remove(l.path)
 		return nil, fmt.Errorf("allocate loss ledger: %w", err)

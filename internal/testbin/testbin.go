@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -123,7 +122,7 @@ func stopDaemon(home string, grace time.Duration) error {
 	}
 	var errs []error
 	for _, pid := range pids {
-		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		if err := terminatePid(pid); err != nil {
 			continue // gone already
 		}
 		deadline := time.Now().Add(grace)
@@ -131,7 +130,7 @@ func stopDaemon(home string, grace time.Duration) error {
 			time.Sleep(20 * time.Millisecond)
 		}
 		if isDaemon(pid) {
-			syscall.Kill(pid, syscall.SIGKILL)
+			killPid(pid)
 			errs = append(errs, fmt.Errorf("daemon pid %d ignored SIGTERM for %v; killed", pid, grace))
 		}
 	}

@@ -157,7 +157,7 @@ func (s *Server) start() error {
 	cmd.Env = append(cmd.Env, s.env...) // the last value of a key wins
 	cmd.Stdout = s.log
 	cmd.Stderr = s.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	newProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func (s *Server) Stop() error {
 	select {
 	case <-s.done:
 	case <-time.After(30 * time.Second):
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killProcessGroup(cmd)
 		<-s.done
 		return fmt.Errorf("weaviate did not stop in 30s; killed")
 	}

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command relaybench measures what `hindsight wrap` costs an agent: a stdio
 // tools/call echo round trip direct to an echo MCP server, through a plain
 // byte relay (the floor), and through the sidecar with capture on and off,

@@ -1,0 +1,32 @@
+//go:build windows
+
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/hindsight-proxy/hindsight/internal/filelock"
+)
+
+// errLocked reports a lock file held by a live process.
+var errLocked = errors.New("locked by a live process")
+
+// lockFile opens path (creating it) and takes an exclusive, non-blocking
+// LockFileEx lock on it. The lock lives as long as the returned file is
+// open, and dies with the process, however it ends.
+func lockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock: %w", err)
+	}
+	if err := filelock.TryLock(f, false); err != nil {
+		f.Close()
+		if errors.Is(err, filelock.ErrWouldBlock) {
+			return nil, errLocked
+		}
+		return nil, fmt.Errorf("LockFileEx: %w", err)
+	}
+	return f, nil
+}

@@ -1,0 +1,19 @@
+//go:build unix
+
+package daemon
+
+import (
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cpuTime is the CPU time the process has used: the benchmark's and its
+// background work's (Badger's flushes and compactions).
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,58 @@
+//go:build windows
+
+package hindsight
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/windows"
+)
+
+// defaultHome is %LOCALAPPDATA%\Hindsight (not roamed: Badger databases and
+// a socket belong to one machine), else ~\.hindsight.
+func defaultHome() Home {
+	if d := os.Getenv("LOCALAPPDATA"); d != "" {
+		return Home(filepath.Join(d, "Hindsight"))
+	}
+	if d, err := os.UserHomeDir(); err == nil {
+		return Home(filepath.Join(d, ".hindsight"))
+	}
+	return Home(".hindsight")
+}
+
+// restrictDir gives dir a protected ACL (no inherited entries) that lets
+// only the current user, SYSTEM and Administrators in, inherited by what is
+// created inside it: Windows ignores file modes, and the daemon's socket is
+// as private as its directory.
+//
+// A directory whose ACL is protected already (this one's, set by an earlier
+// call, or one its owner chose) is left alone: setting an ACL walks the
+// whole tree below it, which every sidecar start would pay for.
+func restrictDir(dir string) error {
+	if cur, err := windows.GetNamedSecurityInfo(dir, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION); err == nil {
+		if ctl, _, err := cur.Control(); err == nil && ctl&windows.SE_DACL_PROTECTED != 0 {
+			return nil
+		}
+	}
+	tu, err := windows.GetCurrentProcessToken().GetTokenUser()
+	if err != nil {
+		return fmt.Errorf("restrict %s: current user: %w", dir, err)
+	}
+	sddl := "D:P(A;OICI;FA;;;" + tu.User.Sid.String() + ")(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)"
+	sd, err := windows.SecurityDescriptorFromString(sddl)
+	if err != nil {
+		return fmt.Errorf("restrict %s: %w", dir, err)
+	}
+	dacl, _, err := sd.DACL()
+	if err != nil {
+		return fmt.Errorf("restrict %s: %w", dir, err)
+	}
+	err = windows.SetNamedSecurityInfo(dir, windows.SE_FILE_OBJECT,
+		windows.DACL_SECURITY_INFORMATION|windows.PROTECTED_DACL_SECURITY_INFORMATION, nil, nil, dacl, nil)
+	if err != nil {
+		return fmt.Errorf("restrict %s: %w", dir, err)
+	}
+	return nil
+}
