@@ -216,7 +216,7 @@ func (s *Server) Kill() {
 	if s.cmd == nil {
 		return
 	}
-	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	killProcessGroup(s.cmd)
 	<-s.done
 	s.cmd = nil
 }
