@@ -185,41 +185,29 @@ func rank(r int) string {
 // experiencesPin pins or unpins an experience: a pinned lesson is offered
 // in its server's instructions whatever its rank.
 func experiencesPin(ctx context.Context, g *globals, args []string, pin bool) error {
-	verb := "unpin"
-	if pin {
-		verb = "pin"
-	}
-	fs := newFlags("experiences "+verb, "experiences "+verb+" ID [--namespace NS] [--json]")
-	asJSON := fs.Bool("json", false, "print the experience as JSON")
-	ns := fs.String("namespace", "", "namespace of the experience (default: the configured one, then any)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return usageErr("experiences %s takes one experience id", verb)
-	}
-	c, err := connect(ctx, g)
-	if err != nil {
-		return err
-	}
-	e, err := c.Pin(ctx, *ns, pos[0], pin)
-	if err != nil {
-		return notFound(err, "experience "+pos[0])
-	}
-	if *asJSON {
-		return printJSON(stdout, e)
-	}
-	fmt.Fprintf(stdout, "experience %s %sned\n", e.ID, verb)
-	return nil
+	verb := map[bool]string{true: "pin", false: "unpin"}[pin]
+	return changeOne(ctx, g, verb, args, func(c *daemon.Client, ns, id string) (*hindsight.Experience, string, error) {
+		e, err := c.Pin(ctx, ns, id, pin)
+		return e, verb + "ned", err
+	})
 }
 
 func experiencesForget(ctx context.Context, g *globals, args []string, forget bool) error {
-	verb := "restore"
-	if forget {
-		verb = "forget"
-	}
+	verb := map[bool]string{true: "forget", false: "restore"}[forget]
+	return changeOne(ctx, g, verb, args, func(c *daemon.Client, ns, id string) (*hindsight.Experience, string, error) {
+		if forget {
+			e, err := c.Forget(ctx, ns, id)
+			return e, "forgotten (restore with `hindsight experiences restore " + id + "`)", err
+		}
+		e, err := c.Restore(ctx, ns, id)
+		return e, "restored", err
+	})
+}
+
+// changeOne runs `experiences VERB ID [--namespace NS] [--json]`: change
+// makes the change and says what was done; the experience is printed as
+// JSON, or the line "experience ID DONE".
+func changeOne(ctx context.Context, g *globals, verb string, args []string, change func(c *daemon.Client, ns, id string) (*hindsight.Experience, string, error)) error {
 	fs := newFlags("experiences "+verb, "experiences "+verb+" ID [--namespace NS] [--json]")
 	asJSON := fs.Bool("json", false, "print the experience as JSON")
 	ns := fs.String("namespace", "", "namespace of the experience (default: the configured one, then any)")
@@ -235,21 +223,12 @@ func experiencesForget(ctx context.Context, g *globals, args []string, forget bo
 	if err != nil {
 		return err
 	}
-	var e *hindsight.Experience
-	if forget {
-		e, err = c.Forget(ctx, *ns, pos[0])
-	} else {
-		e, err = c.Restore(ctx, *ns, pos[0])
-	}
+	e, done, err := change(c, *ns, pos[0])
 	if err != nil {
 		return notFound(err, "experience "+pos[0])
 	}
 	if *asJSON {
 		return printJSON(stdout, e)
-	}
-	done := "restored"
-	if forget {
-		done = "forgotten (restore with `hindsight experiences restore " + e.ID + "`)"
 	}
 	fmt.Fprintf(stdout, "experience %s %s\n", e.ID, done)
 	return nil
