@@ -236,6 +236,14 @@ func EnsureRunning(ctx context.Context, home hindsight.Home, exe string, globalA
 	cmd := exec.Command(exe, append(append([]string{}, globalArgs...), "daemon")...)
 	cmd.Env = daemonEnv(os.Environ(), home)
 	cmd.Dir = "/"
+	// What the daemon says before its log is open (a missing hindsightd,
+	// a bad configuration) goes to a file of its own, so a failed start
+	// can say why.
+	errPath := home.Path("logs", "daemon-start.err")
+	if f, err := os.OpenFile(errPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600); err == nil {
+		cmd.Stderr = f
+		defer f.Close()
+	}
 	cmd, err := startDetached(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("start daemon: %w", err)
@@ -261,10 +269,43 @@ func EnsureRunning(ctx context.Context, home hindsight.Home, exe string, globalA
 				exitErr = errors.New("exit status 0")
 			}
 			exited = nil
+			// It lost the lock to another caller's daemon: wait for that
+			// one. Else it failed on its own: say why now, not at the
+			// deadline.
+			if !lockHeld(home) && ping(ctx, c) != nil {
+				return nil, fmt.Errorf("start daemon: it exited (%v)%s", exitErr, startError(errPath, home))
+			}
 		case <-time.After(delay):
 			delay = min(delay*2, 250*time.Millisecond)
 		}
 	}
+}
+
+// lockHeld reports whether a process holds home's daemon lock.
+func lockHeld(home hindsight.Home) bool {
+	f, err := os.Open(LockPath(home))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := filelock.TryLock(f, true); err != nil {
+		return errors.Is(err, filelock.ErrWouldBlock)
+	}
+	filelock.Unlock(f)
+	return false
+}
+
+// startError is what a daemon that failed to start wrote before its log
+// was open (the last 2 KiB of errPath), else where its log is.
+func startError(errPath string, home hindsight.Home) string {
+	b, _ := os.ReadFile(errPath)
+	if msg := strings.TrimSpace(string(b)); msg != "" {
+		if len(msg) > 2048 {
+			msg = "…" + msg[len(msg)-2048:]
+		}
+		return ": " + msg
+	}
+	return "; see " + home.Path("logs", "daemon.log")
 }
 
 // daemonEnv is the environment EnsureRunning starts a daemon with: env,
