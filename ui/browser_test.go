@@ -85,6 +85,23 @@ func TestBrowser(t *testing.T) {
 		}
 		return strings.TrimSpace(s)
 	}
+	// settled waits until the text of sel satisfies ok and returns it: a
+	// click that submits a form navigates, and the old page (or none,
+	// while the new one loads) answers in between.
+	settled := func(sel string, ok func(string) bool) string {
+		t.Helper()
+		var last string
+		var lastErr error
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+			if err == nil && ok(strings.TrimSpace(s)) {
+				return strings.TrimSpace(s)
+			}
+			last, lastErr = strings.TrimSpace(s), err
+		}
+		t.Errorf("text of %s never settled: %q (%v)", sel, last, lastErr)
+		return last
+	}
 	row := chromedp.CSS(`tr.experience[data-id="` + lessonID + `"]`)
 
 	step("load", chromedp.Navigate(raw), chromedp.WaitVisible(chromedp.CSS(`li.task`)))
@@ -98,9 +115,9 @@ func TestBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#search input[name=server]`), "shop"),
 		chromedp.Click(chromedp.CSS(`#search button`)),
 		chromedp.WaitVisible(row))
-	if found := text(`table.experiences tbody`); !strings.Contains(found, lessonText) || strings.Contains(found, "List the directory") {
-		t.Errorf("search results: %q", found)
-	}
+	settled(`table.experiences tbody`, func(found string) bool {
+		return strings.Contains(found, lessonText) && !strings.Contains(found, "List the directory")
+	})
 	step("edit",
 		chromedp.Click(chromedp.CSS(`tr.experience[data-id="`+lessonID+`"] a`)),
 		chromedp.WaitVisible(chromedp.CSS(`#edit`)),
