@@ -29,19 +29,9 @@ const EditOrigin = "manual"
 // handleEdit stores the edited experience as its next version, with origin
 // EditOrigin. The store keeps only the current version.
 func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store()
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	var req EditRequest
-	if err := decodeBody(w, r, &req); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	e, err := s.find(r.Context(), st, req.Namespace, r.PathValue("id"))
-	if err != nil {
-		s.fail(w, r, err)
+	st, e, ok := s.decodeAndFind(w, r, &req, func() string { return req.Namespace })
+	if !ok {
 		return
 	}
 	if e.Version != req.Version {
@@ -94,21 +84,29 @@ type PinRequest struct {
 	Pinned    bool   `json:"pinned"`
 }
 
+// decodeAndFind decodes the request body into req and reads the
+// experience the path names, in the namespace req gives (namespace is
+// read after decoding). On failure it has answered, and ok is false.
+func (s *Server) decodeAndFind(w http.ResponseWriter, r *http.Request, req any, namespace func() string) (st hindsight.ExperienceStore, e *hindsight.Experience, ok bool) {
+	st, err := s.store()
+	if err == nil {
+		err = decodeBody(w, r, req)
+	}
+	if err == nil {
+		e, err = s.find(r.Context(), st, namespace(), r.PathValue("id"))
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return nil, nil, false
+	}
+	return st, e, true
+}
+
 // handlePin pins or unpins an experience (hindsight.Experience.Pinned).
 func (s *Server) handlePin(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store()
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	var req PinRequest
-	if err := decodeBody(w, r, &req); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	e, err := s.find(r.Context(), st, req.Namespace, r.PathValue("id"))
-	if err != nil {
-		s.fail(w, r, err)
+	st, e, ok := s.decodeAndFind(w, r, &req, func() string { return req.Namespace })
+	if !ok {
 		return
 	}
 	if e.Pinned != req.Pinned {
