@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/telemetry"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -141,6 +142,9 @@ type Config struct {
 		SessionBudget  int   `yaml:"session_budget"`  // tokens injected per session (default 1000)
 		MaxExperiences int   `yaml:"max_experiences"` // per query_hindsight answer (default 3)
 	} `yaml:"inject"`
+	// Telemetry exports a trace span per tool call over OTLP (off unless
+	// an endpoint is set here or in OTEL_EXPORTER_OTLP_*ENDPOINT).
+	Telemetry telemetry.Config `yaml:"telemetry"`
 }
 
 func parseGlobals(args []string, stderr io.Writer) (*globals, []string, error) {

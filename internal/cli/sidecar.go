@@ -17,6 +17,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/inject"
 	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/hindsight-proxy/hindsight/telemetry"
 	"github.com/tidwall/gjson"
 )
 
@@ -129,6 +130,14 @@ func newSidecar(ctx context.Context, g *globals, name, transport string, logger 
 	// Injection goes last: its Exchange hook records what it injected
 	// before the hooks set above (capture's recorder) see the exchange.
 	installInjector(g, name, s.client, s.Hooks, logger)
+
+	// Tracing sees each exchange last, and flushes after everything else
+	// stopped.
+	if hook, stop := telemetry.Start(g.config.Telemetry, logger); hook != nil {
+		prev := s.Hooks.Exchange
+		s.Hooks.Exchange = func(ex *proxy.Exchange) { prev(ex); hook(ex) }
+		s.closers = append([]func(){stop}, s.closers...)
+	}
 	return s, nil
 }
 

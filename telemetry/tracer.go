@@ -1,0 +1,236 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/hindsight-proxy/hindsight/proxy"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// QueueSize bounds the calls waiting for their span; past it a call's span
+// is dropped (and counted), never waited for.
+const QueueSize = 2048
+
+// FlushTimeout bounds the last export when the sidecar stops; what is not
+// exported by then is lost.
+const FlushTimeout = 2 * time.Second
+
+// instrumentation is the tracer's name.
+const instrumentation = "github.com/hindsight-proxy/hindsight/telemetry"
+
+// Start starts tracing as cfg and the environment say. It returns the
+// proxy.Hooks.Exchange hook that traces each tools/call, and the function
+// that flushes and stops it within FlushTimeout; hook is nil when tracing
+// is off or could not start (which is logged: tracing never stops the
+// relay), and shutdown then does nothing.
+func Start(cfg Config, logger *slog.Logger) (hook func(*proxy.Exchange), shutdown func()) {
+	s, on, err := resolve(cfg, os.Getenv)
+	if err == nil && on {
+		var t *tracer
+		if t, err = newTracer(context.Background(), s, logger); err == nil {
+			logger.Info("tracing tool calls over OTLP", "protocol", s.protocol, "endpoint", s.endpoint)
+			return t.Hook, t.Shutdown
+		}
+	}
+	if err != nil {
+		logger.Error("tracing is off", "err", err)
+	}
+	return nil, func() {}
+}
+
+// tracer turns exchanges into spans on its own goroutine and exports them
+// in batches.
+type tracer struct {
+	queue    chan *proxy.Exchange
+	stop     chan struct{}
+	done     chan struct{}
+	provider *sdktrace.TracerProvider
+	tracer   trace.Tracer
+	exporter *countingExporter
+	logger   *slog.Logger
+	dropped  atomic.Int64
+	stopOnce sync.Once
+}
+
+func newTracer(ctx context.Context, s settings, logger *slog.Logger) (*tracer, error) {
+	exp, err := newExporter(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", s.service)),
+		resource.WithFromEnv(), resource.WithTelemetrySDK())
+	if err != nil {
+		return nil, fmt.Errorf("describe resource: %w", err)
+	}
+	otel.SetLogger(logr.FromSlogHandler(logger.Handler()))
+	otel.SetErrorHandler(onceHandler(logger))
+	counted := &countingExporter{SpanExporter: exp}
+	// Blocking hands a full batch queue's back-pressure to the worker,
+	// whose own queue then drops, counted.
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res),
+		sdktrace.WithBatcher(counted, sdktrace.WithBlocking())}
+	if s.sampler != nil {
+		opts = append(opts, sdktrace.WithSampler(s.sampler))
+	}
+	tp := sdktrace.NewTracerProvider(opts...)
+	t := &tracer{
+		queue:    make(chan *proxy.Exchange, QueueSize),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		provider: tp,
+		tracer:   tp.Tracer(instrumentation),
+		exporter: counted,
+		logger:   logger,
+	}
+	go t.run()
+	return t, nil
+}
+
+// newExporter builds the OTLP exporter of s's protocol. What s leaves
+// unset the exporter reads from the OTEL_EXPORTER_OTLP_* variables.
+func newExporter(ctx context.Context, s settings) (sdktrace.SpanExporter, error) {
+	var exp sdktrace.SpanExporter
+	var err error
+	if s.protocol == ProtocolGRPC {
+		var opts []otlptracegrpc.Option
+		if s.endpoint != "" {
+			opts = append(opts, otlptracegrpc.WithEndpointURL(s.endpoint))
+		}
+		if s.headers != nil {
+			opts = append(opts, otlptracegrpc.WithHeaders(s.headers))
+		}
+		exp, err = otlptracegrpc.New(ctx, opts...)
+	} else {
+		var opts []otlptracehttp.Option
+		if s.endpoint != "" {
+			opts = append(opts, otlptracehttp.WithEndpointURL(s.endpoint))
+		}
+		if s.headers != nil {
+			opts = append(opts, otlptracehttp.WithHeaders(s.headers))
+		}
+		exp, err = otlptracehttp.New(ctx, opts...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start OTLP exporter: %w", err)
+	}
+	return exp, nil
+}
+
+// Hook queues a tools/call exchange for its span without waiting; a full
+// queue drops it, counted (the first drop is logged).
+func (t *tracer) Hook(ex *proxy.Exchange) {
+	if ex == nil || !traced(ex) {
+		return
+	}
+	select {
+	case t.queue <- ex:
+	default:
+		if t.dropped.Add(1) == 1 {
+			t.logger.Warn("trace queue full: dropping spans of tool calls (counted; summed up at exit)")
+		}
+	}
+}
+
+func (t *tracer) run() {
+	defer close(t.done)
+	for {
+		select {
+		case ex := <-t.queue:
+			t.emit(ex)
+		case <-t.stop:
+			for {
+				select {
+				case ex := <-t.queue:
+					t.emit(ex)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// emit records ex's span with the exchange's own start and end times.
+func (t *tracer) emit(ex *proxy.Exchange) {
+	c := describe(ex)
+	ctx := context.Background()
+	if c.parent.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, c.parent)
+	}
+	_, span := t.tracer.Start(ctx, c.name, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithTimestamp(ex.Started), trace.WithAttributes(c.attrs...))
+	if c.errType != "" {
+		span.SetStatus(codes.Error, c.errType)
+	}
+	span.End(trace.WithTimestamp(ex.Ended))
+}
+
+// Shutdown spans the calls still queued, exports what it can within
+// FlushTimeout and stops; it logs what was lost. Calls after the first do
+// nothing.
+func (t *tracer) Shutdown() {
+	t.stopOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), FlushTimeout)
+		defer cancel()
+		close(t.stop)
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+		}
+		if err := t.provider.Shutdown(ctx); err != nil {
+			t.logger.Warn("flush traces", "err", err)
+		}
+		exported, failed := t.exporter.exported.Load(), t.exporter.failed.Load()
+		dropped := t.dropped.Load()
+		if failed > 0 || dropped > 0 {
+			t.logger.Warn("traces lost", "exported", exported, "failed", failed, "dropped", dropped)
+		} else {
+			t.logger.Debug("traces exported", "exported", exported)
+		}
+	})
+}
+
+// countingExporter counts the spans its exporter sent and failed to send.
+type countingExporter struct {
+	sdktrace.SpanExporter
+	exported, failed atomic.Int64
+}
+
+func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := e.SpanExporter.ExportSpans(ctx, spans)
+	if err != nil {
+		e.failed.Add(int64(len(spans)))
+	} else {
+		e.exported.Add(int64(len(spans)))
+	}
+	return err
+}
+
+// onceHandler logs the SDK's first error (a failed export) as a warning
+// and the rest at debug level, so an unreachable collector is said once,
+// not per batch.
+func onceHandler(logger *slog.Logger) otel.ErrorHandlerFunc {
+	var said atomic.Bool
+	return func(err error) {
+		if said.CompareAndSwap(false, true) {
+			logger.Warn("export traces (further failures are counted, summed up at exit)", "err", err)
+			return
+		}
+		logger.Debug("export traces", "err", err)
+	}
+}
