@@ -55,15 +55,17 @@ func Start(cfg Config, logger *slog.Logger) (hook func(*proxy.Exchange), shutdow
 // tracer turns exchanges into spans on its own goroutine and exports them
 // in batches.
 type tracer struct {
-	queue    chan *proxy.Exchange
-	stop     chan struct{}
-	done     chan struct{}
-	provider *sdktrace.TracerProvider
-	tracer   trace.Tracer
-	exporter *countingExporter
-	logger   *slog.Logger
-	dropped  atomic.Int64
-	stopOnce sync.Once
+	queue     chan *proxy.Exchange
+	stop      chan struct{}
+	done      chan struct{}
+	provider  *sdktrace.TracerProvider
+	tracer    trace.Tracer
+	exporter  *countingExporter
+	logger    *slog.Logger
+	dropped   atomic.Int64 // calls whose span the full queue dropped
+	accepted  atomic.Int64 // calls queued for their span
+	unsampled atomic.Int64 // spans the sampler left out
+	stopOnce  sync.Once
 }
 
 func newTracer(ctx context.Context, s settings, logger *slog.Logger) (*tracer, error) {
@@ -139,6 +141,7 @@ func (t *tracer) Hook(ex *proxy.Exchange) {
 	}
 	select {
 	case t.queue <- ex:
+		t.accepted.Add(1)
 	default:
 		if t.dropped.Add(1) == 1 {
 			t.logger.Warn("trace queue full: dropping spans of tool calls (counted; summed up at exit)")
@@ -178,6 +181,9 @@ func (t *tracer) emit(ex *proxy.Exchange) {
 		span.SetStatus(codes.Error, c.errType)
 	}
 	span.End(trace.WithTimestamp(ex.Ended))
+	if !span.SpanContext().IsSampled() {
+		t.unsampled.Add(1)
+	}
 }
 
 // Shutdown spans the calls still queued, exports what it can within
@@ -196,11 +202,12 @@ func (t *tracer) Shutdown() {
 			t.logger.Warn("flush traces", "err", err)
 		}
 		exported, failed := t.exporter.exported.Load(), t.exporter.failed.Load()
-		dropped := t.dropped.Load()
-		if failed > 0 || dropped > 0 {
-			t.logger.Warn("traces lost", "exported", exported, "failed", failed, "dropped", dropped)
+		dropped, unsent := t.dropped.Load(), t.accepted.Load()-t.unsampled.Load()-exported-failed
+		if failed > 0 || dropped > 0 || unsent > 0 {
+			t.logger.Warn("spans lost", "exported", exported, "export_failed", failed,
+				"queue_full", dropped, "unsent_at_exit", unsent)
 		} else {
-			t.logger.Debug("traces exported", "exported", exported)
+			t.logger.Debug("spans exported", "exported", exported)
 		}
 	})
 }
