@@ -33,9 +33,9 @@ type agent struct {
 	out *bufio.Reader
 }
 
-// wrap starts `hindsight wrap` in front of the fake server, in a fresh home
-// holding config, with env added to a environment cleared of OTEL_*.
-func wrap(t *testing.T, config string, env ...string) (*agent, string) {
+// sidecar returns the command `hindsight ARGS… -- fakeserver` in a fresh
+// home holding config, with env added to an environment cleared of OTEL_*.
+func sidecar(t *testing.T, config string, env []string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
 	bin := testbin.Hindsight(t)
 	home, err := os.MkdirTemp("", "hs-") // short: the daemon's socket lives here
@@ -47,7 +47,7 @@ func wrap(t *testing.T, config string, env ...string) (*agent, string) {
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"wrap", "--name", "fake", "--", os.Args[0]}, fakeserver.Args("TestTelemetryFakeServer")...)
+	args = append(append(args, "--", os.Args[0]), fakeserver.Args("TestTelemetryFakeServer")...)
 	cmd := exec.Command(bin, args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "OTEL_") {
@@ -57,6 +57,14 @@ func wrap(t *testing.T, config string, env ...string) (*agent, string) {
 	cmd.Env = append(cmd.Env, "HINDSIGHT_HOME="+home)
 	cmd.Env = append(cmd.Env, fakeserver.Vars(fakeserver.ModeMCP, "", "")...)
 	cmd.Env = append(cmd.Env, env...)
+	return cmd, home
+}
+
+// wrap starts `hindsight wrap` in front of the fake server (see sidecar)
+// and initializes a session.
+func wrap(t *testing.T, config string, env ...string) (*agent, string) {
+	t.Helper()
+	cmd, home := sidecar(t, config, env, "wrap", "--name", "fake")
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
