@@ -20,6 +20,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight/internal/fakeserver"
 	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/telemetry"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
@@ -246,7 +247,7 @@ func TestCollectorDown(t *testing.T) {
 			} else {
 				ln.Close()
 			}
-			collectorDown(t, addr)
+			collectorDown(t, addr, silent)
 		})
 	}
 }
@@ -263,10 +264,17 @@ func hold(ln net.Listener) {
 	}
 }
 
-func collectorDown(t *testing.T, addr string) {
+// collectorDown makes calls through a sidecar whose collector at addr is
+// down. A silent collector holds the exports, so the sidecar's queues fill
+// (the batch processor's is cut to 64): the calls past them must still be
+// answered, their spans dropped and counted.
+func collectorDown(t *testing.T, addr string, silent bool) {
 	a, home := wrap(t, "telemetry:\n  endpoint: http://"+addr+"\n",
-		"OTEL_EXPORTER_OTLP_TIMEOUT=600000", "OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE=8")
-	const calls = 200
+		"OTEL_EXPORTER_OTLP_TIMEOUT=600000", "OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE=8", "OTEL_BSP_MAX_QUEUE_SIZE=64")
+	calls := 200
+	if silent {
+		calls = telemetry.QueueSize + 1000
+	}
 	for i := range calls {
 		r := a.call(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"n%d"}}}`, i+1, i))
 		if r["result"] == nil || !strings.Contains(string(r["result"]), fmt.Sprintf(`"n%d"`, i)) {
@@ -299,8 +307,11 @@ func collectorDown(t *testing.T, addr string) {
 	if lost == nil {
 		t.Fatal("the log does not sum up the lost spans")
 	}
-	if sum := lost.Exported + lost.ExportFailed + lost.QueueFull + lost.UnsentAtExit; sum != calls || lost.Exported != 0 {
+	if sum := lost.Exported + lost.ExportFailed + lost.QueueFull + lost.UnsentAtExit; sum != int64(calls) || lost.Exported != 0 {
 		t.Errorf("spans lost %+v: sum %d, want %d calls, none exported", *lost, sum, calls)
+	}
+	if silent && lost.QueueFull == 0 {
+		t.Errorf("spans lost %+v: none dropped by a full queue", *lost)
 	}
 	if n := strings.Count(string(log), "export traces (further failures"); n > 1 {
 		t.Errorf("export failure logged %d times, want at most once", n)
