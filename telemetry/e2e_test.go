@@ -264,6 +264,15 @@ func hold(ln net.Listener) {
 	}
 }
 
+// lostLine is the sidecar's log line that sums up lost spans at exit.
+type lostLine struct {
+	Msg          string
+	Exported     int64
+	ExportFailed int64 `json:"export_failed"`
+	QueueFull    int64 `json:"queue_full"`
+	UnsentAtExit int64 `json:"unsent_at_exit"`
+}
+
 // collectorDown makes calls through a sidecar whose collector at addr is
 // down. A silent collector holds the exports, so the sidecar's queues fill
 // (the batch processor's is cut to 64): the calls past them must still be
@@ -286,22 +295,14 @@ func collectorDown(t *testing.T, addr string, silent bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lost *struct {
-		Exported, ExportFailed, QueueFull, UnsentAtExit int64
-	}
+	var lost *lostLine
 	for _, l := range strings.Split(string(log), "\n") {
 		if strings.Contains(l, "spans lost") || strings.Contains(l, "export traces") || strings.Contains(l, "sidecar closed") {
 			t.Log(l)
 		}
-		var rec struct {
-			Msg          string
-			Exported     int64
-			ExportFailed int64 `json:"export_failed"`
-			QueueFull    int64 `json:"queue_full"`
-			UnsentAtExit int64 `json:"unsent_at_exit"`
-		}
+		var rec lostLine
 		if json.Unmarshal([]byte(l), &rec) == nil && rec.Msg == "spans lost" {
-			lost = &struct{ Exported, ExportFailed, QueueFull, UnsentAtExit int64 }{rec.Exported, rec.ExportFailed, rec.QueueFull, rec.UnsentAtExit}
+			lost = &rec
 		}
 	}
 	if lost == nil {

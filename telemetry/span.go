@@ -54,12 +54,10 @@ type call struct {
 func describe(ex *proxy.Exchange) call {
 	req := gjson.GetManyBytes(ex.Request, "params.name", protocolMetaPath)
 	tool := req[0].String()
-	c := call{name: methodToolsCall, parent: parentOf(ex.Request)}
+	c := call{name: methodToolsCall, parent: parentOf(ex.Request),
+		attrs: []attribute.KeyValue{keyMethod.String(methodToolsCall), keyOperation.String(operationExecTool)}}
 	if tool != "" {
 		c.name += " " + tool
-	}
-	c.attrs = append(c.attrs, keyMethod.String(methodToolsCall), keyOperation.String(operationExecTool))
-	if tool != "" {
 		c.attrs = append(c.attrs, keyTool.String(tool))
 	}
 	if id, ok := requestID(ex.ID); ok {
