@@ -326,7 +326,7 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		if err != nil {
 			return nil, backend, err
 		}
-		if _, err := reembed(ctx, st, emb, logger); err != nil {
+		if _, err := reembed(ctx, st, emb, logger, g.quiet); err != nil {
 			logger.Error("experiences keep their old vectors", "err", err)
 		}
 		return st, backend, nil
@@ -354,7 +354,7 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		}
 		// Before the socket opens: the store never mixes embedders, and
 		// sidecars buffer while the daemon does not answer.
-		if _, err := reembed(ctx, st, emb, logger); err != nil {
+		if _, err := reembed(ctx, st, emb, logger, g.quiet); err != nil {
 			logger.Error("experiences keep their old vectors; they are found by text only", "err", err)
 		}
 		return embeddedStore{st, db}, backend, nil

@@ -268,7 +268,12 @@ func experiencesImport(ctx context.Context, g *globals, fs *pflag.FlagSet, pos [
 	if err != nil {
 		return err
 	}
-	res, err := c.ImportWith(ctx, r, opt)
+	b := newBar(g.quiet, "importing experiences", -1)
+	if b != nil && pos[0] != "-" {
+		b.set(0, countFileLines(pos[0]))
+	}
+	res, err := c.ImportWith(ctx, lineCounter{r: r, bar: b}, opt)
+	b.finish()
 	if err != nil {
 		return fmt.Errorf("import experiences: %w", err)
 	}
@@ -322,7 +327,9 @@ func experiencesExport(ctx context.Context, g *globals, fs *pflag.FlagSet, pos [
 	if err != nil {
 		return err
 	}
-	return writeOut(*out, func(w io.Writer) error { return c.ExportExperiences(ctx, w, opt) })
+	b := newBar(g.quiet, "exporting experiences", -1)
+	defer b.finish()
+	return writeOut(*out, func(w io.Writer) error { return c.ExportExperiences(ctx, lineCounter{w: w, bar: b}, opt) })
 }
 
 func experiencesRejectedCmd(g *globals) *cobra.Command {

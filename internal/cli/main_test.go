@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"golang.org/x/term"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -285,5 +287,36 @@ func TestHomeAfterCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(other, "daemon.lock")); err == nil {
 		t.Error("a daemon ran in $HINDSIGHT_HOME despite --home")
+	}
+}
+
+// TestLineCounter: the counter passes bytes through unchanged, reading
+// and writing, with or without a bar; scripts (stderr no terminal) get no
+// bar.
+func TestLineCounter(t *testing.T) {
+	if b := newBar(true, "x", 10); b != nil {
+		t.Error("a bar despite quiet")
+	}
+	if b := newBar(false, "x", 10); b != nil && !term.IsTerminal(int(os.Stderr.Fd())) {
+		t.Error("a bar on a stderr that is no terminal")
+	}
+	src := "a\nb\n\nc"
+	got, err := io.ReadAll(lineCounter{r: strings.NewReader(src)})
+	if err != nil || string(got) != src {
+		t.Errorf("read %q, %v", got, err)
+	}
+	var w bytes.Buffer
+	if _, err := (lineCounter{w: &w}).Write([]byte(src)); err != nil || w.String() != src {
+		t.Errorf("wrote %q, %v", w.String(), err)
+	}
+	if n := countLines([]byte(src)); n != 3 {
+		t.Errorf("countLines = %d", n)
+	}
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte(strings.Repeat("x\n", 70000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n := countFileLines(path); n != 70000 {
+		t.Errorf("countFileLines = %d", n)
 	}
 }

@@ -85,3 +85,21 @@ func (g *globals) info(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, format+"\n", a...)
 	}
 }
+
+// countFileLines counts the lines of the file at path (-1 when it cannot
+// be read), for a bar's total.
+func countFileLines(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	n, buf := 0, make([]byte, 64<<10)
+	for {
+		k, err := f.Read(buf)
+		n += countLines(buf[:k])
+		if err != nil {
+			return n
+		}
+	}
+}

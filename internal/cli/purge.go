@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -94,15 +95,34 @@ func experiencesPurge(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []
 	if err != nil {
 		return err
 	}
-	res, err := c.PurgeExperiences(ctx, *ns, pos)
+	res, err := purgeExperiences(ctx, c, *ns, pos, newBar(g.quiet, "purging experiences", len(pos)))
 	if err != nil {
-		return fmt.Errorf("purge experiences: %w", err)
+		return err
 	}
 	if *asJSON {
 		return printJSON(stdout, res)
 	}
 	fmt.Fprintf(stdout, "purged %d experience(s)%s\n", len(res.Purged), list(res.Purged))
 	return nil
+}
+
+// purgeBatch is how many experiences one purge request names.
+const purgeBatch = 100
+
+// purgeExperiences purges ids in requests of purgeBatch, advancing b by
+// each request's share.
+func purgeExperiences(ctx context.Context, c *daemon.Client, ns string, ids []string, b *bar) (daemon.PurgeResult, error) {
+	defer b.finish()
+	res := daemon.PurgeResult{Purged: []string{}}
+	for chunk := range slices.Chunk(ids, purgeBatch) {
+		r, err := c.PurgeExperiences(ctx, ns, chunk)
+		if err != nil {
+			return res, fmt.Errorf("purge experiences: %w", err)
+		}
+		res.Purged = append(res.Purged, r.Purged...)
+		b.add(len(chunk))
+	}
+	return res, nil
 }
 
 func list(ids []string) string {
