@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -37,6 +38,10 @@ func newRoot() (root *cobra.Command, started *bool) {
 		},
 	}
 	root.SetVersionTemplate("hindsight {{.Version}}\n")
+	// The root and the groups run only to report a missing command: their
+	// usage shows "COMMAND [command]" alone.
+	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(),
+		"{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		_ = c.Usage()
 		return usageErr("%v", err)
@@ -48,13 +53,14 @@ func newRoot() (root *cobra.Command, started *bool) {
 	root.AddCommand(
 		demoCmd(g), exampleServerCmd(g),
 		wrapCmd(g), serveCmd(g), mcpCmd(g), daemonCmd(g), uiCmd(g), statusCmd(g),
-		group("traces", "recorded tasks and their steps",
+		group("traces", "recorded tasks and their steps", "  hindsight traces list --open\n  hindsight traces show TASK",
 			tracesListCmd(g), tracesShowCmd(g), tracesExportCmd(g), tracesImportCmd(g), tracesPurgeCmd(g)),
-		group("experiences", "the lessons learnt",
+		group("experiences", "the lessons learnt", "  hindsight experiences list\n  hindsight experiences search \"permission denied\" --tool write_file",
 			experiencesListCmd(g), experiencesSearchCmd(g),
 			changeOneCmd(g, "forget"), changeOneCmd(g, "restore"), changeOneCmd(g, "pin"), changeOneCmd(g, "unpin"),
 			experiencesPurgeCmd(g), experiencesImportCmd(g), experiencesExportCmd(g), experiencesRejectedCmd(g)),
-		group("replay", "answer or check a server from recorded steps", replayServeCmd(g), replayVerifyCmd(g)),
+		group("replay", "answer or check a server from recorded steps", "  hindsight replay serve --task TASK\n  hindsight replay verify --task TASK -- node server.js",
+			replayServeCmd(g), replayVerifyCmd(g)),
 		reflectCmd(g), evalCmd(g), versionCmd(),
 		installCmd(g, "install"), installCmd(g, "uninstall"),
 	)
@@ -90,8 +96,8 @@ func runs(c *cobra.Command, body func(ctx context.Context, fs *pflag.FlagSet, po
 
 // group is a command of subcommands; alone, or with an unknown
 // subcommand, it prints its usage and fails with exit status 2.
-func group(name, short string, subs ...*cobra.Command) *cobra.Command {
-	c := &cobra.Command{Use: name, Short: short, Args: cobra.ArbitraryArgs,
+func group(name, short, example string, subs ...*cobra.Command) *cobra.Command {
+	c := &cobra.Command{Use: name, Short: short, Example: example, Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			_ = c.Usage()
 			if len(args) == 0 {
