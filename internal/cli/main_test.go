@@ -320,3 +320,25 @@ func TestLineCounter(t *testing.T) {
 		t.Errorf("countFileLines = %d", n)
 	}
 }
+
+// FuzzWrapCommandLine: whatever follows --, flag-like or not, is the
+// child's command line, word for word.
+func FuzzWrapCommandLine(f *testing.F) {
+	f.Add("node", "--home", "-v")
+	f.Add("-q", "--", "--name=x")
+	f.Add("", "-", "--help")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		child := []string{a, b, c}
+		root, _ := newRoot()
+		cmd, rest, err := root.Find(append([]string{"wrap", "--name", "n", "--"}, child...))
+		if err != nil || cmd.Name() != "wrap" {
+			t.Fatalf("find wrap: %v", err)
+		}
+		if err := cmd.ParseFlags(rest); err != nil {
+			t.Fatalf("parse %q: %v", child, err)
+		}
+		if got := cmd.Flags().Args(); !slices.Equal(got, child) {
+			t.Errorf("the child gets %q, want %q", got, child)
+		}
+	})
+}
