@@ -180,7 +180,7 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 		Queue:     queue,
 		Namespace: g.config.Store.Namespace,
 		Home:      g.home,
-		Version:   version,
+		Version:   versionString(),
 		Logger:    logger,
 		Drain:     func(ctx context.Context) { drainLoop(ctx, g.home, traces, logger) },
 		Space:     &daemon.SpaceGuard{Dir: g.home.DaemonData(), Logger: logger},

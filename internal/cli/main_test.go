@@ -62,6 +62,9 @@ func TestVersion(t *testing.T) {
 	if code != 0 || cmdOut != flagOut {
 		t.Errorf("version: exit %d, %q; --version said %q", code, cmdOut, flagOut)
 	}
+	if v := shortVersion(); v == "" || !strings.HasPrefix(flagOut, "hindsight "+v) || strings.ContainsAny(v, " ()") {
+		t.Errorf("shortVersion() = %q beside %q", v, flagOut)
+	}
 }
 
 func TestDescribeBuild(t *testing.T) {

@@ -67,7 +67,7 @@ func runMCP(ctx context.Context, g *globals, pos []string, listen, token *string
 			logger.Warn("daemon not reachable yet", "err", err)
 		}
 	}()
-	srv := memserver.New(memserver.Options{Daemon: d, Namespace: g.config.Store.Namespace, Version: version,
+	srv := memserver.New(memserver.Options{Daemon: d, Namespace: g.config.Store.Namespace, Version: shortVersion(),
 		WritesPerMinute: *writes, Logger: logger})
 
 	if *listen == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -24,6 +25,13 @@ func versionString() string {
 		return orDev(version)
 	}
 	return describeBuild(version, bi)
+}
+
+// shortVersion is versionString without the VCS details, for protocol
+// fields such as an MCP server's version.
+func shortVersion() string {
+	v, _, _ := strings.Cut(versionString(), " ")
+	return v
 }
 
 func orDev(v string) string {
