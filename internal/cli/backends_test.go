@@ -37,7 +37,7 @@ func TestDaemonNeedsFullBuild(t *testing.T) {
 	t.Cleanup(func() { backends = prev })
 	g := &globals{config: &Config{}}
 	g.config.LLM.Model = "gpt-4o-mini"
-	err := runDaemon(context.Background(), g, nil)
+	err := runDaemon(context.Background(), g, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "hindsightd") || !strings.Contains(err.Error(), "LLM") {
 		t.Fatalf("runDaemon = %v, want an error naming hindsightd and the LLM", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -38,36 +37,6 @@ func connect(ctx context.Context, g *globals) (*daemon.Client, error) {
 		return nil, fmt.Errorf("find own executable: %w", err)
 	}
 	return daemon.EnsureRunning(ctx, g.home, exe, daemonArgs(g)...)
-}
-
-// parseFlags parses args with fs, allowing flags after positional arguments
-// ("search QUERY --tool X"), and returns the positional ones.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-// newFlags returns a flag set for "hindsight NAME" with a usage line.
-func newFlags(name, usage string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: hindsight %s\n", usage)
-		fs.PrintDefaults()
-	}
-	return fs
 }
 
 func usageErr(format string, a ...any) error {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,6 +19,7 @@ type globals struct {
 	home       hindsight.Home
 	config     *Config
 	configFile string // the file config was read from; "" when none
+	quiet      bool   // no progress or informational lines on stderr
 }
 
 // Config is the YAML configuration file (see configs/hindsight.yaml). Every
@@ -147,25 +147,20 @@ type Config struct {
 	Telemetry telemetry.Config `yaml:"telemetry"`
 }
 
-func parseGlobals(args []string, stderr io.Writer) (*globals, []string, error) {
-	fs := flag.NewFlagSet("hindsight", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	home := fs.String("home", "", "Hindsight's directory (default $HINDSIGHT_HOME, else ~/.hindsight)")
-	cfgFile := fs.String("config", "", "YAML configuration file (default $HINDSIGHT_HOME/config.yaml if present)")
-	if err := fs.Parse(args); err != nil {
-		return nil, nil, err
-	}
-	g := &globals{home: hindsight.DefaultHome()}
-	if *home != "" {
-		abs, err := filepath.Abs(*home)
+// resolve sets the home and configuration from the --home and --config
+// options ("" when not given).
+func (g *globals) resolve(home, cfgFile string) error {
+	g.home = hindsight.DefaultHome()
+	if home != "" {
+		abs, err := filepath.Abs(home)
 		if err != nil {
-			return nil, nil, fmt.Errorf("resolve home: %w", err)
+			return fmt.Errorf("resolve home: %w", err)
 		}
 		g.home = hindsight.Home(abs)
 		// Children (the daemon, respawned servers) inherit the choice.
 		os.Setenv("HINDSIGHT_HOME", abs)
 	}
-	path := *cfgFile
+	path := cfgFile
 	if path == "" {
 		if _, err := os.Stat(g.home.Path("config.yaml")); err == nil {
 			path = g.home.Path("config.yaml")
@@ -173,11 +168,11 @@ func parseGlobals(args []string, stderr io.Writer) (*globals, []string, error) {
 	}
 	cfg, err := loadConfig(path)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	g.config = cfg
 	g.configFile = path
-	return g, fs.Args(), nil
+	return nil
 }
 
 func loadConfig(path string) (*Config, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,32 +24,41 @@ import (
 	"github.com/hindsight-proxy/hindsight/ui"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// runDaemon runs the daemon in the foreground until SIGINT or SIGTERM.
-func runDaemon(ctx context.Context, g *globals, args []string) error {
-	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: hindsight daemon [--metrics-listen ADDR [--metrics-allow-remote]]")
-		fs.PrintDefaults()
-	}
-	metricsListen := fs.String("metrics-listen", g.config.Daemon.MetricsListen, "also serve GET /metrics over TCP at this loopback address, e.g. 127.0.0.1:9464 (config daemon.metrics_listen)")
-	metricsRemote := fs.Bool("metrics-allow-remote", g.config.Daemon.MetricsAllowRemote, "allow --metrics-listen off loopback (the metrics need no token)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+func daemonCmd(g *globals) *cobra.Command {
+	c := leaf("daemon [--metrics-listen ADDR [--metrics-allow-remote]]", "run the daemon in the foreground (normally started by the first sidecar)",
+		"  hindsight daemon\n  hindsight daemon --metrics-listen 127.0.0.1:9464")
+	// The defaults come from the configuration, read once the command
+	// line is: see runDaemon.
+	c.Flags().String("metrics-listen", "", "also serve GET /metrics over TCP at this loopback address, e.g. 127.0.0.1:9464 (default: config daemon.metrics_listen)")
+	c.Flags().Bool("metrics-allow-remote", false, "allow --metrics-listen off loopback (the metrics need no token; default: config daemon.metrics_allow_remote)")
+	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, pos []string) error { return runDaemon(ctx, g, fs, pos) })
+}
+
+// runDaemon runs the daemon in the foreground until SIGINT or SIGTERM. fs
+// holds its flags, which override the configuration when given (fs may be
+// nil: no flags).
+func runDaemon(ctx context.Context, g *globals, fs *pflag.FlagSet, args []string) error {
+	metricsListen, metricsRemote := &g.config.Daemon.MetricsListen, &g.config.Daemon.MetricsAllowRemote
 	// A refused address on the command line stops here; one from the
 	// configuration is logged by the daemon, which runs on without it (a
 	// sidecar starts it with no flags).
-	flagSet := false
-	fs.Visit(func(f *flag.Flag) { flagSet = flagSet || f.Name == "metrics-listen" })
+	flagSet := fs != nil && fs.Changed("metrics-listen")
+	if flagSet {
+		*metricsListen, _ = fs.GetString("metrics-listen")
+	}
+	if fs != nil && fs.Changed("metrics-allow-remote") {
+		*metricsRemote, _ = fs.GetBool("metrics-allow-remote")
+	}
 	if flagSet && *metricsListen != "" && !*metricsRemote {
 		if host, _, err := net.SplitHostPort(*metricsListen); err != nil || (host != "" && !daemon.IsLoopbackHost(host)) { // no host: 127.0.0.1 (daemon.ListenTCP)
 			return fmt.Errorf("%w: refusing to serve metrics on %s, which is not a loopback address, without --metrics-allow-remote", errUsage, *metricsListen)
 		}
 	}
-	g.config.Daemon.MetricsListen, g.config.Daemon.MetricsAllowRemote = *metricsListen, *metricsRemote
-	if fs.NArg() > 0 {
+	if len(args) > 0 {
 		return fmt.Errorf("%w: daemon takes no arguments", errUsage)
 	}
 	if what := backends.missing(g.config); what != "" {
@@ -172,7 +180,7 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 		Queue:     queue,
 		Namespace: g.config.Store.Namespace,
 		Home:      g.home,
-		Version:   version,
+		Version:   versionString(),
 		Logger:    logger,
 		Drain:     func(ctx context.Context) { drainLoop(ctx, g.home, traces, logger) },
 		Space:     &daemon.SpaceGuard{Dir: g.home.DaemonData(), Logger: logger},
@@ -204,7 +212,7 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 	logger.Info("daemon started", "socket", g.home.Socket(), "idle_gap", traces.IdleGap().String(), "store", backend)
 	// For a person running it in a terminal (stderr is /dev/null when a
 	// sidecar started it).
-	fmt.Fprintf(os.Stderr, "hindsight daemon: listening on %s (log: %s)\n", g.home.Socket(), g.home.Path("logs", "daemon.log"))
+	g.info("hindsight daemon: listening on %s (log: %s)", g.home.Socket(), g.home.Path("logs", "daemon.log"))
 	err = srv.Serve(ctx, ln)
 	logger.Info("daemon stopping", "reason", context.Cause(ctx))
 	return err
@@ -318,7 +326,7 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		if err != nil {
 			return nil, backend, err
 		}
-		if _, err := reembed(ctx, st, emb, logger); err != nil {
+		if _, err := reembed(ctx, st, emb, logger, g.quiet); err != nil {
 			logger.Error("experiences keep their old vectors", "err", err)
 		}
 		return st, backend, nil
@@ -346,7 +354,7 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		}
 		// Before the socket opens: the store never mixes embedders, and
 		// sidecars buffer while the daemon does not answer.
-		if _, err := reembed(ctx, st, emb, logger); err != nil {
+		if _, err := reembed(ctx, st, emb, logger, g.quiet); err != nil {
 			logger.Error("experiences keep their old vectors; they are found by text only", "err", err)
 		}
 		return embeddedStore{st, db}, backend, nil

@@ -3,42 +3,43 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/demo"
 	"github.com/hindsight-proxy/hindsight/internal/exampleserver"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
+
+func demoCmd(g *globals) *cobra.Command {
+	c := leaf("demo [--home DIR] [--json]", "run the learning demo on the embedded default", "  hindsight demo\n  hindsight demo --json --home /tmp/hs-demo")
+	// The demo's own --home, before or after "demo", in place of the
+	// global one: without it the demo works in a temporary directory.
+	home := c.Flags().String("home", "", "keep the demo's daemon data in DIR (default: a temporary directory, removed afterwards)")
+	asJSON := c.Flags().Bool("json", false, "print the result as JSON instead of the transcript")
+	return runs(c, func(ctx context.Context, _ *pflag.FlagSet, pos []string) error {
+		return runDemo(ctx, g, pos, home, asJSON)
+	})
+}
 
 // runDemo is `hindsight demo [--home DIR] [--json]`: the learning demo on
 // the embedded default, with no network and no configuration. Without
-// --home (the global option, or the demo's own) it works in a temporary
-// directory it removes afterwards.
-func runDemo(ctx context.Context, g *globals, args []string) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	home := fs.String("home", "", "keep the demo's daemon data in DIR (default: a temporary directory, removed afterwards)")
-	asJSON := fs.Bool("json", false, "print the result as JSON instead of the transcript")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: hindsight demo [--home DIR] [--json]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if fs.NArg() > 0 {
+// --home it works in a temporary directory it removes afterwards.
+func runDemo(ctx context.Context, g *globals, pos []string, home *string, asJSON *bool) error {
+	if len(pos) > 0 {
 		return fmt.Errorf("%w: demo takes no arguments", errUsage)
 	}
 	dir := *home
-	if dir == "" && os.Getenv("HINDSIGHT_HOME") != "" && homeFlagGiven() {
-		dir = string(g.home)
+	if dir != "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return fmt.Errorf("resolve home: %w", err)
+		}
+		dir = abs
 	}
 	if dir == "" {
 		// Short: the daemon's Unix socket path must fit in 107 bytes.
@@ -79,18 +80,12 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	return nil
 }
 
-// homeFlagGiven reports whether the global --home option was on the
-// command line (it sets HINDSIGHT_HOME for children).
-func homeFlagGiven() bool {
-	for _, a := range os.Args[1:] {
-		if a == "--home" || a == "-home" || len(a) > 7 && (a[:7] == "--home=" || a[:6] == "-home=") {
-			return true
-		}
-		if a == "demo" {
-			return false
-		}
-	}
-	return false
+func exampleServerCmd(g *globals) *cobra.Command {
+	c := leaf("example-server", "the demo's example MCP server on stdio (used by demo)", "  hindsight wrap -- hindsight example-server")
+	c.Hidden = true
+	return runs(c, func(ctx context.Context, _ *pflag.FlagSet, args []string) error {
+		return runExampleServer(ctx, g, args)
+	})
 }
 
 // runExampleServer is `hindsight example-server`: the demo's example MCP

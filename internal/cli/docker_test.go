@@ -81,8 +81,7 @@ func TestDockerFilesAgree(t *testing.T) {
 	help, _ := exec.Command(testbin.Hindsight(t), "daemon", "--help").CombinedOutput()
 	port := ""
 	for i, a := range args[1:] {
-		if strings.HasPrefix(a, "--") && !strings.Contains(string(help), "  -"+strings.TrimPrefix(a, "--")+"\n") &&
-			!strings.Contains(string(help), "  -"+strings.TrimPrefix(a, "--")+" ") {
+		if strings.HasPrefix(a, "--") && !strings.Contains(string(help), " "+a+" ") {
 			t.Errorf("CMD passes %s, which hindsight daemon does not take:\n%s", a, help)
 		}
 		if a == "--metrics-listen" && i+2 < len(args) {

@@ -5,17 +5,22 @@ import (
 	"fmt"
 
 	"github.com/hindsight-proxy/hindsight/eval"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
+func evalCmd(g *globals) *cobra.Command {
+	c := leaf("eval [--json] [--learn SHARE] FILE|DIR", "learn from half of recorded tasks, replay the other half's failures",
+		"  hindsight traces export --out tasks.jsonl && hindsight eval tasks.jsonl\n  hindsight eval --json --learn 0.7 exports/")
+	asJSON := c.Flags().Bool("json", false, "print the report as JSON")
+	learn := c.Flags().Float64("learn", 0.5, "share of tasks, by start time, to learn from")
+	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, pos []string) error {
+		return runEval(ctx, g, fs, pos, asJSON, learn)
+	})
+}
+
 // runEval is `hindsight eval [--json] [--learn SHARE] FILE|DIR`.
-func runEval(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("eval", "eval [--json] [--learn SHARE] FILE|DIR")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	learn := fs.Float64("learn", 0.5, "share of tasks, by start time, to learn from")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+func runEval(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, asJSON *bool, learn *float64) error {
 	if len(pos) != 1 || *learn <= 0 || *learn >= 1 {
 		fs.Usage()
 		return usageErr("eval takes one trace export (a JSONL file, or a directory of them) and --learn in (0, 1)")

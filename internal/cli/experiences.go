@@ -11,41 +11,17 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// runExperiences is `hindsight experiences list | search QUERY | forget ID |
-// restore ID | pin ID | unpin ID | import FILE | export`.
-func runExperiences(ctx context.Context, g *globals, args []string) error {
-	if len(args) == 0 {
-		return usageErr("experiences list | search QUERY | forget ID | restore ID | pin ID | unpin ID | purge ID… | import FILE | export | rejected")
-	}
-	switch args[0] {
-	case "list":
-		return experiencesList(ctx, g, args[1:])
-	case "search":
-		return experiencesSearch(ctx, g, args[1:])
-	case "forget":
-		return experiencesForget(ctx, g, args[1:], true)
-	case "restore":
-		return experiencesForget(ctx, g, args[1:], false)
-	case "pin":
-		return experiencesPin(ctx, g, args[1:], true)
-	case "unpin":
-		return experiencesPin(ctx, g, args[1:], false)
-	case "purge":
-		return experiencesPurge(ctx, g, args[1:])
-	case "import":
-		return experiencesImport(ctx, g, args[1:])
-	case "rejected":
-		return experiencesRejected(ctx, g, args[1:])
-	case "export":
-		return experiencesExport(ctx, g, args[1:])
-	}
-	return usageErr("experiences: unknown subcommand %q", args[0])
-}
+// The experiences group: list, search, forget, restore, pin, unpin,
+// import, export, rejected, and purge (purge.go).
 
-func experiencesList(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("experiences list", "experiences list [--json] [--namespace NS] [--server S] [--tool T] [--origin O] [--agent A] [--machine M] [--all] [--limit N]")
+func experiencesListCmd(g *globals) *cobra.Command {
+	c := leaf("list [--json] [--namespace NS] [--server S] [--tool T] [--origin O] [--agent A] [--machine M] [--all] [--limit N]",
+		"the experience store, with each lesson's origin and evidence", "  hindsight experiences list --server fs\n  hindsight experiences list --origin import --all --json")
+	fs := c.Flags()
 	asJSON := fs.Bool("json", false, "print JSON")
 	var opt hindsight.ListOptions
 	var prov daemon.Provenance
@@ -57,10 +33,12 @@ func experiencesList(ctx context.Context, g *globals, args []string) error {
 	fs.StringVar(&opt.Tool, "tool", "", "only this tool")
 	all := fs.Bool("all", false, "include superseded and forgotten experiences")
 	fs.IntVar(&opt.Limit, "limit", 0, "at most this many (0: all)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, pos []string) error {
+		return experiencesList(ctx, g, fs, pos, asJSON, all, opt, prov)
+	})
+}
+
+func experiencesList(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, asJSON, all *bool, opt hindsight.ListOptions, prov daemon.Provenance) error {
 	if len(pos) > 0 || opt.Limit < 0 {
 		fs.Usage()
 		return usageErr("experiences list takes no arguments")
@@ -116,8 +94,10 @@ func state(e *hindsight.Experience) string {
 	return "active"
 }
 
-func experiencesSearch(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("experiences search", "experiences search QUERY [--server S] [--tool T] [--error-code C] [--task-type T] [--namespace NS] [--origin O] [--agent A] [--machine M] [-k N] [--explain] [--json]")
+func experiencesSearchCmd(g *globals) *cobra.Command {
+	c := leaf("search QUERY [--server S] [--tool T] [--error-code C] [--task-type T] [--namespace NS] [--origin O] [--agent A] [--machine M] [-k N] [--explain] [--json]",
+		"ranked search; --explain shows how each score was made", "  hindsight experiences search \"read file\" --tool read_file\n  hindsight experiences search ENOENT -k 3 --explain")
+	fs := c.Flags()
 	asJSON := fs.Bool("json", false, "print JSON, best first, each with its score")
 	var req daemon.SearchRequest
 	q := &req.Query
@@ -129,13 +109,16 @@ func experiencesSearch(ctx context.Context, g *globals, args []string) error {
 	fs.StringVar(&q.ErrorCode, "error-code", "", "only experiences of this error code")
 	fs.StringVar(&q.TaskType, "task-type", "", "only experiences of this task type")
 	fs.StringVar(&q.Namespace, "namespace", "", "namespace (default: the configured one)")
-	fs.IntVar(&q.K, "k", 5, "how many results")
+	fs.IntVarP(&q.K, "k", "k", 5, "how many results")
 	fs.BoolVar(&q.Explain, "explain", false, "show how each score was made")
 	fs.BoolVar(&q.NoHit, "no-hit", false, "do not count this search as a hit")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, pos []string) error {
+		return experiencesSearch(ctx, g, fs, pos, asJSON, req)
+	})
+}
+
+func experiencesSearch(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, asJSON *bool, req daemon.SearchRequest) error {
+	q := &req.Query
 	if len(pos) == 0 || q.K <= 0 {
 		fs.Usage()
 		return usageErr("experiences search needs a query")
@@ -184,17 +167,17 @@ func rank(r int) string {
 
 // experiencesPin pins or unpins an experience: a pinned lesson is offered
 // in its server's instructions whatever its rank.
-func experiencesPin(ctx context.Context, g *globals, args []string, pin bool) error {
+func experiencesPin(ctx context.Context, g *globals, fs *pflag.FlagSet, args []string, pin bool) error {
 	verb := map[bool]string{true: "pin", false: "unpin"}[pin]
-	return changeOne(ctx, g, verb, args, func(c *daemon.Client, ns, id string) (*hindsight.Experience, string, error) {
+	return changeOne(ctx, g, fs, verb, args, func(c *daemon.Client, ns, id string) (*hindsight.Experience, string, error) {
 		e, err := c.Pin(ctx, ns, id, pin)
 		return e, verb + "ned", err
 	})
 }
 
-func experiencesForget(ctx context.Context, g *globals, args []string, forget bool) error {
+func experiencesForget(ctx context.Context, g *globals, fs *pflag.FlagSet, args []string, forget bool) error {
 	verb := map[bool]string{true: "forget", false: "restore"}[forget]
-	return changeOne(ctx, g, verb, args, func(c *daemon.Client, ns, id string) (*hindsight.Experience, string, error) {
+	return changeOne(ctx, g, fs, verb, args, func(c *daemon.Client, ns, id string) (*hindsight.Experience, string, error) {
 		if forget {
 			e, err := c.Forget(ctx, ns, id)
 			return e, "forgotten (restore with `hindsight experiences restore " + id + "`)", err
@@ -204,17 +187,33 @@ func experiencesForget(ctx context.Context, g *globals, args []string, forget bo
 	})
 }
 
+// changeOneCmd is `experiences VERB ID [--namespace NS] [--json]` for
+// forget, restore, pin and unpin.
+func changeOneCmd(g *globals, verb string) *cobra.Command {
+	short := map[string]string{
+		"forget":  "soft delete an experience (restore undoes it)",
+		"restore": "undo forget",
+		"pin":     "offer a lesson in its server's instructions whatever its rank",
+		"unpin":   "undo pin",
+	}[verb]
+	c := leaf(verb+" ID [--namespace NS] [--json]", short, "  hindsight experiences "+verb+" EXP1")
+	c.Flags().Bool("json", false, "print the experience as JSON")
+	c.Flags().String("namespace", "", "namespace of the experience (default: the configured one, then any)")
+	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, pos []string) error {
+		switch verb {
+		case "pin", "unpin":
+			return experiencesPin(ctx, g, fs, pos, verb == "pin")
+		}
+		return experiencesForget(ctx, g, fs, pos, verb == "forget")
+	})
+}
+
 // changeOne runs `experiences VERB ID [--namespace NS] [--json]`: change
 // makes the change and says what was done; the experience is printed as
 // JSON, or the line "experience ID DONE".
-func changeOne(ctx context.Context, g *globals, verb string, args []string, change func(c *daemon.Client, ns, id string) (*hindsight.Experience, string, error)) error {
-	fs := newFlags("experiences "+verb, "experiences "+verb+" ID [--namespace NS] [--json]")
-	asJSON := fs.Bool("json", false, "print the experience as JSON")
-	ns := fs.String("namespace", "", "namespace of the experience (default: the configured one, then any)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+func changeOne(ctx context.Context, g *globals, fs *pflag.FlagSet, verb string, pos []string, change func(c *daemon.Client, ns, id string) (*hindsight.Experience, string, error)) error {
+	asJSON, _ := fs.GetBool("json")
+	ns, _ := fs.GetString("namespace")
 	if len(pos) != 1 {
 		fs.Usage()
 		return usageErr("experiences %s takes one experience id", verb)
@@ -223,28 +222,32 @@ func changeOne(ctx context.Context, g *globals, verb string, args []string, chan
 	if err != nil {
 		return err
 	}
-	e, done, err := change(c, *ns, pos[0])
+	e, done, err := change(c, ns, pos[0])
 	if err != nil {
 		return notFound(err, "experience "+pos[0])
 	}
-	if *asJSON {
+	if asJSON {
 		return printJSON(stdout, e)
 	}
 	fmt.Fprintf(stdout, "experience %s %s\n", e.ID, done)
 	return nil
 }
 
-func experiencesImport(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("experiences import", "experiences import FILE|- [--namespace NS] [--pack NAME] [--trust] [--json]")
+func experiencesImportCmd(g *globals) *cobra.Command {
+	c := leaf("import FILE|- [--namespace NS] [--pack NAME] [--trust] [--json]", "a JSONL pack of experiences; imports are untrusted",
+		"  hindsight experiences import team-pack.jsonl\n  hindsight experiences import --pack shared --namespace team - < pack.jsonl")
+	fs := c.Flags()
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	var opt daemon.ImportOptions
 	fs.StringVar(&opt.Namespace, "namespace", "", "namespace to import into, whatever the file says (default: the configured one)")
 	fs.StringVar(&opt.Pack, "pack", "", "the pack's name in each experience's origin, import:NAME (default: the file's base name)")
 	fs.BoolVar(&opt.Trust, "trust", false, fmt.Sprintf("keep the pack's confidence instead of capping it at %.1f (text is cleaned and redacted regardless)", daemon.ImportConfidenceCap))
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, pos []string) error {
+		return experiencesImport(ctx, g, fs, pos, asJSON, opt)
+	})
+}
+
+func experiencesImport(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, asJSON *bool, opt daemon.ImportOptions) error {
 	if len(pos) != 1 {
 		fs.Usage()
 		return usageErr("experiences import takes one JSONL file (- for stdin)")
@@ -265,7 +268,12 @@ func experiencesImport(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := c.ImportWith(ctx, r, opt)
+	b := newBar(g.quiet, "importing experiences", -1)
+	if b != nil && pos[0] != "-" {
+		b.set(0, countFileLines(pos[0]))
+	}
+	res, err := c.ImportWith(ctx, lineCounter{r: r, bar: b}, opt)
+	b.finish()
 	if err != nil {
 		return fmt.Errorf("import experiences: %w", err)
 	}
@@ -294,18 +302,22 @@ func experiencesImport(ctx context.Context, g *globals, args []string) error {
 	return nil
 }
 
-func experiencesExport(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("experiences export", "experiences export [--out FILE] [--namespace NS] [--all]")
+func experiencesExportCmd(g *globals) *cobra.Command {
+	c := leaf("export [--out FILE] [--namespace NS] [--server S] [--tool T] [--all]", "the experiences as a JSONL pack",
+		"  hindsight experiences export --out pack.jsonl\n  hindsight experiences export --server fs > fs-pack.jsonl")
+	fs := c.Flags()
 	out := fs.String("out", "", "write to FILE (mode 0600) instead of stdout")
 	var opt hindsight.ListOptions
 	fs.StringVar(&opt.Namespace, "namespace", "", "only this namespace (default: all)")
 	fs.StringVar(&opt.Server, "server", "", "only this server")
 	fs.StringVar(&opt.Tool, "tool", "", "only this tool")
 	all := fs.Bool("all", false, "include superseded and forgotten experiences")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, pos []string) error {
+		return experiencesExport(ctx, g, fs, pos, out, all, opt)
+	})
+}
+
+func experiencesExport(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, out *string, all *bool, opt hindsight.ListOptions) error {
 	if len(pos) > 0 {
 		fs.Usage()
 		return usageErr("experiences export takes no arguments")
@@ -315,19 +327,23 @@ func experiencesExport(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	return writeOut(*out, func(w io.Writer) error { return c.ExportExperiences(ctx, w, opt) })
+	b := newBar(g.quiet, "exporting experiences", -1)
+	defer b.finish()
+	return writeOut(*out, func(w io.Writer) error { return c.ExportExperiences(ctx, lineCounter{w: w, bar: b}, opt) })
+}
+
+func experiencesRejectedCmd(g *globals) *cobra.Command {
+	c := leaf("rejected [--limit N] [--json]", "the lessons reflection refused, newest first, with why", "  hindsight experiences rejected --limit 10")
+	asJSON := c.Flags().Bool("json", false, "print JSON")
+	limit := c.Flags().Int("limit", 50, "at most this many, newest first")
+	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, pos []string) error {
+		return experiencesRejected(ctx, g, fs, pos, asJSON, limit)
+	})
 }
 
 // experiencesRejected is `hindsight experiences rejected [--limit N]
 // [--json]`: the lessons reflection refused, newest first, with why.
-func experiencesRejected(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("experiences rejected", "experiences rejected [--limit N] [--json]")
-	asJSON := fs.Bool("json", false, "print JSON")
-	limit := fs.Int("limit", 50, "at most this many, newest first")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+func experiencesRejected(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, asJSON *bool, limit *int) error {
 	if len(pos) > 0 || *limit <= 0 {
 		fs.Usage()
 		return usageErr("experiences rejected takes no arguments and a positive --limit")

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/hindsight-proxy/hindsight/install"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // installFlags are the options install and uninstall share.
@@ -20,13 +20,27 @@ type installFlags struct {
 	dryRun, json                    bool
 }
 
-func parseInstall(verb string, args []string) (*installFlags, error) {
-	usage := verb + " [--client NAME[,NAME…]|all] [--project DIR] [--config-dir DIR] [--dry-run] [--json]"
+// installCmd is `hindsight install` or, with verb uninstall, its undoing.
+func installCmd(g *globals, verb string) *cobra.Command {
+	c := leaf("uninstall [--client NAME[,NAME…]|all] [--project DIR] [--config-dir DIR] [--dry-run] [--json]",
+		"undo install, restoring each config", "  hindsight uninstall --dry-run\n  hindsight uninstall --client claude-code")
+	run := runUninstall
 	if verb == "install" {
-		usage = "install [--client NAME[,NAME…]|all] [--project DIR] [--config-dir DIR] [--hindsight PATH] [--dry-run] [--json]"
+		c = leaf("install [--client NAME[,NAME…]|all] [--project DIR] [--config-dir DIR] [--hindsight PATH] [--dry-run] [--json]",
+			"wrap the stdio servers of MCP clients' configs", "  hindsight install --dry-run\n  hindsight install --client cursor,vscode --project .")
+		run = runInstall
 	}
-	fs := newFlags(verb, usage)
-	fs.SetOutput(os.Stderr)
+	o := installFlagSet(c.Flags(), verb)
+	return runs(c, func(ctx context.Context, _ *pflag.FlagSet, rest []string) error {
+		if len(rest) > 0 {
+			return usageErr("%s takes no arguments, got %q", verb, rest)
+		}
+		return run(ctx, g, o)
+	})
+}
+
+// installFlagSet declares the flags of install (or uninstall) on fs.
+func installFlagSet(fs *pflag.FlagSet, verb string) *installFlags {
 	o := &installFlags{}
 	fs.StringVar(&o.client, "client", "all", "which clients: "+strings.Join(install.Clients, ", ")+", or all")
 	fs.StringVar(&o.project, "project", ".", "the project whose .mcp.json, .cursor/mcp.json and .vscode/mcp.json to include (\"\" for none)")
@@ -36,17 +50,7 @@ func parseInstall(verb string, args []string) (*installFlags, error) {
 	}
 	fs.BoolVar(&o.dryRun, "dry-run", false, "show what would change, write nothing")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
-	rest, err := parseFlags(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if len(rest) > 0 {
-		return nil, usageErr("%s takes no arguments, got %q", verb, rest)
-	}
-	return o, nil
+	return o
 }
 
 // locations finds the configuration files the flags select.
@@ -97,11 +101,8 @@ func hindsightCommand() (string, error) {
 // runInstall is `hindsight install`: it rewrites every stdio MCP server in
 // the selected clients' configurations to run through `hindsight wrap`,
 // keeping a backup of each file it changes (see package install).
-func runInstall(ctx context.Context, g *globals, args []string) error {
-	o, err := parseInstall("install", args)
-	if err != nil {
-		return err
-	}
+func runInstall(ctx context.Context, g *globals, o *installFlags) error {
+	var err error
 	if o.exe == "" {
 		if o.exe, err = hindsightCommand(); err != nil {
 			return err
@@ -121,11 +122,7 @@ func runInstall(ctx context.Context, g *globals, args []string) error {
 // runUninstall is `hindsight uninstall`: it undoes install, restoring each
 // file's backup when the file is unchanged since, else unwrapping only the
 // entries install wrapped.
-func runUninstall(ctx context.Context, g *globals, args []string) error {
-	o, err := parseInstall("uninstall", args)
-	if err != nil {
-		return err
-	}
+func runUninstall(ctx context.Context, g *globals, o *installFlags) error {
 	locs, looked, err := o.locations()
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -19,29 +18,29 @@ import (
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/memserver"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
+
+func mcpCmd(g *globals) *cobra.Command {
+	c := leaf("mcp [--listen ADDR [--auth-token T]] [--writes-per-minute N]",
+		"the memory as an MCP server (store_episode, trigger_hindsight, query_hindsight…)",
+		"  hindsight mcp\n  hindsight mcp --listen 127.0.0.1:8932")
+	fs := c.Flags()
+	listen := fs.String("listen", "", "serve Streamable HTTP at http://ADDR/mcp instead of stdio")
+	token := fs.String("auth-token", os.Getenv("HINDSIGHT_AUTH_TOKEN"), "bearer token clients must present over HTTP (default $HINDSIGHT_AUTH_TOKEN); required for a non-loopback --listen")
+	writes := fs.Int("writes-per-minute", memserver.DefaultWritesPerMinute, "store_episode and trigger_hindsight calls allowed per session and minute (negative: no limit)")
+	return runs(c, func(ctx context.Context, _ *pflag.FlagSet, pos []string) error {
+		return runMCP(ctx, g, pos, listen, token, writes)
+	})
+}
 
 // runMCP is `hindsight mcp [--listen ADDR [--auth-token T]]`: the memory
 // as an MCP server (package memserver), on stdio or, with --listen, over
 // Streamable HTTP at /mcp. It talks to the daemon, starting it when none
 // answers. Logs go to $HINDSIGHT_HOME/logs/mcp.log.
-func runMCP(ctx context.Context, g *globals, args []string) error {
-	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	listen := fs.String("listen", "", "serve Streamable HTTP at http://ADDR/mcp instead of stdio")
-	token := fs.String("auth-token", os.Getenv("HINDSIGHT_AUTH_TOKEN"), "bearer token clients must present over HTTP (default $HINDSIGHT_AUTH_TOKEN); required for a non-loopback --listen")
-	writes := fs.Int("writes-per-minute", memserver.DefaultWritesPerMinute, "store_episode and trigger_hindsight calls allowed per session and minute (negative: no limit)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: hindsight mcp [--listen ADDR [--auth-token T]] [--writes-per-minute N]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if fs.NArg() > 0 {
+func runMCP(ctx context.Context, g *globals, pos []string, listen, token *string, writes *int) error {
+	if len(pos) > 0 {
 		return fmt.Errorf("%w: mcp takes no arguments", errUsage)
 	}
 	if *listen != "" && !isLoopback(*listen) && *token == "" {
@@ -68,7 +67,7 @@ func runMCP(ctx context.Context, g *globals, args []string) error {
 			logger.Warn("daemon not reachable yet", "err", err)
 		}
 	}()
-	srv := memserver.New(memserver.Options{Daemon: d, Namespace: g.config.Store.Namespace, Version: version,
+	srv := memserver.New(memserver.Options{Daemon: d, Namespace: g.config.Store.Namespace, Version: shortVersion(),
 		WritesPerMinute: *writes, Logger: logger})
 
 	if *listen == "" {
@@ -81,12 +80,12 @@ func runMCP(ctx context.Context, g *globals, args []string) error {
 		}
 		return nil
 	}
-	return serveMCPHTTP(ctx, srv, *listen, *token, logger)
+	return serveMCPHTTP(ctx, g, srv, *listen, *token, logger)
 }
 
 // serveMCPHTTP serves the memory over Streamable HTTP at /mcp until ctx
 // ends. With token set, every request must carry it as a bearer token.
-func serveMCPHTTP(ctx context.Context, srv *memserver.Server, addr, token string, logger *slog.Logger) error {
+func serveMCPHTTP(ctx context.Context, g *globals, srv *memserver.Server, addr, token string, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
@@ -99,7 +98,7 @@ func serveMCPHTTP(ctx context.Context, srv *memserver.Server, addr, token string
 	mux.Handle("/mcp", h)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-	fmt.Fprintf(os.Stderr, "hindsight mcp: listening on http://%s/mcp\n", ln.Addr())
+	g.info("hindsight mcp: listening on http://%s/mcp", ln.Addr())
 	logger.Info("mcp starting over HTTP", "addr", ln.Addr().String(), "auth", token != "")
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -3,23 +3,30 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// tracesPurge is `hindsight traces purge TASK… | --before DATE`: tasks
-// removed for good, erased from the daemon's files.
-func tracesPurge(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("traces purge", "traces purge TASK… | --before DATE [--with-experiences] [--json]")
+func tracesPurgeCmd(g *globals) *cobra.Command {
+	c := leaf("purge TASK… | --before DATE [--with-experiences] [--json]", "remove tasks for good, erased from disk",
+		"  hindsight traces purge TASK --with-experiences\n  hindsight traces purge --before 720h")
+	fs := c.Flags()
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	before := fs.String("before", "", "also every task whose last step is before DATE (2026-11-01, RFC 3339, or a duration ago such as 720h)")
 	derived := fs.Bool("with-experiences", false, "also purge the experiences learnt from the purged tasks")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, pos []string) error {
+		return tracesPurge(ctx, g, fs, pos, asJSON, before, derived)
+	})
+}
+
+// tracesPurge is `hindsight traces purge TASK… | --before DATE`: tasks
+// removed for good, erased from the daemon's files.
+func tracesPurge(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, asJSON *bool, before *string, derived *bool) error {
 	req := daemon.PurgeTasksRequest{IDs: pos}
 	if *before != "" {
 		t, err := parseBefore(*before, time.Now())
@@ -68,16 +75,18 @@ func tracesPurge(ctx context.Context, g *globals, args []string) error {
 	return nil
 }
 
+func experiencesPurgeCmd(g *globals) *cobra.Command {
+	c := leaf("purge ID… [--namespace NS] [--json]", "remove experiences for good, erased from disk", "  hindsight experiences purge EXP1 EXP2")
+	asJSON := c.Flags().Bool("json", false, "print the result as JSON")
+	ns := c.Flags().String("namespace", "", "namespace of the experiences (default: each where it is found)")
+	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, pos []string) error {
+		return experiencesPurge(ctx, g, fs, pos, asJSON, ns)
+	})
+}
+
 // experiencesPurge is `hindsight experiences purge ID…`: experiences
 // removed for good, not forgotten.
-func experiencesPurge(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("experiences purge", "experiences purge ID… [--namespace NS] [--json]")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	ns := fs.String("namespace", "", "namespace of the experiences (default: each where it is found)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+func experiencesPurge(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, asJSON *bool, ns *string) error {
 	if len(pos) == 0 {
 		fs.Usage()
 		return usageErr("experiences purge takes experience ids")
@@ -86,15 +95,34 @@ func experiencesPurge(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := c.PurgeExperiences(ctx, *ns, pos)
+	res, err := purgeExperiences(ctx, c, *ns, pos, newBar(g.quiet, "purging experiences", len(pos)))
 	if err != nil {
-		return fmt.Errorf("purge experiences: %w", err)
+		return err
 	}
 	if *asJSON {
 		return printJSON(stdout, res)
 	}
 	fmt.Fprintf(stdout, "purged %d experience(s)%s\n", len(res.Purged), list(res.Purged))
 	return nil
+}
+
+// purgeBatch is how many experiences one purge request names.
+const purgeBatch = 100
+
+// purgeExperiences purges ids in requests of purgeBatch, advancing b by
+// each request's share.
+func purgeExperiences(ctx context.Context, c *daemon.Client, ns string, ids []string, b *bar) (daemon.PurgeResult, error) {
+	defer b.finish()
+	res := daemon.PurgeResult{Purged: []string{}}
+	for chunk := range slices.Chunk(ids, purgeBatch) {
+		r, err := c.PurgeExperiences(ctx, ns, chunk)
+		if err != nil {
+			return res, fmt.Errorf("purge experiences: %w", err)
+		}
+		res.Purged = append(res.Purged, r.Purged...)
+		b.add(len(chunk))
+	}
+	return res, nil
 }
 
 func list(ids []string) string {

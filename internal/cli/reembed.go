@@ -4,21 +4,19 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/store"
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 )
 
 // reembed recomputes the vectors of st with emb when the configured
 // embedder changed since they were made (a store never mixes embedders:
 // meanwhile it finds those experiences by text only). Progress goes to the
-// log, and to a progress bar when the daemon runs in a terminal. It
+// log, and to a progress bar when the daemon runs in a terminal and not
+// quiet. It
 // reports how many experiences were re-embedded.
-func reembed(ctx context.Context, st hindsight.ExperienceStore, emb hindsight.Embedder, logger *slog.Logger) (int, error) {
+func reembed(ctx context.Context, st hindsight.ExperienceStore, emb hindsight.Embedder, logger *slog.Logger, quiet bool) (int, error) {
 	r, ok := st.(store.Reembedder)
 	if !ok {
 		return 0, nil
@@ -28,27 +26,17 @@ func reembed(ctx context.Context, st hindsight.ExperienceStore, emb hindsight.Em
 		return 0, nil
 	}
 	logger.Info("embedder changed: re-embedding experiences", "embedder", emb.Name(), "dim", emb.Dim(), "experiences", n)
-	var bar *progressbar.ProgressBar
-	if term.IsTerminal(int(os.Stderr.Fd())) {
-		bar = progressbar.NewOptions(n, progressbar.OptionSetWriter(os.Stderr),
-			progressbar.OptionSetDescription("re-embedding experiences"), progressbar.OptionShowCount())
-	}
+	bar := newBar(quiet, "re-embedding experiences", n)
 	start, lastLog, total := time.Now(), time.Now(), 0
 	err := r.Reembed(ctx, emb, func(done, all int) {
 		total = done
-		if bar != nil {
-			bar.ChangeMax(all)
-			_ = bar.Set(done)
-		}
+		bar.set(done, all)
 		if time.Since(lastLog) > 5*time.Second {
 			lastLog = time.Now()
 			logger.Info("re-embedding experiences", "done", done, "total", all)
 		}
 	})
-	if bar != nil {
-		_ = bar.Finish()
-		fmt.Fprintln(os.Stderr)
-	}
+	bar.finish()
 	if err != nil {
 		return total, fmt.Errorf("re-embed experiences: %w", err)
 	}

@@ -30,7 +30,7 @@ func TestReembedAfterEmbedderChange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := reembed(ctx, st, embed.NewLocal(256), quiet); err != nil || n != 0 {
+	if n, err := reembed(ctx, st, embed.NewLocal(256), quiet, true); err != nil || n != 0 {
 		t.Fatalf("same embedder: re-embedded %d, %v; want 0, nil", n, err)
 	}
 	if err := st.Close(); err != nil {
@@ -46,7 +46,7 @@ func TestReembedAfterEmbedderChange(t *testing.T) {
 	if st.NeedsReembed() != 3 {
 		t.Fatalf("after the embedder changed, %d experiences need new vectors, want 3", st.NeedsReembed())
 	}
-	n, err := reembed(ctx, st, other, quiet)
+	n, err := reembed(ctx, st, other, quiet, true)
 	if err != nil || n != 3 {
 		t.Fatalf("re-embedded %d, %v; want 3, nil", n, err)
 	}

@@ -10,18 +10,17 @@ import (
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/reflect"
 
-	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// runReflect is `hindsight reflect [--pending] [--task ID]…`: reflection
-// now, in the daemon, with a progress bar on stderr. Without flags it runs
-// the pending tasks.
-func runReflect(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("reflect", "reflect [--pending] [--task ID]… | reflect --replay [--since DATE] [--task ID]… [--reflector rules|llm] [--model M] [--prompt FILE] [--dry-run] [--json]")
+func reflectCmd(g *globals) *cobra.Command {
+	c := leaf("reflect [--pending] [--task ID]… | reflect --replay [--since DATE] [--task ID]… [--reflector rules|llm] [--model M] [--prompt FILE] [--dry-run] [--json]",
+		"run reflection now, or again over stored final tasks (--replay)",
+		"  hindsight reflect\n  hindsight reflect --task TASK\n  hindsight reflect --replay --dry-run --reflector rules --since 2026-11-01")
+	fs := c.Flags()
 	pending := fs.Bool("pending", false, "reflect every task waiting for reflection")
-	var tasks multiFlag
-	fs.Var(&tasks, "task", "reflect this task (repeatable)")
-	quiet := fs.Bool("quiet", false, "no progress bar")
+	taskIDs := fs.StringArray("task", nil, "reflect this task (repeatable)")
 	var ro replayOptions
 	ro.replay = fs.Bool("replay", false, "reflect again over stored final tasks and show what changes in the experiences")
 	ro.since = fs.String("since", "", "with --replay: only tasks ended at or after DATE (2006-01-02 or RFC 3339)")
@@ -30,11 +29,16 @@ func runReflect(ctx context.Context, g *globals, args []string) error {
 	ro.prompt = fs.String("prompt", "", "with --replay: the LLM prompt template FILE to reflect with")
 	ro.dryRun = fs.Bool("dry-run", false, "with --replay: plan only; the experiences stay as they are")
 	ro.json = fs.Bool("json", false, "with --replay: print the plan as JSON")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	tasks = append(tasks, pos...)
+	return runs(c, func(ctx context.Context, _ *pflag.FlagSet, pos []string) error {
+		return runReflect(ctx, g, append(*taskIDs, pos...), pending, ro)
+	})
+}
+
+// runReflect is `hindsight reflect [--pending] [--task ID]…`: reflection
+// now, in the daemon, with a progress bar on stderr. Without flags it runs
+// the pending tasks.
+func runReflect(ctx context.Context, g *globals, tasks []string, pending *bool, ro replayOptions) error {
+	quiet := &g.quiet
 	if *ro.replay {
 		if *pending {
 			return usageErr("reflect --replay takes no --pending")
@@ -61,11 +65,12 @@ func runReflect(ctx context.Context, g *globals, args []string) error {
 	return nil
 }
 
-// progress is a progress bar on stderr, drawn once the total is known.
+// progress is a progress bar on stderr (see newBar), drawn once the
+// total is known; last is the latest count, bar or not.
 type progress struct {
 	desc  string
 	quiet bool
-	bar   *progressbar.ProgressBar
+	bar   *bar
 	last  int
 }
 
@@ -73,23 +78,13 @@ func newProgress(desc string, quiet bool) *progress { return &progress{desc: des
 
 func (p *progress) set(done, total int) {
 	p.last = done
-	if p.quiet {
-		return
-	}
 	if p.bar == nil {
-		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr),
-			progressbar.OptionSetDescription(p.desc), progressbar.OptionShowCount())
+		p.bar = newBar(p.quiet, p.desc, total)
 	}
-	p.bar.ChangeMax(total)
-	_ = p.bar.Set(done)
+	p.bar.set(done, total)
 }
 
-func (p *progress) finish() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
-		fmt.Fprintln(os.Stderr)
-	}
-}
+func (p *progress) finish() { p.bar.finish() }
 
 type replayOptions struct {
 	replay, dryRun, json            *bool

@@ -12,21 +12,9 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/replay"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
-
-// runReplay is `hindsight replay serve | verify`.
-func runReplay(ctx context.Context, g *globals, args []string) error {
-	if len(args) == 0 {
-		return usageErr("replay serve | verify")
-	}
-	switch args[0] {
-	case "serve":
-		return replayServe(ctx, g, args[1:])
-	case "verify":
-		return replayVerify(ctx, g, args[1:])
-	}
-	return usageErr("replay: unknown subcommand %q (want serve or verify)", args[0])
-}
 
 // recordingFlags are the flags naming what to replay.
 type recordingFlags struct {
@@ -76,17 +64,21 @@ func (f recordingFlags) load(ctx context.Context, g *globals) (*replay.Recording
 	return rec, nil
 }
 
-// replayServe is `hindsight replay serve`: an MCP server answering from a
-// recorded task, on stdio or, with --listen, over Streamable HTTP.
-func replayServe(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("replay serve", "replay serve (--task ID | --file FILE) [--server NAME] [--match exact|tool|sequential] [--listen ADDR]")
+func replayServeCmd(g *globals) *cobra.Command {
+	c := leaf("serve (--task ID | --file FILE) [--server NAME] [--match exact|tool|sequential] [--listen ADDR]",
+		"an MCP server answering as the recorded server did", "  hindsight replay serve --task TASK\n  hindsight replay serve --file steps.jsonl --server fs --listen 127.0.0.1:8940")
+	fs := c.Flags()
 	rf := addRecordingFlags(fs)
 	match := fs.String("match", "exact", "how calls are matched to recorded ones: exact, tool or sequential")
 	listen := fs.String("listen", "", "serve Streamable HTTP on ADDR (at /mcp) instead of stdio")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, pos []string) error {
+		return replayServe(ctx, g, fs, pos, rf, match, listen)
+	})
+}
+
+// replayServe is `hindsight replay serve`: an MCP server answering from a
+// recorded task, on stdio or, with --listen, over Streamable HTTP.
+func replayServe(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, rf recordingFlags, match, listen *string) error {
 	if len(pos) > 0 {
 		fs.Usage()
 		return usageErr("replay serve takes no arguments")
@@ -113,7 +105,7 @@ func replayServe(ctx context.Context, g *globals, args []string) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(os.Stderr, "replaying %s (%d calls) at http://%s/mcp\n", rec.Server, len(rec.Calls), ln.Addr())
+	g.info("replaying %s (%d calls) at http://%s/mcp", rec.Server, len(rec.Calls), ln.Addr())
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -129,21 +121,25 @@ func replayServe(ctx context.Context, g *globals, args []string) error {
 // errDifferent makes `replay verify` exit 1 when a call differed.
 var errDifferent = errors.New("the live server answered differently")
 
-// replayVerify is `hindsight replay verify`: the recorded calls sent to a
-// live server, the differences reported.
-func replayVerify(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("replay verify", "replay verify (--task ID | --file FILE) [--server NAME] [--allow-writes] [--ignore PATH]… [--json] (-- CMD [ARGS…] | --upstream URL)")
+func replayVerifyCmd(g *globals) *cobra.Command {
+	c := leaf("verify (--task ID | --file FILE) [--server NAME] [--allow-writes] [--ignore PATH]… [--json] (-- CMD [ARGS…] | --upstream URL)",
+		"the recorded calls sent to a live server, the differences reported per step; exit 1 when any differ",
+		"  hindsight replay verify --task TASK -- npx -y @modelcontextprotocol/server-filesystem .\n  hindsight replay verify --file steps.jsonl --upstream http://127.0.0.1:8080/mcp --json")
+	fs := c.Flags()
 	rf := addRecordingFlags(fs)
 	upstream := fs.String("upstream", "", "the live server's Streamable HTTP URL")
 	allowWrites := fs.Bool("allow-writes", false, "also send calls of tools not annotated readOnlyHint (or annotated destructiveHint)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	keep := fs.Bool("keep-volatile", false, "compare timestamps and UUIDs too")
-	var ignore multiFlag
-	fs.Var(&ignore, "ignore", "a gjson path in a tools/call result to leave out of the comparison (repeatable), e.g. structuredContent.id")
-	cmdline, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+	ignorePaths := fs.StringArray("ignore", nil, "a gjson path in a tools/call result to leave out of the comparison (repeatable), e.g. structuredContent.id")
+	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, cmdline []string) error {
+		return replayVerify(ctx, g, fs, cmdline, rf, upstream, allowWrites, asJSON, keep, *ignorePaths)
+	})
+}
+
+// replayVerify is `hindsight replay verify`: the recorded calls sent to a
+// live server, the differences reported.
+func replayVerify(ctx context.Context, g *globals, fs *pflag.FlagSet, cmdline []string, rf recordingFlags, upstream *string, allowWrites, asJSON, keep *bool, ignore []string) error {
 	if (len(cmdline) == 0) == (*upstream == "") {
 		fs.Usage()
 		return usageErr("replay verify needs the live server: -- CMD [ARGS…] or --upstream URL")

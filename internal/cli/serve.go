@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -15,12 +14,16 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // headerFlags collects repeated --upstream-header 'K: V' options.
 type headerFlags struct{ h http.Header }
 
 func (f *headerFlags) String() string { return "" }
+
+func (f *headerFlags) Type() string { return "header" }
 
 func (f *headerFlags) Set(v string) error {
 	k, val, ok := strings.Cut(v, ":")
@@ -56,15 +59,42 @@ type serveOptions struct {
 type listFlags []string
 
 func (f *listFlags) String() string { return strings.Join(*f, ",") }
+func (f *listFlags) Type() string   { return "host" }
 
 func (f *listFlags) Set(v string) error {
 	*f = append(*f, v)
 	return nil
 }
 
+func serveCmd(g *globals) *cobra.Command {
+	c := leaf("serve --listen ADDR (--upstream URL | -- CMD [ARGS…]) [options]", "HTTP sidecar: Streamable HTTP at /mcp, legacy SSE at /sse",
+		"  hindsight serve --upstream http://127.0.0.1:8080/mcp\n  hindsight serve --listen 127.0.0.1:8931 -- node server.js --stdio")
+	check := serveFlags(c.Flags())
+	return runs(c, func(ctx context.Context, _ *pflag.FlagSet, cmdline []string) error {
+		o, err := check(cmdline)
+		if err != nil {
+			return err
+		}
+		return runServe(ctx, g, o)
+	})
+}
+
+// parseServe parses serve's command line (after "serve").
 func parseServe(args []string) (*serveOptions, error) {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	check := serveFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return check(fs.Args())
+}
+
+// serveFlags declares serve's flags on fs and returns the function that
+// checks them, given the server's command line.
+func serveFlags(fs *pflag.FlagSet) func(command []string) (*serveOptions, error) {
+	// The server's command line is the child's whole: flags stop at the
+	// first argument that is not one of serve's, or at --.
+	fs.SetInterspersed(false)
 	o := &serveOptions{}
 	var hdr headerFlags
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8931", "address to serve on (loopback unless --allow-remote)")
@@ -79,14 +109,13 @@ func parseServe(args []string) (*serveOptions, error) {
 	fs.IntVar(&o.maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions open at once; more are refused with a JSON-RPC error (<0: no bound)")
 	fs.IntVar(&o.maxChildren, "max-children", proxy.DefaultMaxChildren, "with a command upstream, server processes (one per session) at once (<0: only --max-sessions)")
 	fs.DurationVar(&o.bodyTimeout, "body-timeout", proxy.DefaultBodyTimeout, "how long an agent may take to send one request body")
-	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: hindsight serve --listen ADDR (--upstream URL | -- CMD [ARGS…]) [options]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	o.headers, o.command, o.allowedHosts = hdr.h, fs.Args(), hosts
+	return func(command []string) (*serveOptions, error) { return o.check(hdr, hosts, command) }
+}
+
+// check completes o with the repeated flags and the command, and checks
+// the whole.
+func (o *serveOptions) check(hdr headerFlags, hosts listFlags, command []string) (*serveOptions, error) {
+	o.headers, o.command, o.allowedHosts = hdr.h, command, hosts
 	switch {
 	case o.upstream == "" && len(o.command) == 0:
 		return nil, fmt.Errorf("%w: serve needs --upstream URL or a command after --", errUsage)
@@ -132,11 +161,7 @@ func isLoopback(addr string) bool {
 }
 
 // runServe is `hindsight serve`: the HTTP sidecar.
-func runServe(ctx context.Context, g *globals, args []string) error {
-	o, err := parseServe(args)
-	if err != nil {
-		return err
-	}
+func runServe(ctx context.Context, g *globals, o *serveOptions) error {
 	logger, logFile, err := openLog(g, "serve-"+o.name)
 	if err != nil {
 		return err
@@ -184,7 +209,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 		target, _ = red.RedactString(target) // a URL or command line may carry a secret
 	}
 	logger.Info("serving", "addr", ln.Addr().String(), "upstream", target, "transport", o.transport)
-	fmt.Fprintf(os.Stderr, "hindsight serve: %s on http://%s/mcp (legacy SSE at /sse) → %s\n", o.name, ln.Addr(), target)
+	g.info("hindsight serve: %s on http://%s/mcp (legacy SSE at /sse) → %s", o.name, ln.Addr(), target)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

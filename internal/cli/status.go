@@ -12,21 +12,23 @@ import (
 
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // errDaemonDown makes `hindsight status` exit 1 when no daemon answers,
 // after it printed what it could see without one.
 var errDaemonDown = errors.New("the daemon is not running")
 
+func statusCmd(g *globals) *cobra.Command {
+	c := leaf("status [--json]", "daemon health, outbox depths, reflection queue, store sizes", "  hindsight status\n  hindsight status --json")
+	asJSON := c.Flags().Bool("json", false, "print JSON")
+	return runs(c, func(ctx context.Context, _ *pflag.FlagSet, pos []string) error { return runStatus(ctx, g, pos, asJSON) })
+}
+
 // runStatus shows daemon health, outbox depths, the reflection queue and
 // store sizes. It does not start the daemon.
-func runStatus(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("status", "status [--json]")
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+func runStatus(ctx context.Context, g *globals, pos []string, asJSON *bool) error {
 	if len(pos) > 0 {
 		return usageErr("status takes no arguments")
 	}

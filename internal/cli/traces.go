@@ -11,38 +11,27 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// runTraces is `hindsight traces list | show TASK | export | import FILE`.
-func runTraces(ctx context.Context, g *globals, args []string) error {
-	if len(args) == 0 {
-		return usageErr("traces list | show TASK | export | import FILE | purge TASK…|--before DATE")
-	}
-	switch args[0] {
-	case "list":
-		return tracesList(ctx, g, args[1:])
-	case "show":
-		return tracesShow(ctx, g, args[1:])
-	case "export":
-		return tracesExport(ctx, g, args[1:])
-	case "import":
-		return tracesImport(ctx, g, args[1:])
-	case "purge":
-		return tracesPurge(ctx, g, args[1:])
-	}
-	return usageErr("traces: unknown subcommand %q (want list, show, export, import or purge)", args[0])
-}
+// The traces group: list, show, export, import (traces_import.go) and
+// purge (purge.go).
 
-func tracesList(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("traces list", "traces list [--json] [--final | --open] [--limit N]")
+func tracesListCmd(g *globals) *cobra.Command {
+	c := leaf("list [--json] [--final | --open] [--limit N]", "tasks, newest first",
+		"  hindsight traces list --open --limit 10\n  hindsight traces list --final --json")
+	fs := c.Flags()
 	asJSON := fs.Bool("json", false, "print JSON")
 	final := fs.Bool("final", false, "only final tasks")
 	open := fs.Bool("open", false, "only tasks not final yet")
 	limit := fs.Int("limit", 0, "at most this many tasks, newest first (0: all)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, pos []string) error {
+		return tracesList(ctx, g, fs, pos, asJSON, final, open, limit)
+	})
+}
+
+func tracesList(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, asJSON, final, open *bool, limit *int) error {
 	if len(pos) > 0 || (*final && *open) || *limit < 0 {
 		fs.Usage()
 		return usageErr("traces list takes no arguments and one of --final or --open")
@@ -86,13 +75,15 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-func tracesShow(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("traces show", "traces show TASK [--json]")
-	asJSON := fs.Bool("json", false, "print JSON: the task with a steps array")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+func tracesShowCmd(g *globals) *cobra.Command {
+	c := leaf("show TASK [--json]", "a task and its steps", "  hindsight traces show 0193c2d4-…\n  hindsight traces show TASK --json | jq '.steps | length'")
+	asJSON := c.Flags().Bool("json", false, "print JSON: the task with a steps array")
+	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, pos []string) error {
+		return tracesShow(ctx, g, fs, pos, asJSON)
+	})
+}
+
+func tracesShow(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, asJSON *bool) error {
 	if len(pos) != 1 {
 		fs.Usage()
 		return usageErr("traces show takes one task id")
@@ -145,22 +136,16 @@ func printTask(w io.Writer, task *hindsight.Task) error {
 	return t.flush()
 }
 
-// multiFlag collects a repeated string flag.
-type multiFlag []string
+func tracesExportCmd(g *globals) *cobra.Command {
+	c := leaf("export [--out FILE] [--task ID]… [TASK…]", "every step as JSON Lines", "  hindsight traces export --out steps.jsonl\n  hindsight traces export --task TASK > one.jsonl")
+	out := c.Flags().String("out", "", "write to FILE (mode 0600) instead of stdout")
+	tasks := c.Flags().StringArray("task", nil, "export only this task (repeatable)")
+	return runs(c, func(ctx context.Context, _ *pflag.FlagSet, pos []string) error {
+		return tracesExport(ctx, g, append(*tasks, pos...), out)
+	})
+}
 
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
-
-func tracesExport(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("traces export", "traces export [--out FILE] [--task ID]…")
-	out := fs.String("out", "", "write to FILE (mode 0600) instead of stdout")
-	var tasks multiFlag
-	fs.Var(&tasks, "task", "export only this task (repeatable)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	tasks = append(tasks, pos...)
+func tracesExport(ctx context.Context, g *globals, tasks []string, out *string) error {
 	c, err := connect(ctx, g)
 	if err != nil {
 		return err

@@ -10,22 +10,27 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // importBatch is how many steps `traces import` sends at once; a batch
 // ends at a task's boundary when it can, so a task goes final once.
 const importBatch = 2000
 
+func tracesImportCmd(g *globals) *cobra.Command {
+	c := leaf("import [--json] FILE|-", "steps of another machine's traces export; importing again changes nothing",
+		"  hindsight traces import steps.jsonl\n  ssh box hindsight traces export | hindsight traces import -")
+	asJSON := c.Flags().Bool("json", false, "print the result as JSON")
+	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, pos []string) error {
+		return tracesImport(ctx, g, fs, pos, asJSON)
+	})
+}
+
 // tracesImport is `hindsight traces import FILE|-`: the steps of another
 // machine's `traces export`, stored by the daemon (daemon.TraceStore.Import):
 // importing twice stores nothing new.
-func tracesImport(ctx context.Context, g *globals, args []string) error {
-	fs := newFlags("traces import", "traces import [--json] FILE|-")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+func tracesImport(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, asJSON *bool) error {
 	if len(pos) != 1 {
 		fs.Usage()
 		return usageErr("traces import takes one file (- for stdin)")

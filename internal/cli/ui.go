@@ -3,29 +3,27 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
+
+func uiCmd(g *globals) *cobra.Command {
+	c := leaf("ui [--no-open]", "open the web UI (tasks, steps, experiences)", "  hindsight ui\n  hindsight ui --no-open")
+	noOpen := c.Flags().Bool("no-open", false, "print the URL without opening a browser")
+	return runs(c, func(ctx context.Context, _ *pflag.FlagSet, pos []string) error { return runUI(ctx, g, pos, noOpen) })
+}
 
 // runUI starts the daemon's web UI unless it runs (starting the daemon
 // too), prints its URL with the token of this start, and opens it in the
 // browser unless --no-open.
-func runUI(ctx context.Context, g *globals, args []string) error {
-	fs := flag.NewFlagSet("ui", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: hindsight ui [--no-open]")
-		fs.PrintDefaults()
-	}
-	noOpen := fs.Bool("no-open", false, "print the URL without opening a browser")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
+func runUI(ctx context.Context, g *globals, pos []string, noOpen *bool) error {
+	if len(pos) > 0 {
 		return fmt.Errorf("%w: ui takes no arguments", errUsage)
 	}
 	c, err := connect(ctx, g)

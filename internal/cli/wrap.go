@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -19,28 +17,29 @@ import (
 	"github.com/hindsight-proxy/hindsight/internal/profile"
 	"github.com/hindsight-proxy/hindsight/internal/safelog"
 	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
+
+func wrapCmd(g *globals) *cobra.Command {
+	c := leaf("wrap [--name N] [--grace D] -- CMD [ARGS…]", "stdio sidecar in front of a server command",
+		"  hindsight wrap --name fs -- npx -y @modelcontextprotocol/server-filesystem .\n  hindsight wrap -- node server.js --port 0 -v")
+	fs := c.Flags()
+	// The server's command line is the child's whole: flags stop at the
+	// first argument that is not one of wrap's, or at --.
+	fs.SetInterspersed(false)
+	name := fs.String("name", "", "the server's name in traces and logs (default: the command's base name)")
+	grace := fs.Duration("grace", proxy.DefaultGracePeriod, "how long the server may take to exit after stdin closes, and after SIGTERM")
+	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, cmdline []string) error {
+		return runWrap(ctx, g, fs, cmdline, name, grace)
+	})
+}
 
 // runWrap is `hindsight wrap [--name N] -- CMD [ARGS…]`: the stdio sidecar.
 // The agent host starts it in place of the server's command; it starts the
 // server as a child and relays the protocol on stdin and stdout. Logs go to
 // $HINDSIGHT_HOME/logs/wrap-NAME.log.
-func runWrap(ctx context.Context, g *globals, args []string) error {
-	fs := flag.NewFlagSet("wrap", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	name := fs.String("name", "", "the server's name in traces and logs (default: the command's base name)")
-	grace := fs.Duration("grace", proxy.DefaultGracePeriod, "how long the server may take to exit after stdin closes, and after SIGTERM")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: hindsight wrap [--name N] [--grace D] -- CMD [ARGS…]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	cmdline := fs.Args()
+func runWrap(ctx context.Context, g *globals, fs *pflag.FlagSet, cmdline []string, name *string, grace *time.Duration) error {
 	if len(cmdline) == 0 {
 		fs.Usage()
 		return fmt.Errorf("%w: wrap needs the server's command after --", errUsage)
