@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -87,6 +88,9 @@ func experiencesPurge(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	res, err := c.PurgeExperiences(ctx, *ns, pos)
+	if q := (*daemon.QueuedError)(nil); errors.As(err, &q) {
+		return printQueued(*asJSON, q)
+	}
 	if err != nil {
 		return fmt.Errorf("purge experiences: %w", err)
 	}
