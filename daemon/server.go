@@ -356,7 +356,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusNotFound
 	case errors.Is(err, hindsight.ErrConflict):
 		status = http.StatusConflict
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, ErrUnavailable), errors.Is(err, hindsight.ErrStoreUnavailable):
 		status = http.StatusServiceUnavailable
 	case errors.Is(err, ErrDiskFull):
 		status = http.StatusInsufficientStorage

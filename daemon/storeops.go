@@ -38,6 +38,9 @@ type StoreOp struct {
 	Edit      *EditRequest `json:"edit,omitempty"`
 	At        time.Time    `json:"at"`        // the hit's time, or when the write was asked for
 	QueuedAt  time.Time    `json:"queued_at"` // when it entered the queue
+	// Refusals counts the tries the store refused, since RefusedSince.
+	Refusals     int       `json:"refusals,omitempty"`
+	RefusedSince time.Time `json:"refused_since,omitzero"`
 }
 
 // StoreOpsStats is what `hindsight status` shows of the queue.
@@ -53,7 +56,16 @@ type StoreOpsStats struct {
 const (
 	DefaultStoreOpsBackoff    = time.Second
 	DefaultStoreOpsMaxBackoff = time.Minute
+	// DefaultStoreOpsRefusedGrace is how long the store may refuse an op
+	// (and at least minRefusals times) before it is dropped: a store that
+	// just came back may not find what it holds until its shards load.
+	DefaultStoreOpsRefusedGrace = 2 * time.Minute
+	minRefusals                 = 3
 )
+
+// errRefusedForNow is Drain's error for an op the store refused, which is
+// tried again before it is dropped.
+var errRefusedForNow = errors.New("store op refused; tried again")
 
 // storeOpsPrefix holds the queue's keys in the trace database, followed by
 // the op's sequence number, big-endian, so that keys sort in queue order.
@@ -68,14 +80,19 @@ func storeOpKey(seq uint64) []byte {
 //
 // Ops are applied strictly in queue order by Run, one at a time: an op the
 // store cannot take yet (hindsight.ErrStoreUnavailable) stops the pass and
-// is tried again after a capped exponential backoff; an op the store
-// refuses for good (an id purged meanwhile) is dropped, logged and counted.
+// is tried again after a capped exponential backoff. An op the store
+// refuses (an id purged meanwhile, or not loaded yet by a store that just
+// came back) is tried again the same way, and dropped, logged and counted
+// once refused for RefusedGrace and at least three times.
 type StoreOps struct {
 	// Apply performs one op against the store; a Server sets it to its
 	// own when it is nil.
 	Apply      func(ctx context.Context, op *StoreOp) error
 	Backoff    time.Duration // first wait; 0: DefaultStoreOpsBackoff
 	MaxBackoff time.Duration // cap of the wait; 0: DefaultStoreOpsMaxBackoff
+	// RefusedGrace is how long an op the store refuses is tried again
+	// before it is dropped; 0: DefaultStoreOpsRefusedGrace.
+	RefusedGrace time.Duration
 
 	db  *badger.DB
 	log *slog.Logger
@@ -259,7 +276,7 @@ func (o *StoreOps) Run(ctx context.Context) {
 	b := o.newBackoff()
 	for {
 		wait := time.Duration(-1) // until kicked
-		if err := o.Drain(ctx); errors.Is(err, hindsight.ErrStoreUnavailable) {
+		if err := o.Drain(ctx); errors.Is(err, hindsight.ErrStoreUnavailable) || errors.Is(err, errRefusedForNow) {
 			wait = b.NextBackOff()
 		} else {
 			b.Reset()
@@ -306,8 +323,9 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 // Drain applies waiting ops in order until none is left (nil), the store
-// is unreachable (an error wrapping hindsight.ErrStoreUnavailable) or ctx
-// ends; the op that could not be applied stays first.
+// is unreachable (an error wrapping hindsight.ErrStoreUnavailable), refuses
+// an op it may take later, or ctx ends; the op that could not be applied
+// stays first.
 func (o *StoreOps) Drain(ctx context.Context) error {
 	for o.Depth() > 0 {
 		op, ok, err := o.first()
@@ -324,8 +342,14 @@ func (o *StoreOps) Drain(ctx context.Context) error {
 			o.done(0)
 			o.setErr(fmt.Sprintf("%s (op %d %s)", err, op.Seq, op.Kind), false)
 			return err
+		case !o.giveUp(&op):
+			o.setErr(fmt.Sprintf("op %d %s refused %d times, tried again: %s", op.Seq, op.Kind, op.Refusals, err), false)
+			if derr := o.refused(&op); derr != nil {
+				return derr
+			}
+			return fmt.Errorf("%w: op %d: %w", errRefusedForNow, op.Seq, err)
 		default:
-			o.log.Warn("store op refused; dropped", "op", op.Seq, "kind", op.Kind, "ids", op.IDs, "err", err)
+			o.log.Warn("store op refused; dropped", "op", op.Seq, "kind", op.Kind, "ids", op.IDs, "refusals", op.Refusals+1, "err", err)
 			o.setErr(fmt.Sprintf("op %d %s dropped: %s", op.Seq, op.Kind, err), true)
 		}
 		if derr := o.done(op.Seq); derr != nil {
@@ -334,6 +358,28 @@ func (o *StoreOps) Drain(ctx context.Context) error {
 		if err == nil {
 			o.setErr("", false)
 		}
+	}
+	return nil
+}
+
+// giveUp counts a refusal of op and reports whether op is to be dropped.
+func (o *StoreOps) giveUp(op *StoreOp) bool {
+	now := time.Now().UTC()
+	if op.Refusals == 0 {
+		op.RefusedSince = now
+	}
+	op.Refusals++
+	return op.Refusals >= minRefusals && now.Sub(op.RefusedSince) >= orDefault(o.RefusedGrace, DefaultStoreOpsRefusedGrace)
+}
+
+// refused stores op's count of refusals and clears the mark of the op
+// being applied.
+func (o *StoreOps) refused(op *StoreOp) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.applying = 0
+	if err := o.db.Update(func(txn *badger.Txn) error { return setOp(txn, op) }); err != nil {
+		return fmt.Errorf("record store op %d refused: %w", op.Seq, err)
 	}
 	return nil
 }

@@ -188,16 +188,27 @@ func TestStoreOpsCoalesce(t *testing.T) {
 	}
 }
 
-// TestStoreOpsDropsRefused: an op the store refuses for good is dropped
-// and counted; the ops after it still apply.
+// TestStoreOpsDropsRefused: an op the store keeps refusing is dropped
+// and counted; the ops after it wait for it, then apply.
 func TestStoreOpsDropsRefused(t *testing.T) {
 	db := openOpsDB(t, t.TempDir())
 	defer db.Close()
 	r := &opsRecorder{refuse: map[string]bool{"gone": true}}
 	r.down.Store(true)
 	o := newOps(t, db, r)
+	o.RefusedGrace = time.Nanosecond
 	enqueue(t, o, StoreOp{Kind: OpForget, IDs: []string{"gone"}}, StoreOp{Kind: OpForget, IDs: []string{"b"}})
 	r.down.Store(false)
+	// Refused twice, it stays first (a store that just came back may not
+	// have loaded it yet); the third refusal drops it.
+	for range 2 {
+		if err := o.Drain(context.Background()); !errors.Is(err, errRefusedForNow) {
+			t.Fatalf("drain: %v, want the op tried again", err)
+		}
+		if got := r.applied(); len(got) != 0 || o.Depth() != 2 {
+			t.Fatalf("applied %q past a refused op (depth %d)", got, o.Depth())
+		}
+	}
 	if err := o.Drain(context.Background()); err != nil {
 		t.Fatal(err)
 	}
