@@ -599,7 +599,11 @@ func (q *Queue) process(loopCtx, workCtx context.Context, id string, force bool)
 		q.logger().Warn("reflect: experience store unreachable; task waits without counting an attempt", "task", id, "retry_in", wait, "err", err)
 		return err
 	}
-	q.storeWait().up()
+	if q.storeWait().up() {
+		q.mu.Lock()
+		q.lastErr = "" // the store is back: its wait is no longer news
+		q.mu.Unlock()
+	}
 	var recErr error
 	var failed bool
 	uerr := q.update(func(txn *badger.Txn) error {
@@ -695,8 +699,7 @@ func (q *Queue) waitForStore(ctx context.Context, pending bool) (time.Duration, 
 	if err := q.probeStore(ctx); err != nil {
 		return sw.down(q.now()), true
 	}
-	sw.up()
-	return 0, false
+	return 0, false // the task's success or failure settles the wait
 }
 
 // retryDelay grows exponentially from RetryBase, capped at RetryMax, with

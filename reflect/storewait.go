@@ -46,12 +46,14 @@ func (w *storeWait) down(now time.Time) time.Duration {
 	return d
 }
 
-// up records that the store answered.
-func (w *storeWait) up() {
+// up records that the store answered and reports whether it was down.
+func (w *storeWait) up() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	was := !w.until.IsZero()
 	w.b.Reset()
 	w.until = time.Time{}
+	return was
 }
 
 // state returns how long reflection still waits at now (0: not) and

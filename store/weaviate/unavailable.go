@@ -17,6 +17,23 @@ import (
 var unreachableMarks = []string{
 	"connection refused", "connection reset", "broken pipe", "no such host", "i/o timeout",
 	"timeout exceeded", "deadline exceeded", "code = unavailable", "503 service unavailable", ": eof",
+	errNotReady.Error(),
+}
+
+// errNotReady is the error of a read answered "not found" by a Weaviate
+// that is not ready: one starting up answers so for objects it holds
+// until it has loaded them.
+var errNotReady = errors.New("weaviate is not ready")
+
+// notReady returns errNotReady unless Weaviate says it is ready: a "not
+// found" is believed only from a ready server. The error is transient
+// (retry tries again) and, after the retries, unreachable.
+func (s *Store) notReady(ctx context.Context) error {
+	ok, err := s.c.Misc().ReadyChecker().Do(ctx)
+	if err != nil || !ok {
+		return errNotReady
+	}
+	return nil
 }
 
 // unreachable reports whether err means that Weaviate could not be reached
