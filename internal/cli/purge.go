@@ -42,12 +42,18 @@ func tracesPurge(ctx context.Context, g *globals, args []string) error {
 		return fmt.Errorf("purge traces: %w", err)
 	}
 	var exps *daemon.PurgeResult
+	queued := false
 	if *derived && len(res.Derived) > 0 {
 		r, err := c.PurgeExperiences(ctx, "", res.Derived)
+		if q := (*daemon.QueuedError)(nil); errors.As(err, &q) {
+			queued, err = true, nil
+		}
 		if err != nil {
 			return fmt.Errorf("purge the experiences of the purged tasks: %w", err)
 		}
-		exps = &r
+		if !queued {
+			exps = &r
+		}
 	}
 	if *asJSON {
 		return printJSON(stdout, struct {
@@ -58,6 +64,10 @@ func tracesPurge(ctx context.Context, g *globals, args []string) error {
 	fmt.Fprintf(stdout, "purged %d task(s)%s\n", len(res.Purged), list(res.Purged))
 	if exps != nil {
 		fmt.Fprintf(stdout, "purged %d experience(s) learnt from them%s\n", len(exps.Purged), list(exps.Purged))
+		res.Derived = nil
+	}
+	if queued {
+		fmt.Fprintf(stdout, "purge of the experience(s) learnt from them%s queued: the store is unreachable; applied when it is back\n", list(res.Derived))
 		res.Derived = nil
 	}
 	if len(res.Purged) > 0 {
