@@ -158,15 +158,31 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 			fmt.Sprintf("final %v, %d steps, reflection %q, queue %+v", task.Final, len(task.Steps), task.Reflection, *q)
 	})
 
-	// A forget while the store is down is queued.
+	// A forget while the store is down is queued, as the command line
+	// says, and the status shows it.
 	forgotten := learned[0].ID
-	_, err = c.Forget(ctx, learned[0].Namespace, forgotten)
+	cli := func(args ...string) string {
+		cmd := exec.Command(exe, args...)
+		cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("hindsight %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	if out := cli("experiences", "forget", forgotten); !strings.Contains(out, "queued: the store is unreachable; applied when it is back") {
+		t.Fatalf("experiences forget with the store down printed %q", out)
+	}
+	if out := cli("status"); !strings.Contains(out, "store queue") || !strings.Contains(out, "1 queued") {
+		t.Fatalf("status with a queued forget:\n%s", out)
+	}
+	_, err = c.Restore(ctx, learned[1].Namespace, learned[1].ID) // already active: queued behind the forget all the same
 	var q *daemon.QueuedError
 	if !errors.As(err, &q) {
-		t.Fatalf("forget with the store down: %v, want it queued", err)
+		t.Fatalf("restore with a write waiting: %v, want it queued", err)
 	}
 	st, err := c.Status(ctx)
-	if err != nil || st.StoreOps == nil || st.StoreOps.Depth == 0 || st.StoreOps.Oldest == nil {
+	if err != nil || st.StoreOps == nil || st.StoreOps.Depth != 2 || st.StoreOps.Oldest == nil {
 		t.Fatalf("status with a queued forget: %+v, %v", st.StoreOps, err)
 	}
 	if st.Reflection.Failed != 0 {
