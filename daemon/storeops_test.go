@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -314,6 +316,15 @@ func TestAPIStoreWritesQueued(t *testing.T) {
 	st, err := c.Status(ctx)
 	if err != nil || st.StoreOps == nil || st.StoreOps.Depth != 4 || st.StoreOps.Oldest == nil {
 		t.Fatalf("status: %+v, %v", st.StoreOps, err)
+	}
+	resp, err := c.do(ctx, http.MethodGet, "/../metrics", nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), "hindsight_daemon_store_ops_queued 4") {
+		t.Errorf("metrics lack the queue's depth:\n%s", b)
 	}
 	e, _ := c.Experience(ctx, "", "e1")
 	if e.Deleted || e.HitCount != 0 {
