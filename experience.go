@@ -9,6 +9,12 @@ import (
 // ErrNotFound is returned by stores for an id they do not hold.
 var ErrNotFound = errors.New("not found")
 
+// ErrStoreUnavailable is wrapped by the errors of an experience store that
+// could not be reached (connection refused or reset, a timeout, a server
+// answering that it is unavailable), as opposed to one that answered no:
+// the same operation may succeed once the store is back.
+var ErrStoreUnavailable = errors.New("experience store unavailable")
+
 // ErrConflict is returned by ExperienceStore.Put when the stored version is
 // not the one the caller read (optimistic concurrency).
 var ErrConflict = errors.New("version conflict")

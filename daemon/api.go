@@ -14,7 +14,10 @@ import (
 // hindsight types; exports are JSON Lines. Errors are {"error": "…"} with a
 // status code: 400 bad input, 404 unknown id, 409 version conflict, 503 a
 // part of the daemon that is not configured (no experience store, no
-// reflection).
+// reflection). A write to the experience store (forget, restore, edit,
+// pin, purge) that the daemon queued because the store is unreachable is
+// answered 202 with a QueuedResult; it is applied, in order, once the
+// store is back.
 //
 //	GET  /v1/health                      Health
 //	GET  /v1/status                      Status
@@ -103,13 +106,16 @@ type StoreStats struct {
 
 // Status is what `hindsight status` shows.
 type Status struct {
-	Daemon      *Health          `json:"daemon"` // nil when the daemon does not answer
-	Running     bool             `json:"running"`
-	Traces      *TraceStats      `json:"traces,omitempty"`
-	Reflection  *QueueStats      `json:"reflection"` // nil: reflection not configured
-	Experiences *StoreStats      `json:"experiences,omitempty"`
-	Disk        map[string]int64 `json:"disk,omitempty"` // bytes per directory under the daemon's data
-	Outboxes    []OutboxInfo     `json:"outboxes"`
+	Daemon      *Health     `json:"daemon"` // nil when the daemon does not answer
+	Running     bool        `json:"running"`
+	Traces      *TraceStats `json:"traces,omitempty"`
+	Reflection  *QueueStats `json:"reflection"` // nil: reflection not configured
+	Experiences *StoreStats `json:"experiences,omitempty"`
+	// StoreOps is the queue of experience-store writes waiting for the
+	// store; nil when the daemon keeps none.
+	StoreOps *StoreOpsStats   `json:"store_ops,omitempty"`
+	Disk     map[string]int64 `json:"disk,omitempty"` // bytes per directory under the daemon's data
+	Outboxes []OutboxInfo     `json:"outboxes"`
 	// Losses are the steps sidecars lost or stored cut, per server, from
 	// their durable ledgers (see internal/losses): read by the CLI from
 	// the home directory, so they show whether the daemon runs or not.

@@ -86,7 +86,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 }
 
 // call sends in as JSON (when not nil) and decodes the answer into out
-// (when not nil).
+// (when not nil). A write the daemon queued (202) is a *QueuedError.
 func (c *Client) call(ctx context.Context, method, path string, q url.Values, in, out any) error {
 	var body io.Reader
 	ctype := ""
@@ -102,6 +102,13 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, in
 		return err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusAccepted {
+		var q QueuedResult
+		if err := json.NewDecoder(resp.Body).Decode(&q); err == nil && q.Queued {
+			return &QueuedError{Op: q.Op}
+		}
+		return nil
+	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil

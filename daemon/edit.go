@@ -27,16 +27,38 @@ type EditRequest struct {
 const EditOrigin = "manual"
 
 // handleEdit stores the edited experience as its next version, with origin
-// EditOrigin. The store keeps only the current version.
+// EditOrigin. The store keeps only the current version. An edit queued
+// while the store is unreachable applies to the version stored then.
 func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
 	var req EditRequest
-	st, e, ok := s.decodeAndFind(w, r, &req, func() string { return req.Namespace })
-	if !ok {
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
 		return
 	}
-	if e.Version != req.Version {
-		s.fail(w, r, fmt.Errorf("edit experience %s: read version %d, stored %d: %w", e.ID, req.Version, e.Version, hindsight.ErrConflict))
+	if err := validateEdit(&req); err != nil {
+		s.fail(w, r, err)
 		return
+	}
+	s.storeWrite(w, r, StoreOp{Kind: OpEdit, Namespace: req.Namespace, IDs: []string{r.PathValue("id")}, Edit: &req})
+}
+
+// validateEdit refuses what no stored version could take: an empty lesson,
+// a confidence outside [0, 1].
+func validateEdit(req *EditRequest) error {
+	if req.Lesson != nil && strings.TrimSpace(*req.Lesson) == "" {
+		return badRequest("an experience needs a lesson")
+	}
+	if c := req.Confidence; c != nil && (*c < 0 || *c > 1) {
+		return badRequest("confidence %v: not between 0 and 1", *c)
+	}
+	return nil
+}
+
+// applyEdit sets the fields req gives on e, marks it a person's and drops
+// its vector (the text changed: it is embedded again).
+func applyEdit(e *hindsight.Experience, req *EditRequest) error {
+	if err := validateEdit(req); err != nil {
+		return err
 	}
 	set := func(dst *string, v *string) {
 		if v != nil {
@@ -48,24 +70,14 @@ func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
 	set(&e.Result, req.Result)
 	set(&e.Lesson, req.Lesson)
 	if strings.TrimSpace(e.Lesson) == "" {
-		s.fail(w, r, badRequest("an experience needs a lesson"))
-		return
+		return badRequest("an experience needs a lesson")
 	}
 	if c := req.Confidence; c != nil {
-		if *c < 0 || *c > 1 {
-			s.fail(w, r, badRequest("confidence %v: not between 0 and 1", *c))
-			return
-		}
 		e.Confidence = *c
 	}
 	e.Origin = EditOrigin
-	e.Vector, e.Embedder = nil, "" // the text changed: embed it again
-	if err := st.Put(r.Context(), e); err != nil {
-		s.fail(w, r, fmt.Errorf("put experience: %w", err))
-		return
-	}
-	s.Logger.Info("experience edited", "id", e.ID, "namespace", e.Namespace, "version", e.Version)
-	writeJSON(w, http.StatusOK, e)
+	e.Vector, e.Embedder = nil, ""
+	return nil
 }
 
 // Edit stores a person's edit of an experience as its next version and
@@ -84,40 +96,14 @@ type PinRequest struct {
 	Pinned    bool   `json:"pinned"`
 }
 
-// decodeAndFind decodes the request body into req and reads the
-// experience the path names, in the namespace req gives (namespace is
-// read after decoding). On failure it has answered, and ok is false.
-func (s *Server) decodeAndFind(w http.ResponseWriter, r *http.Request, req any, namespace func() string) (st hindsight.ExperienceStore, e *hindsight.Experience, ok bool) {
-	st, err := s.store()
-	if err == nil {
-		err = decodeBody(w, r, req)
-	}
-	if err == nil {
-		e, err = s.find(r.Context(), st, namespace(), r.PathValue("id"))
-	}
-	if err != nil {
-		s.fail(w, r, err)
-		return nil, nil, false
-	}
-	return st, e, true
-}
-
 // handlePin pins or unpins an experience (hindsight.Experience.Pinned).
 func (s *Server) handlePin(w http.ResponseWriter, r *http.Request) {
 	var req PinRequest
-	st, e, ok := s.decodeAndFind(w, r, &req, func() string { return req.Namespace })
-	if !ok {
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
 		return
 	}
-	if e.Pinned != req.Pinned {
-		e.Pinned = req.Pinned
-		if err := st.Put(r.Context(), e); err != nil {
-			s.fail(w, r, fmt.Errorf("put experience: %w", err))
-			return
-		}
-		s.Logger.Info("experience changed", "id", e.ID, "namespace", e.Namespace, "pinned", e.Pinned)
-	}
-	writeJSON(w, http.StatusOK, e)
+	s.storeWrite(w, r, StoreOp{Kind: OpPin, Namespace: req.Namespace, IDs: []string{r.PathValue("id")}, Pinned: req.Pinned})
 }
 
 // Pin pins (or unpins) an experience and returns it.

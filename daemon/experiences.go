@@ -141,9 +141,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		for i := range res {
 			ids[i] = res[i].ID
 		}
-		if err := st.RecordHits(r.Context(), q.Namespace, ids, time.Now()); err != nil {
-			s.Logger.Warn("record experience hits", "err", err)
-		}
+		s.recordHits(r.Context(), q.Namespace, ids, time.Now())
 	}
 	if res == nil {
 		res = []hindsight.ScoredExperience{}
@@ -222,25 +220,11 @@ func (s *Server) handleForget(w http.ResponseWriter, r *http.Request)  { s.setDe
 func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) { s.setDeleted(w, r, false) }
 
 func (s *Server) setDeleted(w http.ResponseWriter, r *http.Request, deleted bool) {
-	st, err := s.store()
-	if err != nil {
-		s.fail(w, r, err)
-		return
+	kind := OpRestore
+	if deleted {
+		kind = OpForget
 	}
-	e, err := s.find(r.Context(), st, r.URL.Query().Get("namespace"), r.PathValue("id"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if e.Deleted != deleted {
-		e.Deleted = deleted
-		if err := st.Put(r.Context(), e); err != nil {
-			s.fail(w, r, fmt.Errorf("put experience: %w", err))
-			return
-		}
-		s.Logger.Info("experience changed", "id", e.ID, "namespace", e.Namespace, "deleted", deleted)
-	}
-	writeJSON(w, http.StatusOK, e)
+	s.storeWrite(w, r, StoreOp{Kind: kind, Namespace: r.URL.Query().Get("namespace"), IDs: []string{r.PathValue("id")}})
 }
 
 // maxLine bounds one experience in an import.

@@ -11,7 +11,6 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/erase"
-	"github.com/hindsight-proxy/hindsight/store"
 )
 
 // Purge is the answer to a secret that escaped redaction: it removes data
@@ -159,43 +158,12 @@ type PurgeExperiencesRequest struct {
 }
 
 func (s *Server) handlePurgeExperiences(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store()
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	p, ok := st.(store.Purger)
-	if !ok {
-		s.fail(w, r, fmt.Errorf("purge experiences: %w: the %s store cannot purge", ErrUnavailable, s.StoreName))
-		return
-	}
 	var req PurgeExperiencesRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	byNS := map[string][]string{}
-	res := PurgeResult{Purged: []string{}}
-	for _, id := range req.IDs {
-		e, err := s.find(r.Context(), st, req.Namespace, id)
-		if errors.Is(err, hindsight.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		byNS[e.Namespace] = append(byNS[e.Namespace], id)
-	}
-	for ns, ids := range byNS {
-		if _, err := p.Purge(r.Context(), ns, ids); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		res.Purged = append(res.Purged, ids...)
-	}
-	s.Logger.Info("experiences purged", "purged", len(res.Purged))
-	writeJSON(w, http.StatusOK, res)
+	s.storeWrite(w, r, StoreOp{Kind: OpPurge, Namespace: req.Namespace, IDs: req.IDs})
 }
 
 // PurgeTasks asks the daemon to remove tasks for good (see

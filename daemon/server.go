@@ -61,6 +61,12 @@ type Server struct {
 	// a registry of its own.
 	Registry *prometheus.Registry
 
+	// StoreOps, when set, keeps the experience-store writes made while
+	// the store is unreachable and applies them, in order, once it is
+	// back (its Apply is set to the daemon's); Serve runs it. nil: such
+	// writes fail.
+	StoreOps *StoreOps
+
 	// UI, when set, starts the web UI unless it runs and returns its URL
 	// (POST /v1/ui); nil: the daemon serves no UI (503).
 	UI func(ctx context.Context) (string, error)
@@ -105,8 +111,16 @@ func (s *Server) initMetrics() {
 			}
 			return 0
 		})
+	opsDepth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hindsight_daemon_store_ops_queued",
+		Help: "Experience-store writes waiting for the store to be reachable again."},
+		func() float64 {
+			if s.StoreOps == nil {
+				return 0
+			}
+			return float64(s.StoreOps.Depth())
+		})
 	s.sidecars = newSidecarMetrics()
-	for _, col := range []prometheus.Collector{s.sidecars, s.m.ingested, s.m.duplicates, s.m.batches, s.m.rejected, s.m.final, s.m.enqueueFailures, diskRefused, diskLow} {
+	for _, col := range []prometheus.Collector{opsDepth, s.sidecars, s.m.ingested, s.m.duplicates, s.m.batches, s.m.rejected, s.m.final, s.m.enqueueFailures, diskRefused, diskLow} {
 		if err := s.Registry.Register(col); err != nil {
 			s.Logger.Warn("register daemon metric", "err", err)
 		}
@@ -121,6 +135,12 @@ func (s *Server) init() {
 			s.Logger = slog.Default()
 		}
 		s.initMetrics()
+		if s.StoreOps != nil && s.StoreOps.Apply == nil {
+			s.StoreOps.Apply = func(ctx context.Context, op *StoreOp) error {
+				_, err := s.applyOp(ctx, op)
+				return err
+			}
+		}
 		s.mux = http.NewServeMux()
 		s.routes()
 	})
@@ -210,6 +230,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Go(func() { s.Space.Run(loopCtx) })
 	}
 	wg.Go(func() { s.retentionLoop(loopCtx) })
+	if s.StoreOps != nil {
+		wg.Go(func() { s.StoreOps.Run(loopCtx) })
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	var err error
@@ -226,6 +249,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stopLoop()
 	wg.Wait()
 	s.pass(shutCtx) // the final drain
+	if s.StoreOps != nil && s.StoreOps.Depth() > 0 {
+		if e := s.StoreOps.Drain(shutCtx); e != nil {
+			s.Logger.Warn("store writes stay queued for the next start", "queued", s.StoreOps.Depth(), "err", e)
+		}
+	}
 	return err
 }
 
@@ -328,7 +356,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusNotFound
 	case errors.Is(err, hindsight.ErrConflict):
 		status = http.StatusConflict
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, ErrUnavailable), errors.Is(err, hindsight.ErrStoreUnavailable):
 		status = http.StatusServiceUnavailable
 	case errors.Is(err, ErrDiskFull):
 		status = http.StatusInsufficientStorage
@@ -429,12 +457,19 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 		st.Reflection = &qs
 	}
 	st.Experiences = s.storeStats(r.Context())
+	if s.StoreOps != nil {
+		ops := s.StoreOps.Stats()
+		st.StoreOps = &ops
+	}
 	st.DiskLow, st.DiskRefused = s.Space.Low(), s.Space.Refused()
 	if s.Home != "" {
 		st.Disk = dirSizes(s.Home.DaemonData())
 	}
 	writeJSON(w, http.StatusOK, st)
 }
+
+// storeStatsTimeout bounds the count of experiences in the status.
+const storeStatsTimeout = 3 * time.Second
 
 func (s *Server) storeStats(ctx context.Context) *StoreStats {
 	ss := &StoreStats{Backend: s.StoreName}
@@ -443,6 +478,9 @@ func (s *Server) storeStats(ctx context.Context) *StoreStats {
 		return ss
 	}
 	ss.Available = true
+	// An unreachable store would hold the status for its whole retry.
+	ctx, cancel := context.WithTimeout(ctx, storeStatsTimeout)
+	defer cancel()
 	all, err := s.Store.List(ctx, hindsight.ListOptions{IncludeDeleted: true, IncludeSuperseded: true})
 	if err != nil {
 		ss.Error = err.Error()

@@ -101,9 +101,11 @@ type QueueStats struct {
 // Queue is the reflection queue, kept in Badger. Final tasks enter as
 // pending; a background worker (Start) reflects on them through the
 // Pipeline. A task whose reflection fails stays pending and is retried with
-// a capped exponential delay, and is marked failed after MaxAttempts. No
-// task is lost across restarts: a task leaves pending only once its
-// experiences are stored.
+// a capped exponential delay, and is marked failed after MaxAttempts. A
+// failure because the experience store is unreachable
+// (hindsight.ErrStoreUnavailable) counts no attempt: the task waits, with
+// the whole queue, until the store answers again. No task is lost across
+// restarts: a task leaves pending only once its experiences are stored.
 //
 // Set the exported fields before Start.
 type Queue struct {
@@ -115,6 +117,10 @@ type Queue struct {
 	RetryMax     time.Duration // cap of the retry delay; 0 means DefaultRetryMax
 	PollInterval time.Duration // 0 means DefaultPollInterval
 	DrainTimeout time.Duration // how long Close lets a task finish; 0 means DefaultDrainTimeout
+	// StoreWaitBase and StoreWaitMax bound the wait while the experience
+	// store is unreachable (see storeWait); 0 means DefaultStoreWaitBase
+	// and DefaultStoreWaitMax.
+	StoreWaitBase, StoreWaitMax time.Duration
 
 	// OnState, when set, is told each task's new reflection state (the
 	// daemon records it on the task). Errors are logged.
@@ -127,6 +133,8 @@ type Queue struct {
 	ownDB bool
 	now   func() time.Time
 
+	swOnce  sync.Once
+	sw      *storeWait
 	procMu  sync.Mutex // one reflection at a time
 	running atomic.Int32
 	wake    chan struct{}
@@ -470,6 +478,9 @@ func (q *Queue) work(loopCtx, workCtx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	if wait, ok := q.waitForStore(loopCtx, len(entries) > 0); ok {
+		return wait, nil
+	}
 	var next time.Time
 	for _, e := range entries {
 		if loopCtx.Err() != nil {
@@ -487,6 +498,10 @@ func (q *Queue) work(loopCtx, workCtx context.Context) (time.Duration, error) {
 		if errors.As(err, &be) {
 			return be.Until.Sub(q.now()), nil
 		}
+		if storeUnavailable(err) {
+			wait, _ := q.storeWait().state(q.now())
+			return wait, nil
+		}
 		if err != nil && !isTaskError(err) {
 			return 0, err
 		}
@@ -501,15 +516,21 @@ func (q *Queue) work(loopCtx, workCtx context.Context) (time.Duration, error) {
 // reflection of the task already did. It reports whether the task's hits
 // are now counted. A failure is logged, not retried: the lessons are
 // stored, and a lost hit only lowers a rank.
-func (q *Queue) credit(ctx context.Context, task *hindsight.Task) bool {
+//
+// An unreachable store is returned instead: the task waits for it, so
+// that its hits are counted late rather than never.
+func (q *Queue) credit(ctx context.Context, task *hindsight.Task) (bool, error) {
 	if e, err := q.Entry(ctx, task.ID); err == nil && e.Credited {
-		return true
+		return true, nil
 	}
 	if err := q.Pipeline.Credit(ctx, task); err != nil {
+		if storeUnavailable(err) {
+			return false, err
+		}
 		q.logger().Warn("reflect: credit lessons", "task", task.ID, "err", err)
-		return false
+		return false, nil
 	}
-	return true
+	return true, nil
 }
 
 // taskError marks an error that concerns one task and is already recorded
@@ -553,7 +574,7 @@ func (q *Queue) process(loopCtx, workCtx context.Context, id string, force bool)
 	if err == nil {
 		out, err = q.Pipeline.Process(workCtx, task)
 		if err == nil {
-			credited = q.credit(workCtx, task)
+			credited, err = q.credit(workCtx, task)
 		}
 	} else {
 		err = fmt.Errorf("load task %s: %w", id, err)
@@ -569,6 +590,19 @@ func (q *Queue) process(loopCtx, workCtx context.Context, id string, force bool)
 	case errors.Is(err, ErrBudget):
 		q.logger().Warn("reflect: hourly LLM budget reached; task waits", "task", id, "err", err)
 		return err
+	case storeUnavailable(err):
+		wait := q.storeWait().down(q.now())
+		q.mu.Lock()
+		q.lastErr = fmt.Sprintf("task %s waits for the experience store (next try in %s): %v", id, wait.Round(time.Second), err)
+		q.mu.Unlock()
+		m.task("store_wait")
+		q.logger().Warn("reflect: experience store unreachable; task waits without counting an attempt", "task", id, "retry_in", wait, "err", err)
+		return err
+	}
+	if q.storeWait().up() {
+		q.mu.Lock()
+		q.lastErr = "" // the store is back: its wait is no longer news
+		q.mu.Unlock()
 	}
 	var recErr error
 	var failed bool
@@ -631,6 +665,41 @@ func (q *Queue) process(loopCtx, workCtx context.Context, id string, force bool)
 		q.logger().Warn("reflect: task reflection failed; will retry", "task", id, "err", recErr)
 	}
 	return &taskError{recErr}
+}
+
+// storeWait returns the queue's wait for an unreachable store.
+func (q *Queue) storeWait() *storeWait {
+	q.swOnce.Do(func() {
+		base, max := q.StoreWaitBase, q.StoreWaitMax
+		if base <= 0 {
+			base = DefaultStoreWaitBase
+		}
+		if max <= 0 {
+			max = DefaultStoreWaitMax
+		}
+		q.sw = newStoreWait(base, max)
+	})
+	return q.sw
+}
+
+// waitForStore reports, when the store was unreachable last time, how
+// long the worker still waits: the rest of the backoff, else (with tasks
+// pending) until a probe of the store answers.
+func (q *Queue) waitForStore(ctx context.Context, pending bool) (time.Duration, bool) {
+	sw := q.storeWait()
+	wait, down := sw.state(q.now())
+	switch {
+	case !down:
+		return 0, false
+	case wait > 0:
+		return wait, true
+	case !pending:
+		return 0, false
+	}
+	if err := q.probeStore(ctx); err != nil {
+		return sw.down(q.now()), true
+	}
+	return 0, false // the task's success or failure settles the wait
 }
 
 // retryDelay grows exponentially from RetryBase, capped at RetryMax, with

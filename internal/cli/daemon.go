@@ -172,7 +172,14 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 	} else {
 		logger.Error("the configured redaction rules are broken; imports and episodes use the built-in ones", "err", err)
 	}
+	// Experience-store writes made while the store is unreachable wait,
+	// in order, in the trace database.
+	storeOps, err := daemon.NewStoreOps(traces.DB(), logger)
+	if err != nil {
+		return err
+	}
 	srv := &daemon.Server{
+		StoreOps:  storeOps,
 		Registry:  reg,
 		Traces:    traces,
 		Store:     store,

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -223,6 +224,9 @@ func changeOne(ctx context.Context, g *globals, fs *pflag.FlagSet, verb string, 
 		return err
 	}
 	e, done, err := change(c, ns, pos[0])
+	if q := (*daemon.QueuedError)(nil); errors.As(err, &q) {
+		return printQueued(asJSON, q)
+	}
 	if err != nil {
 		return notFound(err, "experience "+pos[0])
 	}
@@ -364,4 +368,14 @@ func experiencesRejected(ctx context.Context, g *globals, fs *pflag.FlagSet, pos
 		t.row(when(r.At), r.TaskID, dash(r.Tool), dash(r.Origin), r.Reason, clip(r.Detail, 60), clip(r.Lesson, 80))
 	}
 	return t.flush()
+}
+
+// printQueued says that the daemon queued a write while the experience
+// store is unreachable (a daemon.QueuedResult as JSON).
+func printQueued(asJSON bool, q *daemon.QueuedError) error {
+	if asJSON {
+		return printJSON(stdout, daemon.QueuedResult{Queued: true, Op: q.Op})
+	}
+	fmt.Fprintln(stdout, "queued: the store is unreachable; applied when it is back")
+	return nil
 }

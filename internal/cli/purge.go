@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -48,12 +49,18 @@ func tracesPurge(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []strin
 		return fmt.Errorf("purge traces: %w", err)
 	}
 	var exps *daemon.PurgeResult
+	queued := false
 	if *derived && len(res.Derived) > 0 {
 		r, err := c.PurgeExperiences(ctx, "", res.Derived)
+		if q := (*daemon.QueuedError)(nil); errors.As(err, &q) {
+			queued, err = true, nil
+		}
 		if err != nil {
 			return fmt.Errorf("purge the experiences of the purged tasks: %w", err)
 		}
-		exps = &r
+		if !queued {
+			exps = &r
+		}
 	}
 	if *asJSON {
 		return printJSON(stdout, struct {
@@ -64,6 +71,10 @@ func tracesPurge(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []strin
 	fmt.Fprintf(stdout, "purged %d task(s)%s\n", len(res.Purged), list(res.Purged))
 	if exps != nil {
 		fmt.Fprintf(stdout, "purged %d experience(s) learnt from them%s\n", len(exps.Purged), list(exps.Purged))
+		res.Derived = nil
+	}
+	if queued {
+		fmt.Fprintf(stdout, "purge of the experience(s) learnt from them%s queued: the store is unreachable; applied when it is back\n", list(res.Derived))
 		res.Derived = nil
 	}
 	if len(res.Purged) > 0 {
@@ -96,6 +107,9 @@ func experiencesPurge(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []
 		return err
 	}
 	res, err := purgeExperiences(ctx, c, *ns, pos, newBar(g.quiet, "purging experiences", len(pos)))
+	if q := (*daemon.QueuedError)(nil); errors.As(err, &q) {
+		return printQueued(*asJSON, q)
+	}
 	if err != nil {
 		return err
 	}
@@ -114,13 +128,24 @@ const purgeBatch = 100
 func purgeExperiences(ctx context.Context, c *daemon.Client, ns string, ids []string, b *bar) (daemon.PurgeResult, error) {
 	defer b.finish()
 	res := daemon.PurgeResult{Purged: []string{}}
+	var queued *daemon.QueuedError
 	for chunk := range slices.Chunk(ids, purgeBatch) {
 		r, err := c.PurgeExperiences(ctx, ns, chunk)
+		if q := (*daemon.QueuedError)(nil); errors.As(err, &q) {
+			// The store is unreachable: this chunk waits in the daemon's
+			// queue, and so will the next ones, in order.
+			queued = q
+			b.add(len(chunk))
+			continue
+		}
 		if err != nil {
 			return res, fmt.Errorf("purge experiences: %w", err)
 		}
 		res.Purged = append(res.Purged, r.Purged...)
 		b.add(len(chunk))
+	}
+	if queued != nil {
+		return res, queued
 	}
 	return res, nil
 }

@@ -117,6 +117,19 @@ func printStatus(w io.Writer, g *globals, st *daemon.Status, cause error) error 
 			t.row("experiences", "unavailable", e.Backend+": "+e.Error)
 		}
 	}
+	if q := st.StoreOps; q != nil && (q.Depth > 0 || q.LastError != "" || q.Dropped > 0) {
+		detail := "writes wait for the experience store"
+		if q.Oldest != nil {
+			detail += ", oldest queued " + ago(*q.Oldest, time.Now()) + " ago"
+		}
+		if q.Dropped > 0 {
+			detail += fmt.Sprintf(", %d refused by the store and dropped", q.Dropped)
+		}
+		if q.LastError != "" {
+			detail += ", last error: " + clip(q.LastError, 80)
+		}
+		t.row("store queue", fmt.Sprintf("%d queued", q.Depth), detail)
+	}
 	names := make([]string, 0, len(st.Disk))
 	for n := range st.Disk {
 		names = append(names, n)

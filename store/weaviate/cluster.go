@@ -81,7 +81,8 @@ func transient(err error) bool {
 
 // retry runs op until it succeeds, fails for good (an error that is not
 // transient), ctx ends or s.retryFor has passed, waiting with exponential
-// backoff between tries. Every operation passed is idempotent: writes are
+// backoff between tries. An error that means Weaviate could not be reached
+// wraps hindsight.ErrStoreUnavailable. Every operation passed is idempotent: writes are
 // upserts of a known object id, so a try that succeeded without its
 // answer arriving is harmless to repeat.
 func (s *Store) retry(ctx context.Context, op func() error) error {
@@ -103,7 +104,7 @@ func (s *Store) retry(ctx context.Context, op func() error) error {
 	}, backoff.WithContext(b, ctx))
 	var pe *backoff.PermanentError
 	if errors.As(err, &pe) {
-		return pe.Err
+		err = pe.Err
 	}
-	return err
+	return markUnavailable(ctx, err)
 }

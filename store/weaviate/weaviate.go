@@ -411,7 +411,7 @@ func (s *Store) get(ctx context.Context, ns, id string) (stored, error) {
 		}
 		objs, err = g.Do(ctx)
 		if notFound(err) {
-			objs, err = nil, nil
+			objs, err = nil, s.notReady(ctx)
 		}
 		return err
 	})
