@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -198,14 +197,6 @@ func TestCluster(t *testing.T) {
 	})
 
 	t.Run("ConcurrentEdits", func(t *testing.T) {
-		// Known race (README, Known limits): under load two writers'
-		// claims can both be read back as won, and one update is lost (1
-		// run in 4 on a loaded CI machine). Kept as a test to run by hand
-		// until claims get a fencing step; the single-node
-		// TestTwoStoresConcurrentEdits still runs.
-		if os.Getenv("HINDSIGHT_CLUSTER_EDITS") == "" {
-			t.Skip("known race of claim-based version checks under load; set HINDSIGHT_CLUSTER_EDITS=1 to run")
-		}
 		concurrentEdits(t, a, b)
 	})
 }
