@@ -716,7 +716,7 @@ func (s *Store) Import(ctx context.Context, exps []*hindsight.Experience) error 
 			}
 			objs[j] = obj
 		}
-		if err := s.write(ctx, objs...); err != nil {
+		if err := s.writeView(ctx, objs...); err != nil {
 			return fmt.Errorf("import experiences: %w", err)
 		}
 	}

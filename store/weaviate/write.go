@@ -167,7 +167,7 @@ func (s *Store) refresh(ctx context.Context, ns, id, hintText string, hint []flo
 		if err != nil {
 			return nil, err
 		}
-		if err := s.write(ctx, obj); err != nil {
+		if err := s.writeView(ctx, obj); err != nil {
 			return nil, err
 		}
 		st.exp.Vector = vec
@@ -230,6 +230,23 @@ func (s *Store) write(ctx context.Context, objs ...*models.Object) error {
 		}
 		return nil
 	})
+}
+
+// writeView writes experiences' own objects, which Search reads. A
+// replicated search asks one replica, so that a search right after a write
+// finds it wherever it runs they are written at ALL first; while a node is
+// down that fails at once and they are written at the store's level (the
+// node catches up by asynchronous replication when it is back).
+func (s *Store) writeView(ctx context.Context, objs ...*models.Object) error {
+	if s.factor > 1 && s.cl != ConsistencyAll {
+		b := s.c.Batch().ObjectsBatcher().WithObjects(objs...).WithConsistencyLevel(ConsistencyAll)
+		if res, err := b.Do(ctx); err == nil && !slices.ContainsFunc(res, func(r models.ObjectsGetResponse) bool {
+			return r.Result != nil && r.Result.Errors != nil && len(r.Result.Errors.Error) > 0
+		}) {
+			return nil
+		}
+	}
+	return s.write(ctx, objs...)
 }
 
 // object is the Weaviate object of view (with vec) over base of epoch.
@@ -356,7 +373,7 @@ func (s *Store) create(ctx context.Context, e *hindsight.Experience) error {
 	if err != nil {
 		return fmt.Errorf("put experience %q: %w", e.ID, err)
 	}
-	if err := s.write(ctx, obj); err != nil {
+	if err := s.writeView(ctx, obj); err != nil {
 		return fmt.Errorf("put experience %q: %w", e.ID, err)
 	}
 	e.Version, e.CreatedAt, e.UpdatedAt, e.Embedder = n.Version, n.CreatedAt, n.UpdatedAt, n.Embedder
