@@ -19,6 +19,7 @@ type globals struct {
 	home       hindsight.Home
 	config     *Config
 	configFile string // the file config was read from; "" when none
+	namespace  string // a sidecar's --namespace: where its server's lessons live
 }
 
 // Config is the YAML configuration file (see configs/hindsight.yaml). Every

@@ -29,9 +29,10 @@ func runWrap(ctx context.Context, g *globals, args []string) error {
 	fs := flag.NewFlagSet("wrap", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	name := fs.String("name", "", "the server's name in traces and logs (default: the command's base name)")
+	fs.StringVar(&g.namespace, "namespace", "", "namespace of this server's lessons (stored and injected), overriding store.namespaces")
 	grace := fs.Duration("grace", proxy.DefaultGracePeriod, "how long the server may take to exit after stdin closes, and after SIGTERM")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: hindsight wrap [--name N] [--grace D] -- CMD [ARGS…]")
+		fmt.Fprintln(fs.Output(), "usage: hindsight wrap [--name N] [--namespace NS] [--grace D] -- CMD [ARGS…]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
