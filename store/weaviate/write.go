@@ -120,24 +120,26 @@ func (s *Store) state(ctx context.Context, ns, id string) (*state, error) {
 	return &state{stored: o, exp: e, oids: oids, hs: hs}, nil
 }
 
-// vectorFor returns the vector of st's folded text: hint when it was made
-// for that text, the object's when its text is the same, else a new one.
-func (s *Store) vectorFor(ctx context.Context, st *state, hintText string, hint []float32) ([]float32, error) {
+// vectorFor returns the vector of st's folded text and the embedder that
+// made it: hint when it was made for that text, the object's when its text
+// is the same (whatever embedder made it: a collection awaiting re-embedding
+// keeps its vectors), else a new one.
+func (s *Store) vectorFor(ctx context.Context, st *state, hintText string, hint []float32) ([]float32, string, error) {
 	text := store.Text(st.exp)
 	switch {
 	case len(hint) == s.emb.Dim() && text == hintText:
-		return hint, nil
-	case len(st.view.Vector) == s.emb.Dim() && st.view.Embedder == s.embID && text == store.Text(st.view):
-		return st.view.Vector, nil
+		return hint, s.embID, nil
+	case len(st.view.Vector) > 0 && text == store.Text(st.view):
+		return st.view.Vector, st.view.Embedder, nil
 	}
 	vs, err := s.emb.Embed(ctx, []string{text})
 	if err != nil {
-		return nil, fmt.Errorf("embed: %w", err)
+		return nil, "", fmt.Errorf("embed: %w", err)
 	}
 	if len(vs) != 1 || len(vs[0]) != s.emb.Dim() {
-		return nil, fmt.Errorf("embedder returned a bad vector: %w", store.ErrDimension)
+		return nil, "", fmt.Errorf("embedder returned a bad vector: %w", store.ErrDimension)
 	}
-	return vs[0], nil
+	return vs[0], s.embID, nil
 }
 
 // maxRefresh bounds how often one write folds and writes the view again
@@ -158,11 +160,11 @@ func (s *Store) refresh(ctx context.Context, ns, id, hintText string, hint []flo
 		if st.fingerprint() == written {
 			return st, nil
 		}
-		vec, err := s.vectorFor(ctx, st, hintText, hint)
+		vec, embedder, err := s.vectorFor(ctx, st, hintText, hint)
 		if err != nil {
 			return nil, err
 		}
-		st.exp.Embedder = s.embID
+		st.exp.Embedder = embedder
 		obj, err := s.object(st.exp, st.base, st.epoch, vec)
 		if err != nil {
 			return nil, err
@@ -271,7 +273,7 @@ func (s *Store) Get(ctx context.Context, namespace, id string) (*hindsight.Exper
 	if st == nil {
 		return nil, fmt.Errorf("get experience %q: %w", id, hindsight.ErrNotFound)
 	}
-	if st.exp.Vector, err = s.vectorFor(ctx, st, "", nil); err != nil {
+	if st.exp.Vector, st.exp.Embedder, err = s.vectorFor(ctx, st, "", nil); err != nil {
 		return nil, fmt.Errorf("get experience %q: %w", id, err)
 	}
 	return st.exp, nil
