@@ -11,6 +11,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/store/rank"
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
 	"github.com/weaviate/weaviate/entities/models"
+	"golang.org/x/sync/errgroup"
 )
 
 // Weaviate has no compare-and-set, and creating an object whose id exists
@@ -164,37 +165,56 @@ func (s *Store) deltaIDs(ctx context.Context, ns, id string) ([]string, error) {
 	return ids, nil
 }
 
-// readDeltas reads the deltas and hit counters of ns with object ids oids.
-// Deltas come from the cache after their first read (they never change);
-// hit counters are read every time.
+// deltaReads bounds the deltas one fold reads at once.
+const deltaReads = 8
+
+// readDeltas reads the deltas and hit counters of ns with object ids oids,
+// in that order. Deltas come from the cache after their first read (they
+// never change); hit counters are read every time. Reads run deltaReads
+// at a time.
 func (s *Store) readDeltas(ctx context.Context, ns string, oids []string) ([]delta, []hits, error) {
-	var ds []delta
-	var hs []hits
-	for _, oid := range oids {
+	type read struct {
+		d         delta
+		cached    bool
+		kind, doc string
+	}
+	reads := make([]read, len(oids))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(deltaReads)
+	for i, oid := range oids {
 		s.dmu.Lock()
-		d, ok := s.deltas[oid]
+		reads[i].d, reads[i].cached = s.deltas[oid]
 		s.dmu.Unlock()
-		if ok {
-			ds = append(ds, d)
+		if reads[i].cached {
 			continue
 		}
-		kind, doc, err := s.readDelta(ctx, ns, oid)
-		if err != nil {
-			return nil, nil, err
-		}
-		switch kind {
-		case "edit":
-			if err := json.Unmarshal([]byte(doc), &d); err != nil {
-				return nil, nil, fmt.Errorf("decode delta %s: %w", oid, err)
+		g.Go(func() (err error) {
+			reads[i].kind, reads[i].doc, err = s.readDelta(gctx, ns, oid)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	var ds []delta
+	var hs []hits
+	for i, r := range reads {
+		switch {
+		case r.cached:
+			ds = append(ds, r.d)
+		case r.kind == "edit":
+			var d delta
+			if err := json.Unmarshal([]byte(r.doc), &d); err != nil {
+				return nil, nil, fmt.Errorf("decode delta %s: %w", oids[i], err)
 			}
 			s.dmu.Lock()
-			s.deltas[oid] = d
+			s.deltas[oids[i]] = d
 			s.dmu.Unlock()
 			ds = append(ds, d)
-		case "hits":
+		case r.kind == "hits":
 			var h hits
-			if err := json.Unmarshal([]byte(doc), &h); err != nil {
-				return nil, nil, fmt.Errorf("decode hit counter %s: %w", oid, err)
+			if err := json.Unmarshal([]byte(r.doc), &h); err != nil {
+				return nil, nil, fmt.Errorf("decode hit counter %s: %w", oids[i], err)
 			}
 			hs = append(hs, h)
 		}
