@@ -15,8 +15,8 @@ import (
 )
 
 // Weaviate has no compare-and-set, and creating an object whose id exists
-// is not one either: the existence check and the write are separate steps
-// on each replica, so two creates of one id can both succeed (the claims
+// is not one either: the existence check and the write are separate
+// steps, so two creates of one id can both succeed (the claims
 // this package used before lost an edit that way on a 3-node cluster).
 // Instead no write ever replaces another's: each update of an experience
 // is stored as its own object, a delta with an id no other write uses (a
