@@ -97,6 +97,10 @@ type Step struct {
 	// the daemon's template miner knows it when the step is read. The
 	// sidecar never sets it.
 	ErrorTemplate string `json:"error_template,omitempty"`
+	// Namespace is where the lessons about this step's server go and are
+	// injected from, when its sidecar was started with --namespace; ""
+	// means the configuration's (store.namespaces, store.namespace).
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // Failed reports whether the step counts as a failure of its call.

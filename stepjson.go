@@ -129,6 +129,7 @@ func (s *Step) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendUint(b, s.Seq, 10)
 	b = appendOpt(b, `,"error_template":`, s.ErrorTemplate)
+	b = appendOpt(b, `,"namespace":`, s.Namespace)
 	return append(b, '}'), nil
 }
 
@@ -138,7 +139,7 @@ func (s *Step) AppendJSON(b []byte) ([]byte, error) {
 func sizeHint(s *Step) int {
 	n := 768 + len(s.TaskID) + len(s.SessionID) + len(s.Server) + len(s.Direction) + len(s.Method) + len(s.Tool) +
 		len(s.Arguments) + len(s.Result) + len(s.ErrorCode) + len(s.CausalTag) + len(s.ClientName) + len(s.ClientVersion) +
-		len(s.ProtocolVersion) + len(s.Request) + len(s.Response) + len(s.ExplicitTask) + len(s.Transport) + len(s.Source) + len(s.ErrorTemplate)
+		len(s.ProtocolVersion) + len(s.Request) + len(s.Response) + len(s.ExplicitTask) + len(s.Transport) + len(s.Source) + len(s.ErrorTemplate) + len(s.Namespace)
 	if s.Error != nil {
 		n += 48 + len(s.Error.Message) + len(s.Error.Data)
 	}

@@ -24,7 +24,7 @@ func fullStep() Step {
 		Local: true, ClientName: "claude\u2028code", ClientVersion: "1.0", ProtocolVersion: "2025-06-18",
 		Request: json.RawMessage(`{"jsonrpc":"2.0","id":1}`), Response: json.RawMessage(`{"jsonrpc":"2.0","id":1,"result":{}}`),
 		ExplicitTask: "fix \x01 bug\t\b\f\r", HostPID: 42, Transport: "stdio", Source: "ob-1", Seq: 1 << 40,
-		ErrorTemplate: "user <*> not found",
+		ErrorTemplate: "user <*> not found", Namespace: "team",
 	}
 }
 

@@ -49,6 +49,7 @@ const (
 type Options struct {
 	Home         hindsight.Home
 	Server       string    // the wrapped server's name, for logs and metric labels
+	Namespace    string    // stamped on every step (Step.Namespace): the sidecar's --namespace
 	Redactor     *Redactor // nil: the built-in rules only
 	MaxBodyBytes int       // bodies above this are truncated; 0: DefaultMaxBodyBytes
 	Deliverer    Deliverer // nil: steps stay in the outbox for DrainOrphans
@@ -484,6 +485,7 @@ func (r *Recorder) build(ex *proxy.Exchange) (s *hindsight.Step) {
 		}
 	}()
 	st := BuildStep(ex, r.red, r.opts.MaxBodyBytes)
+	st.Namespace = r.opts.Namespace
 	return &st
 }
 

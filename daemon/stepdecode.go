@@ -87,7 +87,7 @@ func (sc *scanner) field(f int, s *hindsight.Step) (ok bool) {
 	var str string
 	switch f {
 	case kTaskID, kSessionID, kServer, kDirection, kMethod, kTool, kErrorCode, kCausalTag,
-		kClientName, kClientVersion, kProtocolVersion, kExplicitTask, kTransport, kSource, kErrorTemplate:
+		kClientName, kClientVersion, kProtocolVersion, kExplicitTask, kTransport, kSource, kErrorTemplate, kNamespace:
 		if str, ok = sc.stringValue(); !ok {
 			return false
 		}
@@ -122,6 +122,8 @@ func (sc *scanner) field(f int, s *hindsight.Step) (ok bool) {
 			s.Source = str
 		case kErrorTemplate:
 			s.ErrorTemplate = str
+		case kNamespace:
+			s.Namespace = str
 		}
 		return true
 	case kStartedAt:

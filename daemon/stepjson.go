@@ -539,7 +539,7 @@ func (sc *scanner) step() (m stepMeta, ok bool) {
 			m.Source, ok = sc.plainString()
 		case kCausalTag:
 			tag, ok = sc.plainString()
-		case kTaskID, kDirection, kMethod, kTool, kErrorCode, kClientName, kClientVersion, kProtocolVersion, kErrorTemplate:
+		case kTaskID, kDirection, kMethod, kTool, kErrorCode, kClientName, kClientVersion, kProtocolVersion, kErrorTemplate, kNamespace:
 			ok = sc.anyString()
 		case kStartedAt:
 			m.StartedAt, ok = sc.time()
@@ -651,6 +651,7 @@ const (
 	kSeq
 	kDerived       // a compact encoding's list of the bodies it left out
 	kErrorTemplate // filled by the daemon when a step is read; kept on import
+	kNamespace
 )
 
 // stepKeys are the keys of a Step's JSON, quoted, in the order of the
@@ -661,7 +662,7 @@ var stepKeys = [...]string{
 	`"is_error"`, `"error"`, `"error_code"`, `"causal_tag"`, `"redactions"`, `"injected"`,
 	`"notifications"`, `"truncated"`, `"local"`, `"client_name"`, `"client_version"`,
 	`"protocol_version"`, `"request"`, `"response"`, `"explicit_task"`, `"host_pid"`,
-	`"transport"`, `"source"`, `"seq"`, `"derived"`, `"error_template"`,
+	`"transport"`, `"source"`, `"seq"`, `"derived"`, `"error_template"`, `"namespace"`,
 }
 
 // key consumes a key of a step's object and returns which it is. It first
@@ -752,6 +753,8 @@ func stepKey(name string) int {
 		return kDerived
 	case "error_template":
 		return kErrorTemplate
+	case "namespace":
+		return kNamespace
 	}
 	return -1
 }

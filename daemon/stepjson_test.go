@@ -59,7 +59,7 @@ func richSteps() []hindsight.Step {
 	s[1].Redactions, s[1].Notifications, s[1].ErrorCode = 3, 2, "EACCES"
 	s[1].StartedAt = s[1].StartedAt.In(time.FixedZone("", 2*3600))
 	s[2].LatencyMS = 1e-9
-	s[3].Transport, s[3].HostPID = "streamable-http", 0
+	s[3].Transport, s[3].HostPID, s[3].Namespace = "streamable-http", 0, "team"
 	return s
 }
 

@@ -65,7 +65,9 @@ type MergeResult struct {
 }
 
 // Merge stores each experience of task, comparing it with what the store
-// holds for the same tool. taskEnd dates the evidence (the task's end).
+// holds for the same tool. taskEnd dates the evidence (the task's end). An
+// experience goes to its Namespace, when set (the pipeline sets it from
+// the task's steps, see namespaceIn), else to its server's.
 func (m *Merger) Merge(ctx context.Context, taskEnd time.Time, exps []hindsight.Experience) ([]MergeResult, error) {
 	var out []MergeResult
 	for i := range exps {
@@ -105,7 +107,8 @@ func (m *Merger) namespaceOf(server string) string {
 	return m.namespace()
 }
 
-// namespacesOf are the namespaces of task's servers, the default first.
+// namespacesOf are the namespaces of task's servers, the default first,
+// then the ones their sidecars named (--namespace).
 func (m *Merger) namespacesOf(task *hindsight.Task) []string {
 	out := []string{m.namespace()}
 	for _, s := range task.Servers {
@@ -113,7 +116,33 @@ func (m *Merger) namespacesOf(task *hindsight.Task) []string {
 			out = append(out, ns)
 		}
 	}
+	for i := range task.Steps {
+		if ns := task.Steps[i].Namespace; ns != "" && !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
 	return out
+}
+
+// namespaceIn is the namespace of e, learnt from task: the one the sidecar
+// that recorded its cited steps named (--namespace), else the one a
+// sidecar of its server named in task, else namespaceOf its server.
+func (m *Merger) namespaceIn(task *hindsight.Task, e *hindsight.Experience) string {
+	server := ""
+	for i := range task.Steps {
+		s := &task.Steps[i]
+		switch {
+		case s.Namespace == "":
+		case slices.Contains(e.SourceSteps, s.StepIndex) && (e.Server == "" || s.Server == e.Server):
+			return s.Namespace
+		case s.Server == e.Server && server == "":
+			server = s.Namespace
+		}
+	}
+	if server != "" {
+		return server
+	}
+	return m.namespaceOf(e.Server)
 }
 
 func (m *Merger) logger() *slog.Logger {
@@ -124,7 +153,9 @@ func (m *Merger) logger() *slog.Logger {
 }
 
 func (m *Merger) mergeOne(ctx context.Context, taskEnd time.Time, e hindsight.Experience) (MergeResult, error) {
-	e.Namespace = m.namespaceOf(e.Server)
+	if e.Namespace == "" {
+		e.Namespace = m.namespaceOf(e.Server)
+	}
 	if e.SourceMachine == "" {
 		e.SourceMachine = m.Machine
 	}

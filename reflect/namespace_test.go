@@ -2,6 +2,7 @@ package reflect
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -36,6 +37,42 @@ func TestMergeNamespacesPerServer(t *testing.T) {
 	}
 	task := &hindsight.Task{Servers: []string{"notes", "shop"}}
 	if got := m.namespacesOf(task); len(got) != 2 || got[0] != "mine" || got[1] != "team-shop" {
+		t.Errorf("namespaces of the task = %v", got)
+	}
+}
+
+// TestNamespaceInFromSteps: a lesson goes to the namespace its cited
+// steps' sidecar named (--namespace), else to one its server's steps
+// carry, else to the configured one; the task's namespaces include them.
+func TestNamespaceInFromSteps(t *testing.T) {
+	m := &Merger{Namespace: "mine", Namespaces: map[string]string{"notes": "team-notes"}}
+	task := &hindsight.Task{Servers: []string{"shop", "notes"}, Steps: []hindsight.Step{
+		{StepIndex: 0, Server: "shop", Namespace: "team-shop"},
+		{StepIndex: 1, Server: "notes"},
+		{StepIndex: 2, Server: "shop"},
+		{StepIndex: 3, Server: "notes", Namespace: "elsewhere"},
+	}}
+	for _, tc := range []struct {
+		server string
+		steps  []int
+		want   string
+	}{
+		{"shop", []int{0}, "team-shop"},
+		{"shop", []int{2}, "team-shop"},  // no namespace on the cited step: its server's
+		{"notes", []int{1}, "elsewhere"}, // a sidecar of notes named one
+		{"notes", []int{3}, "elsewhere"},
+		{"mail", []int{}, "mine"},
+	} {
+		e := &hindsight.Experience{Server: tc.server, SourceSteps: tc.steps}
+		if got := m.namespaceIn(task, e); got != tc.want {
+			t.Errorf("namespaceIn(%s %v) = %q, want %q", tc.server, tc.steps, got, tc.want)
+		}
+	}
+	plain := &hindsight.Task{Servers: []string{"notes"}, Steps: []hindsight.Step{{StepIndex: 0, Server: "notes"}}}
+	if got := m.namespaceIn(plain, &hindsight.Experience{Server: "notes", SourceSteps: []int{0}}); got != "team-notes" {
+		t.Errorf("without --namespace: %q, want the configured team-notes", got)
+	}
+	if got := m.namespacesOf(task); !slices.Equal(got, []string{"mine", "team-notes", "team-shop", "elsewhere"}) {
 		t.Errorf("namespaces of the task = %v", got)
 	}
 }

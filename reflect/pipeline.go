@@ -75,6 +75,9 @@ func (p *Pipeline) Process(ctx context.Context, task *hindsight.Task) (*Outcome,
 		out.Dropped = append(out.Dropped, drops...)
 	}
 	if len(kept) > 0 {
+		for i := range kept {
+			kept[i].Namespace = p.Merger.namespaceIn(task, &kept[i])
+		}
 		res, err := p.Merger.Merge(ctx, task.EndedAt, kept)
 		out.Merged = res
 		if err != nil {

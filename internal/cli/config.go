@@ -20,6 +20,7 @@ type globals struct {
 	config     *Config
 	configFile string // the file config was read from; "" when none
 	quiet      bool   // no progress or informational lines on stderr
+	namespace  string // a sidecar's --namespace: where its server's lessons live
 }
 
 // Config is the YAML configuration file (see configs/hindsight.yaml). Every

@@ -20,7 +20,7 @@ func installInjector(g *globals, name string, src inject.Searcher, h *proxy.Hook
 	inj := &inject.Injector{
 		Source:         src,
 		Server:         name,
-		Namespace:      g.config.namespaceFor(name),
+		Namespace:      sidecarNamespace(g, name),
 		NoInstructions: off(c.Instructions),
 		NoErrorResults: off(c.ErrorResults),
 		NoQueryTool:    off(c.QueryTool),
@@ -33,6 +33,16 @@ func installInjector(g *globals, name string, src inject.Searcher, h *proxy.Hook
 	inj.Install(h)
 	go inj.Prefetch(context.Background())
 	return inj
+}
+
+// sidecarNamespace is the namespace of the lessons about the sidecar's
+// server: its --namespace, else the configuration's. The steps it records
+// carry a --namespace, so the daemon stores their lessons there too.
+func sidecarNamespace(g *globals, server string) string {
+	if g.namespace != "" {
+		return g.namespace
+	}
+	return g.config.namespaceFor(server)
 }
 
 // endTaskTool says whether the sidecar lists trigger_hindsight: with

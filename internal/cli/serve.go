@@ -44,6 +44,7 @@ type serveOptions struct {
 	upstream    string
 	transport   string
 	name        string
+	namespace   string
 	authToken   string
 	allowRemote bool
 	headers     http.Header
@@ -100,6 +101,7 @@ func serveFlags(fs *pflag.FlagSet) func(command []string) (*serveOptions, error)
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8931", "address to serve on (loopback unless --allow-remote)")
 	fs.StringVar(&o.upstream, "upstream", "", "URL of the MCP server (or give a command after --)")
 	fs.StringVar(&o.transport, "upstream-transport", proxy.TransportAuto, "auto, streamable-http or sse")
+	fs.StringVar(&o.namespace, "namespace", "", "namespace of this server's lessons (stored and injected), overriding store.namespaces")
 	fs.StringVar(&o.name, "name", "", "the server's name in traces and logs (default: from the URL or command)")
 	fs.StringVar(&o.authToken, "auth-token", os.Getenv("HINDSIGHT_AUTH_TOKEN"), "bearer token agents must present (default $HINDSIGHT_AUTH_TOKEN); the agent's Authorization is then not forwarded")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow listening on a non-loopback address (requires --auth-token)")
@@ -168,6 +170,7 @@ func runServe(ctx context.Context, g *globals, o *serveOptions) error {
 	}
 	defer logFile.Close()
 	slog.SetDefault(logger) // libraries' logs (and net/http's) go through the redactor into the file too
+	g.namespace = o.namespace
 	sc, err := newSidecar(ctx, g, o.name, "streamable-http", logger)
 	if err != nil {
 		return fmt.Errorf("start sidecar: %w", err)

@@ -32,6 +32,11 @@ func TestParseServe(t *testing.T) {
 				t.Errorf("name %q, want srv", o.name)
 			}
 		}},
+		{args: []string{"--namespace", "team", "--", "srv"}, check: func(t *testing.T, o *serveOptions) {
+			if o.namespace != "team" {
+				t.Errorf("namespace %q, want team", o.namespace)
+			}
+		}},
 		{args: []string{"--upstream", "http://h/mcp", "--upstream-header", "Authorization: Bearer up", "--upstream-header", "X-Team:  blue "}, check: func(t *testing.T, o *serveOptions) {
 			if o.headers.Get("Authorization") != "Bearer up" || o.headers.Get("X-Team") != "blue" {
 				t.Errorf("headers %v", o.headers)

@@ -328,6 +328,7 @@ func (s *sidecar) startCapture(g *globals, name string, logger *slog.Logger) (*c
 	rec, err := capture.New(capture.Options{
 		Home:          g.home,
 		Server:        name,
+		Namespace:     g.namespace,
 		Redactor:      red,
 		MaxBodyBytes:  g.config.Capture.MaxBodyBytes,
 		MaxSpillBytes: g.config.Capture.MaxSpillBytes,

@@ -22,13 +22,14 @@ import (
 )
 
 func wrapCmd(g *globals) *cobra.Command {
-	c := leaf("wrap [--name N] [--grace D] -- CMD [ARGS…]", "stdio sidecar in front of a server command",
+	c := leaf("wrap [--name N] [--namespace NS] [--grace D] -- CMD [ARGS…]", "stdio sidecar in front of a server command",
 		"  hindsight wrap --name fs -- npx -y @modelcontextprotocol/server-filesystem .\n  hindsight wrap -- node server.js --port 0 -v")
 	fs := c.Flags()
 	// The server's command line is the child's whole: flags stop at the
 	// first argument that is not one of wrap's, or at --.
 	fs.SetInterspersed(false)
 	name := fs.String("name", "", "the server's name in traces and logs (default: the command's base name)")
+	fs.StringVar(&g.namespace, "namespace", "", "namespace of this server's lessons (stored and injected), overriding store.namespaces")
 	grace := fs.Duration("grace", proxy.DefaultGracePeriod, "how long the server may take to exit after stdin closes, and after SIGTERM")
 	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, cmdline []string) error {
 		return runWrap(ctx, g, fs, cmdline, name, grace)

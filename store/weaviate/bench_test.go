@@ -63,3 +63,57 @@ func BenchmarkSearch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEdit measures an edit as the reflection merger makes it (Get,
+// change, Put) of one experience, and a first Get by another store after
+// those edits (it reads every delta once) against a Get of an unedited one.
+func BenchmarkEdit(b *testing.B) {
+	srv := weaviatetest.Start(b)
+	ctx := context.Background()
+	emb := embed.NewLocal(0)
+	open := func() *weaviate.Store {
+		s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: "BenchEdit"}, emb)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	s := open()
+	for _, id := range []string{"edited", "fresh"} {
+		if err := s.Put(ctx, exp("team", id, "pin the dependency before regenerating the lock file")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	edits := 0
+	b.Run("edit", func(b *testing.B) {
+		for b.Loop() {
+			e, err := s.Get(ctx, "team", "edited")
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.EvidenceCount++
+			e.EvidenceTasks = append(e.EvidenceTasks, fmt.Sprintf("task-%d", edits))
+			if err := s.Put(ctx, e); err != nil {
+				b.Fatal(err)
+			}
+			edits++
+		}
+	})
+	b.Run("first-get", func(b *testing.B) {
+		var edited, fresh time.Duration
+		for b.Loop() {
+			s2 := open()
+			t0 := time.Now()
+			if _, err := s2.Get(ctx, "team", "fresh"); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			if _, err := s2.Get(ctx, "team", "edited"); err != nil {
+				b.Fatal(err)
+			}
+			fresh, edited = fresh+t1.Sub(t0), edited+time.Since(t1)
+		}
+		b.ReportMetric(float64(edits), "edits")
+		b.ReportMetric(edited.Seconds()/fresh.Seconds(), "edited/fresh")
+	})
+}

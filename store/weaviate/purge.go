@@ -11,7 +11,7 @@ import (
 var _ store.Purger = (*Store)(nil)
 
 // Purge deletes the experiences ids of namespace from the collection:
-// their objects, vectors and inverted-index entries (Weaviate deletes
+// their objects, deltas, vectors and inverted-index entries (Weaviate deletes
 // them; its own files are compacted by the server on its schedule).
 // Unknown ids are ignored.
 func (s *Store) Purge(ctx context.Context, namespace string, ids []string) (int, error) {
@@ -30,8 +30,12 @@ func (s *Store) Purge(ctx context.Context, namespace string, ids []string) (int,
 		if err != nil {
 			return n, fmt.Errorf("purge experience %q: %w", id, err)
 		}
-		if old.Experience == nil {
+		if old.view == nil {
 			continue
+		}
+		// Its deltas go first: a delta left over would hold the text.
+		if err := s.dropDeltas(ctx, namespace, id); err != nil {
+			return n, fmt.Errorf("purge experience %q: %w", id, err)
 		}
 		err = s.retry(ctx, func() error {
 			d := s.c.Data().Deleter().WithClassName(s.class).WithID(objectID(namespace, id)).
@@ -46,13 +50,6 @@ func (s *Store) Purge(ctx context.Context, namespace string, ids []string) (int,
 		})
 		if err != nil {
 			return n, fmt.Errorf("purge experience %q: %w", id, err)
-		}
-		// Its claims go too: a new experience with its id claims "new"
-		// again.
-		for _, base := range []string{"new", old.token, old.base} {
-			if base != "" {
-				s.dropClaim(ctx, namespace, claimID(namespace, id, base))
-			}
 		}
 		n++
 	}

@@ -27,15 +27,13 @@
 // with backoff for up to Config.RetryFor; every write is an upsert by id, so
 // a retry is idempotent.
 //
-// Optimistic versioning (ErrConflict) holds across processes, e.g. several
-// daemons sharing a namespace, though Weaviate has no compare-and-set: each
-// write carries a random token in its vector-free properties (beside the
-// version), and a writer first claims the state it read by creating a
-// claim object named after that state's token, which only one writer
-// holds: Weaviate refuses to create an id that exists, and two creates at
-// the same moment are settled by reading the claim back (see claim.go and
-// Put). The losers read again and re-apply, so two daemons editing one
-// experience keep both edits.
+// Optimistic versioning (ErrConflict) holds for a caller that writes a
+// version it did not read, and no update is lost across processes, e.g.
+// several daemons sharing a namespace, though Weaviate has no
+// compare-and-set: an update is stored as its own delta object that no
+// other write replaces, and an experience is folded from its base and its
+// deltas, found at the consistency level's replicas (see delta.go and
+// fold.go). Two updates at the same moment are both kept.
 package weaviate
 
 import (
@@ -50,13 +48,11 @@ import (
 	"net/url"
 	"os"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/go-openapi/strfmt"
 	"github.com/google/uuid"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/store"
@@ -72,7 +68,7 @@ import (
 
 // SchemaVersion is the version of the collection layout this package
 // writes. Open migrates older collections up to it (adding properties).
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // DefaultClass is the collection name used when Config.Class is empty.
 const DefaultClass = "HindsightExperience"
@@ -120,6 +116,11 @@ type Store struct {
 	tmu     sync.Mutex
 	tenants map[string]bool
 
+	instance string          // this store's id in its hit counters' object ids
+	hitc     map[string]hits // this instance's hit counters, by object id
+	dmu      sync.Mutex
+	deltas   map[string]delta // deltas read, by object id (they never change)
+
 	factor   int    // replication factor wanted (0: any) and, after migrate, in force
 	cl       string // consistency level, "" for Weaviate's default
 	clWant   string
@@ -154,6 +155,7 @@ func Open(ctx context.Context, cfg Config, emb hindsight.Embedder) (*Store, erro
 		return nil, fmt.Errorf("open weaviate store: %w", err)
 	}
 	s := &Store{c: c, class: cfg.Class, opt: cfg.Rank, log: cfg.Logger, emb: emb, embID: store.EmbedderID(emb), tenants: map[string]bool{},
+		instance: uuid.NewString(), hitc: map[string]hits{}, deltas: map[string]delta{},
 		factor: cfg.ReplicationFactor, clWant: cfg.Consistency, retryFor: cfg.RetryFor}
 	if s.factor < 0 {
 		return nil, fmt.Errorf("open weaviate store: replication factor %d", s.factor)
@@ -202,6 +204,9 @@ func properties() []*models.Property {
 		{Name: "lastActive", DataType: []string{"int"}, IndexFilterable: ptr(true), IndexRangeFilters: ptr(true)},
 		{Name: "created", DataType: []string{"int"}, IndexFilterable: ptr(true)},
 		{Name: "version", DataType: []string{"int"}, IndexFilterable: ptr(false)},
+		keyword("epoch"),
+		{Name: "basedoc", DataType: []string{"text"}, Description: "the base the deltas apply to, as JSON",
+			IndexFilterable: ptr(false), IndexSearchable: ptr(false)},
 	}
 }
 
@@ -243,7 +248,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			if err := s.setFactor(factor); err != nil {
 				return err
 			}
-			return s.migrateClaims(ctx)
+			return s.migrateDeltas(ctx)
 		}
 	}
 	var class *models.Class
@@ -303,7 +308,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("migrate collection %s: %w", s.class, err)
 		}
 	}
-	return s.migrateClaims(ctx)
+	return s.migrateDeltas(ctx)
 }
 
 // setFactor records the factor in force and the consistency level that
@@ -385,298 +390,6 @@ func (s *Store) hasTenant(ctx context.Context, ns string, create bool) (bool, er
 func notFound(err error) bool {
 	var we *fault.WeaviateClientError
 	return errors.As(err, &we) && we.StatusCode == 404
-}
-
-// stored is an experience as read, with the token of the write that
-// stored it ("" for objects written before schema v2).
-type stored struct {
-	*hindsight.Experience
-	token string // the write's
-	base  string // the state it replaced (its claim is deleted on the next write)
-}
-
-// get reads one object at the store's consistency level; nil without
-// error when it does not exist.
-func (s *Store) get(ctx context.Context, ns, id string) (stored, error) {
-	ok, err := s.hasTenant(ctx, ns, false)
-	if err != nil || !ok {
-		return stored{}, err
-	}
-	var objs []*models.Object
-	err = s.retry(ctx, func() (err error) {
-		g := s.c.Data().ObjectsGetter().WithClassName(s.class).WithID(objectID(ns, id)).
-			WithTenant(Tenant(ns)).WithVector()
-		if s.cl != "" {
-			g = g.WithConsistencyLevel(s.cl)
-		}
-		objs, err = g.Do(ctx)
-		if notFound(err) {
-			objs, err = nil, s.notReady(ctx)
-		}
-		return err
-	})
-	if err != nil || len(objs) == 0 {
-		return stored{}, err
-	}
-	e, err := decode(objs[0].Properties)
-	if err != nil {
-		return stored{}, err
-	}
-	e.Vector = objs[0].Vector
-	props, _ := objs[0].Properties.(map[string]any)
-	tok, _ := props["writer"].(string)
-	base, _ := props["base"].(string)
-	return stored{e, tok, base}, nil
-}
-
-func decode(props any) (*hindsight.Experience, error) {
-	m, ok := props.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("unexpected properties %T", props)
-	}
-	doc, _ := m["doc"].(string)
-	e := new(hindsight.Experience)
-	if err := json.Unmarshal([]byte(doc), e); err != nil {
-		return nil, fmt.Errorf("decode experience: %w", err)
-	}
-	return e, nil
-}
-
-// encode returns the properties of e as written with token over the state
-// base.
-func encode(e *hindsight.Experience, token, base string) (map[string]any, error) {
-	doc, err := json.Marshal(e)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{
-		"doc": string(doc), "terms": strings.Join(tokenize.IndexTerms(nil, store.Text(e)), " "),
-		"hid": e.ID, "namespace": e.Namespace, "server": e.Server, "tool": e.Tool,
-		"taskType": e.TaskType, "errorCode": e.ErrorCode,
-		"superseded": e.SupersededBy != "", "deleted": e.Deleted,
-		"lastActive": rank.LastActive(e).Unix(), "created": e.CreatedAt.UnixNano(),
-		"version": e.Version, "writer": token, "base": base,
-	}, nil
-}
-
-// write upserts objects (one batch request, retried while transient) at
-// the store's consistency level.
-func (s *Store) write(ctx context.Context, objs ...*models.Object) error {
-	return s.retry(ctx, func() error {
-		b := s.c.Batch().ObjectsBatcher().WithObjects(objs...)
-		if s.cl != "" {
-			b = b.WithConsistencyLevel(s.cl)
-		}
-		res, err := b.Do(ctx)
-		if err != nil {
-			return err
-		}
-		for _, r := range res {
-			if r.Result != nil && r.Result.Errors != nil && len(r.Result.Errors.Error) > 0 {
-				return fmt.Errorf("object %s: %s", r.ID, r.Result.Errors.Error[0].Message)
-			}
-		}
-		return nil
-	})
-}
-
-// object is the Weaviate object of e written with token over base.
-func (s *Store) object(e *hindsight.Experience, vec []float32, token, base string) (*models.Object, error) {
-	props, err := encode(e, token, base)
-	if err != nil {
-		return nil, err
-	}
-	return &models.Object{Class: s.class, ID: strfmt.UUID(objectID(e.Namespace, e.ID)),
-		Tenant: Tenant(e.Namespace), Properties: props, Vector: vec}, nil
-}
-
-// Get returns an experience in any state, with its vector.
-func (s *Store) Get(ctx context.Context, namespace, id string) (*hindsight.Experience, error) {
-	e, err := s.get(ctx, rank.Namespace(namespace), id)
-	if err != nil {
-		return nil, fmt.Errorf("get experience %q: %w", id, err)
-	}
-	if e.Experience == nil {
-		return nil, fmt.Errorf("get experience %q: %w", id, hindsight.ErrNotFound)
-	}
-	return e.Experience, nil
-}
-
-// maxRaces bounds how often one write waits for and re-applies itself over
-// another process's concurrent write of the same experience.
-const maxRaces = 10
-
-// raceWait waits before try race+1 of a write that lost a claim.
-func raceWait(ctx context.Context, race int) error {
-	select {
-	case <-time.After(time.Duration(20*(race+1)) * time.Millisecond):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// Put inserts or updates e (see hindsight.ExperienceStore and the embedded
-// store, whose rules it follows).
-//
-// Across processes it is a conditional write: it reads the stored version
-// and write token, refuses a stale version (ErrConflict), then claims the
-// stored state (see claim.go) and writes only when it holds the claim. A
-// writer that loses the claim waits and reads again: when the winner only
-// recorded hits (the version is unchanged) e is re-applied over it, hits
-// kept; when the winner stored a new version Put returns ErrConflict and
-// the caller re-reads and re-applies. Hit counts are kept as the larger
-// of the stored and the given ones (hits only grow).
-func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
-	if e.Namespace == "" {
-		e.Namespace = hindsight.DefaultNamespace
-	}
-	if e.ID == "" {
-		e.ID = uuid.NewString()
-	}
-	if err := store.Validate(e); err != nil {
-		return fmt.Errorf("put experience %q: %w", e.ID, err)
-	}
-	if s.stale {
-		return fmt.Errorf("put experience %q: collection holds another embedder's vectors; re-embed first: %w", e.ID, store.ErrDimension)
-	}
-	if len(e.Vector) > 0 && ((e.Embedder != "" && e.Embedder != s.embID) || len(e.Vector) != s.emb.Dim()) {
-		return fmt.Errorf("put experience %q: vector of %q with %d dimensions, store uses %s: %w",
-			e.ID, e.Embedder, len(e.Vector), s.embID, store.ErrDimension)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, err := s.hasTenant(ctx, e.Namespace, true); err != nil {
-		return fmt.Errorf("put experience %q: %w", e.ID, err)
-	}
-	var embedded []float32 // the embedding of e's text, once computed
-	for race := 0; ; race++ {
-		old, err := s.get(ctx, e.Namespace, e.ID)
-		if err != nil {
-			return fmt.Errorf("put experience %q: %w", e.ID, err)
-		}
-		if old.Experience != nil && old.Version != e.Version {
-			return fmt.Errorf("put experience %q: stored version %d, given %d: %w", e.ID, old.Version, e.Version, hindsight.ErrConflict)
-		}
-		vec := e.Vector
-		if len(vec) == 0 && old.Experience != nil && len(old.Vector) == s.emb.Dim() && old.Embedder == s.embID && store.Text(old.Experience) == store.Text(e) {
-			vec = old.Vector
-		}
-		if len(vec) == 0 {
-			if embedded == nil {
-				vs, err := s.emb.Embed(ctx, []string{store.Text(e)})
-				if err != nil {
-					return fmt.Errorf("put experience %q: embed: %w", e.ID, err)
-				}
-				if len(vs) != 1 || len(vs[0]) != s.emb.Dim() {
-					return fmt.Errorf("put experience %q: embedder returned a bad vector: %w", e.ID, store.ErrDimension)
-				}
-				embedded = vs[0]
-			}
-			vec = embedded
-		}
-		now := s.now().UTC()
-		n := *e
-		n.SourceSteps = slices.Clone(e.SourceSteps)
-		if old.Experience != nil {
-			if n.CreatedAt.IsZero() {
-				n.CreatedAt = old.CreatedAt
-			}
-			if old.HitCount > n.HitCount {
-				n.HitCount = old.HitCount
-			}
-			if old.LastHitAt != nil && (n.LastHitAt == nil || old.LastHitAt.After(*n.LastHitAt)) {
-				n.LastHitAt = old.LastHitAt
-			}
-		} else if n.CreatedAt.IsZero() {
-			n.CreatedAt = now
-		}
-		n.Version = e.Version + 1
-		n.UpdatedAt = now
-		n.Embedder = s.embID
-		n.Vector = nil
-		token, base := uuid.NewString(), baseOf(old)
-		won, err := s.claim(ctx, n.Namespace, n.ID, base, token)
-		if err != nil {
-			return fmt.Errorf("put experience %q: %w", e.ID, err)
-		}
-		if !won {
-			if race >= maxRaces {
-				return fmt.Errorf("put experience %q: another writer holds it: %w", e.ID, hindsight.ErrConflict)
-			}
-			if err := raceWait(ctx, race); err != nil {
-				return fmt.Errorf("put experience %q: %w", e.ID, err)
-			}
-			continue
-		}
-		obj, err := s.object(&n, vec, token, base)
-		if err != nil {
-			return fmt.Errorf("put experience %q: %w", e.ID, err)
-		}
-		if err := s.write(ctx, obj); err != nil {
-			return fmt.Errorf("put experience %q: %w", e.ID, err)
-		}
-		if old.base != "" {
-			s.dropClaim(ctx, n.Namespace, claimID(n.Namespace, n.ID, old.base))
-		}
-		e.Version, e.CreatedAt, e.UpdatedAt, e.Embedder = n.Version, n.CreatedAt, n.UpdatedAt, n.Embedder
-		e.HitCount, e.LastHitAt = n.HitCount, n.LastHitAt
-		e.Vector = slices.Clone(vec)
-		return nil
-	}
-}
-
-// RecordHits adds a hit at at to each of ids in namespace. Each is a
-// claimed write like Put's; a hit whose claim another process holds is
-// read and recorded again after it.
-func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, at time.Time) error {
-	ns := rank.Namespace(namespace)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, id := range ids {
-		for race := 0; ; race++ {
-			e, err := s.get(ctx, ns, id)
-			if err != nil {
-				return fmt.Errorf("record experience hits: %w", err)
-			}
-			if e.Experience == nil {
-				break
-			}
-			e.HitCount++
-			t := at.UTC()
-			if e.LastHitAt == nil || t.After(*e.LastHitAt) {
-				e.LastHitAt = &t
-			}
-			vec := e.Vector
-			e.Vector = nil
-			token, base := uuid.NewString(), baseOf(e)
-			won, err := s.claim(ctx, ns, id, base, token)
-			if err != nil {
-				return fmt.Errorf("record experience hits: %w", err)
-			}
-			if !won {
-				if race >= maxRaces {
-					return fmt.Errorf("record experience hits: %q: another writer holds it: %w", id, hindsight.ErrConflict)
-				}
-				if err := raceWait(ctx, race); err != nil {
-					return fmt.Errorf("record experience hits: %w", err)
-				}
-				continue
-			}
-			obj, err := s.object(e.Experience, vec, token, base)
-			if err != nil {
-				return fmt.Errorf("record experience hits: %w", err)
-			}
-			if err := s.write(ctx, obj); err != nil {
-				return fmt.Errorf("record experience hits: %w", err)
-			}
-			if e.base != "" {
-				s.dropClaim(ctx, ns, claimID(ns, id, e.base))
-			}
-			break
-		}
-	}
-	return nil
 }
 
 // where builds the query's filter (nil when nothing is filtered).
@@ -996,14 +709,14 @@ func (s *Store) Import(ctx context.Context, exps []*hindsight.Experience) error 
 			e.Embedder = s.embID
 			vec := e.Vector
 			e.Vector = nil
-			obj, err := s.object(e, vec, uuid.NewString(), "")
+			obj, err := s.object(e, e, uuid.NewString(), vec)
 			e.Vector = vec
 			if err != nil {
 				return fmt.Errorf("import experience %q: %w", e.ID, err)
 			}
 			objs[j] = obj
 		}
-		if err := s.write(ctx, objs...); err != nil {
+		if err := s.writeView(ctx, objs...); err != nil {
 			return fmt.Errorf("import experiences: %w", err)
 		}
 	}

@@ -1,0 +1,265 @@
+package weaviate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/go-openapi/strfmt"
+	"github.com/google/uuid"
+	"github.com/hindsight-proxy/hindsight/store/rank"
+	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
+	"github.com/weaviate/weaviate/entities/models"
+	"golang.org/x/sync/errgroup"
+)
+
+// Weaviate has no compare-and-set, and creating an object whose id exists
+// is not one either: the existence check and the write are separate
+// steps, so two creates of one id can both succeed (the claims
+// this package used before lost an edit that way on a 3-node cluster).
+// Instead no write ever replaces another's: each update of an experience
+// is stored as its own object, a delta with an id no other write uses (a
+// random token), in the delta collection of the experience's tenant, and
+// the experience's state is folded from its base and all its deltas (see
+// fold.go): changed fields by a deterministic order, evidence and counter
+// counts added, evidence tasks as a set, hits as one counter per store
+// instance (written by that instance only). A reader finds the deltas of an
+// experience with a dry-run batch delete filtered on its id: Weaviate
+// answers it from as many replicas as the consistency level asks and
+// returns the union of their ids, so at QUORUM it overlaps every QUORUM
+// write that completed. Nothing depends on timing.
+//
+// Consistency levels ALL for claims with a fencing token were the other
+// option; Weaviate cannot check a token on the write-back (there is no
+// conditional write), and ALL refuses writes while a node is down.
+//
+// The experience's own object holds the base ("basedoc", "epoch") and a
+// view: the state folded by its last writer, which Search and List read.
+// After writing a delta a writer folds and writes the view, then reads the
+// deltas again and folds and writes again until nothing changed meanwhile:
+// any delta it did not see completed after that check, and its writer's
+// own view write comes later and sees this one's, so the view converges.
+// Deltas are not compacted: an experience costs one small object per
+// edit (and one per store instance that recorded hits), and a read
+// fetches each delta once per process (they are immutable and cached).
+
+// deltaClass is the collection of the deltas of s.class.
+func (s *Store) deltaClass() string { return s.class + "Delta" }
+
+// hitsID is the object id of this store instance's hit counter of ns/id
+// over the base of epoch.
+func (s *Store) hitsID(ns, id, epoch string) string {
+	return uuid.NewSHA1(idSpace, []byte("hits\x00"+rank.Namespace(ns)+"\x00"+id+"\x00"+epoch+"\x00"+s.instance)).String()
+}
+
+// migrateDeltas creates the delta collection when it is missing.
+func (s *Store) migrateDeltas(ctx context.Context) error {
+	var ok bool
+	exists := func() error {
+		return s.retry(ctx, func() (err error) {
+			ok, err = s.c.Schema().ClassExistenceChecker().WithClassName(s.deltaClass()).Do(ctx)
+			return err
+		})
+	}
+	if err := exists(); err != nil || ok {
+		return err
+	}
+	class := &models.Class{
+		Class:       s.deltaClass(),
+		Description: "hindsight deltas of " + s.class,
+		Properties: []*models.Property{
+			{Name: "hid", DataType: []string{"text"}, Tokenization: models.PropertyTokenizationField,
+				IndexFilterable: ptr(true), IndexSearchable: ptr(false)},
+			{Name: "kind", DataType: []string{"text"}, IndexFilterable: ptr(false), IndexSearchable: ptr(false)},
+			{Name: "doc", DataType: []string{"text"}, IndexFilterable: ptr(false), IndexSearchable: ptr(false)},
+		},
+		Vectorizer:         "none",
+		VectorIndexConfig:  map[string]any{"skip": true},
+		MultiTenancyConfig: &models.MultiTenancyConfig{Enabled: true, AutoTenantCreation: true, AutoTenantActivation: true},
+		ReplicationConfig:  &models.ReplicationConfig{Factor: int64(max(s.factor, 1)), AsyncEnabled: s.factor > 1},
+	}
+	if err := s.c.Schema().ClassCreator().WithClass(class).Do(ctx); err != nil {
+		if err2 := exists(); err2 != nil || !ok { // another process may have made it
+			return fmt.Errorf("create collection %s: %w", s.deltaClass(), err)
+		}
+	}
+	return nil
+}
+
+// ensureDeltaTenant creates ns's tenant in the delta collection.
+func (s *Store) ensureDeltaTenant(ctx context.Context, ns string) error {
+	t := Tenant(ns)
+	key := "delta\x00" + t
+	s.tmu.Lock()
+	known := s.tenants[key]
+	s.tmu.Unlock()
+	if known {
+		return nil
+	}
+	var ok bool
+	err := s.retry(ctx, func() (err error) {
+		ok, err = s.c.Schema().TenantsExists().WithClassName(s.deltaClass()).WithTenant(t).Do(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("check delta tenant %s: %w", t, err)
+	}
+	if !ok {
+		err := s.retry(ctx, func() error {
+			return s.c.Schema().TenantsCreator().WithClassName(s.deltaClass()).
+				WithTenants(models.Tenant{Name: t, ActivityStatus: models.TenantActivityStatusHOT}).Do(ctx)
+		})
+		if err != nil && !strings.Contains(strings.ToLower(err.Error()), "exist") {
+			return fmt.Errorf("create delta tenant %s: %w", t, err)
+		}
+	}
+	s.tmu.Lock()
+	s.tenants[key] = true
+	s.tmu.Unlock()
+	return nil
+}
+
+// deltaObject is the object of a delta (kind "edit", id its token) or a
+// hit counter (kind "hits") of ns/id.
+func (s *Store) deltaObject(ns, id, oid, kind string, v any) (*models.Object, error) {
+	doc, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return &models.Object{Class: s.deltaClass(), ID: strfmt.UUID(oid), Tenant: Tenant(ns),
+		Properties: map[string]any{"hid": id, "kind": kind, "doc": string(doc)}}, nil
+}
+
+// byID matches the deltas of experience id.
+func byID(id string) *filters.WhereBuilder {
+	return filters.Where().WithPath([]string{"hid"}).WithOperator(filters.Equal).WithValueText(id)
+}
+
+// deltaIDs returns the object ids of the deltas and hit counters of ns/id,
+// the union over the replicas the consistency level reads.
+func (s *Store) deltaIDs(ctx context.Context, ns, id string) ([]string, error) {
+	var res *models.BatchDeleteResponse
+	err := s.retry(ctx, func() (err error) {
+		d := s.c.Batch().ObjectsBatchDeleter().WithClassName(s.deltaClass()).WithTenant(Tenant(ns)).
+			WithWhere(byID(id)).WithDryRun(true).WithOutput("verbose")
+		if s.cl != "" {
+			d = d.WithConsistencyLevel(s.cl)
+		}
+		res, err = d.Do(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list deltas of %q: %w", id, err)
+	}
+	if res == nil || res.Results == nil {
+		return nil, nil
+	}
+	if res.Results.Matches > int64(len(res.Results.Objects)) {
+		return nil, fmt.Errorf("list deltas of %q: %d match, %d listed (QUERY_MAXIMUM_RESULTS)", id, res.Results.Matches, len(res.Results.Objects))
+	}
+	ids := make([]string, 0, len(res.Results.Objects))
+	for _, o := range res.Results.Objects {
+		ids = append(ids, string(o.ID))
+	}
+	return ids, nil
+}
+
+// deltaReads bounds the deltas one fold reads at once.
+const deltaReads = 8
+
+// readDeltas reads the deltas and hit counters of ns with object ids oids,
+// in that order. Deltas come from the cache after their first read (they
+// never change); hit counters are read every time. Reads run deltaReads
+// at a time.
+func (s *Store) readDeltas(ctx context.Context, ns string, oids []string) ([]delta, []hits, error) {
+	type read struct {
+		d         delta
+		cached    bool
+		kind, doc string
+	}
+	reads := make([]read, len(oids))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(deltaReads)
+	for i, oid := range oids {
+		s.dmu.Lock()
+		reads[i].d, reads[i].cached = s.deltas[oid]
+		s.dmu.Unlock()
+		if reads[i].cached {
+			continue
+		}
+		g.Go(func() (err error) {
+			reads[i].kind, reads[i].doc, err = s.readDelta(gctx, ns, oid)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	var ds []delta
+	var hs []hits
+	for i, r := range reads {
+		switch {
+		case r.cached:
+			ds = append(ds, r.d)
+		case r.kind == "edit":
+			var d delta
+			if err := json.Unmarshal([]byte(r.doc), &d); err != nil {
+				return nil, nil, fmt.Errorf("decode delta %s: %w", oids[i], err)
+			}
+			s.dmu.Lock()
+			s.deltas[oids[i]] = d
+			s.dmu.Unlock()
+			ds = append(ds, d)
+		case r.kind == "hits":
+			var h hits
+			if err := json.Unmarshal([]byte(r.doc), &h); err != nil {
+				return nil, nil, fmt.Errorf("decode hit counter %s: %w", oids[i], err)
+			}
+			hs = append(hs, h)
+		}
+	}
+	return ds, hs, nil
+}
+
+// readDelta reads one object of the delta collection ("" kind when it is
+// gone: purged meanwhile).
+func (s *Store) readDelta(ctx context.Context, ns, oid string) (kind, doc string, err error) {
+	var objs []*models.Object
+	err = s.retry(ctx, func() (err error) {
+		g := s.c.Data().ObjectsGetter().WithClassName(s.deltaClass()).WithID(oid).WithTenant(Tenant(ns))
+		if s.cl != "" {
+			g = g.WithConsistencyLevel(s.cl)
+		}
+		objs, err = g.Do(ctx)
+		if notFound(err) {
+			objs, err = nil, s.notReady(ctx)
+		}
+		return err
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("read delta %s: %w", oid, err)
+	}
+	if len(objs) == 0 {
+		return "", "", nil
+	}
+	m, _ := objs[0].Properties.(map[string]any)
+	kind, _ = m["kind"].(string)
+	doc, _ = m["doc"].(string)
+	return kind, doc, nil
+}
+
+// dropDeltas deletes every delta and hit counter of ns/id.
+func (s *Store) dropDeltas(ctx context.Context, ns, id string) error {
+	if err := s.ensureDeltaTenant(ctx, ns); err != nil {
+		return err
+	}
+	return s.retry(ctx, func() error {
+		d := s.c.Batch().ObjectsBatchDeleter().WithClassName(s.deltaClass()).WithTenant(Tenant(ns)).WithWhere(byID(id))
+		if s.cl != "" {
+			d = d.WithConsistencyLevel(s.cl)
+		}
+		_, err := d.Do(ctx)
+		return err
+	})
+}

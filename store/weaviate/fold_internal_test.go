@@ -1,0 +1,139 @@
+package weaviate
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+func baseExp() *hindsight.Experience {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	return &hindsight.Experience{ID: "x", Namespace: "team", Version: 3, Tool: "upload", Lesson: "retry smaller",
+		Situation: "413", Confidence: 0.5, EvidenceCount: 2, EvidenceTasks: []string{"t1", "t2"},
+		HitCount: 4, CreatedAt: t0, UpdatedAt: t0}
+}
+
+// edit returns the delta of a writer that read base and applied change.
+func edit(t *testing.T, base *hindsight.Experience, at int64, token string, change func(e *hindsight.Experience)) delta {
+	t.Helper()
+	n := *base
+	n.EvidenceTasks = slices.Clone(base.EvidenceTasks)
+	change(&n)
+	d, err := diff(base, &n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Epoch, d.At, d.Token = "e1", at, token
+	return d
+}
+
+// TestFoldKeepsConcurrentEdits: two writers reinforce the same version
+// with different tasks and change different fields; the fold keeps both
+// in either order.
+func TestFoldKeepsConcurrentEdits(t *testing.T) {
+	base := baseExp()
+	a := edit(t, base, 10, "a", func(e *hindsight.Experience) {
+		e.EvidenceCount++
+		e.EvidenceTasks = append(e.EvidenceTasks[1:], "ta")
+		e.Lesson = "retry with a 1 MiB chunk"
+	})
+	b := edit(t, base, 11, "b", func(e *hindsight.Experience) {
+		e.EvidenceCount++
+		e.EvidenceTasks = append(e.EvidenceTasks, "tb")
+		e.Confidence = 0.7
+	})
+	hs := []hits{{Epoch: "e1", Count: 2, Last: 20}, {Epoch: "e1", Count: 1, Last: 30}, {Epoch: "old", Count: 9, Last: 99}}
+	f1, err := fold(base, "e1", []delta{a, b}, hs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f2, err := fold(base, "e1", []delta{b, a}, reversed(hs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(f1, f2) {
+		t.Fatalf("fold depends on read order:\n%+v\n%+v", f1, f2)
+	}
+	if f1.Version != 5 || f1.EvidenceCount != 4 || f1.Lesson != "retry with a 1 MiB chunk" || f1.Confidence != 0.7 {
+		t.Fatalf("fold = version %d evidence %d lesson %q confidence %v", f1.Version, f1.EvidenceCount, f1.Lesson, f1.Confidence)
+	}
+	if want := []string{"t2", "ta", "tb"}; !slices.Equal(f1.EvidenceTasks, want) {
+		t.Fatalf("evidence tasks %v, want %v", f1.EvidenceTasks, want)
+	}
+	if f1.HitCount != 7 || f1.LastHitAt == nil || f1.LastHitAt.UnixNano() != 30 {
+		t.Fatalf("hits %d last %v: want the base's 4 and this epoch's counters", f1.HitCount, f1.LastHitAt)
+	}
+	if f1.UpdatedAt.Before(base.UpdatedAt) || !f1.CreatedAt.Equal(base.CreatedAt) {
+		t.Fatalf("created %v updated %v", f1.CreatedAt, f1.UpdatedAt)
+	}
+}
+
+// TestFoldSameFieldWinner: two edits of one field on one version; the
+// later wins in either order, and a cleared field is cleared.
+func TestFoldSameFieldWinner(t *testing.T) {
+	base := baseExp()
+	base.SourceMachine = "host-a/1"
+	early := edit(t, base, 10, "z", func(e *hindsight.Experience) { e.Lesson = "early" })
+	late := edit(t, base, 12, "a", func(e *hindsight.Experience) { e.Lesson = "late"; e.SourceMachine = "" })
+	for _, ds := range [][]delta{{early, late}, {late, early}} {
+		f, err := fold(base, "e1", ds, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Lesson != "late" || f.SourceMachine != "" || f.Version != 5 {
+			t.Fatalf("fold = lesson %q machine %q version %d", f.Lesson, f.SourceMachine, f.Version)
+		}
+	}
+	f, err := fold(base, "e2", []delta{early, late}, nil)
+	if err != nil || f.Lesson != base.Lesson || f.Version != base.Version {
+		t.Fatalf("deltas of another epoch applied: %+v, %v", f, err)
+	}
+}
+
+// FuzzFold: any deltas decoded from JSON fold without panicking, to the
+// same state whatever order they are read in.
+func FuzzFold(f *testing.F) {
+	f.Add([]byte(`[{"epoch":"e1","base":3,"at":5,"token":"a","set":{"lesson":"x"},"add_tasks":["t9"],"evidence":1},
+		{"epoch":"e1","base":3,"at":5,"token":"b","set":{"confidence":0.9,"situation":null},"del_tasks":["t1"]}]`))
+	f.Add([]byte(`[{"epoch":"e1","set":{"version":99,"id":"y","source_steps":[1,2]}}]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var ds []delta
+		if json.Unmarshal(data, &ds) != nil {
+			return
+		}
+		tokens := map[string]bool{}
+		for _, d := range ds {
+			if tokens[d.Token] {
+				return // tokens are unique (random); the order breaks ties on them
+			}
+			tokens[d.Token] = true
+		}
+		base := baseExp()
+		f1, err1 := fold(base, "e1", ds, nil)
+		f2, err2 := fold(base, "e1", reversed(ds), nil)
+		if (err1 == nil) != (err2 == nil) {
+			t.Fatalf("errors differ by order: %v, %v", err1, err2)
+		}
+		if err1 != nil {
+			return
+		}
+		if f1.ID != base.ID || f1.Namespace != base.Namespace {
+			t.Fatalf("a delta changed the identity: %q/%q", f1.Namespace, f1.ID)
+		}
+		j1, _ := json.Marshal(f1)
+		j2, _ := json.Marshal(f2)
+		if string(j1) != string(j2) {
+			t.Fatalf("fold depends on read order:\n%s\n%s", j1, j2)
+		}
+	})
+}
+
+func reversed[T any](s []T) []T {
+	r := slices.Clone(s)
+	slices.Reverse(r)
+	return r
+}
