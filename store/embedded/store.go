@@ -25,13 +25,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -42,13 +40,6 @@ import (
 	"github.com/hindsight-proxy/hindsight/internal/badgerlog"
 	"github.com/hindsight-proxy/hindsight/store"
 	"github.com/hindsight-proxy/hindsight/store/rank"
-)
-
-// Key prefixes in Badger. Experiences are JSON (the export format, without
-// the vector); vectors are little-endian float32.
-const (
-	prefixExp = "exp/"
-	prefixVec = "vec/"
 )
 
 // ValueThreshold is the Badger value threshold of the store's database:
@@ -206,25 +197,6 @@ func (s *Store) decodeAll(txn *badger.Txn, out chan<- []*hindsight.Experience) e
 	return nil
 }
 
-func expKey(ns, id string) []byte { return []byte(prefixExp + key(ns, id)) }
-func vecKey(ns, id string) []byte { return []byte(prefixVec + key(ns, id)) }
-
-func encodeVec(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
-	}
-	return b
-}
-
-func decodeVec(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
-}
-
 // NeedsReembed returns how many experiences have no vector from the
 // configured embedder.
 func (s *Store) NeedsReembed() int {
@@ -276,13 +248,14 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	}
 	s.mu.RLock()
 	emb, embID := s.emb, s.embID
+	s.mu.RUnlock()
 	var reuse []float32
-	if slot, ok := s.idx.get(e.Namespace, e.ID); ok && len(e.Vector) == 0 {
-		if d := &s.idx.docs[slot]; d.hasVec && store.Text(d.exp) == store.Text(e) {
-			reuse = s.idx.vector(slot)
+	if len(e.Vector) == 0 {
+		var err error
+		if reuse, err = s.reusable(e, embID, emb.Dim()); err != nil {
+			return fmt.Errorf("put experience %q: %w", e.ID, err)
 		}
 	}
-	s.mu.RUnlock()
 
 	vec := e.Vector
 	switch {
@@ -309,12 +282,18 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	if s.embID != embID {
 		return fmt.Errorf("put experience %q: embedder changed during put: %w", e.ID, store.ErrDimension)
 	}
+	var old *hindsight.Experience
+	err := s.db.View(func(txn *badger.Txn) (err error) {
+		old, err = readExp(txn, e.Namespace, e.ID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("put experience %q: %w", e.ID, err)
+	}
 	now := s.now().UTC()
 	n := cloneExp(e)
 	n.Vector, n.Embedder = vec, embID
-	slot, exists := s.idx.get(e.Namespace, e.ID)
-	if exists {
-		old := s.idx.docs[slot].exp
+	if old != nil {
 		if old.Version != e.Version {
 			return fmt.Errorf("put experience %q: stored version %d, given %d: %w", e.ID, old.Version, e.Version, hindsight.ErrConflict)
 		}
@@ -331,8 +310,9 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	}
 	e.Version, e.CreatedAt, e.UpdatedAt, e.Embedder = n.Version, n.CreatedAt, n.UpdatedAt, n.Embedder
 	e.Vector = slices.Clone(vec)
-	if exists && sameIndexed(s.idx.docs[slot].exp, n) && s.idx.docs[slot].hasVec {
-		if !slices.Equal(vec, reuse) {
+	slot, indexed := s.idx.get(e.Namespace, e.ID)
+	if indexed && old != nil && sameIndexed(old, n) && s.idx.docs[slot].hasVec {
+		if reuse == nil {
 			s.idx.setVector(slot, vec)
 		}
 		s.idx.replaceMeta(slot, n)
@@ -340,9 +320,28 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 		s.idx.add(n, s.embID, nil)
 	}
 	if s.idx.needsCompact() {
-		s.idx = s.idx.compact(s.embID)
+		s.idx = s.idx.compact()
 	}
 	return nil
+}
+
+// reusable returns the stored vector of e, scaled to unit length, when
+// embID made it and e's text is unchanged; nil otherwise.
+func (s *Store) reusable(e *hindsight.Experience, embID string, dim int) ([]float32, error) {
+	var v []float32
+	err := s.db.View(func(txn *badger.Txn) error {
+		old, err := readExp(txn, e.Namespace, e.ID)
+		if err != nil || old == nil || old.Embedder != embID || store.Text(old) != store.Text(e) {
+			return err
+		}
+		if v, err = readVec(txn, e.Namespace, e.ID); err != nil || len(v) != dim {
+			v = nil
+			return err
+		}
+		normalize(v)
+		return nil
+	})
+	return v, err
 }
 
 // sameIndexed reports whether a and b have the same text and filter fields.
@@ -362,58 +361,66 @@ func cloneExp(e *hindsight.Experience) *hindsight.Experience {
 	return &n
 }
 
-// write persists e and its vector in one transaction.
-func (s *Store) write(e *hindsight.Experience) error {
-	b, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	return s.db.Update(func(txn *badger.Txn) error {
-		if err := txn.Set(expKey(e.Namespace, e.ID), b); err != nil {
-			return err
-		}
-		if len(e.Vector) > 0 {
-			return txn.Set(vecKey(e.Namespace, e.ID), encodeVec(e.Vector))
-		}
-		return nil
-	})
-}
-
 // Get returns the experience id of namespace (with its vector, scaled to
 // unit length), in any state.
 func (s *Store) Get(ctx context.Context, namespace, id string) (*hindsight.Experience, error) {
+	ns := rank.Namespace(namespace)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	slot, ok := s.idx.get(rank.Namespace(namespace), id)
+	slot, ok := s.idx.get(ns, id)
 	if !ok {
 		return nil, fmt.Errorf("get experience %q: %w", id, hindsight.ErrNotFound)
 	}
-	e := cloneExp(s.idx.docs[slot].exp)
-	e.Vector = s.idx.vector(slot)
+	var e *hindsight.Experience
+	err := s.db.View(func(txn *badger.Txn) (err error) {
+		if e, err = readExp(txn, ns, id); err != nil || e == nil {
+			return err
+		}
+		if s.idx.docs[slot].hasVec {
+			e.Vector, err = s.unitVec(txn, ns, id)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get experience %q: %w", id, err)
+	}
+	if e == nil {
+		return nil, fmt.Errorf("get experience %q: %w", id, hindsight.ErrNotFound)
+	}
 	return e, nil
 }
 
 // List returns experiences in creation order (then id).
 func (s *Store) List(ctx context.Context, opt hindsight.ListOptions) ([]hindsight.Experience, error) {
 	s.mu.RLock()
+	defer s.mu.RUnlock()
+	x := s.idx
 	var out []hindsight.Experience
-	for i := range s.idx.docs {
-		d := &s.idx.docs[i]
-		if !d.live {
-			continue
+	err := s.db.View(func(txn *badger.Txn) error {
+		for i := range x.docs {
+			d := &x.docs[i]
+			switch {
+			case !d.live,
+				opt.Namespace != "" && x.names[d.ns] != opt.Namespace,
+				opt.Server != "" && x.names[d.server] != opt.Server,
+				opt.Tool != "" && x.names[d.tool] != opt.Tool,
+				d.superseded && !opt.IncludeSuperseded,
+				d.deleted && !opt.IncludeDeleted:
+				continue
+			}
+			e, err := readExp(txn, x.names[d.ns], d.id)
+			if err != nil {
+				return err
+			}
+			if e != nil {
+				out = append(out, *e)
+			}
 		}
-		e := d.exp
-		switch {
-		case opt.Namespace != "" && e.Namespace != opt.Namespace,
-			opt.Server != "" && e.Server != opt.Server,
-			opt.Tool != "" && e.Tool != opt.Tool,
-			e.SupersededBy != "" && !opt.IncludeSuperseded,
-			e.Deleted && !opt.IncludeDeleted:
-			continue
-		}
-		out = append(out, *cloneExp(e))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list experiences: %w", err)
 	}
-	s.mu.RUnlock()
 	return store.ListOrder(out, opt.Limit), nil
 }
 
@@ -432,7 +439,10 @@ func (s *Store) Search(ctx context.Context, q hindsight.Query) ([]hindsight.Scor
 		qv = slices.Clone(vs[0])
 		normalize(qv)
 	}
-	res := s.search(&q, qv, useAll)
+	res, err := s.search(&q, qv, useAll)
+	if err != nil {
+		return nil, fmt.Errorf("search experiences: %w", err)
+	}
 	if !q.NoHit && len(res) > 0 {
 		ids := make([]string, len(res))
 		for i := range res {
@@ -453,44 +463,47 @@ const (
 	useAll      = useBM25 | useVector | useTemplate
 )
 
-func (s *Store) search(q *hindsight.Query, qv []float32, use int) []hindsight.ScoredExperience {
+func (s *Store) search(q *hindsight.Query, qv []float32, use int) ([]hindsight.ScoredExperience, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	x := s.idx
 	now := s.now()
 	f := x.compile(q, s.opt.Rank, now)
 	if f.empty() {
-		return nil
+		return nil, nil
 	}
 	sc := getScratch()
 	defer putScratch(sc)
 	ok := x.allow(sc, &f, x.candidates(&f))
 	if len(ok) == 0 {
-		return nil
+		return nil, nil
 	}
 	cands := map[int32]*rank.Candidate{}
 	if strings.TrimSpace(q.Text) == "" {
 		// No text: the newest matches, ranked by creation.
 		newest := slices.Clone(ok)
-		slices.SortFunc(newest, func(a, b int32) int { return x.docs[b].exp.CreatedAt.Compare(x.docs[a].exp.CreatedAt) })
+		slices.SortFunc(newest, func(a, b int32) int { return x.docs[b].created.Compare(x.docs[a].created) })
 		for i, slot := range newest[:min(len(newest), rank.Candidates)] {
-			cands[slot] = &rank.Candidate{Exp: x.docs[slot].exp, BM25Rank: i + 1}
+			cands[slot] = &rank.Candidate{Exp: x.rankExp(slot), BM25Rank: i + 1}
 		}
 	} else {
 		var vec, lex []scored
 		if use&useVector != 0 {
-			vec = x.knn(sc, qv, ok, rank.Candidates)
+			var err error
+			if vec, err = s.exact(qv, x.knn(sc, qv, ok, rank.Candidates+rescoreMargin), rank.Candidates); err != nil {
+				return nil, err
+			}
 		}
 		if use&useBM25 != 0 {
 			lex = x.bm25(sc, q.Text, rank.Candidates)
 		}
 		for i, r := range vec {
-			cands[r.slot] = &rank.Candidate{Exp: x.docs[r.slot].exp, VectorRank: i + 1}
+			cands[r.slot] = &rank.Candidate{Exp: x.rankExp(r.slot), VectorRank: i + 1}
 		}
 		for i, r := range lex {
 			c := cands[r.slot]
 			if c == nil {
-				c = &rank.Candidate{Exp: x.docs[r.slot].exp}
+				c = &rank.Candidate{Exp: x.rankExp(r.slot)}
 				cands[r.slot] = c
 			}
 			c.BM25Rank = i + 1
@@ -507,12 +520,39 @@ func (s *Store) search(q *hindsight.Query, qv []float32, use int) []hindsight.Sc
 		opt.TemplateWeight = -1
 	}
 	res := opt.Fuse(q, list, now)
-	for i := range res {
-		slot, _ := x.get(res[i].Namespace, res[i].ID)
-		res[i].Experience = *cloneExp(&res[i].Experience)
-		res[i].Vector = x.vector(slot)
+	if err := s.fill(res); err != nil {
+		return nil, err
 	}
-	return res
+	return res, nil
+}
+
+// fill replaces the ranking view of each result with the stored
+// experience and its vector (scaled to unit length). The caller holds
+// s.mu.
+func (s *Store) fill(res []hindsight.ScoredExperience) error {
+	err := s.db.View(func(txn *badger.Txn) error {
+		for i := range res {
+			r := &res[i]
+			e, err := readExp(txn, r.Namespace, r.ID)
+			if err != nil {
+				return err
+			}
+			if e == nil {
+				return fmt.Errorf("experience %q is indexed but not stored", r.ID)
+			}
+			if slot, ok := s.idx.get(r.Namespace, r.ID); ok && s.idx.docs[slot].hasVec {
+				if e.Vector, err = s.unitVec(txn, r.Namespace, r.ID); err != nil {
+					return err
+				}
+			}
+			r.Experience = *e
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read results: %w", err)
+	}
+	return nil
 }
 
 // RecordHits adds one hit at at to each experience of ids in namespace and
@@ -524,32 +564,30 @@ func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, 
 	defer s.mu.Unlock()
 	var changed []*hindsight.Experience
 	var slots []int32
-	for _, id := range ids {
-		slot, ok := s.idx.get(ns, id)
-		if !ok {
-			continue
-		}
-		n := cloneExp(s.idx.docs[slot].exp)
-		n.HitCount++
-		t := at.UTC()
-		if n.LastHitAt == nil || t.After(*n.LastHitAt) {
-			n.LastHitAt = &t
-		}
-		changed = append(changed, n)
-		slots = append(slots, slot)
-	}
-	if len(changed) == 0 {
-		return nil
-	}
 	err := s.db.Update(func(txn *badger.Txn) error {
-		for _, e := range changed {
-			b, err := json.Marshal(e)
+		for _, id := range ids {
+			slot, ok := s.idx.get(ns, id)
+			if !ok {
+				continue
+			}
+			n, err := readExp(txn, ns, id)
+			if err != nil || n == nil {
+				return err
+			}
+			n.HitCount++
+			t := at.UTC()
+			if n.LastHitAt == nil || t.After(*n.LastHitAt) {
+				n.LastHitAt = &t
+			}
+			b, err := json.Marshal(n)
 			if err != nil {
 				return err
 			}
-			if err := txn.Set(expKey(e.Namespace, e.ID), b); err != nil {
+			if err := txn.Set(expKey(ns, id), b); err != nil {
 				return err
 			}
+			changed = append(changed, n)
+			slots = append(slots, slot)
 		}
 		return nil
 	})
@@ -559,100 +597,6 @@ func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, 
 	for i, e := range changed {
 		s.idx.replaceMeta(slots[i], e)
 	}
-	return nil
-}
-
-// Reembed recomputes the vector of every experience with emb and makes emb
-// the store's embedder. progress, if not nil, is called after each batch.
-// Until it finishes, searches use the old vectors.
-func (s *Store) Reembed(ctx context.Context, emb hindsight.Embedder, progress func(done, total int)) error {
-	embID := store.EmbedderID(emb)
-	s.mu.RLock()
-	var all []*hindsight.Experience
-	for i := range s.idx.docs {
-		if d := &s.idx.docs[i]; d.live {
-			all = append(all, cloneExp(d.exp))
-		}
-	}
-	s.mu.RUnlock()
-	const batch = 64
-	for i := 0; i < len(all); i += batch {
-		part := all[i:min(i+batch, len(all))]
-		texts := make([]string, len(part))
-		for j, e := range part {
-			texts[j] = store.Text(e)
-		}
-		vs, err := emb.Embed(ctx, texts)
-		if err != nil {
-			return fmt.Errorf("re-embed experiences: %w", err)
-		}
-		if len(vs) != len(part) {
-			return fmt.Errorf("re-embed experiences: embedder returned %d vectors for %d texts", len(vs), len(part))
-		}
-		err = s.db.Update(func(txn *badger.Txn) error {
-			for j, e := range part {
-				if len(vs[j]) != emb.Dim() {
-					return store.ErrDimension
-				}
-				e.Embedder, e.Vector = embID, vs[j]
-				if err := txn.Set(vecKey(e.Namespace, e.ID), encodeVec(e.Vector)); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("re-embed experiences: %w", err)
-		}
-		if progress != nil {
-			progress(i+len(part), len(all))
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// Rewrite the records (embedder field) and swap in a fresh index built
-	// from the current experiences and the new vectors. Experiences
-	// changed meanwhile are re-embedded here.
-	vecs := make(map[string][]float32, len(all))
-	texts := make(map[string]string, len(all))
-	for _, e := range all {
-		vecs[key(e.Namespace, e.ID)] = e.Vector
-		texts[key(e.Namespace, e.ID)] = store.Text(e)
-	}
-	nx := newIndex(emb.Dim())
-	wb := s.db.NewWriteBatch()
-	defer wb.Cancel()
-	for i := range s.idx.docs {
-		d := &s.idx.docs[i]
-		if !d.live {
-			continue
-		}
-		e := cloneExp(d.exp)
-		v := vecs[key(e.Namespace, e.ID)]
-		if v == nil || store.Text(e) != texts[key(e.Namespace, e.ID)] {
-			vs, err := emb.Embed(ctx, []string{store.Text(e)})
-			if err != nil {
-				return fmt.Errorf("re-embed experiences: %w", err)
-			}
-			v = vs[0]
-			if err := wb.Set(vecKey(e.Namespace, e.ID), encodeVec(v)); err != nil {
-				return fmt.Errorf("re-embed experiences: %w", err)
-			}
-		}
-		e.Embedder, e.Vector = embID, v
-		b, err := json.Marshal(e)
-		if err != nil {
-			return fmt.Errorf("re-embed experiences: %w", err)
-		}
-		if err := wb.Set(expKey(e.Namespace, e.ID), b); err != nil {
-			return fmt.Errorf("re-embed experiences: %w", err)
-		}
-		nx.add(e, embID, nil)
-	}
-	if err := wb.Flush(); err != nil {
-		return fmt.Errorf("re-embed experiences: %w", err)
-	}
-	s.idx, s.emb, s.embID = nx, emb, embID
 	return nil
 }
 
