@@ -114,29 +114,3 @@ func readAll(txn *badger.Txn) ([]*hindsight.Experience, error) {
 	return all, nil
 }
 
-// exact rescores cands (ranked by their quantised vectors) with the
-// stored float32 vectors and returns the best n, best first, so that the
-// vector ranks fusion sees are those of the exact cosine. The caller
-// holds s.mu.
-func (s *Store) exact(q []float32, cands []scored, n int) ([]scored, error) {
-	if len(cands) == 0 {
-		return cands, nil
-	}
-	err := s.db.View(func(txn *badger.Txn) error {
-		for i := range cands {
-			d := &s.idx.docs[cands[i].slot]
-			v, err := s.unitVec(txn, s.idx.names[d.ns], d.id)
-			if err != nil {
-				return err
-			}
-			if v != nil {
-				cands[i].score = dot(q, v)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("rescore vectors: %w", err)
-	}
-	return selectTop(cands, n), nil
-}

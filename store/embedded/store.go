@@ -489,10 +489,7 @@ func (s *Store) search(q *hindsight.Query, qv []float32, use int) ([]hindsight.S
 	} else {
 		var vec, lex []scored
 		if use&useVector != 0 {
-			var err error
-			if vec, err = s.exact(qv, x.knn(sc, qv, ok, rank.Candidates+rescoreMargin), rank.Candidates); err != nil {
-				return nil, err
-			}
+			vec = x.knn(sc, qv, ok, rank.Candidates)
 		}
 		if use&useBM25 != 0 {
 			lex = x.bm25(sc, q.Text, rank.Candidates)
