@@ -113,4 +113,3 @@ func readAll(txn *badger.Txn) ([]*hindsight.Experience, error) {
 	}
 	return all, nil
 }
-
