@@ -33,13 +33,13 @@ type vectors struct {
 
 // grow makes room for slot.
 func (v *vectors) grow(slot int32) {
-	if int(slot/chunkSlots) >= len(v.q) {
+	for int(slot/chunkSlots) >= len(v.q) {
 		v.q = append(v.q, make([]int8, chunkSlots*v.dim))
 		v.pos = append(v.pos, make([]uint64, chunkSlots*v.words))
 		v.neg = append(v.neg, make([]uint64, chunkSlots*v.words))
 	}
-	for int(slot) >= len(v.scales) {
-		v.scales = append(v.scales, 0)
+	if n := int(slot) + 1 - len(v.scales); n > 0 {
+		v.scales = append(v.scales, make([]float32, n)...)
 	}
 }
 
