@@ -114,6 +114,7 @@ func (s *Store) swapEmbedder(ctx context.Context, emb hindsight.Embedder, done [
 	if err := wb.Flush(); err != nil {
 		return err
 	}
-	s.idx, s.emb, s.embID = nx, emb, embID
+	s.emb, s.embID = emb, embID
+	s.setIndex(nx)
 	return nil
 }

@@ -15,12 +15,21 @@ import (
 type enc struct {
 	w   *bufio.Writer
 	b   [8]byte
+	n   int64 // bytes written
 	err error
 }
 
 func (e *enc) raw(p []byte) {
 	if e.err == nil {
 		_, e.err = e.w.Write(p)
+		e.n += int64(len(p))
+	}
+}
+
+// align pads the output to a multiple of n bytes.
+func (e *enc) align(n int64) {
+	if r := e.n % n; r != 0 {
+		e.raw(make([]byte, n-r))
 	}
 }
 
@@ -38,6 +47,7 @@ func (e *enc) str(s string) {
 	e.u32(uint32(len(s)))
 	if e.err == nil {
 		_, e.err = e.w.WriteString(s)
+		e.n += int64(len(s))
 	}
 }
 
@@ -52,6 +62,8 @@ type dec struct {
 	r     *bufio.Reader
 	b     [8]byte
 	limit int64
+	off   int64 // bytes read
+	buf   []byte
 	err   error
 }
 
@@ -71,6 +83,31 @@ func (d *dec) raw(p []byte) {
 		return
 	}
 	d.limit -= int64(len(p))
+	d.off += int64(len(p))
+}
+
+// skip passes over n bytes.
+func (d *dec) skip(n int64) {
+	if d.err != nil {
+		return
+	}
+	if n > d.limit {
+		d.err = fmt.Errorf("%w: truncated", errCorrupt)
+		return
+	}
+	if _, err := d.r.Discard(int(n)); err != nil {
+		d.err = fmt.Errorf("%w: %v", errCorrupt, err)
+		return
+	}
+	d.limit -= n
+	d.off += n
+}
+
+// align skips the padding enc.align wrote.
+func (d *dec) align(n int64) {
+	if r := d.off % n; r != 0 {
+		d.skip(n - r)
+	}
 }
 
 func (d *dec) u8() uint8    { d.raw(d.b[:1]); return d.b[0] }
@@ -100,9 +137,11 @@ func (d *dec) str() string {
 	if n == 0 {
 		return ""
 	}
-	p := make([]byte, n)
-	d.raw(p)
-	return string(p)
+	if cap(d.buf) < n {
+		d.buf = make([]byte, n)
+	}
+	d.raw(d.buf[:n])
+	return string(d.buf[:n])
 }
 
 // int8Bytes and wordBytes view vector storage as bytes for I/O (the

@@ -31,6 +31,7 @@ func encodeIndex(e *enc, x *index, gen []byte, embID string) {
 		e.i64(unixNano(d.updated))
 		e.i64(unixNano(d.lastHit))
 	}
+	e.align(vectorAlign)
 	for c := range x.q {
 		e.raw(int8Bytes(x.q[c]))
 		e.raw(wordBytes(x.pos[c]))
@@ -157,17 +158,14 @@ func decodeDocs(d *dec, x *index) {
 	x.live = n
 }
 
-// decodeVectors reads the vector chunks and scales of x's slots.
+// decodeVectors passes over the vector chunks, recording where they
+// are (readSnapshot maps them), and reads the scales.
 func decodeVectors(d *dec, x *index) {
 	n := len(x.docs)
-	if n > 0 {
-		x.grow(int32(n - 1))
-	}
-	for c := range x.q {
-		d.raw(int8Bytes(x.q[c]))
-		d.raw(wordBytes(x.pos[c]))
-		d.raw(wordBytes(x.neg[c]))
-	}
+	chunks := (n + chunkSlots - 1) / chunkSlots
+	d.align(vectorAlign)
+	x.regionOff = d.off
+	d.skip(int64(chunks) * x.chunkBytes())
 	x.scales = make([]float32, n)
 	for i := range x.scales {
 		x.scales[i] = d.f32()

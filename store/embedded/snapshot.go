@@ -102,7 +102,8 @@ func syncDir(dir string) error {
 }
 
 // readSnapshot loads the index in path when it is whole and matches gen,
-// embID and dim; otherwise it returns an error saying why not.
+// embID and dim; otherwise it returns an error saying why not. The
+// vectors stay in the file, mapped (see vectors).
 func readSnapshot(path string, gen []byte, embID string, dim int) (*index, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -123,7 +124,17 @@ func readSnapshot(path string, gen []byte, embID string, dim int) (*index, error
 		return nil, err
 	}
 	d := &dec{r: bufio.NewReaderSize(f, 1<<16), limit: fi.Size() - 4}
-	return decodeIndex(d, gen, embID, dim)
+	x, err := decodeIndex(d, gen, embID, dim)
+	if err != nil {
+		return nil, err
+	}
+	chunks := (len(x.docs) + chunkSlots - 1) / chunkSlots
+	region, err := mapRegion(f, x.regionOff, int64(chunks)*x.chunkBytes())
+	if err != nil {
+		return nil, fmt.Errorf("map index snapshot: %w", err)
+	}
+	x.attach(region)
+	return x, nil
 }
 
 // checkSum compares the CRC-32C of the first n bytes of f with the four

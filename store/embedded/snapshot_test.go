@@ -119,18 +119,40 @@ func TestSnapshotStartup(t *testing.T) {
 		t.Fatal("the snapshot is still there while the store is open")
 	}
 	fromSnap := answers(t, s, qs)
-	s.mu.Lock()
-	rebuilt := s.idx
-	if err := s.load(); err != nil {
+	mapped := s.idx
+	if err := s.load(); err != nil { // replaces s.idx with a rebuilt index
 		t.Fatal(err)
 	}
-	rebuilt, s.idx = s.idx, rebuilt
-	s.mu.Unlock()
-	s.mu.Lock()
-	s.idx = rebuilt
-	s.mu.Unlock()
 	sameAnswers(t, fromSnap, answers(t, s, qs))
+	s.idx, mapped = mapped, s.idx
+
+	// Writes land in chunks that point into the mapped snapshot: they
+	// are copied first, and read back.
+	ctx := context.Background()
+	e := &hindsight.Experience{Tool: "zzyzx_tool", Situation: "zzyzx quokka failure", Lesson: "call zzyzx twice"}
+	if err := s.Put(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.Get(ctx, "", qs[0].Want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Vector = nil
+	old.Situation += " wombatish"
+	if err := s.Put(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	for id, text := range map[string]string{e.ID: "zzyzx quokka", old.ID: "wombatish"} {
+		res, err := s.Search(ctx, hindsight.Query{Text: text, K: 1, NoHit: true, IncludeDeleted: true, IncludeSuperseded: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(res, func(r hindsight.ScoredExperience) bool { return r.ID == id }) {
+			t.Fatalf("search after writes misses %s: %v", id, res)
+		}
+	}
 	s.Close()
+	_ = mapped
 }
 
 // TestSnapshotFaults damages the snapshot of a closed store in several

@@ -343,7 +343,7 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 		s.idx.add(n, s.embID, nil)
 	}
 	if s.idx.needsCompact() {
-		s.idx = s.idx.compact(false)
+		s.setIndex(s.idx.compact(false))
 	}
 	return nil
 }
@@ -634,6 +634,7 @@ func (s *Store) Close() error {
 		s.log.Warn("experience index snapshot not written; the next start rebuilds the index", "err", err)
 	}
 	s.mu.Unlock()
+	s.setIndex(nil)
 	if !s.ownDB {
 		return nil
 	}

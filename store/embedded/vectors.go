@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"unsafe"
 )
 
 const (
@@ -24,12 +25,54 @@ const chunkSlots = 1024
 // per-vector scale (v[i] ≈ q[i]*scale), and its ternary sign code: words
 // uint64 of positive bits in pos, of negative bits in neg. Pre-selection
 // scans pos alone first, so it is a slab of its own.
+//
+// Chunks loaded from a snapshot point into a read-only mapping of it
+// (region); the first write to such a chunk copies it to the heap.
 type vectors struct {
 	dim, words int
 	q          [][]int8
 	scales     []float32
 	pos, neg   [][]uint64
+	shared     []bool // per chunk: it points into region
+	region     []byte
+	regionOff  int64 // offset of region in the snapshot file
 }
+
+// vectorAlign is the alignment of the vector chunks in a snapshot: a
+// multiple of every page size, so they can be mapped.
+const vectorAlign = 64 << 10
+
+// chunkBytes is the size of one chunk: int8 vectors, then both codes.
+func (v *vectors) chunkBytes() int64 {
+	return int64(chunkSlots) * int64(v.dim+16*v.words)
+}
+
+// attach points the vectors' chunks into region, which holds them as a
+// snapshot lays them out.
+func (v *vectors) attach(region []byte) {
+	v.region = region
+	cb := v.chunkBytes()
+	qn, wn := chunkSlots*v.dim, chunkSlots*v.words
+	for off := int64(0); off+cb <= int64(len(region)); off += cb {
+		b := region[off : off+cb]
+		v.q = append(v.q, unsafe.Slice((*int8)(unsafe.Pointer(&b[0])), qn))
+		v.pos = append(v.pos, unsafe.Slice((*uint64)(unsafe.Pointer(&b[qn])), wn))
+		v.neg = append(v.neg, unsafe.Slice((*uint64)(unsafe.Pointer(&b[qn+8*wn])), wn))
+		v.shared = append(v.shared, true)
+	}
+}
+
+// own copies chunk c to the heap if it points into the mapping.
+func (v *vectors) own(c int32) {
+	if !v.shared[c] {
+		return
+	}
+	v.q[c], v.pos[c], v.neg[c] = slices.Clone(v.q[c]), slices.Clone(v.pos[c]), slices.Clone(v.neg[c])
+	v.shared[c] = false
+}
+
+// mapped reports whether any chunk still points into the mapping.
+func (v *vectors) mapped() bool { return slices.Contains(v.shared, true) }
 
 // grow makes room for slot.
 func (v *vectors) grow(slot int32) {
@@ -37,6 +80,7 @@ func (v *vectors) grow(slot int32) {
 		v.q = append(v.q, make([]int8, chunkSlots*v.dim))
 		v.pos = append(v.pos, make([]uint64, chunkSlots*v.words))
 		v.neg = append(v.neg, make([]uint64, chunkSlots*v.words))
+		v.shared = append(v.shared, false)
 	}
 	if n := int(slot) + 1 - len(v.scales); n > 0 {
 		v.scales = append(v.scales, make([]float32, n)...)
@@ -60,6 +104,7 @@ func (v *vectors) code(slot int32) (pos, neg []uint64) {
 // is the cosine) and quantised, and its ternary sign code, taken from the
 // unquantised vector.
 func (v *vectors) setVector(slot int32, vec []float32) {
+	v.own(slot / chunkSlots)
 	u := slices.Clone(vec)
 	normalize(u)
 	pos, neg := v.code(slot)

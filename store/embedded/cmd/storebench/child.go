@@ -21,8 +21,10 @@ import (
 	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 )
 
-// builtMarker is the file build leaves in a finished store directory.
-const builtMarker = "storebench-built"
+// builtMarker is the file build leaves in a finished store directory:
+// the benchmark's queries, as JSON, so that the measuring child need not
+// generate the experiences again to get them.
+const builtMarker = "storebench-queries.json"
 
 // result is what a measure child reports.
 type result struct {
@@ -31,7 +33,10 @@ type result struct {
 	P50MS, P99MS       float64
 	FP50MS, FP99MS     float64 // with the server, tool and error-code filters
 	RSSQueriesMB       float64
-	DiskBytes          int64
+	// The part of each resident set that is file pages (the mapped
+	// snapshot and Badger's tables): clean, so the kernel can drop them.
+	FileOpenMB, FileQueriesMB float64
+	DiskBytes                 int64
 }
 
 func options() embedded.Options {
@@ -41,7 +46,7 @@ func options() embedded.Options {
 // build writes n synthetic experiences into a new store in dir.
 func build(dir string, n int) error {
 	os.RemoveAll(dir)
-	exps, _ := benchset.Synthetic(n, 0)
+	exps, qs := benchset.Synthetic(n, 500)
 	s, err := embedded.Open(dir, embed.NewLocal(0), options())
 	if err != nil {
 		return err
@@ -58,13 +63,25 @@ func build(dir string, n int) error {
 	if err := s.Close(); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, builtMarker), nil, 0o644)
+	b, err := json.Marshal(qs)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, builtMarker), b, 0o644)
 }
 
 // measure opens the store in dir, answers the first query, then runs
 // queries unfiltered and filtered, and writes a result as JSON to out.
 func measure(dir string, n, queries int, cpuProf, memProf string, out io.Writer) error {
-	_, qs := benchset.Synthetic(n, queries)
+	var qs []benchset.Query
+	b, err := os.ReadFile(filepath.Join(dir, builtMarker))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &qs); err != nil {
+		return err
+	}
+	qs = qs[:min(queries, len(qs))]
 	if cpuProf != "" {
 		f, err := os.Create(cpuProf)
 		if err != nil {
@@ -84,7 +101,7 @@ func measure(dir string, n, queries int, cpuProf, memProf string, out io.Writer)
 	if _, err := s.Search(ctx, hindsight.Query{Text: qs[0].Text, K: 3, NoHit: true}); err != nil {
 		return err
 	}
-	r := result{N: n, StartMS: ms(time.Since(start)), RSSOpenMB: procStatusMB("VmRSS:")}
+	r := result{N: n, StartMS: ms(time.Since(start)), RSSOpenMB: procStatusMB("VmRSS:"), FileOpenMB: procStatusMB("RssFile:")}
 	if memProf != "" {
 		runtime.GC()
 		f, err := os.Create(memProf)
@@ -114,7 +131,7 @@ func measure(dir string, n, queries int, cpuProf, memProf string, out io.Writer)
 			r.P50MS, r.P99MS = p50, p99
 		}
 	}
-	r.RSSQueriesMB = procStatusMB("VmRSS:")
+	r.RSSQueriesMB, r.FileQueriesMB = procStatusMB("VmRSS:"), procStatusMB("RssFile:")
 	return json.NewEncoder(out).Encode(r)
 }
 

@@ -131,10 +131,11 @@ func diskBytes(dir string) int64 {
 }
 
 func printTable(out io.Writer, rows []result) {
-	fmt.Fprintln(out, "| experiences | RSS after open | start-up | query p50 / p99 | filtered p50 / p99 | RSS after queries | on disk |")
+	fmt.Fprintln(out, "| experiences | RSS after open (file) | start-up | query p50 / p99 | filtered p50 / p99 | RSS after queries (file) | on disk |")
 	fmt.Fprintln(out, "|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
-		fmt.Fprintf(out, "| %d | %.0f MB | %.0f ms | %.2f / %.2f ms | %.2f / %.2f ms | %.0f MB | %.0f MB |\n",
-			r.N, r.RSSOpenMB, r.StartMS, r.P50MS, r.P99MS, r.FP50MS, r.FP99MS, r.RSSQueriesMB, float64(r.DiskBytes)/(1<<20))
+		fmt.Fprintf(out, "| %d | %.0f MB (%.0f) | %.0f ms | %.2f / %.2f ms | %.2f / %.2f ms | %.0f MB (%.0f) | %.0f MB |\n",
+			r.N, r.RSSOpenMB, r.FileOpenMB, r.StartMS, r.P50MS, r.P99MS, r.FP50MS, r.FP99MS,
+			r.RSSQueriesMB, r.FileQueriesMB, float64(r.DiskBytes)/(1<<20))
 	}
 }
