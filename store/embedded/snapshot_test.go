@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
@@ -222,5 +224,39 @@ func TestOpenWithoutSnapshot(t *testing.T) {
 	defer s.Close()
 	if !s.fromSnapshot {
 		t.Fatal("the second open rebuilt again")
+	}
+}
+
+// TestSnapshotWrittenAfter changes a closed store's database directly, as
+// a Hindsight that predates snapshots would: the snapshot, whose
+// generation is still recorded, must not be trusted.
+func TestSnapshotWrittenAfter(t *testing.T) {
+	dir := t.TempDir()
+	fillStore(t, dir, 300)
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e *hindsight.Experience
+	if err := db.View(func(txn *badger.Txn) (err error) {
+		e, err = readExp(txn, hindsight.DefaultNamespace, "exp-0003")
+		return err
+	}); err != nil || e == nil {
+		t.Fatalf("read exp-0003: %v", err)
+	}
+	e.Tool = "renamed_tool"
+	b, _ := json.Marshal(e)
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(expKey(e.Namespace, e.ID), b) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s := reopen(t, dir)
+	defer s.Close()
+	if s.fromSnapshot {
+		t.Fatal("trusted a snapshot older than the database")
+	}
+	res, err := s.Search(context.Background(), hindsight.Query{Tool: "renamed_tool", NoHit: true, IncludeDeleted: true})
+	if err != nil || len(res) != 1 || res[0].ID != "exp-0003" {
+		t.Fatalf("search by the new tool: %v %v", res, err)
 	}
 }

@@ -1,19 +1,26 @@
 // Package embedded is Hindsight's default experience store: experiences
-// persisted in Badger, searched through in-memory indexes rebuilt at open.
+// persisted in Badger, searched through in-memory indexes.
 //
 // The indexes are BM25 over each experience's text (store.Text; tokenised
 // with store/tokenize, so CJK text is searchable as character bigrams), a
-// vector index, and exact-match filter lists (namespace, server, tool, task
-// type, error code). Queries filter first: the smallest filter list that
-// covers the query is scanned. Vectors are compared exactly (cosine over
-// unit-length float32) when at most 4,096 experiences pass the filters;
-// above that a ternary sign code of each vector (two bits a dimension,
-// compared with popcount) picks the ~512 nearest for exact rescoring, in two
-// passes: the positive bits alone (a binary code, streamed from a slab of
-// their own) keep 1,024, whose full codes keep 512. Both result lists (100
-// each) and the query's error template are fused and weighted by
-// store/rank, the vector arm weighed for the configured embedder
-// (rank.VectorWeightFor).
+// vector index, exact-match filter lists (namespace, server, tool, task
+// type, error code) and the few fields ranking reads; the experiences
+// themselves stay in Badger and are read for the results only. Queries
+// filter first: the smallest filter list that covers the query is
+// scanned. Vectors are held scaled to unit length and quantised to int8
+// with a per-vector scale; they are compared exactly (cosine over the
+// int8 vectors) when at most 4,096 experiences pass the filters; above
+// that a ternary sign code of each vector (two bits a dimension, compared
+// with popcount) picks the ~512 nearest for rescoring, in two passes: the
+// positive bits alone (a binary code, streamed from a slab of their own)
+// keep 1,024, whose full codes keep 512. Both result lists (100 each) and
+// the query's error template are fused and weighted by store/rank, the
+// vector arm weighed for the configured embedder (rank.VectorWeightFor).
+//
+// Close writes the indexes to a snapshot file beside Badger's (see
+// snapshot.go); Open loads it, its vectors mapped rather than read, when
+// it matches the database, and rebuilds the indexes from Badger
+// otherwise.
 //
 // Vectors record the embedder that made them (store.EmbedderID). A vector
 // of another embedder or dimension is refused by Put (store.ErrDimension);
@@ -22,7 +29,6 @@
 package embedded
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -140,80 +146,6 @@ func (s *Store) now() time.Time {
 		return s.opt.Now()
 	}
 	return time.Now()
-}
-
-// load rebuilds the indexes from Badger. Decoding (this goroutine) and
-// indexing (another) overlap; vectors are read by a second iterator that
-// walks the "vec/" keys in step with the "exp/" keys, which share their
-// suffixes and so their order.
-func (s *Store) load() error {
-	idx := newIndex(s.emb.Dim())
-	stale := 0
-	batches := make(chan []*hindsight.Experience, 8)
-	indexed := make(chan struct{})
-	go func() {
-		defer close(indexed)
-		for batch := range batches {
-			for _, e := range batch {
-				if len(e.Vector) != idx.dim {
-					stale++
-				}
-				idx.add(e, s.embID, nil)
-			}
-		}
-	}()
-	err := s.db.View(func(txn *badger.Txn) error {
-		return s.decodeAll(txn, batches)
-	})
-	close(batches)
-	<-indexed
-	if err != nil {
-		return fmt.Errorf("load experiences: %w", err)
-	}
-	if stale > 0 {
-		s.log.Warn("experiences need re-embedding for the configured embedder; until then they are found by text only",
-			"count", stale, "embedder", s.embID)
-	}
-	s.idx = idx
-	return nil
-}
-
-// decodeAll sends every stored experience, with its vector when the
-// configured embedder made it, to out in batches.
-func (s *Store) decodeAll(txn *badger.Txn, out chan<- []*hindsight.Experience) error {
-	const batchSize = 256
-	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256, Prefix: []byte(prefixExp)})
-	defer it.Close()
-	vit := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 64, Prefix: []byte(prefixVec)})
-	defer vit.Close()
-	vit.Rewind()
-	batch := make([]*hindsight.Experience, 0, batchSize)
-	for it.Rewind(); it.Valid(); it.Next() {
-		e := new(hindsight.Experience)
-		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, e) }); err != nil {
-			return fmt.Errorf("decode %q: %w", it.Item().Key(), err)
-		}
-		if e.Embedder == s.embID {
-			suffix := it.Item().Key()[len(prefixExp):]
-			for vit.Valid() && bytes.Compare(vit.Item().Key()[len(prefixVec):], suffix) < 0 {
-				vit.Next()
-			}
-			if vit.Valid() && bytes.Equal(vit.Item().Key()[len(prefixVec):], suffix) {
-				if err := vit.Item().Value(func(v []byte) error { e.Vector = decodeVec(v); return nil }); err != nil {
-					return fmt.Errorf("decode vector %q: %w", vit.Item().Key(), err)
-				}
-			}
-		}
-		batch = append(batch, e)
-		if len(batch) == batchSize {
-			out <- batch
-			batch = make([]*hindsight.Experience, 0, batchSize)
-		}
-	}
-	if len(batch) > 0 {
-		out <- batch
-	}
-	return nil
 }
 
 // NeedsReembed returns how many experiences have no vector from the
