@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"time"
 	"unsafe"
 )
 
@@ -49,6 +50,20 @@ func (e *enc) str(s string) {
 		_, e.err = e.w.WriteString(s)
 		e.n += int64(len(s))
 	}
+}
+
+// noTime stands for the zero time.Time in a snapshot.
+const noTime = math.MinInt64
+
+// time writes t as seconds and nanoseconds since the Unix epoch (UTC).
+func (e *enc) time(t time.Time) {
+	if t.IsZero() {
+		e.i64(noTime)
+		e.u32(0)
+		return
+	}
+	e.i64(t.Unix())
+	e.u32(uint32(t.Nanosecond()))
 }
 
 // errCorrupt is the error of a snapshot that does not decode.
@@ -118,6 +133,14 @@ func (d *dec) i32() int32   { return int32(d.u32()) }
 func (d *dec) i64() int64   { return int64(d.u64()) }
 func (d *dec) f32() float32 { return math.Float32frombits(d.u32()) }
 func (d *dec) f64() float64 { return math.Float64frombits(d.u64()) }
+
+func (d *dec) time() time.Time {
+	sec, nsec := d.i64(), d.u32()
+	if sec == noTime {
+		return time.Time{}
+	}
+	return time.Unix(sec, int64(nsec)).UTC()
+}
 
 // count reads a length of items of size bytes each and checks that the
 // snapshot can hold them.

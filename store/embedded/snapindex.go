@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // encodeIndex writes x (compacted: every slot live) after the header.
@@ -27,9 +28,9 @@ func encodeIndex(e *enc, x *index, gen []byte, embID string) {
 		e.i64(d.lastActive)
 		e.str(d.id)
 		e.f64(d.confidence)
-		e.i64(unixNano(d.created))
-		e.i64(unixNano(d.updated))
-		e.i64(unixNano(d.lastHit))
+		for _, t := range [...]time.Time{d.created, d.updated, d.lastHit} {
+			e.time(t)
+		}
 	}
 	e.align(vectorAlign)
 	for c := range x.q {
@@ -117,7 +118,7 @@ func decodeIndex(d *dec, gen []byte, embID string, dim int) (*index, error) {
 
 // decodeDocs reads the slots and rebuilds the maps derived from them.
 func decodeDocs(d *dec, x *index) {
-	n := d.count(81) // the fixed part of a slot
+	n := d.count(93) // the fixed part of a slot
 	x.docs = make([]doc, n)
 	x.meta = make([]filterMeta, n)
 	x.lens = make([]float32, n)
@@ -136,7 +137,7 @@ func decodeDocs(d *dec, x *index) {
 		doc.lastActive = d.i64()
 		id := d.str()
 		doc.confidence = d.f64()
-		doc.created, doc.updated, doc.lastHit = fromUnixNano(d.i64()), fromUnixNano(d.i64()), fromUnixNano(d.i64())
+		doc.created, doc.updated, doc.lastHit = d.time(), d.time(), d.time()
 		if d.err != nil {
 			return
 		}

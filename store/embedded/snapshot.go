@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
-	"time"
 )
 
 // A snapshot is the index written to a file when the store closes, so
@@ -32,23 +30,6 @@ const (
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// noTime stands for the zero time.Time in a snapshot.
-const noTime = math.MinInt64
-
-func unixNano(t time.Time) int64 {
-	if t.IsZero() {
-		return noTime
-	}
-	return t.UnixNano()
-}
-
-func fromUnixNano(n int64) time.Time {
-	if n == noTime {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
 
 // writeSnapshot writes the live slots of x, in key order, to path
 // atomically: a
