@@ -113,3 +113,30 @@ func readAll(txn *badger.Txn) ([]*hindsight.Experience, error) {
 	}
 	return all, nil
 }
+
+// exactHead re-ranks the first exactTop of cands (ranked by their int8
+// vectors) by the cosine of the stored float32 vectors, so that the top
+// of the vector arm is the exact cosine's: quantisation error can swap
+// near-ties, and fusion weighs the first ranks most. The caller holds
+// s.mu.
+func (s *Store) exactHead(q []float32, cands []scored) error {
+	head := cands[:min(len(cands), exactTop)]
+	err := s.db.View(func(txn *badger.Txn) error {
+		for i := range head {
+			d := &s.idx.docs[head[i].slot]
+			v, err := s.unitVec(txn, s.idx.names[d.ns], d.id)
+			if err != nil {
+				return err
+			}
+			if v != nil {
+				head[i].score = dot(q, v)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("rescore vectors: %w", err)
+	}
+	selectTop(head, len(head))
+	return nil
+}

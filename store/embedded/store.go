@@ -445,6 +445,9 @@ func (s *Store) search(q *hindsight.Query, qv []float32, use int) ([]hindsight.S
 		var vec, lex []scored
 		if use&useVector != 0 {
 			vec = x.knn(sc, qv, ok, rank.Candidates)
+			if err := s.exactHead(qv, vec); err != nil {
+				return nil, err
+			}
 		}
 		if use&useBM25 != 0 {
 			lex = x.bm25(sc, q.Text, rank.Candidates)

@@ -12,6 +12,9 @@ const (
 	// exactly; above it a binary-quantised pass picks rescore candidates.
 	exactScan = 4096
 	rescore   = 512
+	// exactTop is how many of the best by int8 vectors are re-ranked by
+	// the stored float32 vectors (see Store.exactHead).
+	exactTop = 8
 	// coarseKeep is how many candidates the positive-bits pass keeps for
 	// the full ternary codes (see preselect).
 	coarseKeep = 2 * rescore
@@ -157,6 +160,23 @@ func dotInt8(a []float32, b []int8) float32 {
 	}
 	for ; i < len(a); i++ {
 		s0 += a[i] * float32(b[i])
+	}
+	return s0 + s1 + s2 + s3
+}
+
+// dot is the inner product of two equal-length vectors.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		s0 += a[i]*b[i] + a[i+4]*b[i+4]
+		s1 += a[i+1]*b[i+1] + a[i+5]*b[i+5]
+		s2 += a[i+2]*b[i+2] + a[i+6]*b[i+6]
+		s3 += a[i+3]*b[i+3] + a[i+7]*b[i+7]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
 	}
 	return s0 + s1 + s2 + s3
 }
