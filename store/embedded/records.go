@@ -117,10 +117,11 @@ func readAll(txn *badger.Txn) ([]*hindsight.Experience, error) {
 // exactHead re-ranks the first exactTop of cands (ranked by their int8
 // vectors) by the cosine of the stored float32 vectors, so that the top
 // of the vector arm is the exact cosine's: quantisation error can swap
-// near-ties, and fusion weighs the first ranks most. The caller holds
-// s.mu.
-func (s *Store) exactHead(q []float32, cands []scored) error {
+// near-ties, and fusion weighs the first ranks most. It returns the
+// vectors it read by slot. The caller holds s.mu.
+func (s *Store) exactHead(q []float32, cands []scored) (map[int32][]float32, error) {
 	head := cands[:min(len(cands), exactTop)]
+	read := make(map[int32][]float32, len(head))
 	err := s.db.View(func(txn *badger.Txn) error {
 		for i := range head {
 			d := &s.idx.docs[head[i].slot]
@@ -130,13 +131,14 @@ func (s *Store) exactHead(q []float32, cands []scored) error {
 			}
 			if v != nil {
 				head[i].score = dot(q, v)
+				read[head[i].slot] = v
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("rescore vectors: %w", err)
+		return nil, fmt.Errorf("rescore vectors: %w", err)
 	}
 	selectTop(head, len(head))
-	return nil
+	return read, nil
 }

@@ -434,6 +434,7 @@ func (s *Store) search(q *hindsight.Query, qv []float32, use int) ([]hindsight.S
 		return nil, nil
 	}
 	cands := map[int32]*rank.Candidate{}
+	var exact map[int32][]float32 // vectors exactHead read
 	if strings.TrimSpace(q.Text) == "" {
 		// No text: the newest matches, ranked by creation.
 		newest := slices.Clone(ok)
@@ -445,7 +446,8 @@ func (s *Store) search(q *hindsight.Query, qv []float32, use int) ([]hindsight.S
 		var vec, lex []scored
 		if use&useVector != 0 {
 			vec = x.knn(sc, qv, ok, rank.Candidates)
-			if err := s.exactHead(qv, vec); err != nil {
+			var err error
+			if exact, err = s.exactHead(qv, vec); err != nil {
 				return nil, err
 			}
 		}
@@ -475,16 +477,16 @@ func (s *Store) search(q *hindsight.Query, qv []float32, use int) ([]hindsight.S
 		opt.TemplateWeight = -1
 	}
 	res := opt.Fuse(q, list, now)
-	if err := s.fill(res); err != nil {
+	if err := s.fill(res, exact); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
 // fill replaces the ranking view of each result with the stored
-// experience and its vector (scaled to unit length). The caller holds
-// s.mu.
-func (s *Store) fill(res []hindsight.ScoredExperience) error {
+// experience and its vector (scaled to unit length), taken from known
+// when exactHead read it. The caller holds s.mu.
+func (s *Store) fill(res []hindsight.ScoredExperience, known map[int32][]float32) error {
 	err := s.db.View(func(txn *badger.Txn) error {
 		for i := range res {
 			r := &res[i]
@@ -496,8 +498,10 @@ func (s *Store) fill(res []hindsight.ScoredExperience) error {
 				return fmt.Errorf("experience %q is indexed but not stored", r.ID)
 			}
 			if slot, ok := s.idx.get(r.Namespace, r.ID); ok && s.idx.docs[slot].hasVec {
-				if e.Vector, err = s.unitVec(txn, r.Namespace, r.ID); err != nil {
-					return err
+				if e.Vector = slices.Clone(known[slot]); e.Vector == nil {
+					if e.Vector, err = s.unitVec(txn, r.Namespace, r.ID); err != nil {
+						return err
+					}
 				}
 			}
 			r.Experience = *e
