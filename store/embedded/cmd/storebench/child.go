@@ -74,9 +74,11 @@ func build(dir string, n int) error {
 	return os.WriteFile(filepath.Join(dir, builtMarker), b, 0o644)
 }
 
-// measure opens the store in dir, answers the first query, then runs
-// queries unfiltered and filtered, and writes a result as JSON to out.
-func measure(dir string, n, queries int, cpuProf, memProf string, out io.Writer) error {
+// measure opens the store in dir, answers the first query, runs the
+// queries warmup times unmeasured (faulting in the mapped vectors, as a
+// daemon's first queries do), then runs them unfiltered and filtered, and
+// writes a result as JSON to out.
+func measure(dir string, n, queries, warmup int, cpuProf, memProf string, out io.Writer) error {
 	var qs []benchset.Query
 	b, err := os.ReadFile(filepath.Join(dir, builtMarker))
 	if err != nil {
@@ -114,6 +116,13 @@ func measure(dir string, n, queries int, cpuProf, memProf string, out io.Writer)
 		}
 		pprof.WriteHeapProfile(f)
 		f.Close()
+	}
+	for range warmup {
+		for _, bq := range qs {
+			if _, err := s.Search(ctx, hindsight.Query{Text: bq.Text, K: 3, NoHit: true}); err != nil {
+				return err
+			}
+		}
 	}
 	for _, filtered := range []bool{false, true} {
 		var lat, cpu []time.Duration

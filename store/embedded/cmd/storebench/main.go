@@ -40,7 +40,8 @@ func main() {
 func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("storebench", flag.ContinueOnError)
 	sizes := fs.String("sizes", "1000,10000,100000", "comma-separated experience counts")
-	queries := fs.Int("queries", 500, "queries per size and mode")
+	queries := fs.Int("queries", 500, "queries per size and mode (at most 500)")
+	warmup := fs.Int("warmup", 1, "unmeasured passes over the queries before measuring")
 	dir := fs.String("dir", "", "keep the stores in `DIR`/N (default: a temporary directory, removed after)")
 	child := fs.String("child", "", "internal: build or measure")
 	n := fs.Int("n", 0, "internal: experience count")
@@ -53,7 +54,7 @@ func run(args []string, out io.Writer) error {
 	case "build":
 		return build(*dir, *n)
 	case "measure":
-		return measure(*dir, *n, *queries, *cpuProf, *memProf, out)
+		return measure(*dir, *n, *queries, *warmup, *cpuProf, *memProf, out)
 	case "":
 	default:
 		return fmt.Errorf("unknown child mode %q", *child)
@@ -80,7 +81,8 @@ func run(args []string, out io.Writer) error {
 			}
 		}
 		var r result
-		extra := []string{"-child=measure", "-dir=" + d, "-n=" + strconv.Itoa(size), "-queries=" + strconv.Itoa(*queries)}
+		extra := []string{"-child=measure", "-dir=" + d, "-n=" + strconv.Itoa(size),
+			"-queries=" + strconv.Itoa(*queries), "-warmup=" + strconv.Itoa(*warmup)}
 		if *cpuProf != "" {
 			extra = append(extra, "-cpuprofile="+*cpuProf+"."+strconv.Itoa(size))
 		}
