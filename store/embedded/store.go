@@ -205,7 +205,7 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	emb, embID := s.emb, s.embID
 	s.mu.RUnlock()
 	var reuse []float32
-	if len(e.Vector) == 0 {
+	if len(e.Vector) == 0 && e.Version > 0 { // version 0 is a new experience
 		var err error
 		if reuse, err = s.reusable(e, embID, emb.Dim()); err != nil {
 			return fmt.Errorf("put experience %q: %w", e.ID, err)
@@ -237,13 +237,16 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	if s.embID != embID {
 		return fmt.Errorf("put experience %q: embedder changed during put: %w", e.ID, store.ErrDimension)
 	}
-	var old *hindsight.Experience
-	err := s.db.View(func(txn *badger.Txn) (err error) {
-		old, err = readExp(txn, e.Namespace, e.ID)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("put experience %q: %w", e.ID, err)
+	var old *hindsight.Experience // the index holds every stored experience
+	slot, indexed := s.idx.get(e.Namespace, e.ID)
+	if indexed {
+		err := s.db.View(func(txn *badger.Txn) (err error) {
+			old, err = readExp(txn, e.Namespace, e.ID)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("put experience %q: %w", e.ID, err)
+		}
 	}
 	now := s.now().UTC()
 	n := cloneExp(e)
@@ -265,7 +268,6 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	}
 	e.Version, e.CreatedAt, e.UpdatedAt, e.Embedder = n.Version, n.CreatedAt, n.UpdatedAt, n.Embedder
 	e.Vector = slices.Clone(vec)
-	slot, indexed := s.idx.get(e.Namespace, e.ID)
 	if indexed && old != nil && sameIndexed(old, n) && s.idx.docs[slot].hasVec {
 		if reuse == nil {
 			s.idx.setVector(slot, vec)
