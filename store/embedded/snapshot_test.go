@@ -260,3 +260,36 @@ func TestSnapshotWrittenAfter(t *testing.T) {
 		t.Fatalf("search by the new tool: %v %v", res, err)
 	}
 }
+
+// TestSnapshotPurge purges from a store whose vectors are mapped from its
+// snapshot: the index is rebuilt off the mapping, the purged experience
+// is gone and the others still answer, and so after a restart.
+func TestSnapshotPurge(t *testing.T) {
+	dir := t.TempDir()
+	qs := fillStore(t, dir, 1200)
+	s := reopen(t, dir)
+	if !s.fromSnapshot || s.idx.region == nil {
+		t.Fatal("the store did not start from a mapped snapshot")
+	}
+	ctx := context.Background()
+	gone := qs[0].Want
+	if n, err := s.Purge(ctx, "", []string{gone}); err != nil || n != 1 {
+		t.Fatalf("purge: %d, %v", n, err)
+	}
+	check := func(s *Store) {
+		t.Helper()
+		if _, err := s.Get(ctx, "", gone); err == nil {
+			t.Fatal("the purged experience is still there")
+		}
+		q := qs[1]
+		res, err := s.Search(ctx, hindsight.Query{Text: q.Text, Tool: q.Tool, ErrorCode: q.ErrorCode, K: 5, NoHit: true, IncludeDeleted: true})
+		if err != nil || len(res) == 0 {
+			t.Fatalf("search after purge: %v %v", res, err)
+		}
+	}
+	check(s)
+	s.Close()
+	s = reopen(t, dir)
+	defer s.Close()
+	check(s)
+}

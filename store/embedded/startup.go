@@ -114,13 +114,14 @@ func (s *Store) saveSnapshot() error {
 	return s.setGeneration(gen)
 }
 
-// setIndex makes nx the store's index and unmaps the snapshot the old
-// one's vectors pointed into, which no reader uses any more: the caller
-// holds s.mu for writing (or is opening or closing the store).
+// setIndex makes nx (never sharing the old index's mapped vectors) the
+// store's index and unmaps the snapshot the old one's vectors pointed
+// into, which no reader uses any more: the caller holds s.mu for writing
+// (or is opening or closing the store).
 func (s *Store) setIndex(nx *index) {
 	old := s.idx
 	s.idx = nx
-	if old != nil && old.region != nil && (nx == nil || &nx.region[0] != &old.region[0]) {
+	if old != nil && old != nx && old.region != nil { // a new index never shares the region
 		if err := unmapRegion(old.region); err != nil {
 			s.log.Warn("unmap experience index snapshot", "err", err)
 		}

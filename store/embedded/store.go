@@ -575,7 +575,7 @@ func (s *Store) Close() error {
 		s.log.Warn("experience index snapshot not written; the next start rebuilds the index", "err", err)
 	}
 	s.mu.Unlock()
-	s.setIndex(nil)
+	s.setIndex(newIndex(s.idx.dim)) // unmaps the snapshot; later searches find nothing
 	if !s.ownDB {
 		return nil
 	}
