@@ -117,9 +117,11 @@ func Open(dir string, emb hindsight.Embedder, opt Options) (*Store, error) {
 	return s, nil
 }
 
-// New returns a store over an open Badger database shared with other users
-// (the daemon keeps traces in the same database); its keys start with
-// "exp/" and "vec/". Close leaves db open.
+// New returns a store over an open Badger database, which other users may
+// share; the store's keys start with "exp/", "vec/" and "expidx/", and
+// its index snapshot lies in the database's directory. A write by another
+// user after the store's Close makes the next New rebuild the index (see
+// snapshot.go). Close leaves db open.
 func New(db *badger.DB, emb hindsight.Embedder, opt Options) (*Store, error) {
 	if emb == nil || emb.Dim() <= 0 {
 		return nil, errors.New("open experience store: an embedder with a positive dimension is required")
