@@ -14,12 +14,18 @@ import (
 
 // A snapshot is the index written to a file when the store closes, so
 // that the next Open loads it instead of decoding and tokenising every
-// experience. It is trusted only when its checksum, format version,
-// embedder and generation all match: the generation is a random value
-// that the store also writes to Badger (genKey) after the snapshot, and
-// replaces with a fresh one as soon as it opens, so a snapshot taken
-// before any later write (or a crash) no longer matches and the index is
-// rebuilt from Badger instead.
+// experience. It is trusted only when its checksum (CRC-32C of the whole
+// file), format version, embedder and generation all match, and no write
+// followed the generation's: the generation is a random value that the
+// store writes to Badger (genKey) after the snapshot, and replaces with a
+// fresh one as soon as it opens (removing the file), so a snapshot taken
+// before any later write, a crash or another writer no longer matches
+// and the index is rebuilt from Badger instead.
+//
+// Layout (little-endian): magic, version, generation, embedder, dimension;
+// the interned strings; each slot's filter and ranking fields; padding to
+// vectorAlign, then the vector chunks as vectors lays them out in memory
+// (so they can be mapped); the scales; the postings; the checksum.
 const (
 	snapshotName    = "experience-index.snap"
 	snapshotMagic   = "HSXIDX\x00\x00"
@@ -32,8 +38,8 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // writeSnapshot writes the live slots of x, in key order, to path
-// atomically: a
-// temporary file, synced, renamed over path, and the directory synced.
+// atomically: a temporary file, synced, renamed over path, and the
+// directory synced.
 func writeSnapshot(path string, x *index, gen []byte, embID string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), snapshotName+".tmp*")
 	if err != nil {
