@@ -110,7 +110,7 @@ func TestMain(m *testing.M) {
 // experience is a candidate) and with the tool and error-code filters the
 // sidecar sends. p50 and p99 are reported in microseconds.
 func BenchmarkSearch(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
+	for _, n := range []int{1_000, 10_000, 100_000} {
 		for _, filtered := range []bool{false, true} {
 			name := fmt.Sprintf("n=%d/filters=%v", n, filtered)
 			b.Run(name, func(b *testing.B) {
@@ -184,17 +184,25 @@ func BenchmarkPut(b *testing.B) {
 }
 
 // buildEnv names the directory in which TestBuildBenchStore, run as a
-// child process by BenchmarkOpen, writes its store.
-const buildEnv = "HINDSIGHT_BENCH_BUILD"
+// child process by BenchmarkOpen, writes its store; buildCountEnv says
+// how many experiences.
+const (
+	buildEnv      = "HINDSIGHT_BENCH_BUILD"
+	buildCountEnv = "HINDSIGHT_BENCH_COUNT"
+)
 
 // TestBuildBenchStore is BenchmarkOpen's helper process: with buildEnv set
-// it writes 100,000 synthetic experiences there; otherwise it does nothing.
+// it writes synthetic experiences there; otherwise it does nothing.
 func TestBuildBenchStore(t *testing.T) {
 	dir := os.Getenv(buildEnv)
 	if dir == "" {
 		return
 	}
-	exps, _ := benchset.Synthetic(100_000, 0)
+	n, err := strconv.Atoi(os.Getenv(buildCountEnv))
+	if err != nil {
+		n = 100_000
+	}
+	exps, _ := benchset.Synthetic(n, 0)
 	s, err := Open(dir, embed.NewLocal(0), Options{Now: func() time.Time { return benchset.RefTime }})
 	if err != nil {
 		t.Fatal(err)
@@ -212,37 +220,54 @@ func TestBuildBenchStore(t *testing.T) {
 	}
 }
 
-// BenchmarkOpen measures a daemon's start at 100,000 experiences: a child
+// BenchmarkOpen measures a daemon's start: Open (from the snapshot the
+// previous Close wrote) until the first query is answered. A child
 // process writes the store, so that this process's resident set (VmRSS)
-// and its peak (VmHWM) hold only what Open loads and keeps. Run it alone
-// (-run XXX -bench BenchmarkOpen -benchtime 1x) for clean memory figures.
+// and its peak (VmHWM) hold only what Open loads and keeps. Run one size
+// alone (-run XXX -bench 'BenchmarkOpen/n=100000' -benchtime 1x) for
+// clean memory figures; go run ./store/embedded/cmd/storebench measures
+// every size in child processes of its own.
 func BenchmarkOpen(b *testing.B) {
-	dir := b.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBuildBenchStore$", "-test.count=1")
-	cmd.Env = append(os.Environ(), buildEnv+"="+dir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("build store: %v\n%s", err, out)
-	}
-	first := true
-	for b.Loop() {
-		start := time.Now()
-		s, err := Open(dir, embed.NewLocal(0), Options{Now: func() time.Time { return benchset.RefTime }})
-		if err != nil {
-			b.Fatal(err)
-		}
-		open := time.Since(start)
-		if first {
-			first = false
-			runtime.GC()
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			b.ReportMetric(open.Seconds(), "open-s")
-			b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MB")
-			b.ReportMetric(procStatusMB("VmRSS:"), "rss-MB")
-			b.ReportMetric(procStatusMB("VmHWM:"), "hwm-MB")
-		}
-		if err := s.Close(); err != nil {
-			b.Fatal(err)
-		}
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestBuildBenchStore$", "-test.count=1")
+			cmd.Env = append(os.Environ(), buildEnv+"="+dir, buildCountEnv+"="+strconv.Itoa(n))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("build store: %v\n%s", err, out)
+			}
+			ctx := context.Background()
+			first := true
+			b.ReportAllocs()
+			for b.Loop() {
+				start := time.Now()
+				s, err := Open(dir, embed.NewLocal(0), Options{Now: func() time.Time { return benchset.RefTime }})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Search(ctx, hindsight.Query{Text: "read_file failed ENOENT", NoHit: true}); err != nil {
+					b.Fatal(err)
+				}
+				open := time.Since(start)
+				b.StopTimer()
+				if first {
+					first = false
+					runtime.GC()
+					var ms runtime.MemStats
+					runtime.ReadMemStats(&ms)
+					b.ReportMetric(open.Seconds(), "open-s")
+					b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MB")
+					b.ReportMetric(procStatusMB("VmRSS:"), "rss-MB")
+					b.ReportMetric(procStatusMB("VmHWM:"), "hwm-MB")
+				}
+				if !s.fromSnapshot {
+					b.Fatal("open rebuilt the index instead of loading the snapshot")
+				}
+				if err := s.Close(); err != nil { // writes the next snapshot
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
 	}
 }

@@ -2,7 +2,6 @@ package embedded
 
 import (
 	"math"
-	"math/bits"
 	"slices"
 	"time"
 
@@ -16,13 +15,6 @@ import (
 const (
 	bm25K1 = 1.2
 	bm25B  = 0.75
-	// exactScan is the candidate count up to which vectors are compared
-	// exactly; above it a binary-quantised pass picks rescore candidates.
-	exactScan = 4096
-	rescore   = 512
-	// coarseKeep is how many candidates the positive-bits pass keeps for
-	// the full ternary codes (see preselect).
-	coarseKeep = 2 * rescore
 )
 
 type posting struct {
@@ -34,7 +26,7 @@ type posting struct {
 // a dead slot behind; dead slots are skipped and dropped by compact.
 type doc struct {
 	filterMeta
-	exp    *hindsight.Experience
+	rankMeta
 	hasVec bool
 	length int32
 }
@@ -48,68 +40,37 @@ type filterMeta struct {
 	lastActive                   int64 // unix seconds, see rank.LastActive
 }
 
-// index is the in-memory search structure of a Store: BM25 postings, a
-// float32 vector slab with a ternary bit code per vector for fast
-// pre-selection, and exact-match filter lists. It is rebuilt from Badger at
-// open. It is not safe for concurrent use; Store guards it.
+// rankMeta is what ranking reads of an experience (rank.Options.Score and
+// Fuse); the full record stays in Badger.
+type rankMeta struct {
+	id               string
+	template         int32 // interned error template
+	confidence       float64
+	evidence, hits   int32
+	created, updated time.Time
+	lastHit          time.Time // zero: never hit
+}
+
+// index is the in-memory search structure of a Store: BM25 postings, the
+// vectors quantised to int8 with a ternary bit code per vector for fast
+// pre-selection, exact-match filter lists and the fields ranking reads.
+// Experiences themselves stay in Badger. It is not safe for concurrent
+// use; Store guards it.
 type index struct {
 	dim      int
 	words    int // uint64 words per bit-code half
 	docs     []doc
-	meta     []filterMeta // docs[i].filterMeta, kept in step by syncMeta
+	meta     []filterMeta // docs[i].filterMeta, kept in step by setMeta
 	lens     []float32    // document length per slot, dense for BM25
 	byKey    map[string]int32
 	postings map[string][]posting
 	filters  map[filterKey][]int32
 	intern   map[string]int32
-	// Vectors (dim float32 per slot) and their ternary codes (words
-	// uint64 of positive bits per slot in pos, of negative bits in neg)
-	// live in chunks of chunkSlots slots, so growing never copies the
-	// whole slab. Pre-selection scans pos alone first, so it is a slab of
-	// its own.
-	vecs     [][]float32
-	pos, neg [][]uint64
+	names    []string // interned strings by id
+	vectors
 	live     int
 	dead     int
 	totalLen int64
-}
-
-const chunkSlots = 1024
-
-// ternary writes v's ternary sign code into pos and neg (words long each).
-func ternary(pos, neg []uint64, v []float32) {
-	clear(pos)
-	clear(neg)
-	for i, f := range v {
-		switch {
-		case f > 0:
-			pos[i/64] |= 1 << (i % 64)
-		case f < 0:
-			neg[i/64] |= 1 << (i % 64)
-		}
-	}
-}
-
-// vec returns slot's vector storage.
-func (x *index) vec(slot int32) []float32 {
-	off := int(slot%chunkSlots) * x.dim
-	return x.vecs[slot/chunkSlots][off : off+x.dim]
-}
-
-// code returns slot's ternary code storage: positive and negative bits.
-func (x *index) code(slot int32) (pos, neg []uint64) {
-	off := int(slot%chunkSlots) * x.words
-	c := slot / chunkSlots
-	return x.pos[c][off : off+x.words], x.neg[c][off : off+x.words]
-}
-
-// grow makes room for slot.
-func (x *index) grow(slot int32) {
-	if int(slot/chunkSlots) >= len(x.vecs) {
-		x.vecs = append(x.vecs, make([]float32, chunkSlots*x.dim))
-		x.pos = append(x.pos, make([]uint64, chunkSlots*x.words))
-		x.neg = append(x.neg, make([]uint64, chunkSlots*x.words))
-	}
 }
 
 type filterKey struct {
@@ -125,6 +86,8 @@ func newIndex(dim int) *index {
 		postings: map[string][]posting{},
 		filters:  map[filterKey][]int32{},
 		intern:   map[string]int32{"": 0},
+		names:    []string{""},
+		vectors:  vectors{dim: dim, words: (dim + 63) / 64},
 	}
 }
 
@@ -135,8 +98,9 @@ func (x *index) id(s string) int32 {
 	if v, ok := x.intern[s]; ok {
 		return v
 	}
-	v := int32(len(x.intern))
+	v := int32(len(x.names))
 	x.intern[s] = v
+	x.names = append(x.names, s)
 	return v
 }
 
@@ -153,18 +117,20 @@ func (x *index) get(ns, id string) (int32, bool) {
 	return s, ok
 }
 
-// add indexes e (which the index now owns) in a new slot and retires the
-// slot it replaces, if any.
+// add indexes e in a new slot and retires the slot it replaces, if any.
+// The index keeps e's vector (when embID made it) quantised, and none of
+// e itself.
 func (x *index) add(e *hindsight.Experience, embID string, terms []string) {
 	k := key(e.Namespace, e.ID)
 	if old, ok := x.byKey[k]; ok {
 		x.kill(old)
 	}
 	slot := int32(len(x.docs))
-	d := doc{exp: e, filterMeta: filterMeta{live: true,
+	d := doc{filterMeta: filterMeta{live: true,
 		ns: x.id(e.Namespace), server: x.id(e.Server), tool: x.id(e.Tool),
 		task: x.id(e.TaskType), code: x.id(e.ErrorCode)}}
-	x.setMeta(&d)
+	d.rankMeta.id = k[len(e.Namespace)+1:]
+	x.setMeta(&d, e)
 	terms = tokenize.IndexTerms(terms[:0], store.Text(e))
 	d.length = int32(len(terms))
 	slices.Sort(terms)
@@ -186,8 +152,6 @@ func (x *index) add(e *hindsight.Experience, embID string, terms []string) {
 		d.hasVec = true
 		x.setVector(slot, e.Vector)
 	}
-	// The index keeps its own copy of the vector in the slab.
-	e.Vector = nil
 	x.docs = append(x.docs, d)
 	x.meta = append(x.meta, d.filterMeta)
 	x.lens = append(x.lens, float32(d.length))
@@ -196,37 +160,41 @@ func (x *index) add(e *hindsight.Experience, embID string, terms []string) {
 	x.totalLen += int64(d.length)
 }
 
-func (x *index) setMeta(d *doc) {
-	d.superseded = d.exp.SupersededBy != ""
-	d.deleted = d.exp.Deleted
-	d.lastActive = rank.LastActive(d.exp).Unix()
-}
-
-// setVector stores v scaled to unit length, so that the inner product is
-// the cosine, and its ternary sign code.
-func (x *index) setVector(slot int32, v []float32) {
-	dst := x.vec(slot)
-	copy(dst, v)
-	normalize(dst)
-	pos, neg := x.code(slot)
-	ternary(pos, neg, dst)
-}
-
-// vector returns a copy of slot's vector, or nil.
-func (x *index) vector(slot int32) []float32 {
-	if !x.docs[slot].hasVec {
-		return nil
+// setMeta copies the fields filters and ranking read of e into d.
+func (x *index) setMeta(d *doc, e *hindsight.Experience) {
+	d.superseded = e.SupersededBy != ""
+	d.deleted = e.Deleted
+	d.lastActive = rank.LastActive(e).Unix()
+	d.template = x.id(e.ErrorTemplate)
+	d.confidence = e.Confidence
+	d.evidence, d.hits = int32(min(e.EvidenceCount, math.MaxInt32)), int32(min(e.HitCount, math.MaxInt32))
+	d.created, d.updated = e.CreatedAt, e.UpdatedAt
+	d.lastHit = time.Time{}
+	if e.LastHitAt != nil {
+		d.lastHit = *e.LastHitAt
 	}
-	return slices.Clone(x.vec(slot))
 }
 
-// replaceMeta swaps the experience of a slot whose text and filter fields
+// rankExp returns the experience of slot as far as ranking reads it.
+func (x *index) rankExp(slot int32) *hindsight.Experience {
+	d := &x.docs[slot]
+	e := &hindsight.Experience{ID: d.id, Namespace: x.names[d.ns], Server: x.names[d.server],
+		Tool: x.names[d.tool], TaskType: x.names[d.task], ErrorCode: x.names[d.code],
+		ErrorTemplate: x.names[d.template], Confidence: d.confidence,
+		EvidenceCount: int(d.evidence), HitCount: int(d.hits),
+		CreatedAt: d.created, UpdatedAt: d.updated, Deleted: d.deleted}
+	if !d.lastHit.IsZero() {
+		t := d.lastHit
+		e.LastHitAt = &t
+	}
+	return e
+}
+
+// replaceMeta updates the metadata of a slot whose text and filter fields
 // did not change (hits, supersede, forget, restore, confidence…).
 func (x *index) replaceMeta(slot int32, e *hindsight.Experience) {
-	e.Vector = nil
 	d := &x.docs[slot]
-	d.exp = e
-	x.setMeta(d)
+	x.setMeta(d, e)
 	x.meta[slot] = d.filterMeta
 }
 
@@ -236,7 +204,6 @@ func (x *index) kill(slot int32) {
 		return
 	}
 	d.live = false
-	d.exp = nil
 	x.meta[slot].live = false
 	x.live--
 	x.dead++
@@ -245,24 +212,6 @@ func (x *index) kill(slot int32) {
 
 // needsCompact reports whether dead slots outweigh live ones.
 func (x *index) needsCompact() bool { return x.dead > 1024 && x.dead > x.live }
-
-// compact rebuilds the index from its live slots.
-func (x *index) compact(embID string) *index {
-	nx := newIndex(x.dim)
-	var terms []string
-	for slot := range x.docs {
-		d := &x.docs[slot]
-		if !d.live {
-			continue
-		}
-		e := d.exp
-		if d.hasVec {
-			e.Vector = x.vec(int32(slot))
-		}
-		nx.add(e, embID, terms)
-	}
-	return nx
-}
 
 // filter is a query's exact-match filter as interned ids (-1: no document
 // has the value, so nothing matches).
@@ -496,164 +445,4 @@ func partialTop(all []scored, n int, less func(a, b scored) int) []scored {
 		}
 	}
 	return h
-}
-
-// knn returns the best n allowed slots by cosine similarity to q (unit
-// length), best first. ok is the allowed slots.
-func (x *index) knn(sc *scratch, q []float32, ok []int32, n int) []scored {
-	if len(q) != x.dim {
-		return nil
-	}
-	cand := ok
-	if len(ok) > exactScan {
-		cand = x.preselect(sc, q, ok, rescore)
-	}
-	top := sc.vtop[:0]
-	defer func() { sc.vtop = top[:0] }()
-	for _, s := range cand {
-		if x.docs[s].hasVec {
-			top = append(top, scored{s, dot(q, x.vec(s))})
-		}
-	}
-	return slices.Clone(selectTop(top, n))
-}
-
-// preselect picks about r of ok whose ternary codes are nearest to q's
-// (Hamming distance over the positive and negative sign bits). Over many
-// candidates a first pass compares the positive bits alone (a binary code,
-// half the memory to stream) and keeps coarseKeep for the full codes.
-func (x *index) preselect(sc *scratch, q []float32, ok []int32, r int) []int32 {
-	w := x.words
-	if cap(sc.qcode) < 2*w {
-		sc.qcode = make([]uint64, 2*w)
-	}
-	qp, qn := sc.qcode[:w], sc.qcode[w:2*w]
-	ternary(qp, qn, q)
-	cand := ok
-	if len(ok) > 2*coarseKeep {
-		cand = x.nearest(sc, sc.coarse[:0], ok, qp, nil, coarseKeep)
-		sc.coarse = cand
-	}
-	return x.nearest(sc, nil, cand, qp, qn, r)
-}
-
-// nearest appends to out about r of slots whose codes are nearest to the
-// query's (qn nil: positive bits only). It counts a histogram of distances
-// instead of sorting. Experiences without a vector have an all-zero code;
-// knn skips them after pre-selection.
-func (x *index) nearest(sc *scratch, out, slots []int32, qp, qn []uint64, r int) []int32 {
-	if cap(sc.dist) < len(slots) {
-		sc.dist = make([]uint16, len(slots))
-	}
-	dist := sc.dist[:len(slots)]
-	if cap(sc.hist) < 2*64*x.words+2 {
-		sc.hist = make([]int, 2*64*x.words+2)
-	}
-	hist := sc.hist[:2*64*x.words+2]
-	clear(hist)
-	x.distances(dist, slots, qp, qn)
-	for _, d := range dist {
-		hist[d]++
-	}
-	limit, sum := 0, 0
-	for limit = 0; limit < len(hist)-1; limit++ {
-		sum += hist[limit]
-		if sum >= r {
-			break
-		}
-	}
-	// Everything nearer than the limit, then ties at the limit until r.
-	below := sum - hist[min(limit, len(hist)-1)]
-	room := max(r-below, 0)
-	if out == nil {
-		out = make([]int32, 0, below+room)
-	}
-	for i, s := range slots {
-		switch d := int(dist[i]); {
-		case d < limit:
-			out = append(out, s)
-		case d == limit && room > 0:
-			out = append(out, s)
-			room--
-		}
-	}
-	return out
-}
-
-// distances sets dist[i] to the Hamming distance between the query's
-// code and slots[i]'s (qn nil: over the positive bits only).
-func (x *index) distances(dist []uint16, slots []int32, qp, qn []uint64) {
-	if len(qp) == 8 { // 512 dimensions: fixed size, unrolled
-		var n8 *[8]uint64
-		if qn != nil {
-			n8 = (*[8]uint64)(qn)
-		}
-		x.distances512(dist, slots, (*[8]uint64)(qp), n8)
-		return
-	}
-	for i, s := range slots {
-		pos, neg := x.code(s)
-		d := 0
-		for k, v := range qp {
-			d += bits.OnesCount64(pos[k] ^ v)
-		}
-		for k, v := range qn {
-			d += bits.OnesCount64(neg[k] ^ v)
-		}
-		dist[i] = uint16(d)
-	}
-}
-
-// distances512 is distances for 512-dimensional codes. It runs for every
-// candidate of an unfiltered query, so the query words stay in registers
-// and the popcounts are unrolled.
-func (x *index) distances512(dist []uint16, slots []int32, qp, qn *[8]uint64) {
-	q0, q1, q2, q3, q4, q5, q6, q7 := qp[0], qp[1], qp[2], qp[3], qp[4], qp[5], qp[6], qp[7]
-	for i, s := range slots {
-		c, off := uint32(s)/chunkSlots, uint32(s)%chunkSlots*8
-		p := (*[8]uint64)(x.pos[c][off:])
-		d := bits.OnesCount64(p[0]^q0) + bits.OnesCount64(p[1]^q1) +
-			bits.OnesCount64(p[2]^q2) + bits.OnesCount64(p[3]^q3) +
-			bits.OnesCount64(p[4]^q4) + bits.OnesCount64(p[5]^q5) +
-			bits.OnesCount64(p[6]^q6) + bits.OnesCount64(p[7]^q7)
-		if qn != nil {
-			n := (*[8]uint64)(x.neg[c][off:])
-			for k := range 8 {
-				d += bits.OnesCount64(n[k] ^ qn[k])
-			}
-		}
-		dist[i] = uint16(d)
-	}
-}
-
-// dot is the inner product of two equal-length vectors.
-func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+8 <= len(a); i += 8 {
-		s0 += a[i]*b[i] + a[i+4]*b[i+4]
-		s1 += a[i+1]*b[i+1] + a[i+5]*b[i+5]
-		s2 += a[i+2]*b[i+2] + a[i+6]*b[i+6]
-		s3 += a[i+3]*b[i+3] + a[i+7]*b[i+7]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return s0 + s1 + s2 + s3
-}
-
-// normalize scales v to unit length in place (the zero vector stays zero).
-func normalize(v []float32) {
-	var n float64
-	for _, f := range v {
-		n += float64(f) * float64(f)
-	}
-	if n == 0 {
-		return
-	}
-	inv := float32(1 / math.Sqrt(n))
-	for i := range v {
-		v[i] *= inv
-	}
 }

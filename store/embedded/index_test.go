@@ -43,7 +43,7 @@ func TestPreselectRecall(t *testing.T) {
 		normalize(v)
 		exact := make([]scored, 0, len(all))
 		for _, s := range all {
-			exact = append(exact, scored{s, dot(v, x.vec(s))})
+			exact = append(exact, scored{s, x.score(v, s)})
 		}
 		exact = selectTop(exact, 10)
 		approx := x.knn(sc, v, all, 10) // len(all) > exactScan: pre-selects

@@ -41,6 +41,6 @@ func (s *Store) Purge(_ context.Context, namespace string, ids []string) (int, e
 	for _, id := range ids {
 		delete(s.idx.byKey, key(namespace, id))
 	}
-	s.idx = s.idx.compact(s.embID)
+	s.setIndex(s.idx.compact(false))
 	return len(slots), nil
 }

@@ -155,7 +155,11 @@ func hitRates(t testing.TB, s *Store, qs []benchset.Query) map[string][2]float64
 			if m.filters {
 				q.Server, q.Tool, q.ErrorCode = bq.Server, bq.Tool, bq.ErrorCode
 			}
-			for j, r := range s.search(&q, vecs[i], m.use) {
+			res, err := s.search(&q, vecs[i], m.use)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, r := range res {
 				if r.ID == bq.Want {
 					if j == 0 {
 						h1++

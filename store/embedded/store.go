@@ -1,19 +1,26 @@
 // Package embedded is Hindsight's default experience store: experiences
-// persisted in Badger, searched through in-memory indexes rebuilt at open.
+// persisted in Badger, searched through in-memory indexes.
 //
 // The indexes are BM25 over each experience's text (store.Text; tokenised
 // with store/tokenize, so CJK text is searchable as character bigrams), a
-// vector index, and exact-match filter lists (namespace, server, tool, task
-// type, error code). Queries filter first: the smallest filter list that
-// covers the query is scanned. Vectors are compared exactly (cosine over
-// unit-length float32) when at most 4,096 experiences pass the filters;
-// above that a ternary sign code of each vector (two bits a dimension,
-// compared with popcount) picks the ~512 nearest for exact rescoring, in two
-// passes: the positive bits alone (a binary code, streamed from a slab of
-// their own) keep 1,024, whose full codes keep 512. Both result lists (100
-// each) and the query's error template are fused and weighted by
-// store/rank, the vector arm weighed for the configured embedder
-// (rank.VectorWeightFor).
+// vector index, exact-match filter lists (namespace, server, tool, task
+// type, error code) and the few fields ranking reads; the experiences
+// themselves stay in Badger and are read for the results only. Queries
+// filter first: the smallest filter list that covers the query is
+// scanned. Vectors are held scaled to unit length and quantised to int8
+// with a per-vector scale; they are compared exactly (cosine over the
+// int8 vectors) when at most 4,096 experiences pass the filters; above
+// that a ternary sign code of each vector (two bits a dimension, compared
+// with popcount) picks the ~512 nearest for rescoring, in two passes: the
+// positive bits alone (a binary code, streamed from a slab of their own)
+// keep 1,024, whose full codes keep 512. Both result lists (100 each) and
+// the query's error template are fused and weighted by store/rank, the
+// vector arm weighed for the configured embedder (rank.VectorWeightFor).
+//
+// Close writes the indexes to a snapshot file beside Badger's (see
+// snapshot.go); Open loads it, its vectors mapped rather than read, when
+// it matches the database, and rebuilds the indexes from Badger
+// otherwise.
 //
 // Vectors record the embedder that made them (store.EmbedderID). A vector
 // of another embedder or dimension is refused by Put (store.ErrDimension);
@@ -22,16 +29,14 @@
 package embedded
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -42,13 +47,6 @@ import (
 	"github.com/hindsight-proxy/hindsight/internal/badgerlog"
 	"github.com/hindsight-proxy/hindsight/store"
 	"github.com/hindsight-proxy/hindsight/store/rank"
-)
-
-// Key prefixes in Badger. Experiences are JSON (the export format, without
-// the vector); vectors are little-endian float32.
-const (
-	prefixExp = "exp/"
-	prefixVec = "vec/"
 )
 
 // ValueThreshold is the Badger value threshold of the store's database:
@@ -72,10 +70,18 @@ type Store struct {
 	opt   Options
 	log   *slog.Logger
 
+	// snapPath is the index snapshot's file ("" for an in-memory
+	// database); see snapshot.go.
+	snapPath string
+
 	mu    sync.RWMutex
 	emb   hindsight.Embedder
 	embID string
 	idx   *index
+	// fromSnapshot tells whether open loaded the index from a snapshot.
+	fromSnapshot bool
+	// closed is set by Close, which writes the snapshot once.
+	closed bool
 }
 
 var _ hindsight.ExperienceStore = (*Store)(nil)
@@ -84,12 +90,19 @@ var _ store.Reembedder = (*Store)(nil)
 // Open opens (creating it if needed) a Badger database in dir and loads the
 // experiences it holds. Close closes the database.
 func Open(dir string, emb hindsight.Embedder, opt Options) (*Store, error) {
+	// Sized for the store's reads: the index (from the snapshot, or one
+	// scan at a rebuild) answers queries, so Badger is read only for the
+	// few experiences a query returns and for the record a write
+	// replaces. An 8 MB block cache holds the hot ones; table indexes and
+	// Bloom filters (about 1 MB at 100,000 experiences) stay in memory
+	// (index cache 0); two 8 MB memtables take a write transaction of up
+	// to 1.2 MB (Badger's 15%), far above a re-embedding batch.
 	bo := badger.DefaultOptions(dir).
 		WithLogger(badgerlog.New(logger(opt))).
-		WithMemTableSize(16 << 20).
+		WithMemTableSize(8 << 20).
 		WithNumMemtables(2).
-		WithBlockCacheSize(32 << 20).
-		WithIndexCacheSize(16 << 20).
+		WithBlockCacheSize(8 << 20).
+		WithIndexCacheSize(0).
 		WithValueThreshold(ValueThreshold)
 	db, err := badger.Open(bo)
 	if err != nil {
@@ -104,15 +117,20 @@ func Open(dir string, emb hindsight.Embedder, opt Options) (*Store, error) {
 	return s, nil
 }
 
-// New returns a store over an open Badger database shared with other users
-// (the daemon keeps traces in the same database); its keys start with
-// "exp/" and "vec/". Close leaves db open.
+// New returns a store over an open Badger database, which other users may
+// share; the store's keys start with "exp/", "vec/" and "expidx/", and
+// its index snapshot lies in the database's directory. A write by another
+// user after the store's Close makes the next New rebuild the index (see
+// snapshot.go). Close leaves db open.
 func New(db *badger.DB, emb hindsight.Embedder, opt Options) (*Store, error) {
 	if emb == nil || emb.Dim() <= 0 {
 		return nil, errors.New("open experience store: an embedder with a positive dimension is required")
 	}
 	s := &Store{db: db, opt: opt, log: logger(opt), emb: emb, embID: store.EmbedderID(emb)}
-	if err := s.load(); err != nil {
+	if o := db.Opts(); !o.InMemory {
+		s.snapPath = filepath.Join(o.Dir, snapshotName)
+	}
+	if err := s.open(); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -132,104 +150,15 @@ func (s *Store) now() time.Time {
 	return time.Now()
 }
 
-// load rebuilds the indexes from Badger. Decoding (this goroutine) and
-// indexing (another) overlap; vectors are read by a second iterator that
-// walks the "vec/" keys in step with the "exp/" keys, which share their
-// suffixes and so their order.
-func (s *Store) load() error {
-	idx := newIndex(s.emb.Dim())
-	stale := 0
-	batches := make(chan []*hindsight.Experience, 8)
-	indexed := make(chan struct{})
-	go func() {
-		defer close(indexed)
-		for batch := range batches {
-			for _, e := range batch {
-				if len(e.Vector) != idx.dim {
-					stale++
-				}
-				idx.add(e, s.embID, nil)
-			}
-		}
-	}()
-	err := s.db.View(func(txn *badger.Txn) error {
-		return s.decodeAll(txn, batches)
-	})
-	close(batches)
-	<-indexed
-	if err != nil {
-		return fmt.Errorf("load experiences: %w", err)
-	}
-	if stale > 0 {
-		s.log.Warn("experiences need re-embedding for the configured embedder; until then they are found by text only",
-			"count", stale, "embedder", s.embID)
-	}
-	s.idx = idx
-	return nil
-}
-
-// decodeAll sends every stored experience, with its vector when the
-// configured embedder made it, to out in batches.
-func (s *Store) decodeAll(txn *badger.Txn, out chan<- []*hindsight.Experience) error {
-	const batchSize = 256
-	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256, Prefix: []byte(prefixExp)})
-	defer it.Close()
-	vit := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 64, Prefix: []byte(prefixVec)})
-	defer vit.Close()
-	vit.Rewind()
-	batch := make([]*hindsight.Experience, 0, batchSize)
-	for it.Rewind(); it.Valid(); it.Next() {
-		e := new(hindsight.Experience)
-		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, e) }); err != nil {
-			return fmt.Errorf("decode %q: %w", it.Item().Key(), err)
-		}
-		if e.Embedder == s.embID {
-			suffix := it.Item().Key()[len(prefixExp):]
-			for vit.Valid() && bytes.Compare(vit.Item().Key()[len(prefixVec):], suffix) < 0 {
-				vit.Next()
-			}
-			if vit.Valid() && bytes.Equal(vit.Item().Key()[len(prefixVec):], suffix) {
-				if err := vit.Item().Value(func(v []byte) error { e.Vector = decodeVec(v); return nil }); err != nil {
-					return fmt.Errorf("decode vector %q: %w", vit.Item().Key(), err)
-				}
-			}
-		}
-		batch = append(batch, e)
-		if len(batch) == batchSize {
-			out <- batch
-			batch = make([]*hindsight.Experience, 0, batchSize)
-		}
-	}
-	if len(batch) > 0 {
-		out <- batch
-	}
-	return nil
-}
-
-func expKey(ns, id string) []byte { return []byte(prefixExp + key(ns, id)) }
-func vecKey(ns, id string) []byte { return []byte(prefixVec + key(ns, id)) }
-
-func encodeVec(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
-	}
-	return b
-}
-
-func decodeVec(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
-}
-
 // NeedsReembed returns how many experiences have no vector from the
 // configured embedder.
 func (s *Store) NeedsReembed() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.needsReembed()
+}
+
+func (s *Store) needsReembed() int {
 	n := 0
 	for i := range s.idx.docs {
 		if d := &s.idx.docs[i]; d.live && !d.hasVec {
@@ -276,13 +205,14 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	}
 	s.mu.RLock()
 	emb, embID := s.emb, s.embID
+	s.mu.RUnlock()
 	var reuse []float32
-	if slot, ok := s.idx.get(e.Namespace, e.ID); ok && len(e.Vector) == 0 {
-		if d := &s.idx.docs[slot]; d.hasVec && store.Text(d.exp) == store.Text(e) {
-			reuse = s.idx.vector(slot)
+	if len(e.Vector) == 0 && e.Version > 0 { // version 0 is a new experience
+		var err error
+		if reuse, err = s.reusable(e, embID, emb.Dim()); err != nil {
+			return fmt.Errorf("put experience %q: %w", e.ID, err)
 		}
 	}
-	s.mu.RUnlock()
 
 	vec := e.Vector
 	switch {
@@ -309,12 +239,21 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	if s.embID != embID {
 		return fmt.Errorf("put experience %q: embedder changed during put: %w", e.ID, store.ErrDimension)
 	}
+	var old *hindsight.Experience // the index holds every stored experience
+	slot, indexed := s.idx.get(e.Namespace, e.ID)
+	if indexed {
+		err := s.db.View(func(txn *badger.Txn) (err error) {
+			old, err = readExp(txn, e.Namespace, e.ID)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("put experience %q: %w", e.ID, err)
+		}
+	}
 	now := s.now().UTC()
 	n := cloneExp(e)
 	n.Vector, n.Embedder = vec, embID
-	slot, exists := s.idx.get(e.Namespace, e.ID)
-	if exists {
-		old := s.idx.docs[slot].exp
+	if old != nil {
 		if old.Version != e.Version {
 			return fmt.Errorf("put experience %q: stored version %d, given %d: %w", e.ID, old.Version, e.Version, hindsight.ErrConflict)
 		}
@@ -331,8 +270,8 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	}
 	e.Version, e.CreatedAt, e.UpdatedAt, e.Embedder = n.Version, n.CreatedAt, n.UpdatedAt, n.Embedder
 	e.Vector = slices.Clone(vec)
-	if exists && sameIndexed(s.idx.docs[slot].exp, n) && s.idx.docs[slot].hasVec {
-		if !slices.Equal(vec, reuse) {
+	if indexed && old != nil && sameIndexed(old, n) && s.idx.docs[slot].hasVec {
+		if reuse == nil {
 			s.idx.setVector(slot, vec)
 		}
 		s.idx.replaceMeta(slot, n)
@@ -340,9 +279,28 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 		s.idx.add(n, s.embID, nil)
 	}
 	if s.idx.needsCompact() {
-		s.idx = s.idx.compact(s.embID)
+		s.setIndex(s.idx.compact(false))
 	}
 	return nil
+}
+
+// reusable returns the stored vector of e, scaled to unit length, when
+// embID made it and e's text is unchanged; nil otherwise.
+func (s *Store) reusable(e *hindsight.Experience, embID string, dim int) ([]float32, error) {
+	var v []float32
+	err := s.db.View(func(txn *badger.Txn) error {
+		old, err := readExp(txn, e.Namespace, e.ID)
+		if err != nil || old == nil || old.Embedder != embID || store.Text(old) != store.Text(e) {
+			return err
+		}
+		if v, err = readVec(txn, e.Namespace, e.ID); err != nil || len(v) != dim {
+			v = nil
+			return err
+		}
+		normalize(v)
+		return nil
+	})
+	return v, err
 }
 
 // sameIndexed reports whether a and b have the same text and filter fields.
@@ -362,58 +320,66 @@ func cloneExp(e *hindsight.Experience) *hindsight.Experience {
 	return &n
 }
 
-// write persists e and its vector in one transaction.
-func (s *Store) write(e *hindsight.Experience) error {
-	b, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	return s.db.Update(func(txn *badger.Txn) error {
-		if err := txn.Set(expKey(e.Namespace, e.ID), b); err != nil {
-			return err
-		}
-		if len(e.Vector) > 0 {
-			return txn.Set(vecKey(e.Namespace, e.ID), encodeVec(e.Vector))
-		}
-		return nil
-	})
-}
-
 // Get returns the experience id of namespace (with its vector, scaled to
 // unit length), in any state.
 func (s *Store) Get(ctx context.Context, namespace, id string) (*hindsight.Experience, error) {
+	ns := rank.Namespace(namespace)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	slot, ok := s.idx.get(rank.Namespace(namespace), id)
+	slot, ok := s.idx.get(ns, id)
 	if !ok {
 		return nil, fmt.Errorf("get experience %q: %w", id, hindsight.ErrNotFound)
 	}
-	e := cloneExp(s.idx.docs[slot].exp)
-	e.Vector = s.idx.vector(slot)
+	var e *hindsight.Experience
+	err := s.db.View(func(txn *badger.Txn) (err error) {
+		if e, err = readExp(txn, ns, id); err != nil || e == nil {
+			return err
+		}
+		if s.idx.docs[slot].hasVec {
+			e.Vector, err = s.unitVec(txn, ns, id)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get experience %q: %w", id, err)
+	}
+	if e == nil {
+		return nil, fmt.Errorf("get experience %q: %w", id, hindsight.ErrNotFound)
+	}
 	return e, nil
 }
 
 // List returns experiences in creation order (then id).
 func (s *Store) List(ctx context.Context, opt hindsight.ListOptions) ([]hindsight.Experience, error) {
 	s.mu.RLock()
+	defer s.mu.RUnlock()
+	x := s.idx
 	var out []hindsight.Experience
-	for i := range s.idx.docs {
-		d := &s.idx.docs[i]
-		if !d.live {
-			continue
+	err := s.db.View(func(txn *badger.Txn) error {
+		for i := range x.docs {
+			d := &x.docs[i]
+			switch {
+			case !d.live,
+				opt.Namespace != "" && x.names[d.ns] != opt.Namespace,
+				opt.Server != "" && x.names[d.server] != opt.Server,
+				opt.Tool != "" && x.names[d.tool] != opt.Tool,
+				d.superseded && !opt.IncludeSuperseded,
+				d.deleted && !opt.IncludeDeleted:
+				continue
+			}
+			e, err := readExp(txn, x.names[d.ns], d.id)
+			if err != nil {
+				return err
+			}
+			if e != nil {
+				out = append(out, *e)
+			}
 		}
-		e := d.exp
-		switch {
-		case opt.Namespace != "" && e.Namespace != opt.Namespace,
-			opt.Server != "" && e.Server != opt.Server,
-			opt.Tool != "" && e.Tool != opt.Tool,
-			e.SupersededBy != "" && !opt.IncludeSuperseded,
-			e.Deleted && !opt.IncludeDeleted:
-			continue
-		}
-		out = append(out, *cloneExp(e))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list experiences: %w", err)
 	}
-	s.mu.RUnlock()
 	return store.ListOrder(out, opt.Limit), nil
 }
 
@@ -432,7 +398,10 @@ func (s *Store) Search(ctx context.Context, q hindsight.Query) ([]hindsight.Scor
 		qv = slices.Clone(vs[0])
 		normalize(qv)
 	}
-	res := s.search(&q, qv, useAll)
+	res, err := s.search(&q, qv, useAll)
+	if err != nil {
+		return nil, fmt.Errorf("search experiences: %w", err)
+	}
 	if !q.NoHit && len(res) > 0 {
 		ids := make([]string, len(res))
 		for i := range res {
@@ -453,44 +422,49 @@ const (
 	useAll      = useBM25 | useVector | useTemplate
 )
 
-func (s *Store) search(q *hindsight.Query, qv []float32, use int) []hindsight.ScoredExperience {
+func (s *Store) search(q *hindsight.Query, qv []float32, use int) ([]hindsight.ScoredExperience, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	x := s.idx
 	now := s.now()
 	f := x.compile(q, s.opt.Rank, now)
 	if f.empty() {
-		return nil
+		return nil, nil
 	}
 	sc := getScratch()
 	defer putScratch(sc)
 	ok := x.allow(sc, &f, x.candidates(&f))
 	if len(ok) == 0 {
-		return nil
+		return nil, nil
 	}
 	cands := map[int32]*rank.Candidate{}
+	var exact map[int32][]float32 // vectors exactHead read
 	if strings.TrimSpace(q.Text) == "" {
 		// No text: the newest matches, ranked by creation.
 		newest := slices.Clone(ok)
-		slices.SortFunc(newest, func(a, b int32) int { return x.docs[b].exp.CreatedAt.Compare(x.docs[a].exp.CreatedAt) })
+		slices.SortFunc(newest, func(a, b int32) int { return x.docs[b].created.Compare(x.docs[a].created) })
 		for i, slot := range newest[:min(len(newest), rank.Candidates)] {
-			cands[slot] = &rank.Candidate{Exp: x.docs[slot].exp, BM25Rank: i + 1}
+			cands[slot] = &rank.Candidate{Exp: x.rankExp(slot), BM25Rank: i + 1}
 		}
 	} else {
 		var vec, lex []scored
 		if use&useVector != 0 {
 			vec = x.knn(sc, qv, ok, rank.Candidates)
+			var err error
+			if exact, err = s.exactHead(qv, vec); err != nil {
+				return nil, err
+			}
 		}
 		if use&useBM25 != 0 {
 			lex = x.bm25(sc, q.Text, rank.Candidates)
 		}
 		for i, r := range vec {
-			cands[r.slot] = &rank.Candidate{Exp: x.docs[r.slot].exp, VectorRank: i + 1}
+			cands[r.slot] = &rank.Candidate{Exp: x.rankExp(r.slot), VectorRank: i + 1}
 		}
 		for i, r := range lex {
 			c := cands[r.slot]
 			if c == nil {
-				c = &rank.Candidate{Exp: x.docs[r.slot].exp}
+				c = &rank.Candidate{Exp: x.rankExp(r.slot)}
 				cands[r.slot] = c
 			}
 			c.BM25Rank = i + 1
@@ -507,12 +481,41 @@ func (s *Store) search(q *hindsight.Query, qv []float32, use int) []hindsight.Sc
 		opt.TemplateWeight = -1
 	}
 	res := opt.Fuse(q, list, now)
-	for i := range res {
-		slot, _ := x.get(res[i].Namespace, res[i].ID)
-		res[i].Experience = *cloneExp(&res[i].Experience)
-		res[i].Vector = x.vector(slot)
+	if err := s.fill(res, exact); err != nil {
+		return nil, err
 	}
-	return res
+	return res, nil
+}
+
+// fill replaces the ranking view of each result with the stored
+// experience and its vector (scaled to unit length), taken from known
+// when exactHead read it. The caller holds s.mu.
+func (s *Store) fill(res []hindsight.ScoredExperience, known map[int32][]float32) error {
+	err := s.db.View(func(txn *badger.Txn) error {
+		for i := range res {
+			r := &res[i]
+			e, err := readExp(txn, r.Namespace, r.ID)
+			if err != nil {
+				return err
+			}
+			if e == nil {
+				return fmt.Errorf("experience %q is indexed but not stored", r.ID)
+			}
+			if slot, ok := s.idx.get(r.Namespace, r.ID); ok && s.idx.docs[slot].hasVec {
+				if e.Vector = slices.Clone(known[slot]); e.Vector == nil {
+					if e.Vector, err = s.unitVec(txn, r.Namespace, r.ID); err != nil {
+						return err
+					}
+				}
+			}
+			r.Experience = *e
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read results: %w", err)
+	}
+	return nil
 }
 
 // RecordHits adds one hit at at to each experience of ids in namespace and
@@ -524,32 +527,30 @@ func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, 
 	defer s.mu.Unlock()
 	var changed []*hindsight.Experience
 	var slots []int32
-	for _, id := range ids {
-		slot, ok := s.idx.get(ns, id)
-		if !ok {
-			continue
-		}
-		n := cloneExp(s.idx.docs[slot].exp)
-		n.HitCount++
-		t := at.UTC()
-		if n.LastHitAt == nil || t.After(*n.LastHitAt) {
-			n.LastHitAt = &t
-		}
-		changed = append(changed, n)
-		slots = append(slots, slot)
-	}
-	if len(changed) == 0 {
-		return nil
-	}
 	err := s.db.Update(func(txn *badger.Txn) error {
-		for _, e := range changed {
-			b, err := json.Marshal(e)
+		for _, id := range ids {
+			slot, ok := s.idx.get(ns, id)
+			if !ok {
+				continue
+			}
+			n, err := readExp(txn, ns, id)
+			if err != nil || n == nil {
+				return err
+			}
+			n.HitCount++
+			t := at.UTC()
+			if n.LastHitAt == nil || t.After(*n.LastHitAt) {
+				n.LastHitAt = &t
+			}
+			b, err := json.Marshal(n)
 			if err != nil {
 				return err
 			}
-			if err := txn.Set(expKey(e.Namespace, e.ID), b); err != nil {
+			if err := txn.Set(expKey(ns, id), b); err != nil {
 				return err
 			}
+			changed = append(changed, n)
+			slots = append(slots, slot)
 		}
 		return nil
 	})
@@ -562,102 +563,21 @@ func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, 
 	return nil
 }
 
-// Reembed recomputes the vector of every experience with emb and makes emb
-// the store's embedder. progress, if not nil, is called after each batch.
-// Until it finishes, searches use the old vectors.
-func (s *Store) Reembed(ctx context.Context, emb hindsight.Embedder, progress func(done, total int)) error {
-	embID := store.EmbedderID(emb)
-	s.mu.RLock()
-	var all []*hindsight.Experience
-	for i := range s.idx.docs {
-		if d := &s.idx.docs[i]; d.live {
-			all = append(all, cloneExp(d.exp))
-		}
-	}
-	s.mu.RUnlock()
-	const batch = 64
-	for i := 0; i < len(all); i += batch {
-		part := all[i:min(i+batch, len(all))]
-		texts := make([]string, len(part))
-		for j, e := range part {
-			texts[j] = store.Text(e)
-		}
-		vs, err := emb.Embed(ctx, texts)
-		if err != nil {
-			return fmt.Errorf("re-embed experiences: %w", err)
-		}
-		if len(vs) != len(part) {
-			return fmt.Errorf("re-embed experiences: embedder returned %d vectors for %d texts", len(vs), len(part))
-		}
-		err = s.db.Update(func(txn *badger.Txn) error {
-			for j, e := range part {
-				if len(vs[j]) != emb.Dim() {
-					return store.ErrDimension
-				}
-				e.Embedder, e.Vector = embID, vs[j]
-				if err := txn.Set(vecKey(e.Namespace, e.ID), encodeVec(e.Vector)); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("re-embed experiences: %w", err)
-		}
-		if progress != nil {
-			progress(i+len(part), len(all))
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// Rewrite the records (embedder field) and swap in a fresh index built
-	// from the current experiences and the new vectors. Experiences
-	// changed meanwhile are re-embedded here.
-	vecs := make(map[string][]float32, len(all))
-	texts := make(map[string]string, len(all))
-	for _, e := range all {
-		vecs[key(e.Namespace, e.ID)] = e.Vector
-		texts[key(e.Namespace, e.ID)] = store.Text(e)
-	}
-	nx := newIndex(emb.Dim())
-	wb := s.db.NewWriteBatch()
-	defer wb.Cancel()
-	for i := range s.idx.docs {
-		d := &s.idx.docs[i]
-		if !d.live {
-			continue
-		}
-		e := cloneExp(d.exp)
-		v := vecs[key(e.Namespace, e.ID)]
-		if v == nil || store.Text(e) != texts[key(e.Namespace, e.ID)] {
-			vs, err := emb.Embed(ctx, []string{store.Text(e)})
-			if err != nil {
-				return fmt.Errorf("re-embed experiences: %w", err)
-			}
-			v = vs[0]
-			if err := wb.Set(vecKey(e.Namespace, e.ID), encodeVec(v)); err != nil {
-				return fmt.Errorf("re-embed experiences: %w", err)
-			}
-		}
-		e.Embedder, e.Vector = embID, v
-		b, err := json.Marshal(e)
-		if err != nil {
-			return fmt.Errorf("re-embed experiences: %w", err)
-		}
-		if err := wb.Set(expKey(e.Namespace, e.ID), b); err != nil {
-			return fmt.Errorf("re-embed experiences: %w", err)
-		}
-		nx.add(e, embID, nil)
-	}
-	if err := wb.Flush(); err != nil {
-		return fmt.Errorf("re-embed experiences: %w", err)
-	}
-	s.idx, s.emb, s.embID = nx, emb, embID
-	return nil
-}
-
-// Close closes the database if the store opened it.
+// Close writes the index snapshot (so that the next Open need not
+// rebuild the index) and closes the database if the store opened it. A
+// snapshot that cannot be written is logged: the next Open rebuilds.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	if err := s.saveSnapshot(); err != nil {
+		s.log.Warn("experience index snapshot not written; the next start rebuilds the index", "err", err)
+	}
+	s.mu.Unlock()
+	s.setIndex(newIndex(s.idx.dim)) // unmaps the snapshot; later searches find nothing
 	if !s.ownDB {
 		return nil
 	}

@@ -1,0 +1,76 @@
+package embedded
+
+import (
+	"slices"
+	"strings"
+)
+
+// compact returns a copy of the index holding its live slots only, in the
+// same order or, with byKey, in the order of their keys (the order a
+// rebuild from Badger makes, so that ties rank alike either way).
+// Postings, filter lists and vectors are remapped rather than rebuilt, and
+// only strings that a live slot uses stay interned (so a purged
+// experience leaves no term or value behind).
+func (x *index) compact(byKey bool) *index {
+	nx := newIndex(x.dim)
+	order := make([]int32, 0, x.live)
+	for slot := range x.docs {
+		if x.docs[slot].live {
+			order = append(order, int32(slot))
+		}
+	}
+	if byKey {
+		slices.SortFunc(order, func(a, b int32) int {
+			da, db := &x.docs[a], &x.docs[b]
+			return strings.Compare(key(x.names[da.ns], da.id), key(x.names[db.ns], db.id))
+		})
+	}
+	remap := make([]int32, len(x.docs))
+	for i := range remap {
+		remap[i] = -1
+	}
+	for _, slot := range order {
+		d := x.docs[slot]
+		ns := int32(len(nx.docs))
+		remap[slot] = ns
+		for _, f := range [...]*int32{&d.ns, &d.server, &d.tool, &d.task, &d.code, &d.template} {
+			*f = nx.id(x.names[*f])
+		}
+		for f, v := range [...]int32{d.ns, d.server, d.tool, d.task, d.code} {
+			fk := filterKey{byte(f), v}
+			nx.filters[fk] = append(nx.filters[fk], ns)
+		}
+		nx.grow(ns)
+		if d.hasVec {
+			copy(nx.quantised(ns), x.quantised(slot))
+			np, nn := nx.code(ns)
+			op, on := x.code(slot)
+			copy(np, op)
+			copy(nn, on)
+			nx.scales[ns] = x.scales[slot]
+		}
+		k := key(nx.names[d.ns], d.id)
+		d.id = k[len(nx.names[d.ns])+1:]
+		nx.docs = append(nx.docs, d)
+		nx.meta = append(nx.meta, d.filterMeta)
+		nx.lens = append(nx.lens, float32(d.length))
+		nx.byKey[k] = ns
+		nx.live++
+		nx.totalLen += int64(d.length)
+	}
+	for t, ps := range x.postings {
+		var kept []posting
+		for _, p := range ps {
+			if s := remap[p.slot]; s >= 0 {
+				kept = append(kept, posting{slot: s, tf: p.tf})
+			}
+		}
+		if len(kept) > 0 {
+			if byKey {
+				slices.SortFunc(kept, func(a, b posting) int { return int(a.slot - b.slot) })
+			}
+			nx.postings[t] = kept
+		}
+	}
+	return nx
+}

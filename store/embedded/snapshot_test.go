@@ -1,0 +1,295 @@
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
+)
+
+func benchOptions() Options { return Options{Now: func() time.Time { return benchset.RefTime }} }
+
+// fillStore writes n synthetic experiences into a new store in dir, then
+// updates and forgets a few (leaving dead slots), and closes it.
+func fillStore(t testing.TB, dir string, n int) []benchset.Query {
+	exps, qs := benchset.Synthetic(n, 40)
+	s, err := Open(dir, embed.NewLocal(0), benchOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range exps {
+		e := exps[i]
+		e.Version = 0
+		if err := s.Put(ctx, &e); err != nil {
+			t.Fatal(err)
+		}
+		exps[i] = e
+	}
+	for i := 0; i < len(exps); i += 7 {
+		e := exps[i]
+		e.Lesson += " (revised)"
+		e.Deleted = i%14 == 0
+		if err := s.Put(ctx, &e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RecordHits(ctx, "", []string{exps[1].ID, exps[2].ID}, benchset.RefTime); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return qs
+}
+
+// answers runs qs (unfiltered and filtered, with explanations) and
+// renders the results, scores included.
+func answers(t *testing.T, s *Store, qs []benchset.Query) []string {
+	var out []string
+	for _, bq := range qs {
+		for _, filtered := range []bool{false, true} {
+			q := hindsight.Query{Text: bq.Text, K: 5, NoHit: true, Explain: true, IncludeDeleted: filtered}
+			if filtered {
+				q.Tool, q.ErrorCode = bq.Tool, bq.ErrorCode
+			}
+			res, err := s.Search(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res {
+				out = append(out, fmt.Sprintf("%s v%d %.9f %+v %d", r.ID, r.Version, r.Score, *r.Explain, len(r.Vector)))
+			}
+			out = append(out, "--")
+		}
+	}
+	list, err := s.List(context.Background(), hindsight.ListOptions{IncludeDeleted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list {
+		out = append(out, fmt.Sprintf("%s v%d hits %d", e.ID, e.Version, e.HitCount))
+	}
+	return out
+}
+
+// sameAnswers fails t at the first difference between want and got.
+func sameAnswers(t *testing.T, want, got []string) {
+	t.Helper()
+	for i := range min(len(want), len(got)) {
+		if want[i] != got[i] {
+			t.Fatalf("answer %d differs:\nwant %s\ngot  %s", i, want[i], got[i])
+		}
+	}
+	if len(want) != len(got) {
+		t.Fatalf("%d answers, want %d", len(got), len(want))
+	}
+}
+
+func reopen(t *testing.T, dir string) *Store {
+	t.Helper()
+	s, err := Open(dir, embed.NewLocal(0), benchOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestSnapshotStartup checks that a store closed cleanly starts from its
+// snapshot and answers exactly as the index rebuilt from Badger does.
+func TestSnapshotStartup(t *testing.T) {
+	dir := t.TempDir()
+	qs := fillStore(t, dir, 3000)
+	snap := filepath.Join(dir, snapshotName)
+	if _, err := os.Stat(snap); err != nil {
+		t.Fatalf("no snapshot after Close: %v", err)
+	}
+	s := reopen(t, dir)
+	if !s.fromSnapshot {
+		t.Fatal("open rebuilt the index although the snapshot matches")
+	}
+	if _, err := os.Stat(snap); err == nil {
+		t.Fatal("the snapshot is still there while the store is open")
+	}
+	fromSnap := answers(t, s, qs)
+	mapped := s.idx
+	if err := s.load(); err != nil { // replaces s.idx with a rebuilt index
+		t.Fatal(err)
+	}
+	sameAnswers(t, fromSnap, answers(t, s, qs))
+	s.idx, mapped = mapped, s.idx
+
+	// Writes land in chunks that point into the mapped snapshot: they
+	// are copied first, and read back.
+	ctx := context.Background()
+	e := &hindsight.Experience{Tool: "zzyzx_tool", Situation: "zzyzx quokka failure", Lesson: "call zzyzx twice"}
+	if err := s.Put(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.Get(ctx, "", qs[0].Want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Vector = nil
+	old.Situation += " wombatish"
+	if err := s.Put(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	for id, text := range map[string]string{e.ID: "zzyzx quokka", old.ID: "wombatish"} {
+		res, err := s.Search(ctx, hindsight.Query{Text: text, K: 1, NoHit: true, IncludeDeleted: true, IncludeSuperseded: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(res, func(r hindsight.ScoredExperience) bool { return r.ID == id }) {
+			t.Fatalf("search after writes misses %s: %v", id, res)
+		}
+	}
+	s.Close()
+	_ = mapped
+}
+
+// TestSnapshotFaults damages the snapshot of a closed store in several
+// ways: each time the store must notice, rebuild from Badger and answer
+// as it did before.
+func TestSnapshotFaults(t *testing.T) {
+	dir := t.TempDir()
+	qs := fillStore(t, dir, 1500)
+	snap := filepath.Join(dir, snapshotName)
+	good, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := reopen(t, dir)
+	want := answers(t, s, qs)
+	s.Close()
+	faults := map[string]func(){
+		"truncated": func() { os.WriteFile(snap, good[:len(good)/2], 0o600) },
+		"empty":     func() { os.WriteFile(snap, nil, 0o600) },
+		"bit flip":  func() { b := slices.Clone(good); b[len(b)/3] ^= 0x10; os.WriteFile(snap, b, 0o600) },
+		"bad sum":   func() { b := slices.Clone(good); b[len(b)-1] ^= 1; os.WriteFile(snap, b, 0o600) },
+		"garbage":   func() { os.WriteFile(snap, []byte("not a snapshot at all"), 0o600) },
+		"stale": func() {
+			// A snapshot of an earlier state: written, then the store
+			// changed and crashed before writing a new one.
+			os.WriteFile(snap, good, 0o600)
+		},
+	}
+	for name, damage := range faults {
+		t.Run(name, func(t *testing.T) {
+			if name == "stale" {
+				// Badger's generation moves on as a store opens.
+				s := reopen(t, dir)
+				s.db.Close() // crash: no Close, no snapshot
+			}
+			damage()
+			s := reopen(t, dir)
+			defer s.Close()
+			if s.fromSnapshot {
+				t.Fatal("the damaged snapshot was trusted")
+			}
+			sameAnswers(t, want, answers(t, s, qs))
+		})
+	}
+}
+
+// TestOpenWithoutSnapshot opens a store written before snapshots existed
+// (no snapshot file, no generation in Badger): it rebuilds, and the
+// next open starts from the snapshot its Close wrote.
+func TestOpenWithoutSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	qs := fillStore(t, dir, 500)
+	s := reopen(t, dir)
+	if err := s.db.DropPrefix([]byte(genKey)); err != nil {
+		t.Fatal(err)
+	}
+	want := answers(t, s, qs)
+	s.db.Close() // as an old version would leave it: no snapshot file
+	os.Remove(filepath.Join(dir, snapshotName))
+	s = reopen(t, dir)
+	if s.fromSnapshot {
+		t.Fatal("loaded a snapshot that does not exist")
+	}
+	sameAnswers(t, want, answers(t, s, qs))
+	s.Close()
+	s = reopen(t, dir)
+	defer s.Close()
+	if !s.fromSnapshot {
+		t.Fatal("the second open rebuilt again")
+	}
+}
+
+// TestSnapshotWrittenAfter changes a closed store's database directly, as
+// a Hindsight that predates snapshots would: the snapshot, whose
+// generation is still recorded, must not be trusted.
+func TestSnapshotWrittenAfter(t *testing.T) {
+	dir := t.TempDir()
+	fillStore(t, dir, 300)
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e *hindsight.Experience
+	if err := db.View(func(txn *badger.Txn) (err error) {
+		e, err = readExp(txn, hindsight.DefaultNamespace, "exp-0003")
+		return err
+	}); err != nil || e == nil {
+		t.Fatalf("read exp-0003: %v", err)
+	}
+	e.Tool = "renamed_tool"
+	b, _ := json.Marshal(e)
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(expKey(e.Namespace, e.ID), b) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s := reopen(t, dir)
+	defer s.Close()
+	if s.fromSnapshot {
+		t.Fatal("trusted a snapshot older than the database")
+	}
+	res, err := s.Search(context.Background(), hindsight.Query{Tool: "renamed_tool", NoHit: true, IncludeDeleted: true})
+	if err != nil || len(res) != 1 || res[0].ID != "exp-0003" {
+		t.Fatalf("search by the new tool: %v %v", res, err)
+	}
+}
+
+// TestSnapshotPurge purges from a store whose vectors are mapped from its
+// snapshot: the index is rebuilt off the mapping, the purged experience
+// is gone and the others still answer, and so after a restart.
+func TestSnapshotPurge(t *testing.T) {
+	dir := t.TempDir()
+	qs := fillStore(t, dir, 1200)
+	s := reopen(t, dir)
+	if !s.fromSnapshot || s.idx.region == nil {
+		t.Fatal("the store did not start from a mapped snapshot")
+	}
+	ctx := context.Background()
+	gone := qs[0].Want
+	if n, err := s.Purge(ctx, "", []string{gone}); err != nil || n != 1 {
+		t.Fatalf("purge: %d, %v", n, err)
+	}
+	check := func(s *Store) {
+		t.Helper()
+		if _, err := s.Get(ctx, "", gone); err == nil {
+			t.Fatal("the purged experience is still there")
+		}
+		q := qs[1]
+		res, err := s.Search(ctx, hindsight.Query{Text: q.Text, Tool: q.Tool, ErrorCode: q.ErrorCode, K: 5, NoHit: true, IncludeDeleted: true})
+		if err != nil || len(res) == 0 {
+			t.Fatalf("search after purge: %v %v", res, err)
+		}
+	}
+	check(s)
+	s.Close()
+	s = reopen(t, dir)
+	defer s.Close()
+	check(s)
+}

@@ -1,0 +1,339 @@
+package embedded
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+	"unsafe"
+)
+
+const (
+	// exactScan is the candidate count up to which vectors are compared
+	// exactly; above it a binary-quantised pass picks rescore candidates.
+	exactScan = 4096
+	rescore   = 512
+	// exactTop is how many of the best by int8 vectors are re-ranked by
+	// the stored float32 vectors (see Store.exactHead).
+	exactTop = 8
+	// coarseKeep is how many candidates the positive-bits pass keeps for
+	// the full ternary codes (see preselect).
+	coarseKeep = 2 * rescore
+)
+
+// chunkSlots is the number of slots a chunk of vector storage holds, so
+// that growing never copies the whole slab.
+const chunkSlots = 1024
+
+// vectors holds each slot's unit-length vector quantised to int8 with a
+// per-vector scale (v[i] ≈ q[i]*scale), and its ternary sign code: words
+// uint64 of positive bits in pos, of negative bits in neg. Pre-selection
+// scans pos alone first, so it is a slab of its own.
+//
+// Chunks loaded from a snapshot point into a read-only mapping of it
+// (region); the first write to such a chunk copies it to the heap.
+type vectors struct {
+	dim, words int
+	q          [][]int8
+	scales     []float32
+	pos, neg   [][]uint64
+	shared     []bool // per chunk: it points into region
+	region     []byte
+	regionOff  int64 // offset of region in the snapshot file
+}
+
+// vectorAlign is the alignment of the vector chunks in a snapshot: a
+// multiple of every page size, so they can be mapped.
+const vectorAlign = 64 << 10
+
+// chunkBytes is the size of one chunk: int8 vectors, then both codes.
+func (v *vectors) chunkBytes() int64 {
+	return int64(chunkSlots) * int64(v.dim+16*v.words)
+}
+
+// attach points the vectors' chunks into region, which holds them as a
+// snapshot lays them out.
+func (v *vectors) attach(region []byte) {
+	v.region = region
+	cb := v.chunkBytes()
+	qn, wn := chunkSlots*v.dim, chunkSlots*v.words
+	for off := int64(0); off+cb <= int64(len(region)); off += cb {
+		b := region[off : off+cb]
+		v.q = append(v.q, unsafe.Slice((*int8)(unsafe.Pointer(&b[0])), qn))
+		v.pos = append(v.pos, unsafe.Slice((*uint64)(unsafe.Pointer(&b[qn])), wn))
+		v.neg = append(v.neg, unsafe.Slice((*uint64)(unsafe.Pointer(&b[qn+8*wn])), wn))
+		v.shared = append(v.shared, true)
+	}
+}
+
+// own copies chunk c to the heap if it points into the mapping.
+func (v *vectors) own(c int32) {
+	if !v.shared[c] {
+		return
+	}
+	v.q[c], v.pos[c], v.neg[c] = slices.Clone(v.q[c]), slices.Clone(v.pos[c]), slices.Clone(v.neg[c])
+	v.shared[c] = false
+}
+
+// mapped reports whether any chunk still points into the mapping.
+func (v *vectors) mapped() bool { return slices.Contains(v.shared, true) }
+
+// grow makes room for slot.
+func (v *vectors) grow(slot int32) {
+	for int(slot/chunkSlots) >= len(v.q) {
+		v.q = append(v.q, make([]int8, chunkSlots*v.dim))
+		v.pos = append(v.pos, make([]uint64, chunkSlots*v.words))
+		v.neg = append(v.neg, make([]uint64, chunkSlots*v.words))
+		v.shared = append(v.shared, false)
+	}
+	if n := int(slot) + 1 - len(v.scales); n > 0 {
+		v.scales = append(v.scales, make([]float32, n)...)
+	}
+}
+
+// quantised returns slot's int8 storage.
+func (v *vectors) quantised(slot int32) []int8 {
+	off := int(slot%chunkSlots) * v.dim
+	return v.q[slot/chunkSlots][off : off+v.dim]
+}
+
+// code returns slot's ternary code storage: positive and negative bits.
+func (v *vectors) code(slot int32) (pos, neg []uint64) {
+	off := int(slot%chunkSlots) * v.words
+	c := slot / chunkSlots
+	return v.pos[c][off : off+v.words], v.neg[c][off : off+v.words]
+}
+
+// setVector stores vec scaled to unit length (so that the inner product
+// is the cosine) and quantised, and its ternary sign code, taken from the
+// unquantised vector.
+func (v *vectors) setVector(slot int32, vec []float32) {
+	v.own(slot / chunkSlots)
+	u := slices.Clone(vec)
+	normalize(u)
+	pos, neg := v.code(slot)
+	ternary(pos, neg, u)
+	v.scales[slot] = quantise(v.quantised(slot), u)
+}
+
+// quantise writes u as int8 into dst and returns the scale: u[i] ≈
+// dst[i]*scale, with the largest magnitude mapped to 127.
+func quantise(dst []int8, u []float32) float32 {
+	var m float32
+	for _, f := range u {
+		m = max(m, abs32(f))
+	}
+	if m == 0 {
+		clear(dst)
+		return 0
+	}
+	inv := 127 / m
+	for i, f := range u {
+		dst[i] = int8(math.Round(float64(f * inv)))
+	}
+	return m / 127
+}
+
+func abs32(f float32) float32 {
+	if f < 0 {
+		return -f
+	}
+	return f
+}
+
+// score is the inner product of the unit-length query q with slot's
+// quantised vector.
+func (v *vectors) score(q []float32, slot int32) float32 {
+	return dotInt8(q, v.quantised(slot)) * v.scales[slot]
+}
+
+// dotInt8 is the inner product of a float32 and an int8 vector of equal
+// length.
+func dotInt8(a []float32, b []int8) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		s0 += a[i]*float32(b[i]) + a[i+4]*float32(b[i+4])
+		s1 += a[i+1]*float32(b[i+1]) + a[i+5]*float32(b[i+5])
+		s2 += a[i+2]*float32(b[i+2]) + a[i+6]*float32(b[i+6])
+		s3 += a[i+3]*float32(b[i+3]) + a[i+7]*float32(b[i+7])
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * float32(b[i])
+	}
+	return s0 + s1 + s2 + s3
+}
+
+// dot is the inner product of two equal-length vectors.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		s0 += a[i]*b[i] + a[i+4]*b[i+4]
+		s1 += a[i+1]*b[i+1] + a[i+5]*b[i+5]
+		s2 += a[i+2]*b[i+2] + a[i+6]*b[i+6]
+		s3 += a[i+3]*b[i+3] + a[i+7]*b[i+7]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return s0 + s1 + s2 + s3
+}
+
+// ternary writes v's ternary sign code into pos and neg (words long each).
+func ternary(pos, neg []uint64, v []float32) {
+	clear(pos)
+	clear(neg)
+	for i, f := range v {
+		switch {
+		case f > 0:
+			pos[i/64] |= 1 << (i % 64)
+		case f < 0:
+			neg[i/64] |= 1 << (i % 64)
+		}
+	}
+}
+
+// knn returns the best n allowed slots by cosine similarity to q (unit
+// length), best first. ok is the allowed slots.
+func (x *index) knn(sc *scratch, q []float32, ok []int32, n int) []scored {
+	if len(q) != x.dim {
+		return nil
+	}
+	cand := ok
+	if len(ok) > exactScan {
+		cand = x.preselect(sc, q, ok, rescore)
+	}
+	top := sc.vtop[:0]
+	defer func() { sc.vtop = top[:0] }()
+	for _, s := range cand {
+		if x.docs[s].hasVec {
+			top = append(top, scored{s, x.score(q, s)})
+		}
+	}
+	return slices.Clone(selectTop(top, n))
+}
+
+// preselect picks about r of ok whose ternary codes are nearest to q's
+// (Hamming distance over the positive and negative sign bits). Over many
+// candidates a first pass compares the positive bits alone (a binary code,
+// half the memory to stream) and keeps coarseKeep for the full codes.
+func (x *index) preselect(sc *scratch, q []float32, ok []int32, r int) []int32 {
+	w := x.words
+	if cap(sc.qcode) < 2*w {
+		sc.qcode = make([]uint64, 2*w)
+	}
+	qp, qn := sc.qcode[:w], sc.qcode[w:2*w]
+	ternary(qp, qn, q)
+	cand := ok
+	if len(ok) > 2*coarseKeep {
+		cand = x.nearest(sc, sc.coarse[:0], ok, qp, nil, coarseKeep)
+		sc.coarse = cand
+	}
+	return x.nearest(sc, nil, cand, qp, qn, r)
+}
+
+// nearest appends to out about r of slots whose codes are nearest to the
+// query's (qn nil: positive bits only). It counts a histogram of distances
+// instead of sorting. Experiences without a vector have an all-zero code;
+// knn skips them after pre-selection.
+func (x *index) nearest(sc *scratch, out, slots []int32, qp, qn []uint64, r int) []int32 {
+	if cap(sc.dist) < len(slots) {
+		sc.dist = make([]uint16, len(slots))
+	}
+	dist := sc.dist[:len(slots)]
+	if cap(sc.hist) < 2*64*x.words+2 {
+		sc.hist = make([]int, 2*64*x.words+2)
+	}
+	hist := sc.hist[:2*64*x.words+2]
+	clear(hist)
+	x.distances(dist, slots, qp, qn)
+	for _, d := range dist {
+		hist[d]++
+	}
+	limit, sum := 0, 0
+	for limit = 0; limit < len(hist)-1; limit++ {
+		sum += hist[limit]
+		if sum >= r {
+			break
+		}
+	}
+	// Everything nearer than the limit, then ties at the limit until r.
+	below := sum - hist[min(limit, len(hist)-1)]
+	room := max(r-below, 0)
+	if out == nil {
+		out = make([]int32, 0, below+room)
+	}
+	for i, s := range slots {
+		switch d := int(dist[i]); {
+		case d < limit:
+			out = append(out, s)
+		case d == limit && room > 0:
+			out = append(out, s)
+			room--
+		}
+	}
+	return out
+}
+
+// distances sets dist[i] to the Hamming distance between the query's
+// code and slots[i]'s (qn nil: over the positive bits only).
+func (x *index) distances(dist []uint16, slots []int32, qp, qn []uint64) {
+	if len(qp) == 8 { // 512 dimensions: fixed size, unrolled
+		var n8 *[8]uint64
+		if qn != nil {
+			n8 = (*[8]uint64)(qn)
+		}
+		x.distances512(dist, slots, (*[8]uint64)(qp), n8)
+		return
+	}
+	for i, s := range slots {
+		pos, neg := x.code(s)
+		d := 0
+		for k, v := range qp {
+			d += bits.OnesCount64(pos[k] ^ v)
+		}
+		for k, v := range qn {
+			d += bits.OnesCount64(neg[k] ^ v)
+		}
+		dist[i] = uint16(d)
+	}
+}
+
+// distances512 is distances for 512-dimensional codes. It runs for every
+// candidate of an unfiltered query, so the query words stay in registers
+// and the popcounts are unrolled.
+func (x *index) distances512(dist []uint16, slots []int32, qp, qn *[8]uint64) {
+	q0, q1, q2, q3, q4, q5, q6, q7 := qp[0], qp[1], qp[2], qp[3], qp[4], qp[5], qp[6], qp[7]
+	for i, s := range slots {
+		c, off := uint32(s)/chunkSlots, uint32(s)%chunkSlots*8
+		p := (*[8]uint64)(x.pos[c][off:])
+		d := bits.OnesCount64(p[0]^q0) + bits.OnesCount64(p[1]^q1) +
+			bits.OnesCount64(p[2]^q2) + bits.OnesCount64(p[3]^q3) +
+			bits.OnesCount64(p[4]^q4) + bits.OnesCount64(p[5]^q5) +
+			bits.OnesCount64(p[6]^q6) + bits.OnesCount64(p[7]^q7)
+		if qn != nil {
+			n := (*[8]uint64)(x.neg[c][off:])
+			for k := range 8 {
+				d += bits.OnesCount64(n[k] ^ qn[k])
+			}
+		}
+		dist[i] = uint16(d)
+	}
+}
+
+// normalize scales v to unit length in place (the zero vector stays zero).
+func normalize(v []float32) {
+	var n float64
+	for _, f := range v {
+		n += float64(f) * float64(f)
+	}
+	if n == 0 {
+		return
+	}
+	inv := float32(1 / math.Sqrt(n))
+	for i := range v {
+		v[i] *= inv
+	}
+}
