@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/hindsight-proxy/hindsight"
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/fault"
 )
 
@@ -85,7 +86,15 @@ func transient(err error) bool {
 // wraps hindsight.ErrStoreUnavailable. Every operation passed is idempotent: writes are
 // upserts of a known object id, so a try that succeeded without its
 // answer arriving is harmless to repeat.
+//
+// The store's breaker cuts this short while Weaviate is known to be down:
+// a try that fails unreachable, followed by a readiness probe that gets no
+// answer, ends the retry and opens the breaker, as does a retry that ran
+// out unreachable; while it is open, retry fails at once (see breaker).
 func (s *Store) retry(ctx context.Context, op func() error) error {
+	if err := s.brk.allow(ctx); err != nil {
+		return err
+	}
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = 100 * time.Millisecond
 	b.MaxInterval = 2 * time.Second
@@ -94,7 +103,7 @@ func (s *Store) retry(ctx context.Context, op func() error) error {
 	err := backoff.Retry(func() error {
 		tries++
 		err := op()
-		if err != nil && (ctx.Err() != nil || !transient(err)) {
+		if err != nil && (ctx.Err() != nil || !transient(err) || s.brk.trip(ctx, err)) {
 			return backoff.Permanent(err)
 		}
 		if err != nil {
@@ -106,5 +115,9 @@ func (s *Store) retry(ctx context.Context, op func() error) error {
 	if errors.As(err, &pe) {
 		err = pe.Err
 	}
-	return markUnavailable(ctx, err)
+	err = markUnavailable(ctx, err)
+	if errors.Is(err, hindsight.ErrStoreUnavailable) {
+		s.brk.openAfter(err)
+	}
+	return err
 }

@@ -3,6 +3,7 @@ package weaviate_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -94,5 +95,50 @@ func TestUnreachableIsStoreUnavailable(t *testing.T) {
 	got.Deleted = true
 	if err := s.Put(ctx, got); err != nil {
 		t.Fatalf("put after the restart: %v", err)
+	}
+}
+
+// TestBreakerFailsFastWhileDown: with the server killed, the first call
+// finds it down at once instead of spending its retry budget (an hour
+// here: a retry would outlast the test), later calls fail without asking
+// it, and once it is back on the same data and ports the calls go
+// through again.
+func TestBreakerFailsFastWhileDown(t *testing.T) {
+	srv := weaviatetest.Start(t)
+	ctx := context.Background()
+	s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: "Breaker", RetryFor: time.Hour}, embed.NewLocal(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &hindsight.Experience{ID: "b1", Server: "files", Tool: "upload", Lesson: "retry the upload with a smaller chunk size",
+		Situation: "the gateway answered 413", Confidence: 0.8, SourceTask: "t1"}
+	if err := s.Put(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	if err := s.RecordHits(ctx, "", []string{"b1"}, time.Now()); !errors.Is(err, hindsight.ErrStoreUnavailable) {
+		t.Fatalf("first call with the server killed: %v", err)
+	}
+	_, err = s.Search(ctx, hindsight.Query{Text: "upload chunk size", K: 3})
+	if !errors.Is(err, hindsight.ErrStoreUnavailable) || !strings.Contains(err.Error(), "not asked again until it answers ready") {
+		t.Fatalf("search with the breaker open: %v", err)
+	}
+	srv.Start(t) // same data directory and ports
+	var got *hindsight.Experience
+	for range 200 { // a probe a second at most: within 20 s
+		if got, err = s.Get(ctx, "", "b1"); err == nil || !errors.Is(err, hindsight.ErrStoreUnavailable) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("get after the restart: %v", err)
+	}
+	got.Deleted = true
+	if err := s.Put(ctx, got); err != nil {
+		t.Fatalf("put after the restart: %v", err)
+	}
+	if _, err := s.Search(ctx, hindsight.Query{Text: "upload chunk size", K: 3}); err != nil {
+		t.Fatalf("search after the restart: %v", err)
 	}
 }

@@ -125,6 +125,7 @@ type Store struct {
 	cl       string // consistency level, "" for Weaviate's default
 	clWant   string
 	retryFor time.Duration
+	brk      breaker // fails calls at once while Weaviate is known to be down
 }
 
 var _ hindsight.ExperienceStore = (*Store)(nil)
@@ -179,6 +180,7 @@ func Open(ctx context.Context, cfg Config, emb hindsight.Embedder) (*Store, erro
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.brk = breaker{probe: s.probeReady, now: time.Now, every: probeEvery}
 	if err := s.migrate(ctx); err != nil {
 		return nil, fmt.Errorf("open weaviate store: %w", err)
 	}
