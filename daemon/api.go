@@ -96,7 +96,7 @@ type Health struct {
 // StoreStats describes the experience store.
 type StoreStats struct {
 	Backend    string `json:"backend"`
-	Available  bool   `json:"available"`
+	Available  bool   `json:"available"` // false: no store open, or it is unreachable
 	Total      int    `json:"total"`
 	Active     int    `json:"active"`
 	Deleted    int    `json:"deleted"`

@@ -483,6 +483,7 @@ func (s *Server) storeStats(ctx context.Context) *StoreStats {
 	defer cancel()
 	all, err := s.Store.List(ctx, hindsight.ListOptions{IncludeDeleted: true, IncludeSuperseded: true})
 	if err != nil {
+		ss.Available = !errors.Is(err, hindsight.ErrStoreUnavailable)
 		ss.Error = err.Error()
 		return ss
 	}

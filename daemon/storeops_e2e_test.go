@@ -70,23 +70,24 @@ func eventually(t *testing.T, what string, wait time.Duration, cond func() (bool
 	}
 }
 
-// TestStoreOutageLosesNothing: Weaviate is killed while the daemon runs.
-// A task through the sidecar is still recorded, query_hindsight answers
-// that Hindsight is unavailable and the run completes; the task's
-// reflection waits (not failed); a forget is queued (202, status depth).
-// Weaviate comes back on its data and ports: the task's lessons are
-// reflected and its hits credited, the forget is applied and the queue
-// empties.
-func TestStoreOutageLosesNothing(t *testing.T) {
+// skipWithoutWeaviate skips a daemon test over a real Weaviate under
+// -short or without the weaviate-server binary.
+func skipWithoutWeaviate(t *testing.T) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("runs the daemon over a real Weaviate; skipped under -short")
 	}
 	if _, err := os.Stat(weaviatetest.Binary()); err != nil {
 		t.Skipf("no weaviate-server at %s: install it with GOBIN=$HOME/.cache/hindsight/bin go install github.com/weaviate/weaviate/cmd/weaviate-server@%s", weaviatetest.Binary(), weaviatetest.Version)
 	}
-	exe := testbin.HindsightFull(t)
-	wv := weaviatetest.Start(t)
-	dir, err := os.MkdirTemp("", "hs-so-")
+}
+
+// weaviateHome returns a new home whose configuration stores experiences
+// in wv; the daemon started in it is stopped when the test ends (its log
+// shown if the test failed).
+func weaviateHome(t *testing.T, wv *weaviatetest.Server) hindsight.Home {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hs-so-") // short: the socket path has a limit
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +110,35 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 			t.Logf("daemon.log:\n%s", b)
 		}
 	})
+	return home
+}
+
+// runCLI runs the hindsight command line exe in home dir and returns what
+// it printed; a failure fails the test.
+func runCLI(t *testing.T, exe, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("hindsight %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestStoreOutageLosesNothing: Weaviate is killed while the daemon runs.
+// A task through the sidecar is still recorded, query_hindsight answers
+// that Hindsight is unavailable and the run completes; the task's
+// reflection waits (not failed); a forget is queued (202, status depth).
+// Weaviate comes back on its data and ports: the task's lessons are
+// reflected and its hits credited, the forget is applied and the queue
+// empties.
+func TestStoreOutageLosesNothing(t *testing.T) {
+	skipWithoutWeaviate(t)
+	exe := testbin.HindsightFull(t)
+	wv := weaviatetest.Start(t)
+	home := weaviateHome(t, wv)
+	dir := string(home)
 	ctx := context.Background()
 	c, err := daemon.EnsureRunning(ctx, home, exe)
 	if err != nil {
@@ -161,15 +191,7 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 	// A forget while the store is down is queued, as the command line
 	// says, and the status shows it.
 	forgotten := learned[0].ID
-	cli := func(args ...string) string {
-		cmd := exec.Command(exe, args...)
-		cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+dir)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("hindsight %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	cli := func(args ...string) string { return runCLI(t, exe, dir, args...) }
 	if out := cli("experiences", "forget", forgotten); !strings.Contains(out, "queued: the store is unreachable; applied when it is back") {
 		t.Fatalf("experiences forget with the store down printed %q", out)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/internal/erase"
+	storepkg "github.com/hindsight-proxy/hindsight/store"
 	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
 	"github.com/hindsight-proxy/hindsight/ui"
@@ -178,6 +179,15 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if p, ok := store.(*storepkg.Pending); ok { // apply what waits once it opens
+		go func() {
+			select {
+			case <-p.Ready():
+				storeOps.Kick()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	srv := &daemon.Server{
 		StoreOps:  storeOps,
 		Registry:  reg,
@@ -328,15 +338,21 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 			return nil, backend, fmt.Errorf("open experience store: this build has no Weaviate backend (use %s)", FullBinary)
 		}
 		w := g.config.Store.Weaviate
-		st, err := backends.Weaviate(ctx, WeaviateConfig{URL: w.URL, GRPC: w.GRPC, APIKey: w.APIKey,
-			ReplicationFactor: w.ReplicationFactor, Consistency: w.Consistency}, emb, logger)
-		if err != nil {
-			return nil, backend, err
+		open := func(ctx context.Context) (hindsight.ExperienceStore, error) {
+			st, err := backends.Weaviate(ctx, WeaviateConfig{URL: w.URL, GRPC: w.GRPC, APIKey: w.APIKey,
+				ReplicationFactor: w.ReplicationFactor, Consistency: w.Consistency}, emb, logger)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := reembed(ctx, st, emb, logger, g.quiet); err != nil {
+				logger.Error("experiences keep their old vectors", "err", err)
+			}
+			return st, nil
 		}
-		if _, err := reembed(ctx, st, emb, logger, g.quiet); err != nil {
-			logger.Error("experiences keep their old vectors", "err", err)
-		}
-		return st, backend, nil
+		// A Weaviate down at start is opened in the background: the
+		// daemon serves meanwhile, as during an outage.
+		st, err := openOrPending(ctx, emb, logger, open)
+		return st, backend, err
 	default:
 		// Its own Badger with the daemon's memory-conscious options;
 		// experiences are small, so their values (records and vectors)
