@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hindsight-proxy/hindsight/internal/losses"
+	"strings"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/losses"
 )
 
 // The daemon's HTTP API, served on its Unix socket. Bodies are JSON with the
@@ -197,6 +198,13 @@ func (e *APIError) Unwrap() error {
 		return ErrDiskFull
 	}
 	return nil
+}
+
+// Is reports an answer saying that the experience store is unreachable
+// (503 with hindsight.ErrStoreUnavailable's words) as that error.
+func (e *APIError) Is(target error) bool {
+	return target == hindsight.ErrStoreUnavailable && e.Status == 503 &&
+		strings.Contains(e.Message, hindsight.ErrStoreUnavailable.Error())
 }
 
 // ErrUnavailable reports a part of the daemon that is not configured.

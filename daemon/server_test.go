@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/store"
 	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
 )
@@ -246,6 +247,38 @@ func TestAPIExperiencesUnavailable(t *testing.T) {
 	}
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("err = %v does not wrap ErrUnavailable", err)
+	}
+}
+
+// TestAPIStoreNotOpenYet: over a store still being opened (a
+// store.Pending), searches and reads answer 503 with an error the client
+// tells apart as hindsight.ErrStoreUnavailable (ErrUnavailable alone is
+// not), and status says the store is unavailable; once it opens, they are
+// answered.
+func TestAPIStoreNotOpenYet(t *testing.T) {
+	ctx := context.Background()
+	p := store.NewPending(embed.NewLocal(0))
+	c := startServer(t, &Server{Store: p, StoreName: "weaviate"})
+	_, err := c.Search(ctx, hindsight.Query{Text: "upload", K: 3})
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || !errors.Is(err, hindsight.ErrStoreUnavailable) {
+		t.Fatalf("search over a store not open: %v, want 503 ErrStoreUnavailable", err)
+	}
+	if _, err := startServer(t, &Server{}).Experiences(ctx, hindsight.ListOptions{}); errors.Is(err, hindsight.ErrStoreUnavailable) {
+		t.Fatalf("no store configured reads as ErrStoreUnavailable: %v", err)
+	}
+	st, err := c.Status(ctx)
+	if err != nil || st.Experiences == nil || st.Experiences.Available || !strings.Contains(st.Experiences.Error, "store unavailable") {
+		t.Fatalf("status over a store not open: %+v, %v", st.Experiences, err)
+	}
+	if !p.Set(openEmbedded(t)) {
+		t.Fatal("Set refused before Close")
+	}
+	if _, err := c.Search(ctx, hindsight.Query{Text: "upload", K: 3}); err != nil {
+		t.Fatalf("search once the store opened: %v", err)
+	}
+	if st, err := c.Status(ctx); err != nil || !st.Experiences.Available {
+		t.Fatalf("status once the store opened: %+v, %v", st.Experiences, err)
 	}
 }
 

@@ -128,7 +128,7 @@ func runCLI(t *testing.T, exe, dir string, args ...string) string {
 
 // TestStoreOutageLosesNothing: Weaviate is killed while the daemon runs.
 // A task through the sidecar is still recorded, query_hindsight answers
-// that Hindsight is unavailable and the run completes; the task's
+// that the experience store is unavailable and the run completes; the task's
 // reflection waits (not failed); a forget is queued (202, status depth).
 // Weaviate comes back on its data and ports: the task's lessons are
 // reflected and its hits credited, the forget is applied and the queue
@@ -170,12 +170,12 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 	}
 	unavailable := 0
 	for _, s := range tr.Steps[1:] {
-		if s.Tool == "query_hindsight" && strings.Contains(s.Result, "unavailable") {
+		if s.Tool == "query_hindsight" && strings.Contains(s.Result, "experience store is unavailable") {
 			unavailable++
 		}
 	}
 	if unavailable == 0 {
-		t.Fatalf("no query_hindsight answered \"unavailable\" with the store down: %+v", tr.Steps)
+		t.Fatalf("no query_hindsight answered that the experience store is unavailable: %+v", tr.Steps)
 	}
 	eventually(t, "run 2 recorded and waiting for reflection", 3*time.Minute, func() (bool, string) {
 		task, err := c.Task(ctx, "so-2")

@@ -18,6 +18,9 @@ const (
 	NoExperienceText = Marker + " No relevant past experience; decide from the current context."
 	UnavailableText  = Marker + " Hindsight is unavailable right now (its daemon did not answer); decide from the current context."
 	BudgetSpentText  = Marker + " This session's budget for past experience is spent; decide from the current context."
+	// StoreUnavailableText is the answer when the daemon answered that its
+	// experience store cannot be reached (hindsight.ErrStoreUnavailable).
+	StoreUnavailableText = Marker + " Hindsight's experience store is unavailable right now; decide from the current context."
 )
 
 // block is one piece of text built from one experience.

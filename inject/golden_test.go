@@ -1,12 +1,15 @@
 package inject
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hindsight-proxy/hindsight"
 	"github.com/tidwall/gjson"
 )
 
@@ -33,6 +36,10 @@ func TestGoldenTexts(t *testing.T) {
 	h = newHarness(t, &Injector{Source: src, SessionBudget: 150})
 	section("budget of 150: instructions", gjson.GetBytes(h.roundTrip(initReq, initResp(`,"instructions":"x"`)), "result.instructions").String())
 	section("budget of 150: then query_hindsight", answerText(t, h.local(callReq(3, "About to fetch", "fetch_report"))))
+	h = newHarness(t, &Injector{Source: &fakeSearcher{err: errors.New("dial unix hindsight.sock: connect: no such file")}})
+	section("query_hindsight, no daemon", answerText(t, h.local(callReq(4, "About to fetch", "fetch_report"))))
+	h = newHarness(t, &Injector{Source: &fakeSearcher{err: fmt.Errorf("daemon: %w (status 503)", hindsight.ErrStoreUnavailable)}})
+	section("query_hindsight, store unavailable", answerText(t, h.local(callReq(5, "About to fetch", "fetch_report"))))
 	path := filepath.Join("testdata", "channels.golden")
 	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {

@@ -291,6 +291,9 @@ func (in *Injector) answer(ctx context.Context, s *proxy.Session, st *session, p
 	switch {
 	case errors.Is(err, errNoSource):
 		return UnavailableText, nil
+	case errors.Is(err, hindsight.ErrStoreUnavailable):
+		in.logger().Debug("query_hindsight: the experience store is unavailable", "server", s.Server, "err", err)
+		return StoreUnavailableText, nil
 	case err != nil:
 		in.logger().Warn("query_hindsight: search failed", "server", s.Server, "err", err)
 		return UnavailableText, nil

@@ -546,6 +546,7 @@ func TestQueryHindsightFallbacks(t *testing.T) {
 		{"nothing for this server", &fakeSearcher{list: lessons()[3:4]}, NoExperienceText},
 		{"daemon down", &fakeSearcher{err: errors.New("dial unix hindsight.sock: connect: no such file")}, UnavailableText},
 		{"daemon stalls", &fakeSearcher{stall: true}, UnavailableText},
+		{"store unavailable", &fakeSearcher{err: fmt.Errorf("daemon: %w: connection refused (status 503)", hindsight.ErrStoreUnavailable)}, StoreUnavailableText},
 		{"no source", nil, UnavailableText},
 	}
 	for _, tt := range tests {

@@ -66,13 +66,17 @@ func (in *Injector) queryBlocks(found []hindsight.ScoredExperience) []block {
 // MaxTokensPerLesson tokens each, most relevant first, or
 // NoExperienceText — without a session budget. It returns the text and
 // the experiences it shows. server "" searches every server. A failed
-// search is an error (and the text UnavailableText).
+// search is an error (and the text UnavailableText, or StoreUnavailableText
+// when the store is unreachable).
 func (in *Injector) Query(ctx context.Context, server, situation, tool, taskType string) (string, []hindsight.ScoredExperience, error) {
 	situation, tool, taskType = strings.TrimSpace(situation), strings.TrimSpace(tool), strings.TrimSpace(taskType)
 	if situation == "" && tool == "" {
 		return Marker + " Describe the situation (argument \"situation\") to get past experience.", nil, nil
 	}
 	found, err := in.search(ctx, server, situation, tool, taskType)
+	if errors.Is(err, hindsight.ErrStoreUnavailable) {
+		return StoreUnavailableText, nil, err
+	}
 	if err != nil {
 		return UnavailableText, nil, err
 	}
