@@ -2,6 +2,7 @@ package weaviate_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -56,8 +57,9 @@ func TestTwoStoresConcurrentEdits(t *testing.T) {
 }
 
 // TestStoreDown: with the server down, a query bounded by its caller's
-// deadline (query_hindsight's) fails by then instead of retrying on, and
-// a write retried while the server comes back succeeds.
+// deadline (query_hindsight's) fails by then instead of retrying on, a
+// write then fails at once as unavailable, and writes succeed once the
+// server is back.
 func TestStoreDown(t *testing.T) {
 	srv := weaviatetest.Start(t)
 	emb := embed.NewLocal(0)
@@ -84,16 +86,22 @@ func TestStoreDown(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Second {
 		t.Fatalf("a search with the server down took %v, past its 2 s deadline", took)
 	}
-	done := make(chan error, 1)
-	go func() {
-		e2 := &hindsight.Experience{ID: "d2", Server: "files", Tool: "upload", Lesson: "compress the payload before the upload",
-			Situation: "the gateway answered 413 again", Confidence: 0.8, SourceTask: "t2"}
-		done <- s.Put(ctx, e2)
-	}()
-	time.Sleep(time.Second)
+	// The server is known to be down: a write fails at once as
+	// unavailable (the daemon queues it) instead of retrying for a minute.
+	e2 := &hindsight.Experience{ID: "d2", Server: "files", Tool: "upload", Lesson: "compress the payload before the upload",
+		Situation: "the gateway answered 413 again", Confidence: 0.8, SourceTask: "t2"}
+	if err := s.Put(ctx, e2); !errors.Is(err, hindsight.ErrStoreUnavailable) {
+		t.Fatalf("a write with the server down: %v, want ErrStoreUnavailable", err)
+	}
 	srv.Start(t)
-	if err := <-done; err != nil {
-		t.Fatalf("a write retried while the server came back: %v", err)
+	for range 50 { // the breaker probes once a second at most
+		if err = s.Put(ctx, e2); err == nil || !errors.Is(err, hindsight.ErrStoreUnavailable) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("a write once the server came back: %v", err)
 	}
 	if _, err := s.Get(ctx, "", "d2"); err != nil {
 		t.Fatal(err)
