@@ -25,7 +25,10 @@
 // Errors a cluster recovers from by itself (a new tenant's shard not yet on
 // the node asked, a node that just left, a leader election) are retried
 // with backoff for up to Config.RetryFor; every write is an upsert by id, so
-// a retry is idempotent.
+// a retry is idempotent. A Weaviate that does not answer at all (its
+// readiness probe neither) is not retried: a circuit breaker fails every
+// call at once with hindsight.ErrStoreUnavailable until a probe, at most
+// one a second, finds it ready (see breaker.go).
 //
 // Optimistic versioning (ErrConflict) holds for a caller that writes a
 // version it did not read, and no update is lost across processes, e.g.
