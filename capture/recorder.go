@@ -19,7 +19,7 @@ import (
 
 // Recorder defaults.
 const (
-	DefaultMaxQueueBytes = 16 << 20
+	DefaultMaxQueueBytes = 4 << 20
 	maxQueueItems        = 1 << 16
 	commitBatch          = 256
 	// commitLinger spaces the commits of small batches, so that calls made
@@ -66,9 +66,11 @@ type Options struct {
 	// the queue is full; past it they are dropped. 0: DefaultMaxSpillBytes;
 	// negative: no spill, a full queue drops.
 	MaxSpillBytes int64
-	// MaxHeldBytes and DiskReserve are the outbox's (see OutboxOptions).
+	// MaxHeldBytes, DiskReserve and MaxMemBytes are the outbox's (see
+	// OutboxOptions).
 	MaxHeldBytes int
 	DiskReserve  int64
+	MaxMemBytes  int
 }
 
 // A Recorder turns the exchanges a sidecar relays into redacted, tagged
@@ -89,7 +91,7 @@ type Options struct {
 //
 // The queue is bounded by MaxQueueBytes. Redacting on the caller's
 // goroutine would stall the relay, so when the queue is full — capture is
-// more than 16 MiB behind — exchanges spill to disk: a background writer
+// more than 4 MiB behind — exchanges spill to disk: a background writer
 // seals each one with AES-256-GCM under a random key that exists only in
 // this process's memory and appends it to a segment file (0600) under the
 // outbox's spill/ directory, so no secret reaches the disk readable. From
@@ -101,7 +103,7 @@ type Options struct {
 // log line, at most every ten seconds, says capture is spilling. A crash
 // loses what is spilled (the key died with the process): the next sidecar
 // or the daemon deletes it unread and counts it (SpillLost). Past
-// MaxSpillBytes, or when the spill writer is more than 16 MiB behind too,
+// MaxSpillBytes, or when the spill writer is more than 4 MiB behind too,
 // exchanges are dropped, counted in Stats.Dropped (and
 // hindsight_capture_dropped_total) and logged. Steps handed to the outbox
 // are delivered from memory and written to disk when the daemon does not
@@ -215,7 +217,7 @@ func New(opts Options) (*Recorder, error) {
 	}
 	c := &counters{}
 	ob, err := openOutbox(OutboxOptions{Home: opts.Home, Deliverer: opts.Deliverer, Logger: log, Retention: opts.Retention,
-		MaxHeldBytes: opts.MaxHeldBytes, DiskReserve: opts.DiskReserve}, c)
+		MaxHeldBytes: opts.MaxHeldBytes, DiskReserve: opts.DiskReserve, MaxMemBytes: opts.MaxMemBytes}, c)
 	if err != nil {
 		return nil, fmt.Errorf("new recorder: %w", err)
 	}
@@ -355,7 +357,8 @@ func exchangeSize(ex *proxy.Exchange) int64 { return int64(len(ex.Request) + len
 
 // tryQueue puts ex on the queue if it has room.
 func (r *Recorder) tryQueue(ex *proxy.Exchange, size int64) bool {
-	if r.c.queuedBytes.Add(size) > r.opts.MaxQueueBytes && r.c.queued.Load() > 0 {
+	v := r.c.queuedBytes.Add(size)
+	if v > r.opts.MaxQueueBytes && r.c.queued.Load() > 0 {
 		r.c.queuedBytes.Add(-size)
 		return false
 	}
@@ -363,6 +366,7 @@ func (r *Recorder) tryQueue(ex *proxy.Exchange, size int64) bool {
 		r.c.queuedBytes.Add(-size)
 		return false
 	}
+	r.c.notePeak(v)
 	r.c.queued.Add(1)
 	return true
 }
@@ -528,6 +532,9 @@ func (r *Recorder) commit() {
 				r.c.ledger.Add(losses.Truncated, 1, "a body over the size limit was cut")
 			}
 		}
+		// Back-pressure: while the daemon is behind, the batch waits here
+		// and the queue behind it fills (and spills), bounded.
+		r.outbox.waitRoom()
 		r.outbox.Append(batch)
 		r.batch = batch
 		r.c.captured.Add(int64(len(batch)))
@@ -749,7 +756,7 @@ func (r *Recorder) requeue(ex *proxy.Exchange) bool {
 			return false
 		}
 	}
-	r.c.queuedBytes.Add(size)
+	r.c.notePeak(r.c.queuedBytes.Add(size))
 	r.c.queued.Add(1)
 	for !r.enqueue(ex, size) {
 		// Only Hook races for the room waited for above, and it

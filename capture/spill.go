@@ -31,7 +31,7 @@ const (
 	// spillQueue bounds the exchanges waiting for the spill writer (in
 	// count and in bytes): past it they are dropped, so Hook never waits.
 	spillQueue      = 4096
-	spillQueueBytes = 16 << 20
+	spillQueueBytes = 4 << 20
 )
 
 // A spill holds the exchanges that found the capture queue full, in the
