@@ -6,24 +6,27 @@ import (
 )
 
 // MemoryBudget is the soft memory limit (runtime/debug.SetMemoryLimit) of
-// a stdio sidecar: what the Go runtime may hold before the collector runs
-// regardless of GOGC. It is the sum of
+// a stdio sidecar: past it the collector runs regardless of GOGC. Under a
+// flood of calls capture's share of the heap is bounded by design:
 //
-//   - the capture queue's bound, DefaultMaxQueueBytes (4 MiB; beyond it
-//     exchanges spill to disk, sealed);
-//   - the outbox's steps in memory, DefaultMaxMemBytes (4 MiB; while the
-//     daemon is behind, capture waits once they take half of it, so a
-//     flood backs up into the queue and its sealed spill);
-//   - the spill writer's intake (4 MiB, while the queue spills);
-//   - the redactor's rules (~3 MB once gitleaks is loaded) and the
-//     injector's tokenizer (~10 MB once an initialize result is counted);
-//   - the relay's buffers, goroutine stacks and the runtime (~5 MB);
+//   - the capture queue, DefaultMaxQueueBytes (4 MiB, built steps
+//     included; beyond it exchanges spill to disk, sealed);
+//   - the spill writer's intake (at most 16 MiB, beyond which exchanges
+//     are dropped; in practice near empty, as sealing and appending an
+//     exchange costs far less than relaying it);
+//   - the outbox's steps in memory, DefaultMaxMemBytes (2 MiB; while the
+//     daemon is behind, capture waits once they take half of it);
+//   - the redactor's rules (~3 MB once gitleaks is loaded).
 //
-// and headroom of about a third for the collector. Peak RSS adds the
-// binary's mapped pages (~8 MB) to it. A live heap above the limit (a
-// huge message) is not an error: the collector then runs more often, its
-// CPU capped by the runtime, and the heap grows as it must.
-const MemoryBudget = 36 << 20
+// The rest of a sidecar's heap is the relay's buffers, the runtime, and
+// the injector's tokenizer (~10 MB live once an initialize result is
+// counted, ~25 MB of RSS). The limit sits well above their sum: a limit
+// near the live heap makes the collector run without pause (at 36 and
+// 48 MiB a capturing sidecar under relaybench's flood spent over half its
+// CPU marking), so it trims the collector's headroom under a flood rather
+// than the heap itself. A live heap above it (a huge message) is not an
+// error: the collector then runs more often and the heap grows as it must.
+const MemoryBudget = 64 << 20
 
 // SetMemoryLimit sets MemoryBudget as the process's soft memory limit
 // unless GOMEMLIMIT is set in the environment (the runtime has applied it

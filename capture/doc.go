@@ -75,7 +75,7 @@
 //
 // The queue is bounded (4 MiB, built steps included), and while the
 // daemon is behind the outbox holds the committer back once half its
-// memory bound (4 MiB) is taken, so a flood backs up into the queue
+// memory bound (2 MiB) is taken, so a flood backs up into the queue
 // rather than into the outbox's database (see MemoryBudget). Unredacted
 // data may not reach disk readable and the relay may not wait, so when
 // the queue is full

@@ -61,7 +61,7 @@ const (
 	DefaultDrainTimeout = 10 * time.Second // Close's final drain when ctx has no deadline
 	// DefaultMaxMemBytes bounds the stored steps also kept in memory
 	// (their encoded size) to be delivered without reading Badger back.
-	DefaultMaxMemBytes = 4 << 20
+	DefaultMaxMemBytes = 2 << 20
 
 	// DefaultPersistAfter is how long after its exchange ended a step the
 	// journal does not hold may wait in memory for the daemon's

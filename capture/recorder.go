@@ -103,7 +103,7 @@ type Options struct {
 // log line, at most every ten seconds, says capture is spilling. A crash
 // loses what is spilled (the key died with the process): the next sidecar
 // or the daemon deletes it unread and counts it (SpillLost). Past
-// MaxSpillBytes, or when the spill writer is more than 4 MiB behind too,
+// MaxSpillBytes, or when the spill writer is more than 16 MiB behind too,
 // exchanges are dropped, counted in Stats.Dropped (and
 // hindsight_capture_dropped_total) and logged. Steps handed to the outbox
 // are delivered from memory and written to disk when the daemon does not
@@ -445,17 +445,18 @@ func (r *Recorder) dispatch() {
 
 // drop counts an exchange lost because capture's queue was full (or
 // capture closing) and logs at most once every ten seconds.
-func (r *Recorder) drop(why string) { r.dropFor(losses.QueueFull, why) }
+func (r *Recorder) drop(why string) { r.dropFor(losses.QueueFull, why, 1) }
 
-// dropFor is drop with the reason recorded in the loss ledger.
-func (r *Recorder) dropFor(reason, why string) {
-	r.c.lose(reason, 1, why)
-	n := r.c.dropped.Load()
+// dropFor is drop for n exchanges, with the reason recorded in the loss
+// ledger.
+func (r *Recorder) dropFor(reason, why string, n int64) {
+	r.c.lose(reason, n, why)
+	total := r.c.dropped.Load()
 	r.dropMu.Lock()
 	defer r.dropMu.Unlock()
 	if time.Since(r.lastDrop) > 10*time.Second {
 		r.lastDrop = time.Now()
-		r.log.Warn("exchange not recorded", "reason", why, "dropped_total", n,
+		r.log.Warn("exchange not recorded", "reason", why, "dropped_total", total,
 			"queued", r.c.queued.Load(), "queued_bytes", r.c.queuedBytes.Load())
 	}
 }
@@ -638,7 +639,9 @@ func (r *Recorder) Close(ctx context.Context) error {
 	return err
 }
 
-// spillWriter seals the exchanges Hook sends to the spill and appends them.
+// spillWriter seals the exchanges Hook sends to the spill and appends
+// them, writing what it gathered once it has caught up with Hook (or
+// gathered spillFlushBytes): one write for a burst.
 func (r *Recorder) spillWriter() {
 	defer close(r.writerDone)
 	for ex := range r.spillIn {
@@ -648,28 +651,50 @@ func (r *Recorder) spillWriter() {
 			sp, r.spErr = openSpill(filepath.Join(r.outbox.Dir(), spillDirName), r.opts.MaxSpillBytes, r.spillMore, r.log, r.c)
 			r.sp.Store(sp)
 		})
-		err := r.spErr
-		if err == nil {
-			err = r.sp.Load().put(ex)
-		}
-		if err != nil {
-			reason := losses.QueueFull
-			if isNoSpace(err) {
-				reason = losses.DiskFull
-			}
-			r.dropFor(reason, "capture queue full; cannot spill: "+err.Error())
-			r.processed.Add(1)
-			r.spillGone(1)
+		sp := r.sp.Load()
+		if r.spErr != nil {
+			r.spillFailed(1, r.spErr)
 			continue
 		}
-		n := r.c.spilledEx.Add(1)
-		r.spillLogMu.Lock()
-		if time.Since(r.lastSpillLog) > 10*time.Second {
-			r.lastSpillLog = time.Now()
-			r.log.Warn("capture is behind: exchanges spill to disk, sealed with a key held only in memory, and are recorded as capture catches up",
-				"spilled_total", n, "unspilled_total", r.c.unspilledEx.Load(), "spill_bytes", r.c.spillBytes.Load())
+		written, lost, err := sp.put(ex)
+		r.spilled(written, lost, err)
+		if len(r.spillIn) == 0 || sp.buffered() >= spillFlushBytes {
+			r.spilled(sp.flush())
 		}
-		r.spillLogMu.Unlock()
+	}
+}
+
+// spilled counts what a put or flush of the spill wrote, and what it lost.
+func (r *Recorder) spilled(written, lost int, err error) {
+	if written > 0 {
+		r.noteSpilled(written)
+	}
+	if err != nil {
+		r.spillFailed(lost, err)
+	}
+}
+
+// spillFailed counts n exchanges lost on their way to the spill.
+func (r *Recorder) spillFailed(n int, err error) {
+	reason := losses.QueueFull
+	if isNoSpace(err) {
+		reason = losses.DiskFull
+	}
+	r.dropFor(reason, "capture queue full; cannot spill: "+err.Error(), int64(n))
+	r.processed.Add(int64(n))
+	r.spillGone(int64(n))
+}
+
+// noteSpilled counts n exchanges written to the spill and says so in the
+// log at most every ten seconds.
+func (r *Recorder) noteSpilled(n int) {
+	total := r.c.spilledEx.Add(int64(n))
+	r.spillLogMu.Lock()
+	defer r.spillLogMu.Unlock()
+	if time.Since(r.lastSpillLog) > 10*time.Second {
+		r.lastSpillLog = time.Now()
+		r.log.Warn("capture is behind: exchanges spill to disk, sealed with a key held only in memory, and are recorded as capture catches up",
+			"spilled_total", total, "unspilled_total", r.c.unspilledEx.Load(), "spill_bytes", r.c.spillBytes.Load())
 	}
 }
 
