@@ -15,11 +15,13 @@ import (
 )
 
 // gitleaksRules is the gitleaks default rule set split into one detector
-// per rule, each run only on text holding one of that rule's keywords.
-// gitleaks' own Detector finds the keywords with an Aho-Corasick automaton
-// that keeps ~11 MB for ~220 keywords; a keywordIndex does the same search
-// in a few KB, so the detectors here are built without one (a detector
-// with no keywords runs its only rule unconditionally).
+// per rule, each run only on text holding one of that rule's keywords,
+// which a keywordIndex finds (gitleaks' own Detector builds an Aho-Corasick
+// automaton of ~1.5 MB for that; a detector with no keywords runs its only
+// rule unconditionally). Its allowlists are kept without the automata
+// gitleaks builds for their stop words (~9.5 MB): a finding's secret is
+// checked against each stop word instead, which costs microseconds per
+// finding, and findings are rare.
 type gitleaksRules struct {
 	Config config.Config // the default configuration, as gitleaks compiled it
 	rules  []gitleaksRule
@@ -36,7 +38,7 @@ type gitleaksRule struct {
 
 // gitleaksDetector loads the gitleaks default configuration once per
 // process, on the first text holding one of its keywords: compiling its
-// 200-odd rules takes tens of milliseconds and keeps about 2 MB, which a
+// 200-odd rules takes tens of milliseconds and keeps about 4 MB, which a
 // sidecar whose traffic never looks like a secret does not need.
 var gitleaksDetector = sync.OnceValues(func() (*gitleaksRules, error) {
 	// gitleaks logs through a global zerolog logger to stderr, at trace
@@ -45,6 +47,11 @@ var gitleaksDetector = sync.OnceValues(func() (*gitleaksRules, error) {
 	cfg, err := defaultGitleaksConfig()
 	if err != nil {
 		return nil, fmt.Errorf("load gitleaks rules: %w", err)
+	}
+	cfg.Allowlists = lightAllowlists(cfg.Allowlists)
+	for id, rule := range cfg.Rules {
+		rule.Allowlists = lightAllowlists(rule.Allowlists)
+		cfg.Rules[id] = rule
 	}
 	set := &gitleaksRules{Config: cfg, index: &keywordIndex{}}
 	if err := checkKeywords(set, gitleaksKeywords); err != nil {
@@ -107,6 +114,20 @@ func ruleDetector(cfg config.Config, rule config.Rule) *detect.Detector {
 	rules[rule.RuleID] = rule
 	return detect.NewDetector(config.Config{Rules: rules, Keywords: map[string]struct{}{},
 		OrderedRules: []string{rule.RuleID}, Allowlists: cfg.Allowlists})
+}
+
+// lightAllowlists copies allowlists without what gitleaks derived from
+// them when it validated them (an automaton of the stop words, joined
+// expressions, a map of commits): its checks fall back to the lists
+// themselves, which are already deduplicated and lower-cased.
+// TestGitleaksAllowlistFields notices a field this does not copy.
+func lightAllowlists(in []*config.Allowlist) []*config.Allowlist {
+	out := make([]*config.Allowlist, len(in))
+	for i, a := range in {
+		out[i] = &config.Allowlist{Description: a.Description, MatchCondition: a.MatchCondition, Commits: a.Commits,
+			Paths: a.Paths, RegexTarget: a.RegexTarget, Regexes: a.Regexes, StopWords: a.StopWords}
+	}
+	return out
 }
 
 func containsInt(s []int, v int) bool {
