@@ -59,7 +59,7 @@ func BenchmarkRedact(b *testing.B) {
 			b.SetBytes(int64(len(p)))
 			cpu := processCPU()
 			for b.Loop() {
-				r.detector().DetectString(string(p))
+				r.detector().detect(string(p))
 			}
 			reportCPU(b, cpu)
 		})
@@ -102,6 +102,21 @@ func BenchmarkRecorder(b *testing.B) {
 		}
 		reportCPU(b, cpu)
 		b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "steps/s")
+	})
+	// build-encode: BuildStep and the encoding the outbox stores and
+	// delivers, with nothing queued, handed over or written.
+	b.Run("build-encode", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu := processCPU()
+		var buf []byte
+		for b.Loop() {
+			st := BuildStep(mk(), red, 0)
+			var err error
+			if buf, err = st.AppendCompactJSON(buf[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU(b, cpu)
 	})
 	steps := func(b *testing.B, d Deliverer) {
 		r := open(b, d)
@@ -176,4 +191,39 @@ func (d rawSink) Deliver(context.Context, []hindsight.Step) error {
 func (d rawSink) DeliverRaw(context.Context, []json.RawMessage) error {
 	time.Sleep(d.delay)
 	return nil
+}
+
+// BenchmarkSpill measures an exchange's way through the spill: sealed,
+// gathered and written in bursts of 64 (as the spill writer does when Hook
+// outruns capture), read back and opened.
+func BenchmarkSpill(b *testing.B) {
+	p := typicalPayloads()
+	sess := &proxy.Session{ID: "b", Server: "fs", Transport: "stdio"}
+	ex := &proxy.Exchange{Session: sess, Direction: hindsight.ClientToServer, Method: "tools/call",
+		Request: p["call-small"], Response: p["result-4k"], Started: time.Now(), Ended: time.Now()}
+	sp, err := openSpill(b.TempDir()+"/spill", 1<<30, make(chan struct{}, 1), quietLogger(), &counters{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sp.close()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(ex.Request) + len(ex.Response)))
+	cpu := processCPU()
+	for b.Loop() {
+		for range 64 {
+			if _, _, err := sp.put(ex); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, _, err := sp.flush(); err != nil {
+			b.Fatal(err)
+		}
+		for range 64 {
+			if _, ok, err := sp.next(); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	}
+	reportCPU(b, cpu)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(64*b.N), "ns/exchange")
 }

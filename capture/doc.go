@@ -73,8 +73,12 @@
 // The hindsight_capture_commit_delay_seconds histogram shows how long
 // after an exchange ends its step reaches the outbox.
 //
-// The queue is bounded (16 MiB). Unredacted data may not reach disk
-// readable and the relay may not wait, so when the queue is full
+// The queue is bounded (4 MiB, built steps included), and while the
+// daemon is behind the outbox holds the committer back once half its
+// memory bound (2 MiB) is taken, so a flood backs up into the queue
+// rather than into the outbox's database (see MemoryBudget). Unredacted
+// data may not reach disk readable and the relay may not wait, so when
+// the queue is full
 // exchanges spill: they are sealed with AES-256-GCM under a key that
 // exists only in the sidecar's memory, appended to files under the
 // outbox's spill/ directory, and read back, in order, redacted and

@@ -9,9 +9,12 @@ import (
 
 // Stats is a snapshot of a Recorder's counters.
 type Stats struct {
-	Captured         int64 // steps built and handed to the outbox
-	Queued           int64 // exchanges waiting for the worker now
-	QueuedBytes      int64 // their size in bytes
+	Captured    int64 // steps built and handed to the outbox
+	Queued      int64 // exchanges waiting for the worker now
+	QueuedBytes int64 // their size in bytes
+	// QueuedBytesPeak is the most QueuedBytes has been: at most
+	// MaxQueueBytes, or one exchange larger than that alone.
+	QueuedBytesPeak  int64
 	Dropped          int64 // exchanges lost: queue over its bound, recorder closed, memory bound hit
 	Redactions       int64 // secrets replaced
 	Spilled          int64 // steps written to the disk outbox: not acknowledged by the daemon in time, or no daemon
@@ -47,6 +50,7 @@ type counters struct {
 	corrupt, delivered, deliveryFailures, rejected, expired, depth atomic.Int64
 	spilledEx, unspilledEx, spillBytes, spillLost atomic.Int64
 	truncated, droppedFull, heldBytes             atomic.Int64
+	queuedPeak                                    atomic.Int64 // see Stats.QueuedBytesPeak
 
 	// ledger, when set, records every loss durably (see internal/losses).
 	ledger *losses.Ledger
@@ -68,7 +72,8 @@ func (c *counters) lose(reason string, n int64, detail string) {
 func (c *counters) snapshot() Stats {
 	return Stats{
 		Captured: c.captured.Load(), Queued: c.queued.Load(), QueuedBytes: c.queuedBytes.Load(),
-		Dropped: c.dropped.Load(), Redactions: c.redactions.Load(), Spilled: c.spilled.Load(),
+		QueuedBytesPeak: c.queuedPeak.Load(),
+		Dropped:         c.dropped.Load(), Redactions: c.redactions.Load(), Spilled: c.spilled.Load(),
 		Held: c.held.Load(), WriteErrors: c.writeErrors.Load(), Corrupt: c.corrupt.Load(),
 		Delivered: c.delivered.Load(), DeliveryFailures: c.deliveryFailures.Load(),
 		Rejected: c.rejected.Load(), Expired: c.expired.Load(), Depth: c.depth.Load(),
@@ -127,4 +132,11 @@ func (c *counters) register(reg prometheus.Registerer, source string) ([]prometh
 		}
 	}
 	return cs, nil
+}
+
+// notePeak records v, the queue's accounted size just after an exchange
+// joined it, in Stats.QueuedBytesPeak.
+func (c *counters) notePeak(v int64) {
+	for p := c.queuedPeak.Load(); v > p && !c.queuedPeak.CompareAndSwap(p, v); p = c.queuedPeak.Load() {
+	}
 }

@@ -61,7 +61,7 @@ const (
 	DefaultDrainTimeout = 10 * time.Second // Close's final drain when ctx has no deadline
 	// DefaultMaxMemBytes bounds the stored steps also kept in memory
 	// (their encoded size) to be delivered without reading Badger back.
-	DefaultMaxMemBytes = 4 << 20
+	DefaultMaxMemBytes = 2 << 20
 
 	// DefaultPersistAfter is how long after its exchange ended a step the
 	// journal does not hold may wait in memory for the daemon's
@@ -83,11 +83,6 @@ const (
 	// 10 ms while an agent makes calls (relaybench, paced: the p99 halved,
 	// and the daemon's CPU per step).
 	journalLinger = 250 * time.Millisecond
-
-	// journalMaxBytes bounds the steps in memory (their encodings) below
-	// which new ones are journaled: a backlog is written to Badger instead
-	// (see Outbox), as journaling a flood costs more than it saves.
-	journalMaxBytes = 1 << 20
 
 	deliverTimeout = 30 * time.Second
 	// deliverLinger is how long delivery waits after a step arrives for
@@ -211,20 +206,21 @@ type Outbox struct {
 	persistDone chan struct{}
 
 	mu           sync.Mutex
-	next         uint64    // seq of the next step
-	mem          []entry   // the newest undelivered steps, in seq order
-	memDisk      int       // mem[:memDisk] are on disk too; the rest only in memory
-	memBytes     int       // their encoded size
-	diskOnly     int       // undelivered steps on disk but not in mem; while > 0, delivery reads Badger
-	removed      uint64    // the highest seq removed: steps leave in seq order, so all below are gone too
-	dirty        bool      // written since the last sync
-	lastFailed   bool      // the last delivery attempt failed
-	writeFailing bool      // the last write to disk failed
-	lastDropLog  time.Time // when persist last logged dropped steps
-	maxDue       time.Time // no step held only in memory is due later (see pullDues)
-	lastWrite    time.Time // of steps to disk (see closeIdleDisk)
-	keptRejected bool      // a refused step is in the database (until Close exports it)
-	closed       bool      // Close has begun shutting the database
+	next         uint64        // seq of the next step
+	mem          []entry       // the newest undelivered steps, in seq order
+	memDisk      int           // mem[:memDisk] are on disk too; the rest only in memory
+	memBytes     int           // their encoded size
+	diskOnly     int           // undelivered steps on disk but not in mem; while > 0, delivery reads Badger
+	removed      uint64        // the highest seq removed: steps leave in seq order, so all below are gone too
+	dirty        bool          // written since the last sync
+	lastFailed   bool          // the last delivery attempt failed
+	writeFailing bool          // the last write to disk failed
+	lastDropLog  time.Time     // when persist last logged dropped steps
+	maxDue       time.Time     // no step held only in memory is due later (see pullDues)
+	lastWrite    time.Time     // of steps to disk (see closeIdleDisk)
+	keptRejected bool          // a refused step is in the database (until Close exports it)
+	closed       bool          // Close has begun shutting the database
+	room         chan struct{} // made by waitRoom, closed when delivered steps leave memory
 }
 
 // An entry is a step as the outbox keeps it: its seq and its JSON
@@ -505,9 +501,10 @@ func (o *Outbox) Append(steps []hindsight.Step) {
 	// Nothing will acknowledge these steps soon: write them now.
 	atOnce := o.opts.Deliverer == nil || o.lastFailed || o.writeFailing
 	// Steps written to Badger at once need no journal, nor does a backlog
-	// (the daemon falls behind, a flood of calls): it is delivered
-	// continuously, and written to Badger.
-	journaled := !atOnce && o.journalOn.Load() && o.memBytes < journalMaxBytes
+	// past half of MaxMemBytes, where the Recorder's back-pressure holds
+	// capture (see waitRoom): what passes it anyway (a batch of large
+	// steps, a daemon that stopped answering) goes to Badger.
+	journaled := !atOnce && o.journalOn.Load() && o.memBytes < o.opts.MaxMemBytes/2
 	after := o.opts.PersistAfter
 	if journaled {
 		after = o.opts.JournalPersistAfter
@@ -691,6 +688,7 @@ func (o *Outbox) persist(now time.Time, all bool) {
 	}
 	was := o.writeFailing
 	o.writeFailing = true
+	o.freed()
 	// Keep the oldest steps (the closest to being delivered) within
 	// MaxHeld and MaxHeldBytes; the newest go.
 	keep, heldBytes := o.memDisk, 0
@@ -1115,6 +1113,9 @@ func (o *Outbox) setFailed(failed bool, err error) {
 	o.mu.Lock()
 	was := o.lastFailed
 	o.lastFailed = failed
+	if failed && !was {
+		o.freed() // waitRoom: nothing will free memory soon
+	}
 	o.mu.Unlock()
 	switch {
 	case failed && !was:
@@ -1209,6 +1210,7 @@ func (o *Outbox) remove(steps []entry) {
 		o.removed = max(o.removed, e.seq)
 	}
 	o.forget(gone)
+	o.freed()
 	o.mu.Unlock()
 	o.releaseJournal()
 	o.c.depth.Add(-int64(len(steps)))
@@ -1385,6 +1387,7 @@ func (o *Outbox) shutdown() error {
 	o.persist(time.Now(), true)
 	o.mu.Lock()
 	o.closed = true
+	o.freed()
 	// Steps the database did not take are lost, unless the journal has
 	// them: then it stays, for the next sidecar or the daemon.
 	n := len(o.mem) - o.memDisk

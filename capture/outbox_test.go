@@ -405,11 +405,11 @@ func TestOutboxClosesIdleDisk(t *testing.T) {
 }
 
 // TestOutboxJournalBacklog: steps are journaled until a backlog builds
-// up; the steps after it are written to Badger PersistAfter after their
+// up (half of MaxMemBytes); the steps after it are written to Badger PersistAfter after their
 // exchange, and the journaled ones before them, due much later, do not
 // hold them back. The journal keeps only what is in memory alone.
 func TestOutboxJournalBacklog(t *testing.T) {
-	o, c := openStalled(t, OutboxOptions{PersistAfter: 20 * time.Millisecond, JournalPersistAfter: time.Hour, MaxMemBytes: 64 << 20})
+	o, c := openStalled(t, OutboxOptions{PersistAfter: 20 * time.Millisecond, JournalPersistAfter: time.Hour, MaxMemBytes: 2 << 20})
 	text := strings.Repeat("x", 4<<10)
 	batch := func(n int) []hindsight.Step {
 		out := make([]hindsight.Step, n)

@@ -19,7 +19,7 @@ import (
 
 // Recorder defaults.
 const (
-	DefaultMaxQueueBytes = 16 << 20
+	DefaultMaxQueueBytes = 4 << 20
 	maxQueueItems        = 1 << 16
 	commitBatch          = 256
 	// commitLinger spaces the commits of small batches, so that calls made
@@ -67,9 +67,11 @@ type Options struct {
 	// the queue is full; past it they are dropped. 0: DefaultMaxSpillBytes;
 	// negative: no spill, a full queue drops.
 	MaxSpillBytes int64
-	// MaxHeldBytes and DiskReserve are the outbox's (see OutboxOptions).
+	// MaxHeldBytes, DiskReserve and MaxMemBytes are the outbox's (see
+	// OutboxOptions).
 	MaxHeldBytes int
 	DiskReserve  int64
+	MaxMemBytes  int
 }
 
 // A Recorder turns the exchanges a sidecar relays into redacted, tagged
@@ -90,7 +92,7 @@ type Options struct {
 //
 // The queue is bounded by MaxQueueBytes. Redacting on the caller's
 // goroutine would stall the relay, so when the queue is full — capture is
-// more than 16 MiB behind — exchanges spill to disk: a background writer
+// more than 4 MiB behind — exchanges spill to disk: a background writer
 // seals each one with AES-256-GCM under a random key that exists only in
 // this process's memory and appends it to a segment file (0600) under the
 // outbox's spill/ directory, so no secret reaches the disk readable. From
@@ -216,7 +218,7 @@ func New(opts Options) (*Recorder, error) {
 	}
 	c := &counters{}
 	ob, err := openOutbox(OutboxOptions{Home: opts.Home, Deliverer: opts.Deliverer, Logger: log, Retention: opts.Retention,
-		MaxHeldBytes: opts.MaxHeldBytes, DiskReserve: opts.DiskReserve}, c)
+		MaxHeldBytes: opts.MaxHeldBytes, DiskReserve: opts.DiskReserve, MaxMemBytes: opts.MaxMemBytes}, c)
 	if err != nil {
 		return nil, fmt.Errorf("new recorder: %w", err)
 	}
@@ -356,7 +358,8 @@ func exchangeSize(ex *proxy.Exchange) int64 { return int64(len(ex.Request) + len
 
 // tryQueue puts ex on the queue if it has room.
 func (r *Recorder) tryQueue(ex *proxy.Exchange, size int64) bool {
-	if r.c.queuedBytes.Add(size) > r.opts.MaxQueueBytes && r.c.queued.Load() > 0 {
+	v := r.c.queuedBytes.Add(size)
+	if v > r.opts.MaxQueueBytes && r.c.queued.Load() > 0 {
 		r.c.queuedBytes.Add(-size)
 		return false
 	}
@@ -364,6 +367,7 @@ func (r *Recorder) tryQueue(ex *proxy.Exchange, size int64) bool {
 		r.c.queuedBytes.Add(-size)
 		return false
 	}
+	r.c.notePeak(v)
 	r.c.queued.Add(1)
 	return true
 }
@@ -442,17 +446,18 @@ func (r *Recorder) dispatch() {
 
 // drop counts an exchange lost because capture's queue was full (or
 // capture closing) and logs at most once every ten seconds.
-func (r *Recorder) drop(why string) { r.dropFor(losses.QueueFull, why) }
+func (r *Recorder) drop(why string) { r.dropFor(losses.QueueFull, why, 1) }
 
-// dropFor is drop with the reason recorded in the loss ledger.
-func (r *Recorder) dropFor(reason, why string) {
-	r.c.lose(reason, 1, why)
-	n := r.c.dropped.Load()
+// dropFor is drop for n exchanges, with the reason recorded in the loss
+// ledger.
+func (r *Recorder) dropFor(reason, why string, n int64) {
+	r.c.lose(reason, n, why)
+	total := r.c.dropped.Load()
 	r.dropMu.Lock()
 	defer r.dropMu.Unlock()
 	if time.Since(r.lastDrop) > 10*time.Second {
 		r.lastDrop = time.Now()
-		r.log.Warn("exchange not recorded", "reason", why, "dropped_total", n,
+		r.log.Warn("exchange not recorded", "reason", why, "dropped_total", total,
 			"queued", r.c.queued.Load(), "queued_bytes", r.c.queuedBytes.Load())
 	}
 }
@@ -530,6 +535,9 @@ func (r *Recorder) commit() {
 				r.c.ledger.Add(losses.Truncated, 1, "a body over the size limit was cut")
 			}
 		}
+		// Back-pressure: while the daemon is behind, the batch waits here
+		// and the queue behind it fills (and spills), bounded.
+		r.outbox.waitRoom()
 		r.outbox.Append(batch)
 		r.batch = batch
 		r.c.captured.Add(int64(len(batch)))
@@ -633,7 +641,9 @@ func (r *Recorder) Close(ctx context.Context) error {
 	return err
 }
 
-// spillWriter seals the exchanges Hook sends to the spill and appends them.
+// spillWriter seals the exchanges Hook sends to the spill and appends
+// them, writing what it gathered once it has caught up with Hook (or
+// gathered spillFlushBytes): one write for a burst.
 func (r *Recorder) spillWriter() {
 	defer close(r.writerDone)
 	for ex := range r.spillIn {
@@ -643,28 +653,50 @@ func (r *Recorder) spillWriter() {
 			sp, r.spErr = openSpill(filepath.Join(r.outbox.Dir(), spillDirName), r.opts.MaxSpillBytes, r.spillMore, r.log, r.c)
 			r.sp.Store(sp)
 		})
-		err := r.spErr
-		if err == nil {
-			err = r.sp.Load().put(ex)
-		}
-		if err != nil {
-			reason := losses.QueueFull
-			if isNoSpace(err) {
-				reason = losses.DiskFull
-			}
-			r.dropFor(reason, "capture queue full; cannot spill: "+err.Error())
-			r.processed.Add(1)
-			r.spillGone(1)
+		sp := r.sp.Load()
+		if r.spErr != nil {
+			r.spillFailed(1, r.spErr)
 			continue
 		}
-		n := r.c.spilledEx.Add(1)
-		r.spillLogMu.Lock()
-		if time.Since(r.lastSpillLog) > 10*time.Second {
-			r.lastSpillLog = time.Now()
-			r.log.Warn("capture is behind: exchanges spill to disk, sealed with a key held only in memory, and are recorded as capture catches up",
-				"spilled_total", n, "unspilled_total", r.c.unspilledEx.Load(), "spill_bytes", r.c.spillBytes.Load())
+		written, lost, err := sp.put(ex)
+		r.spilled(written, lost, err)
+		if len(r.spillIn) == 0 || sp.buffered() >= spillFlushBytes {
+			r.spilled(sp.flush())
 		}
-		r.spillLogMu.Unlock()
+	}
+}
+
+// spilled counts what a put or flush of the spill wrote, and what it lost.
+func (r *Recorder) spilled(written, lost int, err error) {
+	if written > 0 {
+		r.noteSpilled(written)
+	}
+	if err != nil {
+		r.spillFailed(lost, err)
+	}
+}
+
+// spillFailed counts n exchanges lost on their way to the spill.
+func (r *Recorder) spillFailed(n int, err error) {
+	reason := losses.QueueFull
+	if isNoSpace(err) {
+		reason = losses.DiskFull
+	}
+	r.dropFor(reason, "capture queue full; cannot spill: "+err.Error(), int64(n))
+	r.processed.Add(int64(n))
+	r.spillGone(int64(n))
+}
+
+// noteSpilled counts n exchanges written to the spill and says so in the
+// log at most every ten seconds.
+func (r *Recorder) noteSpilled(n int) {
+	total := r.c.spilledEx.Add(int64(n))
+	r.spillLogMu.Lock()
+	defer r.spillLogMu.Unlock()
+	if time.Since(r.lastSpillLog) > 10*time.Second {
+		r.lastSpillLog = time.Now()
+		r.log.Warn("capture is behind: exchanges spill to disk, sealed with a key held only in memory, and are recorded as capture catches up",
+			"spilled_total", total, "unspilled_total", r.c.unspilledEx.Load(), "spill_bytes", r.c.spillBytes.Load())
 	}
 }
 
@@ -751,7 +783,7 @@ func (r *Recorder) requeue(ex *proxy.Exchange) bool {
 			return false
 		}
 	}
-	r.c.queuedBytes.Add(size)
+	r.c.notePeak(r.c.queuedBytes.Add(size))
 	r.c.queued.Add(1)
 	for !r.enqueue(ex, size) {
 		// Only Hook races for the room waited for above, and it

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -13,11 +12,8 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/rs/zerolog"
 	"github.com/tidwall/gjson"
 	"github.com/zricethezav/gitleaks/v8/config"
-	"github.com/zricethezav/gitleaks/v8/detect"
-	gllog "github.com/zricethezav/gitleaks/v8/logging"
 )
 
 // Placeholder returns the text that replaces a secret found by rule id.
@@ -94,39 +90,6 @@ type textRule struct {
 	keywords []string
 }
 
-// gitleaksDetector loads the gitleaks default configuration once per
-// process, on the first text holding one of its keywords: compiling its
-// 200-odd rules takes tens of milliseconds and keeps about 15 MB, which a
-// sidecar whose traffic never looks like a secret does not need.
-var gitleaksDetector = sync.OnceValues(func() (*detect.Detector, error) {
-	// gitleaks logs through a global zerolog logger to stderr, at trace
-	// level with the secrets it skips: silence it.
-	gllog.Logger = gllog.Logger.Level(zerolog.Disabled)
-	det, err := detect.NewDetectorDefaultConfig()
-	if err != nil {
-		return nil, fmt.Errorf("load gitleaks rules: %w", err)
-	}
-	if err := checkKeywords(det, gitleaksKeywords); err != nil {
-		return nil, err
-	}
-	// Building the rules allocates about twice what they keep: give the
-	// garbage back now rather than at the sidecar's peak.
-	debug.FreeOSMemory()
-	return det, nil
-})
-
-// detector returns the gitleaks detector. It panics when the rules cannot
-// be loaded (they are compiled into the binary, so only a broken build
-// can): BuildStep's caller then loses the step rather than storing text
-// that was not scanned.
-func (r *Redactor) detector() *detect.Detector {
-	det, err := gitleaksDetector()
-	if err != nil {
-		panic(err)
-	}
-	return det
-}
-
 // gitleaksKeywords are the keywords of the gitleaks default rules, read
 // from the rule file compiled into gitleaks without compiling the rules
 // (checkKeywords holds them to the compiled rules).
@@ -144,27 +107,6 @@ var (
 	keywordsLine = regexp.MustCompile(`(?m)^\s*keywords\s*=\s*\[([^\]]*)\]`)
 	tomlString   = regexp.MustCompile(`"([^"\\]*)"|'([^']*)'`)
 )
-
-// checkKeywords reports an error unless every rule of det either matches
-// file paths only or has keywords, all of them in known: the prefilter
-// skips gitleaks on text without one of known.
-func checkKeywords(det *detect.Detector, known []string) error {
-	set := make(map[string]bool, len(known))
-	for _, k := range known {
-		set[strings.ToLower(k)] = true
-	}
-	for id, rule := range det.Config.Rules {
-		if len(rule.Keywords) == 0 && rule.Regex != nil {
-			return fmt.Errorf("load gitleaks rules: rule %s has no keyword; the prefilter cannot skip it", id)
-		}
-		for _, k := range rule.Keywords {
-			if !set[strings.ToLower(k)] {
-				return fmt.Errorf("load gitleaks rules: rule %s: keyword %q missing from the prefilter", id, k)
-			}
-		}
-	}
-	return nil
-}
 
 // keywordsIndex indexes the gitleaks keywords (gitleaksBit) and those of
 // the built-in text rules (bit i: builtinText[i]).
@@ -370,7 +312,7 @@ func (r *Redactor) scan(text string, kw uint64) []finding {
 		return nil
 	}
 	var out []finding
-	for _, f := range r.detector().DetectString(text) {
+	for _, f := range r.detector().detect(text) {
 		if len(f.Secret) < 4 || strings.HasPrefix(f.Secret, "[REDACTED:") {
 			continue
 		}

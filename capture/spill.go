@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bufio"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -62,8 +63,16 @@ type spill struct {
 	sessIdx  map[*proxy.Session]uint64
 	more     chan struct{} // a record was written
 	rfile    *os.File      // the segment being read
+	rd       *bufio.Reader // over rfile
 	rbuf     []byte
+	// wbuf holds the last wrecs records sealed, not yet written: put
+	// gathers them and flush writes them at once, one write for a burst.
+	wbuf  []byte
+	wrecs int
 }
+
+// spillFlushBytes is how much put gathers before it writes.
+const spillFlushBytes = 64 << 10
 
 type segment struct {
 	n       int // segment number, its file name
@@ -102,9 +111,11 @@ func (s *spill) nonce(seq uint64) []byte {
 
 func segmentName(n int) string { return fmt.Sprintf("%08d.seal", n) }
 
-// put seals ex and appends it. It fails when the spill is over its bound
-// or the disk fails; the exchange is then lost (the caller counts it).
-func (s *spill) put(ex *proxy.Exchange) error {
+// put seals ex and adds it to the records waiting to be written (see
+// flush). It writes those first when ex starts a new segment: written
+// counts them. It fails when the spill is over its bound or the disk
+// fails; lost counts the exchanges the failure lost, ex included.
+func (s *spill) put(ex *proxy.Exchange) (written, lost int, err error) {
 	s.mu.Lock()
 	sess := s.sessionNumber(ex.Session)
 	seq := s.wseq
@@ -117,32 +128,70 @@ func (s *spill) put(ex *proxy.Exchange) error {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.bytes+int64(len(rec)) > s.max {
-		return fmt.Errorf("spill full (%d bytes)", s.max)
+	if s.bytes+int64(len(s.wbuf)+len(rec)) > s.max {
+		return 0, 1, fmt.Errorf("spill full (%d bytes)", s.max)
 	}
 	w := s.writer()
-	if w == nil || w.size+int64(len(rec)) > spillSegmentBytes && w.records > 0 {
-		if err := s.rotate(); err != nil {
-			return err
+	if w == nil || w.size+int64(len(s.wbuf)+len(rec)) > spillSegmentBytes && w.records+s.wrecs > 0 {
+		written, lost, err = s.flushLocked()
+		if err != nil {
+			return written, lost + 1, err
 		}
-		w = s.writer()
+		if err := s.rotate(); err != nil {
+			return written, 1, err
+		}
 	}
-	if _, err := w.w.Write(rec); err != nil {
+	s.wbuf = append(s.wbuf, rec...)
+	s.wrecs++
+	s.wseq++
+	return written, 0, nil
+}
+
+// buffered is the size of the records waiting to be written.
+func (s *spill) buffered() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.wbuf)
+}
+
+// flush writes the records put gathered, in one write: written counts
+// them, or lost when the write failed.
+func (s *spill) flush() (written, lost int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flushLocked()
+}
+
+// flushLocked is flush with s.mu held.
+func (s *spill) flushLocked() (written, lost int, err error) {
+	if s.wrecs == 0 {
+		return 0, 0, nil
+	}
+	n, size := s.wrecs, int64(len(s.wbuf))
+	w := s.writer()
+	if w == nil {
+		err = errors.New("write spill: no segment")
+	} else if _, err = w.w.Write(s.wbuf); err != nil {
 		// A partial record would misalign the segment: start another.
 		w.w.Close()
 		w.w = nil
-		return fmt.Errorf("write spill: %w", err)
+		err = fmt.Errorf("write spill: %w", err)
 	}
-	w.records++
-	w.size += int64(len(rec))
-	s.bytes += int64(len(rec))
-	s.wseq++
+	clear(s.wbuf)
+	s.wbuf, s.wrecs = s.wbuf[:0], 0
+	if err != nil {
+		s.wseq -= uint64(n) // their nonces are the next records'
+		return 0, n, err
+	}
+	w.records += n
+	w.size += size
+	s.bytes += size
 	s.c.spillBytes.Store(s.bytes)
 	select {
 	case s.more <- struct{}{}:
 	default:
 	}
-	return nil
+	return n, 0, nil
 }
 
 // writer is the segment being written, or nil. s.mu is held.
@@ -234,9 +283,14 @@ func (s *spill) next() (ex *proxy.Exchange, ok bool, err error) {
 			return nil, true, fmt.Errorf("open spill segment: %w", err) // this record is lost; the next call tries again
 		}
 		s.rfile = f
+		if s.rd == nil {
+			s.rd = bufio.NewReaderSize(f, spillFlushBytes)
+		} else {
+			s.rd.Reset(f)
+		}
 	}
 	var hdr [4]byte
-	if _, err := io.ReadFull(s.rfile, hdr[:]); err != nil {
+	if _, err := io.ReadFull(s.rd, hdr[:]); err != nil {
 		return nil, true, fmt.Errorf("read spill: %w", err)
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
@@ -244,7 +298,7 @@ func (s *spill) next() (ex *proxy.Exchange, ok bool, err error) {
 		s.rbuf = make([]byte, n)
 	}
 	buf := s.rbuf[:n]
-	if _, err := io.ReadFull(s.rfile, buf); err != nil {
+	if _, err := io.ReadFull(s.rd, buf); err != nil {
 		return nil, true, fmt.Errorf("read spill: %w", err)
 	}
 	plain, err := s.aead.Open(buf[:0], s.nonce(seq), buf, nil)

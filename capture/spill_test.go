@@ -57,7 +57,7 @@ func TestSpillSealsAndReadsBackInOrder(t *testing.T) {
 	exs[3].Injected = []hindsight.Injection{{Channel: "instructions", ExperienceIDs: []string{"e1"}, Tokens: 12}}
 	exs[4].Response, exs[4].Failure, exs[4].Cancelled = nil, "server exited", true
 	for _, ex := range exs {
-		if err := sp.put(ex); err != nil {
+		if err := putNow(sp, ex); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,7 +91,7 @@ func TestSpillSealsAndReadsBackInOrder(t *testing.T) {
 		t.Errorf("read-through spill left %d files, %d bytes", len(files), c.spillBytes.Load())
 	}
 	// The next exchange starts a new segment.
-	if err := sp.put(exs[0]); err != nil {
+	if err := putNow(sp, exs[0]); err != nil {
 		t.Fatal(err)
 	}
 	if got, ok, err := sp.next(); !ok || err != nil || !bytes.Equal(got.Request, exs[0].Request) {
@@ -114,7 +114,7 @@ func TestSpillBound(t *testing.T) {
 	defer sp.close()
 	n := 0
 	for _, ex := range exchanges(100) {
-		if sp.put(ex) == nil {
+		if putNow(sp, ex) == nil {
 			n++
 		}
 	}
@@ -222,7 +222,7 @@ func TestDeadSpillDeletedAndCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ex := range secretExchanges(7) {
-		if err := sp.put(ex); err != nil {
+		if err := putNow(sp, ex); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -244,4 +244,14 @@ func TestDeadSpillDeletedAndCounted(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home.Outboxes(), dead.Source())); !os.IsNotExist(err) {
 		t.Errorf("dead outbox not removed: %v", err)
 	}
+}
+
+// putNow puts ex and writes it at once, as the spill writer does when it
+// has caught up.
+func putNow(sp *spill, ex *proxy.Exchange) error {
+	if _, _, err := sp.put(ex); err != nil {
+		return err
+	}
+	_, _, err := sp.flush()
+	return err
 }

@@ -79,6 +79,11 @@ func newSidecar(ctx context.Context, g *globals, name, transport string, logger 
 		return nil, err
 	}
 	s.keeper = newKeeper()
+	if transport == "stdio" {
+		// One server's sidecar: its memory is bounded by design (see
+		// capture.MemoryBudget), so the collector keeps it there.
+		logger.Debug("soft memory limit", "bytes", capture.SetMemoryLimit())
+	}
 	if !g.config.captureEnabled() {
 		logger.Info("capture is off (capture.enabled: false or HINDSIGHT_CAPTURE=off): relaying without recording", "server", name)
 		s.Hooks.Exchange = s.noteSession

@@ -68,6 +68,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				defer stop()
 			}
 			return bench.Relay(ctx, rest, os.Stdin, os.Stdout, os.Stderr)
+		case "fleet":
+			return fleet(ctx, args[1:], stdout, stderr)
 		}
 	}
 	return run(ctx, args, stdout, stderr)
@@ -233,5 +235,50 @@ func (v *variantFlags) Set(s string) error {
 		return fmt.Errorf("%q is a built-in variant's name", name)
 	}
 	*v = append(*v, struct{ name, bin string }{name, bin})
+	return nil
+}
+
+// fleet reports the memory of 1, 10, 100… capturing sidecars sharing one
+// daemon (relaybench fleet -servers 1,10,100).
+func fleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("relaybench fleet", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	servers := fs.String("servers", "1,10,100", "numbers of sidecars, comma-separated")
+	calls := fs.Int("calls", 200, "echo calls through each sidecar before its memory is read")
+	bin := fs.String("hindsight", "", "hindsight binary (default: build ./cmd/hindsight)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ns, err := parseInts(*servers)
+	if err != nil {
+		return fmt.Errorf("parse -servers: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own executable: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "relaybench-fleet-")
+	if err != nil {
+		return fmt.Errorf("create temp dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if *bin == "" {
+		if *bin, err = buildHindsight(ctx, tmp); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "| sidecars | RSS, median | RSS, max | peak RSS, median | peak RSS, max | RSS, all sidecars |\n|--:|--:|--:|--:|--:|--:|\n")
+	for i, n := range ns {
+		home := filepath.Join(tmp, fmt.Sprintf("home-%d", i))
+		r, err := bench.Fleet(ctx, []string{*bin, "wrap", "--name", "echo", "--", self, "echo"}, []string{"HINDSIGHT_HOME=" + home}, n, *calls)
+		if e := bench.StopDaemons(home, 15*time.Second); e != nil && err == nil {
+			err = e
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "| %d | %.1f MB | %.1f MB | %.1f MB | %.1f MB | %.0f MB |\n", n, float64(r.RSSMedian)/1e6, float64(r.RSSMax)/1e6,
+			float64(r.HWMMedian)/1e6, float64(r.HWMMax)/1e6, float64(r.RSSSum)/1e6)
+	}
 	return nil
 }

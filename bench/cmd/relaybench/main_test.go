@@ -54,6 +54,25 @@ func TestSmokeDriver(t *testing.T) {
 	}
 }
 
+// TestSmokeFleet runs the fleet mode with two capturing sidecars on one
+// daemon: one row per count, with each sidecar's memory read.
+func TestSmokeFleet(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"-servers", "1,2", "-calls", "5", "-hindsight", testbin.Hindsight(t)}
+	if err := fleet(context.Background(), args, &out, &errOut); err != nil {
+		t.Fatalf("fleet: %v\nstderr:\n%s", err, errOut.String())
+	}
+	md := out.String()
+	for _, want := range []string{"| sidecars | RSS, median |", "\n| 1 | ", "\n| 2 | "} {
+		if !strings.Contains(md, want) {
+			t.Errorf("output lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "| 0.0 MB |") {
+		t.Errorf("a sidecar's memory read as zero:\n%s", md)
+	}
+}
+
 func TestDriverRejectsBadFlags(t *testing.T) {
 	tests := []struct {
 		args []string

@@ -1,0 +1,58 @@
+package capture
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+)
+
+// TestFloodStaysWithinBudget floods a Recorder whose daemon (a collector
+// taking one batch every 100 ms) cannot keep up: the capture queue's
+// accounted bytes never pass MaxQueueBytes (the rest spills, sealed), the
+// outbox holds its batches back at MaxMemBytes instead of writing the
+// backlog to its database, and every step still arrives.
+func TestFloodStaysWithinBudget(t *testing.T) {
+	const n, budget, outboxBudget = 4000, 64 << 10, 512 << 10
+	home := hindsight.Home(t.TempDir())
+	d := &slowCollector{delay: 100 * time.Millisecond}
+	rec, err := New(Options{Home: home, Server: "flood", Redactor: testRedactor(t), Deliverer: d,
+		Logger: quietLogger(), MaxQueueBytes: budget, MaxMemBytes: outboxBudget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ex := range exchanges(n) {
+		// Ended later than any commit: a step is due on disk 5 s after it
+		// reaches the outbox, however long it waited in the spill.
+		ex.Started, ex.Ended = time.Now(), time.Now().Add(time.Hour)
+		rec.Hook(ex)
+		if i%256 == 0 {
+			// Faster than any relay: let the spill writer keep up, or
+			// exchanges are dropped (another bound, tested elsewhere).
+			waitFor(t, "the spill writer", func() bool { return len(rec.spillIn) == 0 })
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := rec.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every step delivered", func() bool { return d.count() == n })
+	st := rec.Stats()
+	if err := rec.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st.QueuedBytesPeak > budget || st.QueuedBytesPeak == 0 {
+		t.Errorf("queue peaked at %d accounted bytes, budget %d", st.QueuedBytesPeak, budget)
+	}
+	if st.ExchangesSpilled == 0 || st.ExchangesUnspilled != st.ExchangesSpilled {
+		t.Errorf("spilled %d, read back %d: the flood should have spilled and been read back whole", st.ExchangesSpilled, st.ExchangesUnspilled)
+	}
+	if st.Spilled != 0 {
+		t.Errorf("%d steps written to the outbox's database: the backlog should have waited in the queue", st.Spilled)
+	}
+	if st.Dropped != 0 || st.Captured != n {
+		t.Errorf("captured %d of %d, dropped %d", st.Captured, n, st.Dropped)
+	}
+}

@@ -1,0 +1,238 @@
+package capture
+
+import (
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/viper"
+	"github.com/zricethezav/gitleaks/v8/config"
+	"github.com/zricethezav/gitleaks/v8/detect"
+	gllog "github.com/zricethezav/gitleaks/v8/logging"
+	"github.com/zricethezav/gitleaks/v8/report"
+)
+
+// gitleaksRules is the gitleaks default rule set split into one detector
+// per rule, each run only on text holding one of that rule's keywords,
+// which a keywordIndex finds (gitleaks' own Detector builds an Aho-Corasick
+// automaton of ~1.5 MB for that; a detector with no keywords runs its only
+// rule unconditionally). Its allowlists are kept without the automata
+// gitleaks builds for their stop words (~9.5 MB): a finding's secret is
+// checked against each stop word instead, which costs microseconds per
+// finding, and findings are rare.
+type gitleaksRules struct {
+	Config config.Config // the default configuration, as gitleaks compiled it
+	rules  []gitleaksRule
+	index  *keywordIndex // keyword → bit 1<<(keyword's number % 64)
+	byBit  [64][]int     // bit → the rules with a keyword carrying it
+}
+
+// gitleaksRule is one rule of the set and its detector.
+type gitleaksRule struct {
+	id       string
+	keywords []string // lower-cased
+	det      *detect.Detector
+}
+
+// gitleaksDetector loads the gitleaks default configuration once per
+// process, on the first text holding one of its keywords: compiling its
+// 200-odd rules takes tens of milliseconds and keeps about 4 MB, which a
+// sidecar whose traffic never looks like a secret does not need.
+var gitleaksDetector = sync.OnceValues(func() (*gitleaksRules, error) {
+	// gitleaks logs through a global zerolog logger to stderr, at trace
+	// level with the secrets it skips: silence it.
+	gllog.Logger = gllog.Logger.Level(zerolog.Disabled)
+	cfg, err := defaultGitleaksConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load gitleaks rules: %w", err)
+	}
+	cfg.Allowlists = lightAllowlists(cfg.Allowlists)
+	for id, rule := range cfg.Rules {
+		rule.Allowlists = lightAllowlists(rule.Allowlists)
+		cfg.Rules[id] = rule
+	}
+	set := &gitleaksRules{Config: cfg, index: &keywordIndex{}}
+	if err := checkKeywords(set, gitleaksKeywords); err != nil {
+		return nil, err
+	}
+	for n, k := range gitleaksKeywords {
+		set.index.add(k, 1<<(n%64))
+	}
+	for _, id := range cfg.OrderedRules {
+		rule, ok := cfg.Rules[id]
+		if !ok || len(rule.Keywords) == 0 {
+			continue // matches file paths only: never on text
+		}
+		i := len(set.rules)
+		set.rules = append(set.rules, gitleaksRule{id: id, det: ruleDetector(cfg, rule)})
+		for _, k := range rule.Keywords {
+			k = strings.ToLower(k)
+			set.rules[i].keywords = append(set.rules[i].keywords, k)
+			bits := set.index.find(k, 0)
+			for b := range 64 {
+				if bits&(1<<b) != 0 && !containsInt(set.byBit[b], i) {
+					set.byBit[b] = append(set.byBit[b], i)
+				}
+			}
+		}
+	}
+	// Building the rules allocates about twice what they keep: give the
+	// garbage back now rather than at the sidecar's peak.
+	debug.FreeOSMemory()
+	return set, nil
+})
+
+// defaultGitleaksConfig is detect.NewDetectorDefaultConfig's configuration,
+// without building its detector.
+func defaultGitleaksConfig() (config.Config, error) {
+	v := viper.New()
+	v.SetConfigType("toml")
+	if err := v.ReadConfig(strings.NewReader(config.DefaultConfig)); err != nil {
+		return config.Config{}, err
+	}
+	var vc config.ViperConfig
+	if err := v.Unmarshal(&vc); err != nil {
+		return config.Config{}, err
+	}
+	return vc.Translate()
+}
+
+// ruleDetector is a detector running rule alone, whatever the text holds:
+// no keywords, so no prefilter. The rules it requires (composite rules)
+// are in its configuration with their keywords, which no prefilter finds,
+// so they run only as its parts.
+func ruleDetector(cfg config.Config, rule config.Rule) *detect.Detector {
+	rules := map[string]config.Rule{}
+	for _, req := range rule.RequiredRules {
+		if r, ok := cfg.Rules[req.RuleID]; ok {
+			rules[req.RuleID] = r
+		}
+	}
+	rule.Keywords = nil
+	rules[rule.RuleID] = rule
+	return detect.NewDetector(config.Config{Rules: rules, Keywords: map[string]struct{}{},
+		OrderedRules: []string{rule.RuleID}, Allowlists: cfg.Allowlists})
+}
+
+// lightAllowlists copies allowlists without what gitleaks derived from
+// them when it validated them (an automaton of the stop words, joined
+// expressions, a map of commits): its checks fall back to the lists
+// themselves, which are already deduplicated and lower-cased.
+// TestGitleaksAllowlistFields notices a field this does not copy.
+func lightAllowlists(in []*config.Allowlist) []*config.Allowlist {
+	out := make([]*config.Allowlist, len(in))
+	for i, a := range in {
+		out[i] = &config.Allowlist{Description: a.Description, MatchCondition: a.MatchCondition, Commits: a.Commits,
+			Paths: a.Paths, RegexTarget: a.RegexTarget, Regexes: a.Regexes, StopWords: a.StopWords}
+	}
+	return out
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// detect returns what the rules whose keywords text holds find in it, as
+// gitleaks' Detector.DetectString would: a generic rule's finding gives way
+// to a specific rule's finding on the same line that contains its secret.
+func (g *gitleaksRules) detect(text string) []report.Finding {
+	bits := g.index.find(text, 0)
+	if bits == 0 {
+		return nil
+	}
+	var lower string
+	var findings []report.Finding
+	var ran []bool
+	for b := range 64 {
+		if bits&(1<<b) == 0 {
+			continue
+		}
+		for _, i := range g.byBit[b] {
+			if ran == nil {
+				ran = make([]bool, len(g.rules))
+			}
+			if ran[i] {
+				continue
+			}
+			ran[i] = true
+			if lower == "" {
+				lower = strings.ToLower(text)
+			}
+			if g.rules[i].holdsKeyword(lower) {
+				findings = append(findings, g.rules[i].det.DetectString(text)...)
+			}
+		}
+	}
+	return preferSpecific(findings)
+}
+
+func (r *gitleaksRule) holdsKeyword(lower string) bool {
+	for _, k := range r.keywords {
+		if strings.Contains(lower, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// preferSpecific drops each generic rule's finding that a specific rule's
+// finding on the same line contains, as gitleaks does across its rules.
+func preferSpecific(findings []report.Finding) []report.Finding {
+	out := findings[:0:0]
+	for _, f := range findings {
+		keep := true
+		if strings.Contains(strings.ToLower(f.RuleID), "generic") {
+			for _, g := range findings {
+				if f.StartLine == g.StartLine && f.RuleID != g.RuleID && strings.Contains(g.Secret, f.Secret) &&
+					!strings.Contains(strings.ToLower(g.RuleID), "generic") {
+					keep = false
+					break
+				}
+			}
+		}
+		if keep {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// checkKeywords reports an error unless every rule of set either matches
+// file paths only or has keywords, all of them in known: the prefilter
+// skips gitleaks on text without one of known.
+func checkKeywords(set *gitleaksRules, known []string) error {
+	have := make(map[string]bool, len(known))
+	for _, k := range known {
+		have[strings.ToLower(k)] = true
+	}
+	for id, rule := range set.Config.Rules {
+		if len(rule.Keywords) == 0 && rule.Regex != nil {
+			return fmt.Errorf("load gitleaks rules: rule %s has no keyword; the prefilter cannot skip it", id)
+		}
+		for _, k := range rule.Keywords {
+			if !have[strings.ToLower(k)] {
+				return fmt.Errorf("load gitleaks rules: rule %s: keyword %q missing from the prefilter", id, k)
+			}
+		}
+	}
+	return nil
+}
+
+// detector returns the gitleaks rules. It panics when they cannot be
+// loaded (they are compiled into the binary, so only a broken build can):
+// BuildStep's caller then loses the step rather than storing text that was
+// not scanned.
+func (r *Redactor) detector() *gitleaksRules {
+	set, err := gitleaksDetector()
+	if err != nil {
+		panic(err)
+	}
+	return set
+}
