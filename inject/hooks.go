@@ -41,16 +41,7 @@ func (in *Injector) Initialize(ctx context.Context, s *proxy.Session, result jso
 	if instr.Str == "" {
 		sep = ""
 	}
-	var pointer string
-	if !in.NoQueryTool {
-		pointer = queryPointer
-	}
-	switch {
-	case in.EndTaskTool:
-		pointer = strings.TrimSpace(pointer + " " + endTaskToolHint)
-	case in.EndTaskHint:
-		pointer = strings.TrimSpace(pointer + " " + endTaskHint)
-	}
+	pointer := in.pointer()
 	budget := orDefault(in.SessionBudget, DefaultSessionBudget)
 	text, ids, tokens := "", []string(nil), 0
 	for range 3 { // retried when a concurrent hook spent the budget first
@@ -70,6 +61,22 @@ func (in *Injector) Initialize(ctx context.Context, s *proxy.Session, result jso
 	}
 	st.addPending("init", hindsight.Injection{Channel: ChannelInstructions, ExperienceIDs: ids, Tokens: tokens})
 	return out
+}
+
+// pointer is the fixed text the instructions carry when no lesson fits: the
+// query_hindsight pointer and the end-of-task sentence, as configured.
+func (in *Injector) pointer() string {
+	var pointer string
+	if !in.NoQueryTool {
+		pointer = queryPointer
+	}
+	switch {
+	case in.EndTaskTool:
+		pointer = strings.TrimSpace(pointer + " " + endTaskToolHint)
+	case in.EndTaskHint:
+		pointer = strings.TrimSpace(pointer + " " + endTaskHint)
+	}
+	return pointer
 }
 
 // queryPointer is the line pointing the agent to the query tool.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/pkoukk/tiktoken-go"
@@ -18,12 +19,15 @@ var (
 	encOnce sync.Once
 	enc     *tiktoken.Tiktoken
 	encErr  error
+	// encLoaded tells whether encoder has run (for tests).
+	encLoaded atomic.Bool
 )
 
 // encoder returns the shared tokenizer, loading it on first use (about
 // 80 ms). It is safe for concurrent use.
 func encoder() (*tiktoken.Tiktoken, error) {
 	encOnce.Do(func() {
+		encLoaded.Store(true)
 		tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
 		enc, encErr = tiktoken.GetEncoding(Encoding)
 		if encErr != nil {
@@ -48,13 +52,23 @@ func CountTokens(s string) int {
 }
 
 // knownCounts are the token counts of the fixed texts injected when there
-// is no lesson (the query_hindsight pointer alone), so that a sidecar whose
-// daemon has no lessons never loads the tokenizer (about 12 MB of heap).
-// TestKnownCounts checks them against the tokenizer.
+// is no lesson (the pointer of every configuration, see Injector.pointer,
+// with and without the separator), so that a sidecar whose daemon has no
+// lessons never loads the tokenizer. TestKnownCounts checks them against the
+// tokenizer and TestNoLessonsNoTokenizer that such a sidecar never loads it.
 var knownCounts = map[string]int{
-	Marker + " " + queryPointer:          32,
-	"\n\n" + Marker + " " + queryPointer: 33,
-	ellipsis:                             1,
+	Marker + " " + queryPointer:                                  32,
+	"\n\n" + Marker + " " + queryPointer:                         33,
+	Marker + " " + queryPointer + " " + endTaskHint:              66,
+	"\n\n" + Marker + " " + queryPointer + " " + endTaskHint:     67,
+	Marker + " " + queryPointer + " " + endTaskToolHint:          73,
+	"\n\n" + Marker + " " + queryPointer + " " + endTaskToolHint: 74,
+	Marker + " " + endTaskHint:                                   37,
+	"\n\n" + Marker + " " + endTaskHint:                          38,
+	Marker + " " + endTaskToolHint:                               44,
+	"\n\n" + Marker + " " + endTaskToolHint:                      45,
+	queryHeader:                                                  13,
+	ellipsis:                                                     1,
 }
 
 // ellipsis marks text that was cut to fit a cap.
