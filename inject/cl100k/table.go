@@ -1,0 +1,91 @@
+package cl100k
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"hash/maphash"
+	"strconv"
+
+	"github.com/pkoukk/tiktoken-go-loader/assets"
+)
+
+// table maps the byte strings of the mergeable tokens to their ranks and
+// back. It holds no pointers but its three slices, so the garbage
+// collector never scans it: the token bytes end to end, their offsets
+// (token r is data[offs[r]:offs[r+1]]) and an open-addressing hash index
+// of rank+1 (0 is a free slot).
+type table struct {
+	data  []byte
+	offs  []uint32
+	index []uint32
+	seed  maphash.Seed
+}
+
+// loadTable builds the table of cl100k_base from the copy compiled into the
+// binary: one line per token, its bytes in base64 and its rank, ranks
+// counting up from 0.
+func loadTable() (*table, error) {
+	raw, err := assets.Assets.ReadFile("cl100k_base.tiktoken")
+	if err != nil {
+		return nil, fmt.Errorf("read rank file: %w", err)
+	}
+	n := bytes.Count(raw, []byte("\n")) + 1
+	t := &table{data: make([]byte, 0, len(raw)/2), offs: make([]uint32, 1, n+1), seed: maphash.MakeSeed()}
+	for line := range bytes.SplitSeq(raw, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		tok, rank, ok := bytes.Cut(line, []byte(" "))
+		if !ok {
+			return nil, fmt.Errorf("parse rank line %q: no rank", line)
+		}
+		r, err := strconv.Atoi(string(rank))
+		if err != nil || r != len(t.offs)-1 {
+			return nil, fmt.Errorf("parse rank line %q: want rank %d", line, len(t.offs)-1)
+		}
+		t.data, err = base64.StdEncoding.AppendDecode(t.data, tok)
+		if err != nil {
+			return nil, fmt.Errorf("decode token of rank %d: %w", r, err)
+		}
+		t.offs = append(t.offs, uint32(len(t.data)))
+	}
+	t.data = bytes.Clone(t.data) // drop the spare capacity
+	t.buildIndex()
+	return t, nil
+}
+
+// buildIndex fills the hash index, sized to a power of two at least twice
+// the number of tokens so that probes stay short.
+func (t *table) buildIndex() {
+	size := 1
+	for size < 2*t.len() {
+		size <<= 1
+	}
+	t.index = make([]uint32, size)
+	mask := uint64(size - 1)
+	for r := range t.len() {
+		i := maphash.Bytes(t.seed, t.token(r)) & mask
+		for t.index[i] != 0 {
+			i = (i + 1) & mask
+		}
+		t.index[i] = uint32(r) + 1
+	}
+}
+
+// len returns the number of tokens.
+func (t *table) len() int { return len(t.offs) - 1 }
+
+// token returns the bytes of rank r.
+func (t *table) token(r int) []byte { return t.data[t.offs[r]:t.offs[r+1]] }
+
+// rank returns the rank of the token b, if b is one.
+func (t *table) rank(b []byte) (int, bool) {
+	mask := uint64(len(t.index) - 1)
+	for i := maphash.Bytes(t.seed, b) & mask; t.index[i] != 0; i = (i + 1) & mask {
+		if r := int(t.index[i] - 1); bytes.Equal(t.token(r), b) {
+			return r, true
+		}
+	}
+	return 0, false
+}
