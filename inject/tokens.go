@@ -30,7 +30,7 @@ type tokenizer interface {
 }
 
 // encoder returns the shared tokenizer, loading it on first use (about
-// 60 ms, 2 MB). It is safe for concurrent use.
+// 10 ms, 2 MB). It is safe for concurrent use.
 func encoder() (*cl100k.Encoder, error) {
 	encOnce.Do(func() {
 		encLoaded.Store(true)

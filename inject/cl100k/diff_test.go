@@ -127,6 +127,7 @@ func TestMatchesTiktoken(t *testing.T) {
 	if len(texts) < 1000 {
 		t.Fatalf("only %d texts", len(texts))
 	}
+	t.Logf("%d texts", len(texts))
 	for _, s := range texts {
 		same(t, e, r, s)
 	}
