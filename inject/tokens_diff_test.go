@@ -91,3 +91,28 @@ func TestTruncateMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTruncateMatchesReference compares counts and cuts with tiktoken-go on
+// any text and cap.
+func FuzzTruncateMatchesReference(f *testing.F) {
+	f.Add("Use   the\t\ttool    with\n\n\n   care: 1234567890 ÷ 3.14159", 5)
+	f.Add("中文分词测试 👩‍👩‍👧‍👦🇫🇷 emoji", 3)
+	f.Add("\xff\xfe invalid \xc3 bytes", 2)
+	ours, err := encoder()
+	if err != nil {
+		f.Fatal(err)
+	}
+	ref := referenceTokenizer(f)
+	f.Fuzz(func(t *testing.T, s string, max int) {
+		max = max%200 + 1
+		if max <= 0 {
+			max += 200
+		}
+		if got, want := ours.Count(s), ref.Count(s); got != want {
+			t.Fatalf("count of %q: %d, tiktoken-go %d", s, got, want)
+		}
+		if got, want := truncate(ours, s, max), truncate(ref, s, max); got != want {
+			t.Fatalf("truncate(%q, %d) = %q, tiktoken-go %q", s, max, got, want)
+		}
+	})
+}
