@@ -274,6 +274,59 @@ func (t *TraceStore) Task(ctx context.Context, id string) (*hindsight.Task, erro
 	return &task, nil
 }
 
+// TaskInfo returns a task without its steps (Steps is nil), reading only
+// its record. A missing task is hindsight.ErrNotFound.
+func (t *TraceStore) TaskInfo(ctx context.Context, id string) (*hindsight.Task, error) {
+	var task hindsight.Task
+	err := t.db.View(func(txn *badger.Txn) error {
+		rec, err := taskRecord(txn, id)
+		if err == nil {
+			task = publicTask(rec)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read task: %w", err)
+	}
+	return &task, nil
+}
+
+// StreamTask calls head with a task without its steps, then step with
+// each of its steps in step order, from one snapshot of the store: what
+// Task returns, without holding the steps in memory. A missing task is
+// hindsight.ErrNotFound, before head is called.
+func (t *TraceStore) StreamTask(ctx context.Context, id string, head func(*hindsight.Task) error, step func(*hindsight.Step) error) error {
+	return t.db.View(func(txn *badger.Txn) error {
+		rec, err := taskRecord(txn, id)
+		if err != nil {
+			return fmt.Errorf("read task: %w", err)
+		}
+		task := publicTask(rec)
+		if err := head(&task); err != nil {
+			return err
+		}
+		return stepsOf(txn, id, func(s *hindsight.Step) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return step(s)
+		})
+	})
+}
+
+// taskRecord reads the record of task id; a missing one is
+// hindsight.ErrNotFound.
+func taskRecord(txn *badger.Txn, id string) (*taskRec, error) {
+	var rec taskRec
+	if err := getJSON(txn, key(pTask, []byte(id)), &rec); err != nil {
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil, fmt.Errorf("task %s: %w", id, hindsight.ErrNotFound)
+		}
+		return nil, err
+	}
+	return &rec, nil
+}
+
 // Steps calls fn for every step of the tasks ids (all tasks when ids is
 // empty), tasks oldest first, steps in step order.
 func (t *TraceStore) Steps(ctx context.Context, ids []string, fn func(*hindsight.Step) error) error {

@@ -28,7 +28,7 @@ const (
 	DefaultMaxAttempts  = 5
 	DefaultRetryBase    = 30 * time.Second
 	DefaultRetryMax     = 30 * time.Minute
-	DefaultPollInterval = 30 * time.Second
+	DefaultPollInterval = 30 * time.Minute
 	DefaultDrainTimeout = 10 * time.Second
 )
 
@@ -113,12 +113,19 @@ type Queue struct {
 	MaxAttempts  int           // 0 means DefaultMaxAttempts
 	RetryBase    time.Duration // first retry delay; 0 means DefaultRetryBase
 	RetryMax     time.Duration // cap of the retry delay; 0 means DefaultRetryMax
-	PollInterval time.Duration // 0 means DefaultPollInterval
+	// PollInterval caps the worker's sleep while a task waits for its
+	// retry; 0 means DefaultPollInterval. With no task pending the worker
+	// sleeps until Enqueue wakes it: an idle queue costs nothing.
+	PollInterval time.Duration
 	DrainTimeout time.Duration // how long Close lets a task finish; 0 means DefaultDrainTimeout
 
 	// OnState, when set, is told each task's new reflection state (the
 	// daemon records it on the task). Errors are logged.
 	OnState func(ctx context.Context, taskID, state string) error
+	// Written, when set, is called after each write to the queue's
+	// entries: a database that syncs on a timer (the daemon's trace
+	// store) learns it has something to sync.
+	Written func()
 
 	Logger  *slog.Logger
 	Metrics *Metrics // nil: a fresh one
@@ -428,8 +435,9 @@ func (q *Queue) Close() error {
 }
 
 // loop is the worker: it reflects on due pending tasks, then sleeps until
-// the next is due, a task is enqueued, or the poll interval passes. Errors
-// of the queue itself back off exponentially, capped.
+// the next is due (at most the poll interval) or a task is enqueued; with
+// nothing pending, until a task is enqueued. Errors of the queue itself
+// back off exponentially, capped.
 func (q *Queue) loop(loopCtx, workCtx context.Context) {
 	poll := q.PollInterval
 	if poll <= 0 {
@@ -448,9 +456,15 @@ func (q *Queue) loop(loopCtx, workCtx context.Context) {
 		default:
 			failures = 0
 		}
-		if wait <= 0 || wait > poll {
-			wait = poll
+		if wait == idle { // nothing pending: only Enqueue has work
+			select {
+			case <-loopCtx.Done():
+				return
+			case <-q.wake:
+			}
+			continue
 		}
+		wait = min(max(wait, min(time.Second, poll)), poll)
 		t := time.NewTimer(wait)
 		select {
 		case <-loopCtx.Done():
@@ -463,8 +477,11 @@ func (q *Queue) loop(loopCtx, workCtx context.Context) {
 	}
 }
 
+// idle is what work returns when no task is pending.
+const idle = time.Duration(-1 << 63)
+
 // work reflects on every due pending task and returns how long until the
-// next one is due (0: none).
+// next one is due (idle: none is pending).
 func (q *Queue) work(loopCtx, workCtx context.Context) (time.Duration, error) {
 	entries, err := q.List(loopCtx, StatePending)
 	if err != nil {
@@ -492,7 +509,7 @@ func (q *Queue) work(loopCtx, workCtx context.Context) (time.Duration, error) {
 		}
 	}
 	if next.IsZero() {
-		return 0, nil
+		return idle, nil
 	}
 	return next.Sub(q.now()), nil
 }
@@ -705,8 +722,11 @@ func (q *Queue) update(fn func(txn *badger.Txn) error) error {
 	var err error
 	for range 5 {
 		if err = q.db.Update(fn); !errors.Is(err, badger.ErrConflict) {
-			return err
+			break
 		}
+	}
+	if err == nil && q.Written != nil {
+		q.Written()
 	}
 	return err
 }
