@@ -36,7 +36,6 @@ func oldQueueDB(t *testing.T, dir string, n int) {
 	}
 }
 
-
 // queueKeys returns the trace store's keys under the queue's prefix.
 func queueKeys(t *testing.T, ts *TraceStore) map[string]string {
 	t.Helper()

@@ -110,9 +110,9 @@ type Queue struct {
 	Source   TaskSource
 	Pipeline *Pipeline
 
-	MaxAttempts  int           // 0 means DefaultMaxAttempts
-	RetryBase    time.Duration // first retry delay; 0 means DefaultRetryBase
-	RetryMax     time.Duration // cap of the retry delay; 0 means DefaultRetryMax
+	MaxAttempts int           // 0 means DefaultMaxAttempts
+	RetryBase   time.Duration // first retry delay; 0 means DefaultRetryBase
+	RetryMax    time.Duration // cap of the retry delay; 0 means DefaultRetryMax
 	// PollInterval caps the worker's sleep while a task waits for its
 	// retry; 0 means DefaultPollInterval. With no task pending the worker
 	// sleeps until Enqueue wakes it: an idle queue costs nothing.
