@@ -104,7 +104,8 @@ func newReflectionQueue(ctx context.Context, g *globals, traces *daemon.TraceSto
 	if p.Templates, err = reflect.NewTemplates(db); err != nil {
 		return nil, nil, fmt.Errorf("start reflection: %w", err)
 	}
-	q := reflect.NewQueue(db, traces, p)
+	// Reflection reads a long task in part (daemon.ReflectionSource).
+	q := reflect.NewQueue(db, daemon.ReflectionSource{Traces: traces, Logger: logger}, p)
 	q.Logger, q.Metrics = logger, metrics
 	q.OnState = traces.SetReflection
 	q.Written = traces.MarkWritten
@@ -147,7 +148,8 @@ func (d daemonQueue) ReplayReflection(ctx context.Context, req daemon.ReflectRep
 		p.Reflector, p.CrossCheck = r, reflect.Rules{}
 	}
 	return replay.ReflectAgain(ctx, tasks, replay.ReflectOptions{
-		Pipeline: &p, Templates: d.templates, Tasks: d.traces, DryRun: req.DryRun, Progress: progress,
+		Pipeline: &p, Templates: d.templates, Tasks: daemon.ReflectionSource{Traces: d.traces, Logger: p.Logger},
+		DryRun: req.DryRun, Progress: progress,
 	})
 }
 
