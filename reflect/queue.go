@@ -481,13 +481,14 @@ func (q *Queue) loop(loopCtx, workCtx context.Context) {
 const idle = time.Duration(-1 << 63)
 
 // work reflects on every due pending task and returns how long until the
-// next one is due (idle: none is pending).
+// next one is due (0: look again soon; idle: none is pending).
 func (q *Queue) work(loopCtx, workCtx context.Context) (time.Duration, error) {
 	entries, err := q.List(loopCtx, StatePending)
 	if err != nil {
 		return 0, err
 	}
 	var next time.Time
+	retried := false // a task failed: it waits for a retry not in next
 	for _, e := range entries {
 		if loopCtx.Err() != nil {
 			return 0, nil
@@ -507,8 +508,12 @@ func (q *Queue) work(loopCtx, workCtx context.Context) (time.Duration, error) {
 		if err != nil && !isTaskError(err) {
 			return 0, err
 		}
+		retried = retried || err != nil
 	}
-	if next.IsZero() {
+	switch {
+	case retried:
+		return 0, nil // look again soon (the loop waits at least a second, or the poll interval)
+	case next.IsZero():
 		return idle, nil
 	}
 	return next.Sub(q.now()), nil
