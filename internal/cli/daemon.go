@@ -62,10 +62,12 @@ func runDaemon(ctx context.Context, g *globals, args []string) error {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
+	memLimit := daemon.SetMemoryLimit() // GOMEMLIMIT, else daemon.MemoryBudget
 	logger, closer, err := openLog(g, "daemon")
 	if err != nil {
 		return err
 	}
+	logger.Debug("soft memory limit", "bytes", memLimit)
 	defer closer.Close()
 	slog.SetDefault(logger) // libraries that log to the default logger
 	stopWatchdog := shutdownWatchdog(ctx, logger, shutdownLimit)
