@@ -252,6 +252,7 @@ func publicTask(rec *taskRec) hindsight.Task {
 // Task returns a task with its steps in step order. A missing task is
 // hindsight.ErrNotFound.
 func (t *TraceStore) Task(ctx context.Context, id string) (*hindsight.Task, error) {
+	defer t.trim.touched() // what it read stays mapped until trimmed
 	var task hindsight.Task
 	err := t.db.View(func(txn *badger.Txn) error {
 		var rec taskRec
@@ -296,6 +297,7 @@ func (t *TraceStore) TaskInfo(ctx context.Context, id string) (*hindsight.Task, 
 // Task returns, without holding the steps in memory. A missing task is
 // hindsight.ErrNotFound, before head is called.
 func (t *TraceStore) StreamTask(ctx context.Context, id string, head func(*hindsight.Task) error, step func(*hindsight.Step) error) error {
+	defer t.trim.touched() // what it read stays mapped until trimmed
 	return t.db.View(func(txn *badger.Txn) error {
 		rec, err := taskRecord(txn, id)
 		if err != nil {
@@ -330,6 +332,7 @@ func taskRecord(txn *badger.Txn, id string) (*taskRec, error) {
 // Steps calls fn for every step of the tasks ids (all tasks when ids is
 // empty), tasks oldest first, steps in step order.
 func (t *TraceStore) Steps(ctx context.Context, ids []string, fn func(*hindsight.Step) error) error {
+	defer t.trim.touched() // what it read stays mapped until trimmed
 	if len(ids) == 0 {
 		tasks, err := t.Tasks(ctx, TaskFilter{})
 		if err != nil {

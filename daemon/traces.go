@@ -156,6 +156,7 @@ const DefaultSyncInterval = 200 * time.Millisecond
 type TraceStore struct {
 	db      *badger.DB
 	compact *Compactor
+	trim    *trimmer
 	dirty   dirtyFlag     // written since the last sync
 	stop    chan struct{} // closed by Close: the sync loop ends
 	synced  chan struct{} // closed when the sync loop has ended
@@ -238,6 +239,7 @@ func OpenTraceStore(dir string, opt TraceOptions) (*TraceStore, error) {
 		hw: map[string]highWater{}, latest: map[string]*taskRec{}, closes: map[string]closeState{}, stop: make(chan struct{}), synced: make(chan struct{})}
 	t.dirty.kick = make(chan struct{}, 1)
 	t.compact = StartCompactor(db, opt.Logger)
+	t.trim = startTrimmer(dir, opt.Logger)
 	go t.syncLoop(opt.SyncInterval)
 	return t, nil
 }
@@ -256,6 +258,7 @@ func (t *TraceStore) syncLoop(interval time.Duration) {
 			return
 		case <-t.dirty.kick:
 		}
+		t.trim.touched()
 		timer.Reset(interval)
 		select {
 		case <-t.stop:
@@ -327,6 +330,7 @@ func (t *TraceStore) Close() error {
 	}
 	<-t.synced
 	t.compact.Stop()
+	t.trim.close()
 	return t.db.Close()
 }
 
