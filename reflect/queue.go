@@ -134,7 +134,11 @@ type Queue struct {
 	ownDB bool
 	now   func() time.Time
 
-	procMu  sync.Mutex // one reflection at a time
+	procMu sync.Mutex // one reflection at a time
+	// updMu serializes the queue's read-modify-write transactions: in a
+	// database without conflict detection (the daemon's trace store)
+	// Badger would not catch two of them crossing.
+	updMu   sync.Mutex
 	running atomic.Int32
 	wake    chan struct{}
 	stop    context.CancelFunc
@@ -722,8 +726,11 @@ func (q *Queue) put(txn *badger.Txn, oldState string, e *Entry) error {
 	return txn.Set(stateKey(e.State, e.TaskID), b)
 }
 
-// update runs fn in a read-write transaction, retrying on conflicts.
+// update runs fn in a read-write transaction, one at a time, retrying on
+// conflicts.
 func (q *Queue) update(fn func(txn *badger.Txn) error) error {
+	q.updMu.Lock()
+	defer q.updMu.Unlock()
 	var err error
 	for range 5 {
 		if err = q.db.Update(fn); !errors.Is(err, badger.ErrConflict) {
