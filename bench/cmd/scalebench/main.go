@@ -7,12 +7,13 @@
 // reads them), waits for reflection to finish, and reports the ingest
 // rate, the daemon's resident memory (VmRSS, and VmHWM, its peak) and the
 // latency of `traces list` and of a streamed `traces show` of the largest
-// task.
+// task; with -idle, the share of a core the daemon then uses doing
+// nothing (user and system time from /proc/PID/stat).
 //
 // With no -hindsight flag it builds ./cmd/hindsight into a temporary
 // directory first, so run it from the module's root:
 //
-//	go run ./bench/cmd/scalebench -sizes 10000,100000
+//	go run ./bench/cmd/scalebench -sizes 10000,100000 -idle 60s
 //	go run ./bench/cmd/scalebench -sizes 100000 -task-steps 100000
 package main
 
@@ -53,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		result    = fs.Int("result-bytes", 1024, "bytes of text in each step's result")
 		bin       = fs.String("hindsight", "", "hindsight binary (default: build ./cmd/hindsight)")
 		keep      = fs.Bool("keep", false, "keep the homes (their paths are printed)")
+		idle      = fs.Duration("idle", 0, "at the end of each size, measure the idle daemon's CPU over this long (0: not)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -85,7 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, n := range ns {
 		home := filepath.Join(tmp, "home-"+strconv.Itoa(n))
 		fmt.Fprintf(stderr, "%d steps in tasks of %d (home %s) …\n", n, *taskSteps, home)
-		r, err := measure(ctx, config{exe: exe, home: home, steps: n, taskSteps: *taskSteps, batch: *batch, resultBytes: *result}, stderr)
+		r, err := measure(ctx, config{exe: exe, home: home, steps: n, taskSteps: *taskSteps, batch: *batch, resultBytes: *result, idle: *idle}, stderr)
 		if err != nil {
 			return err
 		}

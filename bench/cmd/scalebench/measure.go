@@ -22,6 +22,7 @@ type config struct {
 	exe, home          string
 	steps, taskSteps   int
 	batch, resultBytes int
+	idle               time.Duration // how long to measure the idle daemon's CPU (0: not)
 }
 
 // row is what one measurement found.
@@ -33,8 +34,9 @@ type row struct {
 	list         time.Duration // `hindsight traces list --json`
 	show         time.Duration // `hindsight traces show --json` of the first task
 	showBytes    int64
-	rssShown     int64 // VmRSS after the show, settled
-	hwm          int64 // VmHWM at the end: the daemon's peak
+	rssShown     int64   // VmRSS after the show, settled
+	hwm          int64   // VmHWM at the end: the daemon's peak
+	idleCPU      float64 // share of a core used while idle, or -1
 }
 
 // settle is how long the daemon is left alone before its memory is read.
@@ -96,8 +98,33 @@ func measure(ctx context.Context, cfg config, log io.Writer) (row, error) {
 	if r.rssShown, err = procStatus(pid, "VmRSS"); err != nil {
 		return r, err
 	}
-	r.hwm, err = procStatus(pid, "VmHWM")
+	if r.hwm, err = procStatus(pid, "VmHWM"); err != nil {
+		return r, err
+	}
+	r.idleCPU, err = idleCPU(ctx, pid, cfg.idle)
 	return r, err
+}
+
+// idleCPU returns the share of one core the process pid uses over d
+// (user and system time from /proc/PID/stat), or -1 when d is 0.
+func idleCPU(ctx context.Context, pid int, d time.Duration) (float64, error) {
+	if d <= 0 {
+		return -1, nil
+	}
+	before, err := cpuTicks(pid)
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(d):
+	}
+	after, err := cpuTicks(pid)
+	if err != nil {
+		return 0, err
+	}
+	return float64(after-before) * float64(clockTick) / float64(d), nil
 }
 
 // waitReflected waits until no final task waits for reflection.

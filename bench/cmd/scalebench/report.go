@@ -13,14 +13,47 @@ import (
 
 // writeTable prints the measurements as a Markdown table.
 func writeTable(w io.Writer, taskSteps int, rows []row) {
-	fmt.Fprintf(w, "| stored steps | tasks (%d steps each) | ingest | reflected after | daemon RSS | `traces list` | `traces show` (bytes) | RSS after show | peak RSS |\n", taskSteps)
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "| stored steps | tasks (%d steps each) | ingest | reflected after | daemon RSS | `traces list` | `traces show` (bytes) | RSS after show | peak RSS | idle CPU |\n", taskSteps)
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %d | %d | %.0f steps/s | %s | %s | %s | %s (%s) | %s | %s |\n",
+		idle := "-"
+		if r.idleCPU >= 0 {
+			idle = fmt.Sprintf("%.2f%%", 100*r.idleCPU)
+		}
+		fmt.Fprintf(w, "| %d | %d | %.0f steps/s | %s | %s | %s | %s (%s) | %s | %s | %s |\n",
 			r.steps, r.tasks, float64(r.steps)/r.ingest.Seconds(), r.reflect.Round(100*time.Millisecond),
 			mb(r.rssFilled), r.list.Round(time.Millisecond), r.show.Round(time.Millisecond), mb(r.showBytes),
-			mb(r.rssShown), mb(r.hwm))
+			mb(r.rssShown), mb(r.hwm), idle)
 	}
+}
+
+// clockTick is the unit of utime and stime in /proc/PID/stat (USER_HZ,
+// 100 on every Linux this runs on).
+const clockTick = 10 * time.Millisecond
+
+// cpuTicks returns the user and system time of pid so far, in clock
+// ticks.
+func cpuTicks(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read CPU time: %w", err)
+	}
+	// The command name, in parentheses, may hold spaces: count fields
+	// after its closing parenthesis, where field 3 (state) starts.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("read CPU time: unexpected %q", b)
+	}
+	var ticks int64
+	for _, s := range f[11:13] { // utime, stime: fields 14 and 15
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read CPU time: %w", err)
+		}
+		ticks += n
+	}
+	return ticks, nil
 }
 
 func mb(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
