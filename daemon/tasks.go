@@ -69,7 +69,8 @@ func (t *TraceStore) FinalizeIdle(ctx context.Context) ([]string, error) {
 func (t *TraceStore) finalize(ctx context.Context, now time.Time) ([]string, error) {
 	clear(t.latest) // task records change here
 	var final []string
-	err := t.write(func(txn *badger.Txn) error {
+	wrote := false // a pass that changes nothing leaves the sync loop asleep
+	err := t.db.Update(func(txn *badger.Txn) error {
 		ids, err := keysUnder(txn, pOpen)
 		if err != nil {
 			return err
@@ -82,6 +83,7 @@ func (t *TraceStore) finalize(ctx context.Context, now time.Time) ([]string, err
 			if err := getJSON(txn, key(pTask, []byte(id)), &rec); err != nil {
 				if errors.Is(err, badger.ErrKeyNotFound) {
 					_ = txn.Delete(key(pOpen, []byte(id)))
+					wrote = true
 					continue
 				}
 				return err
@@ -97,13 +99,14 @@ func (t *TraceStore) finalize(ctx context.Context, now time.Time) ([]string, err
 			}
 			if !t.isFinal(&rec, now) {
 				if changed {
+					wrote = true
 					if err := setJSON(txn, key(pTask, []byte(id)), &rec); err != nil {
 						return err
 					}
 				}
 				continue
 			}
-			rec.Final = true
+			rec.Final, wrote = true, true
 			if err := setJSON(txn, key(pTask, []byte(id)), &rec); err != nil {
 				return err
 			}
@@ -117,6 +120,9 @@ func (t *TraceStore) finalize(ctx context.Context, now time.Time) ([]string, err
 		}
 		return nil
 	})
+	if wrote || err != nil {
+		t.dirty.Store(true)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("finalize tasks: %w", err)
 	}
