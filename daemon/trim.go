@@ -8,11 +8,16 @@ import (
 )
 
 // trimQuiet is how long the trace store waits after its last read or
-// write before it gives memory back.
-const trimQuiet = 3 * time.Second
+// write before it gives memory back; trimBusy how long at most while it
+// is read or written without such a pause (a burst of ingest, a backlog of
+// reflection).
+const (
+	trimQuiet = 3 * time.Second
+	trimBusy  = 30 * time.Second
+)
 
 // trimmer gives memory back to the system once the trace store has been
-// quiet for trimQuiet after work: the Go heap's free pages
+// quiet for trimQuiet after work, or trimBusy after the work began: the Go heap's free pages
 // (debug.FreeOSMemory), and the pages of the store's files that Badger
 // maps into the daemon (trimMapped). Badger writes and reads its value
 // log through memory maps, so without it every step written or read
@@ -47,14 +52,20 @@ func (t *trimmer) loop() {
 	defer close(t.done)
 	timer := time.NewTimer(trimQuiet)
 	timer.Stop()
+	var busySince time.Time // zero: no work since the last trim
 	for {
 		select {
 		case <-t.stop:
 			timer.Stop()
 			return
 		case <-t.kick:
-			timer.Reset(trimQuiet) // quiet counts from the latest touch
+			if busySince.IsZero() {
+				busySince = time.Now()
+			}
+			// Quiet counts from the latest touch, up to trimBusy.
+			timer.Reset(min(trimQuiet, max(0, trimBusy-time.Since(busySince))))
 		case <-timer.C:
+			busySince = time.Time{}
 			debug.FreeOSMemory()
 			if err := trimMapped(t.dir); err != nil {
 				t.logger.Debug("give back mapped pages", "dir", t.dir, "err", err)
