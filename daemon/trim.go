@@ -17,9 +17,9 @@ const (
 )
 
 // trimmer gives memory back to the system once the trace store has been
-// quiet for trimQuiet after work, or trimBusy after the work began: the Go heap's free pages
-// (debug.FreeOSMemory), and the pages of the store's files that Badger
-// maps into the daemon (trimMapped). Badger writes and reads its value
+// quiet for trimQuiet after work, or trimBusy after the work began: the
+// Go heap's free pages (debug.FreeOSMemory), and the pages of the store's
+// files that Badger maps into the daemon (trimMapped). Badger writes and reads its value
 // log through memory maps, so without it every step written or read
 // would stay resident: 150k steps made the daemon's RSS 290 MB, of which
 // 250 MB were pages of its files. It sleeps while nothing happens.
