@@ -34,8 +34,9 @@ type row struct {
 	list         time.Duration // `hindsight traces list --json`
 	show         time.Duration // `hindsight traces show --json` of the first task
 	showBytes    int64
+	showPeak     int64   // VmHWM over the show alone (reset before it)
 	rssShown     int64   // VmRSS after the show, settled
-	hwm          int64   // VmHWM at the end: the daemon's peak
+	hwm          int64   // VmHWM before the show: the daemon's peak while filled
 	idleCPU      float64 // share of a core used while idle, or -1
 }
 
@@ -88,17 +89,23 @@ func measure(ctx context.Context, cfg config, log io.Writer) (row, error) {
 	if r.rssFilled, err = procStatus(pid, "VmRSS"); err != nil {
 		return r, err
 	}
+	if r.hwm, err = procStatus(pid, "VmHWM"); err != nil {
+		return r, err
+	}
 	if r.list, _, err = timeCLI(ctx, cfg, "traces", "list", "--json"); err != nil {
+		return r, err
+	}
+	if err := resetPeak(pid); err != nil {
 		return r, err
 	}
 	if r.show, r.showBytes, err = timeCLI(ctx, cfg, "traces", "show", "--json", "scale-0000000"); err != nil {
 		return r, err
 	}
-	time.Sleep(settle)
-	if r.rssShown, err = procStatus(pid, "VmRSS"); err != nil {
+	if r.showPeak, err = procStatus(pid, "VmHWM"); err != nil {
 		return r, err
 	}
-	if r.hwm, err = procStatus(pid, "VmHWM"); err != nil {
+	time.Sleep(settle)
+	if r.rssShown, err = procStatus(pid, "VmRSS"); err != nil {
 		return r, err
 	}
 	r.idleCPU, err = idleCPU(ctx, pid, cfg.idle)
@@ -125,6 +132,15 @@ func idleCPU(ctx context.Context, pid int, d time.Duration) (float64, error) {
 		return 0, err
 	}
 	return float64(after-before) * float64(clockTick) / float64(d), nil
+}
+
+// resetPeak resets the peak resident size (VmHWM) of pid to its current
+// one (Linux: 5 written to /proc/PID/clear_refs).
+func resetPeak(pid int) error {
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+		return fmt.Errorf("reset peak RSS: %w", err)
+	}
+	return nil
 }
 
 // waitReflected waits until no final task waits for reflection.

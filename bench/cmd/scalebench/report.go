@@ -13,17 +13,17 @@ import (
 
 // writeTable prints the measurements as a Markdown table.
 func writeTable(w io.Writer, taskSteps int, rows []row) {
-	fmt.Fprintf(w, "| stored steps | tasks (%d steps each) | ingest | reflected after | daemon RSS | `traces list` | `traces show` (bytes) | RSS after show | peak RSS | idle CPU |\n", taskSteps)
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "| stored steps | tasks (%d steps each) | ingest | reflected after | daemon RSS | peak RSS | `traces list` | `traces show` (bytes) | peak RSS in show | RSS after show | idle CPU |\n", taskSteps)
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
 		idle := "-"
 		if r.idleCPU >= 0 {
 			idle = fmt.Sprintf("%.2f%%", 100*r.idleCPU)
 		}
-		fmt.Fprintf(w, "| %d | %d | %.0f steps/s | %s | %s | %s | %s (%s) | %s | %s | %s |\n",
+		fmt.Fprintf(w, "| %d | %d | %.0f steps/s | %s | %s | %s | %s | %s (%s) | %s | %s | %s |\n",
 			r.steps, r.tasks, float64(r.steps)/r.ingest.Seconds(), r.reflect.Round(100*time.Millisecond),
-			mb(r.rssFilled), r.list.Round(time.Millisecond), r.show.Round(time.Millisecond), mb(r.showBytes),
-			mb(r.rssShown), mb(r.hwm), idle)
+			mb(r.rssFilled), mb(r.hwm), r.list.Round(time.Millisecond), r.show.Round(time.Millisecond), mb(r.showBytes),
+			mb(r.showPeak), mb(r.rssShown), idle)
 	}
 }
 
