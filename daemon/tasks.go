@@ -313,12 +313,12 @@ func (t *TraceStore) StreamTask(ctx context.Context, id string, head func(*hinds
 		if err := head(&task); err != nil {
 			return err
 		}
-		return stepsOf(txn, id, func(s *hindsight.Step) error {
+		return stepsOf(txn, id, t.pagingOut(func(s *hindsight.Step) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			return step(s)
-		})
+		}))
 	})
 }
 
@@ -359,13 +359,30 @@ func (t *TraceStore) Steps(ctx context.Context, ids []string, fn func(*hindsight
 				}
 				return err
 			}
-			return stepsOf(txn, id, fn)
+			return stepsOf(txn, id, t.pagingOut(fn))
 		})
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// pageOutEvery is how many steps a long read passes between page-outs of
+// the store's mapped files; else what it read stays resident until the
+// trimmer runs after it (a task of 100k steps: 200 MB).
+const pageOutEvery = 10000
+
+// pagingOut returns fn, paging the store's mapped files out every
+// pageOutEvery steps it is called with.
+func (t *TraceStore) pagingOut(fn func(*hindsight.Step) error) func(*hindsight.Step) error {
+	n := 0
+	return func(s *hindsight.Step) error {
+		if n++; n%pageOutEvery == 0 {
+			t.trim.pageOut()
+		}
+		return fn(s)
+	}
 }
 
 func stepsOf(txn *badger.Txn, id string, fn func(*hindsight.Step) error) error {

@@ -67,10 +67,15 @@ func (t *trimmer) loop() {
 		case <-timer.C:
 			busySince = time.Time{}
 			debug.FreeOSMemory()
-			if err := trimMapped(t.dir); err != nil {
-				t.logger.Debug("give back mapped pages", "dir", t.dir, "err", err)
-			}
+			t.pageOut()
 		}
+	}
+}
+
+// pageOut pages out the store's mapped files now (trimMapped).
+func (t *trimmer) pageOut() {
+	if err := trimMapped(t.dir); err != nil {
+		t.logger.Debug("give back mapped pages", "dir", t.dir, "err", err)
 	}
 }
 
