@@ -139,6 +139,7 @@ func (s *Server) namespace(ns string) string {
 // ServeHTTP serves the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.init()
+	s.Space.Touch()
 	s.mux.ServeHTTP(w, r)
 }
 
