@@ -7,8 +7,9 @@
 // reads them), waits for reflection to finish, and reports the ingest
 // rate, the daemon's resident memory (VmRSS, and VmHWM, its peak) and the
 // latency of `traces list` and of a streamed `traces show` of the largest
-// task; with -idle, the share of a core the daemon then uses doing
-// nothing (user and system time from /proc/PID/stat).
+// task; with -idle, the share of a core the daemon uses doing nothing
+// from a minute after its last request (its threads' run time, from
+// /proc/PID/task/*/schedstat).
 //
 // With no -hindsight flag it builds ./cmd/hindsight into a temporary
 // directory first, so run it from the module's root:
@@ -54,7 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		result    = fs.Int("result-bytes", 1024, "bytes of text in each step's result")
 		bin       = fs.String("hindsight", "", "hindsight binary (default: build ./cmd/hindsight)")
 		keep      = fs.Bool("keep", false, "keep the homes (their paths are printed)")
-		idle      = fs.Duration("idle", 0, "at the end of each size, measure the idle daemon's CPU over this long (0: not)")
+		idle      = fs.Duration("idle", 0, "at the end of each size, a minute after the last request, measure the idle daemon's CPU over this long (0: not)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err

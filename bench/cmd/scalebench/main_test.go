@@ -20,7 +20,7 @@ func TestSmokeScale(t *testing.T) {
 	}
 	var out, errOut bytes.Buffer
 	args := []string{"-sizes", "250", "-task-steps", "100", "-batch", "30", "-result-bytes", "64",
-		"-idle", "1s", "-hindsight", testbin.Hindsight(t)}
+		"-hindsight", testbin.Hindsight(t)}
 	if err := run(context.Background(), args, &out, &errOut); err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, errOut.String())
 	}

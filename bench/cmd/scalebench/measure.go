@@ -112,26 +112,35 @@ func measure(ctx context.Context, cfg config, log io.Writer) (row, error) {
 	return r, err
 }
 
-// idleCPU returns the share of one core the process pid uses over d
-// (user and system time from /proc/PID/stat), or -1 when d is 0.
+// idleAfter is how long after its last request the daemon counts as idle:
+// its disk guard allocates ahead for a minute after one.
+const idleAfter = 65 * time.Second
+
+// idleCPU returns the share of one core the process pid uses over d,
+// starting idleAfter from now (the run time of all its threads, from
+// /proc/PID/task/*/schedstat), or -1 when d is 0.
 func idleCPU(ctx context.Context, pid int, d time.Duration) (float64, error) {
 	if d <= 0 {
 		return -1, nil
 	}
-	before, err := cpuTicks(pid)
-	if err != nil {
-		return 0, err
+	var before time.Duration
+	for i, wait := range []time.Duration{idleAfter, d} {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(wait):
+		}
+		ran, err := runTime(pid)
+		if err != nil {
+			return 0, err
+		}
+		if i == 0 {
+			before = ran
+			continue
+		}
+		return float64(ran-before) / float64(d), nil
 	}
-	select {
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	case <-time.After(d):
-	}
-	after, err := cpuTicks(pid)
-	if err != nil {
-		return 0, err
-	}
-	return float64(after-before) * float64(clockTick) / float64(d), nil
+	return 0, nil
 }
 
 // resetPeak resets the peak resident size (VmHWM) of pid to its current

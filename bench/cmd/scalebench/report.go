@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -27,36 +28,31 @@ func writeTable(w io.Writer, taskSteps int, rows []row) {
 	}
 }
 
-// clockTick is the unit of utime and stime in /proc/PID/stat (USER_HZ,
-// 100 on every Linux this runs on).
-const clockTick = 10 * time.Millisecond
-
-// cpuTicks returns the user and system time of pid so far, in clock
-// ticks.
-func cpuTicks(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("read CPU time: %w", err)
+// runTime returns the time pid's threads have run so far: the sum of
+// the first field of each /proc/PID/task/TID/schedstat, in nanoseconds.
+func runTime(pid int) (time.Duration, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, fmt.Errorf("read run time of %d: no threads (%v)", pid, err)
 	}
-	// The command name, in parentheses, may hold spaces: count fields
-	// after its closing parenthesis, where field 3 (state) starts.
-	i := strings.LastIndexByte(string(b), ')')
-	f := strings.Fields(string(b[i+1:]))
-	if i < 0 || len(f) < 13 {
-		return 0, fmt.Errorf("read CPU time: unexpected %q", b)
-	}
-	var ticks int64
-	for _, s := range f[11:13] { // utime, stime: fields 14 and 15
-		n, err := strconv.ParseInt(s, 10, 64)
+	var total time.Duration
+	for _, path := range tasks {
+		b, err := os.ReadFile(path)
 		if err != nil {
-			return 0, fmt.Errorf("read CPU time: %w", err)
+			continue // a thread that ended
 		}
-		ticks += n
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read run time: %q: %w", b, err)
+		}
+		total += time.Duration(ns)
 	}
-	return ticks, nil
+	return total, nil
 }
-
-func mb(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
 
 // procStatus returns a size field of /proc/PID/status (VmRSS, VmHWM) in
 // bytes.
@@ -82,3 +78,5 @@ func procStatus(pid int, field string) (int64, error) {
 	}
 	return 0, fmt.Errorf("read %s: not in /proc/%d/status", field, pid)
 }
+
+func mb(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
