@@ -57,6 +57,7 @@ func BenchmarkIngest(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer db.Close()
+		defer StartCompactor(db, quiet).Stop() // the daemon's options run none of Badger's
 		seq := uint64(1)
 		b.ReportAllocs()
 		cpu0 := cpuTime(b)

@@ -159,7 +159,7 @@ func (s *Server) finalTask(ctx context.Context, req FinalRequest) (*FinalResult,
 		s.Logger.Info("task final", "task", id, "said_by", "agent")
 	}
 	s.enqueue(ctx)
-	task, err := s.Traces.Task(ctx, id)
+	task, err := s.Traces.TaskInfo(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +213,7 @@ func (s *Server) waitReflection(ctx context.Context, id string) (string, error) 
 	tick := time.NewTicker(25 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		task, err := s.Traces.Task(ctx, id)
+		task, err := s.Traces.TaskInfo(ctx, id)
 		if err != nil {
 			return "", err
 		}
@@ -231,7 +231,7 @@ func (s *Server) waitReflection(ctx context.Context, id string) (string, error) 
 		}
 	}
 	err := s.Queue.RunNow(ctx, []string{id}, false, func(int, int) {})
-	task, terr := s.Traces.Task(ctx, id)
+	task, terr := s.Traces.TaskInfo(ctx, id)
 	if terr != nil {
 		return "", terr
 	}

@@ -93,7 +93,7 @@ func (s *Server) handleReflectReplay(w http.ResponseWriter, r *http.Request) {
 		}
 	} else {
 		for _, id := range ids {
-			if _, err := s.Traces.Task(r.Context(), id); err != nil {
+			if _, err := s.Traces.TaskInfo(r.Context(), id); err != nil {
 				s.fail(w, r, err)
 				return
 			}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -331,4 +332,25 @@ func ping(ctx context.Context, c *Client) error {
 	defer cancel()
 	_, err := c.Health(ctx)
 	return err
+}
+
+// MemoryBudget is the daemon's soft memory limit (debug.SetMemoryLimit),
+// for a resident size of about 100 MB whatever it stored. The Go heap
+// holds Badger's memtables (two databases, up to two arenas of about
+// 10 MB each), its block caches (8 MB each), a request's working set (a
+// batch, a streamed chunk of steps, reflection's window of a long task:
+// a few MB) and the caches of the experience store; the rest of the
+// resident size is the program's text, stacks and the pages of Badger's
+// mapped files. Under the limit the runtime collects sooner and returns
+// freed memory to the system instead of letting the heap double.
+const MemoryBudget = 64 << 20
+
+// SetMemoryLimit gives the runtime the daemon's soft memory limit,
+// MemoryBudget, unless the environment sets GOMEMLIMIT (which the runtime
+// already applied). It returns the limit in force.
+func SetMemoryLimit() int64 {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(MemoryBudget)
+	}
+	return debug.SetMemoryLimit(-1)
 }

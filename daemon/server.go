@@ -159,6 +159,7 @@ func (s *Server) namespace(ns string) string {
 // ServeHTTP serves the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.init()
+	s.Space.Touch()
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -631,18 +632,6 @@ func (s *Server) handleTasks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, tasks)
 }
 
-func (s *Server) handleTask(w http.ResponseWriter, r *http.Request) {
-	task, err := s.Traces.Task(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	for i := range task.Steps {
-		s.annotate(&task.Steps[i])
-	}
-	writeJSON(w, http.StatusOK, task)
-}
-
 // StepAnnotator is implemented by a ReflectionQueue that derives fields
 // of a step on read: the error template of a failed call.
 type StepAnnotator interface {
@@ -659,7 +648,7 @@ func (s *Server) annotate(st *hindsight.Step) {
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	ids := r.URL.Query()["task"]
 	for _, id := range ids {
-		if _, err := s.Traces.Task(r.Context(), id); err != nil {
+		if _, err := s.Traces.TaskInfo(r.Context(), id); err != nil {
 			s.fail(w, r, err)
 			return
 		}

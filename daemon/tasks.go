@@ -69,7 +69,8 @@ func (t *TraceStore) FinalizeIdle(ctx context.Context) ([]string, error) {
 func (t *TraceStore) finalize(ctx context.Context, now time.Time) ([]string, error) {
 	clear(t.latest) // task records change here
 	var final []string
-	err := t.write(func(txn *badger.Txn) error {
+	wrote := false // a pass that changes nothing leaves the sync loop asleep
+	err := t.db.Update(func(txn *badger.Txn) error {
 		ids, err := keysUnder(txn, pOpen)
 		if err != nil {
 			return err
@@ -82,6 +83,7 @@ func (t *TraceStore) finalize(ctx context.Context, now time.Time) ([]string, err
 			if err := getJSON(txn, key(pTask, []byte(id)), &rec); err != nil {
 				if errors.Is(err, badger.ErrKeyNotFound) {
 					_ = txn.Delete(key(pOpen, []byte(id)))
+					wrote = true
 					continue
 				}
 				return err
@@ -97,13 +99,14 @@ func (t *TraceStore) finalize(ctx context.Context, now time.Time) ([]string, err
 			}
 			if !t.isFinal(&rec, now) {
 				if changed {
+					wrote = true
 					if err := setJSON(txn, key(pTask, []byte(id)), &rec); err != nil {
 						return err
 					}
 				}
 				continue
 			}
-			rec.Final = true
+			rec.Final, wrote = true, true
 			if err := setJSON(txn, key(pTask, []byte(id)), &rec); err != nil {
 				return err
 			}
@@ -117,6 +120,9 @@ func (t *TraceStore) finalize(ctx context.Context, now time.Time) ([]string, err
 		}
 		return nil
 	})
+	if wrote || err != nil {
+		t.dirty.Store(true)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("finalize tasks: %w", err)
 	}
@@ -252,6 +258,7 @@ func publicTask(rec *taskRec) hindsight.Task {
 // Task returns a task with its steps in step order. A missing task is
 // hindsight.ErrNotFound.
 func (t *TraceStore) Task(ctx context.Context, id string) (*hindsight.Task, error) {
+	defer t.trim.touched() // what it read stays mapped until trimmed
 	var task hindsight.Task
 	err := t.db.View(func(txn *badger.Txn) error {
 		var rec taskRec
@@ -274,9 +281,64 @@ func (t *TraceStore) Task(ctx context.Context, id string) (*hindsight.Task, erro
 	return &task, nil
 }
 
+// TaskInfo returns a task without its steps (Steps is nil), reading only
+// its record. A missing task is hindsight.ErrNotFound.
+func (t *TraceStore) TaskInfo(ctx context.Context, id string) (*hindsight.Task, error) {
+	var task hindsight.Task
+	err := t.db.View(func(txn *badger.Txn) error {
+		rec, err := taskRecord(txn, id)
+		if err == nil {
+			task = publicTask(rec)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read task: %w", err)
+	}
+	return &task, nil
+}
+
+// StreamTask calls head with a task without its steps, then step with
+// each of its steps in step order, from one snapshot of the store: what
+// Task returns, without holding the steps in memory. A missing task is
+// hindsight.ErrNotFound, before head is called.
+func (t *TraceStore) StreamTask(ctx context.Context, id string, head func(*hindsight.Task) error, step func(*hindsight.Step) error) error {
+	defer t.trim.touched() // what it read stays mapped until trimmed
+	return t.db.View(func(txn *badger.Txn) error {
+		rec, err := taskRecord(txn, id)
+		if err != nil {
+			return fmt.Errorf("read task: %w", err)
+		}
+		task := publicTask(rec)
+		if err := head(&task); err != nil {
+			return err
+		}
+		return stepsOf(txn, id, t.pagingOut(func(s *hindsight.Step) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return step(s)
+		}))
+	})
+}
+
+// taskRecord reads the record of task id; a missing one is
+// hindsight.ErrNotFound.
+func taskRecord(txn *badger.Txn, id string) (*taskRec, error) {
+	var rec taskRec
+	if err := getJSON(txn, key(pTask, []byte(id)), &rec); err != nil {
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil, fmt.Errorf("task %s: %w", id, hindsight.ErrNotFound)
+		}
+		return nil, err
+	}
+	return &rec, nil
+}
+
 // Steps calls fn for every step of the tasks ids (all tasks when ids is
 // empty), tasks oldest first, steps in step order.
 func (t *TraceStore) Steps(ctx context.Context, ids []string, fn func(*hindsight.Step) error) error {
+	defer t.trim.touched() // what it read stays mapped until trimmed
 	if len(ids) == 0 {
 		tasks, err := t.Tasks(ctx, TaskFilter{})
 		if err != nil {
@@ -297,13 +359,30 @@ func (t *TraceStore) Steps(ctx context.Context, ids []string, fn func(*hindsight
 				}
 				return err
 			}
-			return stepsOf(txn, id, fn)
+			return stepsOf(txn, id, t.pagingOut(fn))
 		})
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// pageOutEvery is how many steps a long read passes between page-outs of
+// the store's mapped files; else what it read stays resident until the
+// trimmer runs after it (a task of 100k steps: 200 MB).
+const pageOutEvery = 10000
+
+// pagingOut returns fn, paging the store's mapped files out every
+// pageOutEvery steps it is called with.
+func (t *TraceStore) pagingOut(fn func(*hindsight.Step) error) func(*hindsight.Step) error {
+	n := 0
+	return func(s *hindsight.Step) error {
+		if n++; n%pageOutEvery == 0 {
+			t.trim.pageOut()
+		}
+		return fn(s)
+	}
 }
 
 func stepsOf(txn *badger.Txn, id string, fn func(*hindsight.Step) error) error {

@@ -155,7 +155,9 @@ const DefaultSyncInterval = 200 * time.Millisecond
 // past the outbox's deadline, so that sidecars wrote steps to disk anyway.
 type TraceStore struct {
 	db      *badger.DB
-	dirty   atomic.Bool   // written since the last sync
+	compact *Compactor
+	trim    *trimmer
+	dirty   dirtyFlag     // written since the last sync
 	stop    chan struct{} // closed by Close: the sync loop ends
 	synced  chan struct{} // closed when the sync loop has ended
 	dir     string
@@ -235,30 +237,70 @@ func OpenTraceStore(dir string, opt TraceOptions) (*TraceStore, error) {
 	}
 	t := &TraceStore{db: db, dir: dir, logger: opt.Logger, gap: opt.IdleGap, now: opt.Now, started: opt.Now(),
 		hw: map[string]highWater{}, latest: map[string]*taskRec{}, closes: map[string]closeState{}, stop: make(chan struct{}), synced: make(chan struct{})}
+	t.dirty.kick = make(chan struct{}, 1)
+	t.compact = StartCompactor(db, opt.Logger)
+	t.trim = startTrimmer(dir, opt.Logger)
 	go t.syncLoop(opt.SyncInterval)
 	return t, nil
 }
 
-// syncLoop syncs the database every interval when it was written, until
-// Close.
+// syncLoop syncs the database interval after it was written, until
+// Close. It sleeps while nothing is written: an idle daemon does not wake
+// for it.
 func (t *TraceStore) syncLoop(interval time.Duration) {
 	defer close(t.synced)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
+	timer := time.NewTimer(interval)
+	timer.Stop()
+	defer timer.Stop()
 	for {
 		select {
 		case <-t.stop:
 			return
-		case <-tick.C:
-			if t.dirty.Swap(false) {
-				if err := t.db.Sync(); err != nil {
-					t.dirty.Store(true)
-					t.logger.Error("sync trace store", "err", err)
-				}
+		case <-t.dirty.kick:
+		}
+		t.trim.touched()
+		timer.Reset(interval)
+		select {
+		case <-t.stop:
+			return // Close syncs
+		case <-timer.C:
+		}
+		if t.dirty.Swap(false) {
+			if err := t.db.Sync(); err != nil {
+				t.dirty.Store(true) // tried again interval later
+				t.logger.Error("sync trace store", "err", err)
 			}
 		}
 	}
 }
+
+// dirtyFlag says the trace store was written since its last sync; setting
+// it wakes the sync loop.
+type dirtyFlag struct {
+	b    atomic.Bool
+	kick chan struct{} // capacity 1
+}
+
+// Store sets the flag; true wakes the sync loop.
+func (d *dirtyFlag) Store(v bool) {
+	d.b.Store(v)
+	if v {
+		select {
+		case d.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Load returns the flag.
+func (d *dirtyFlag) Load() bool { return d.b.Load() }
+
+// Swap sets the flag and returns what it was.
+func (d *dirtyFlag) Swap(v bool) bool { return d.b.Swap(v) }
+
+// MarkWritten tells the store that a component sharing its database (see
+// DB) wrote to it: the write is synced with the store's next sync.
+func (t *TraceStore) MarkWritten() { t.dirty.Store(true) }
 
 // traceBadgerOptions are the daemon's Badger settings with what suits a
 // trace store: a step's JSON (most are over a KiB) goes to the value log,
@@ -278,7 +320,8 @@ func traceBadgerOptions(dir string, logger *slog.Logger) badger.Options {
 // the value log.
 const traceValueThreshold = 1 << 10
 
-// Close stops the sync loop and closes the store, which syncs it.
+// Close stops the sync loop and the compactor and closes the store, which
+// syncs it.
 func (t *TraceStore) Close() error {
 	select {
 	case <-t.stop:
@@ -286,6 +329,8 @@ func (t *TraceStore) Close() error {
 		close(t.stop)
 	}
 	<-t.synced
+	t.compact.Stop()
+	t.trim.close()
 	return t.db.Close()
 }
 

@@ -28,7 +28,7 @@ const (
 	DefaultMaxAttempts  = 5
 	DefaultRetryBase    = 30 * time.Second
 	DefaultRetryMax     = 30 * time.Minute
-	DefaultPollInterval = 30 * time.Second
+	DefaultPollInterval = 30 * time.Minute
 	DefaultDrainTimeout = 10 * time.Second
 )
 
@@ -112,10 +112,13 @@ type Queue struct {
 	Source   TaskSource
 	Pipeline *Pipeline
 
-	MaxAttempts  int           // 0 means DefaultMaxAttempts
-	RetryBase    time.Duration // first retry delay; 0 means DefaultRetryBase
-	RetryMax     time.Duration // cap of the retry delay; 0 means DefaultRetryMax
-	PollInterval time.Duration // 0 means DefaultPollInterval
+	MaxAttempts int           // 0 means DefaultMaxAttempts
+	RetryBase   time.Duration // first retry delay; 0 means DefaultRetryBase
+	RetryMax    time.Duration // cap of the retry delay; 0 means DefaultRetryMax
+	// PollInterval caps the worker's sleep while a task waits for its
+	// retry; 0 means DefaultPollInterval. With no task pending the worker
+	// sleeps until Enqueue wakes it: an idle queue costs nothing.
+	PollInterval time.Duration
 	DrainTimeout time.Duration // how long Close lets a task finish; 0 means DefaultDrainTimeout
 	// StoreWaitBase and StoreWaitMax bound the wait while the experience
 	// store is unreachable (see storeWait); 0 means DefaultStoreWaitBase
@@ -125,6 +128,10 @@ type Queue struct {
 	// OnState, when set, is told each task's new reflection state (the
 	// daemon records it on the task). Errors are logged.
 	OnState func(ctx context.Context, taskID, state string) error
+	// Written, when set, is called after each write to the queue's
+	// entries: a database that syncs on a timer (the daemon's trace
+	// store) learns it has something to sync.
+	Written func()
 
 	Logger  *slog.Logger
 	Metrics *Metrics // nil: a fresh one
@@ -133,9 +140,13 @@ type Queue struct {
 	ownDB bool
 	now   func() time.Time
 
-	swOnce  sync.Once
-	sw      *storeWait
-	procMu  sync.Mutex // one reflection at a time
+	swOnce sync.Once
+	sw     *storeWait
+	procMu sync.Mutex // one reflection at a time
+	// updMu serializes the queue's read-modify-write transactions: in a
+	// database without conflict detection (the daemon's trace store)
+	// Badger would not catch two of them crossing.
+	updMu   sync.Mutex
 	running atomic.Int32
 	wake    chan struct{}
 	stop    context.CancelFunc
@@ -436,8 +447,9 @@ func (q *Queue) Close() error {
 }
 
 // loop is the worker: it reflects on due pending tasks, then sleeps until
-// the next is due, a task is enqueued, or the poll interval passes. Errors
-// of the queue itself back off exponentially, capped.
+// the next is due (at most the poll interval) or a task is enqueued; with
+// nothing pending, until a task is enqueued. Errors of the queue itself
+// back off exponentially, capped.
 func (q *Queue) loop(loopCtx, workCtx context.Context) {
 	poll := q.PollInterval
 	if poll <= 0 {
@@ -456,9 +468,15 @@ func (q *Queue) loop(loopCtx, workCtx context.Context) {
 		default:
 			failures = 0
 		}
-		if wait <= 0 || wait > poll {
-			wait = poll
+		if wait == idle { // nothing pending: only Enqueue has work
+			select {
+			case <-loopCtx.Done():
+				return
+			case <-q.wake:
+			}
+			continue
 		}
+		wait = min(max(wait, min(time.Second, poll)), poll)
 		t := time.NewTimer(wait)
 		select {
 		case <-loopCtx.Done():
@@ -471,8 +489,11 @@ func (q *Queue) loop(loopCtx, workCtx context.Context) {
 	}
 }
 
+// idle is what work returns when no task is pending.
+const idle = time.Duration(-1 << 63)
+
 // work reflects on every due pending task and returns how long until the
-// next one is due (0: none).
+// next one is due (0: look again soon; idle: none is pending).
 func (q *Queue) work(loopCtx, workCtx context.Context) (time.Duration, error) {
 	entries, err := q.List(loopCtx, StatePending)
 	if err != nil {
@@ -482,6 +503,7 @@ func (q *Queue) work(loopCtx, workCtx context.Context) (time.Duration, error) {
 		return wait, nil
 	}
 	var next time.Time
+	retried := false // a task failed: it waits for a retry not in next
 	for _, e := range entries {
 		if loopCtx.Err() != nil {
 			return 0, nil
@@ -505,9 +527,13 @@ func (q *Queue) work(loopCtx, workCtx context.Context) (time.Duration, error) {
 		if err != nil && !isTaskError(err) {
 			return 0, err
 		}
+		retried = retried || err != nil
 	}
-	if next.IsZero() {
-		return 0, nil
+	switch {
+	case retried:
+		return 0, nil // look again soon (the loop waits at least a second, or the poll interval)
+	case next.IsZero():
+		return idle, nil
 	}
 	return next.Sub(q.now()), nil
 }
@@ -769,13 +795,19 @@ func (q *Queue) put(txn *badger.Txn, oldState string, e *Entry) error {
 	return txn.Set(stateKey(e.State, e.TaskID), b)
 }
 
-// update runs fn in a read-write transaction, retrying on conflicts.
+// update runs fn in a read-write transaction, one at a time, retrying on
+// conflicts.
 func (q *Queue) update(fn func(txn *badger.Txn) error) error {
+	q.updMu.Lock()
+	defer q.updMu.Unlock()
 	var err error
 	for range 5 {
 		if err = q.db.Update(fn); !errors.Is(err, badger.ErrConflict) {
-			return err
+			break
 		}
+	}
+	if err == nil && q.Written != nil {
+		q.Written()
 	}
 	return err
 }

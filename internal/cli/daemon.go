@@ -71,10 +71,12 @@ func runDaemon(ctx context.Context, g *globals, fs *pflag.FlagSet, args []string
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
+	memLimit := daemon.SetMemoryLimit() // GOMEMLIMIT, else daemon.MemoryBudget
 	logger, closer, err := openLog(g, "daemon")
 	if err != nil {
 		return err
 	}
+	logger.Debug("soft memory limit", "bytes", memLimit)
 	defer closer.Close()
 	slog.SetDefault(logger) // libraries that log to the default logger
 	stopWatchdog := shutdownWatchdog(ctx, logger, shutdownLimit)
@@ -370,8 +372,10 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		if err := erase.CollectValueLog(db); err != nil { // see the trace store's
 			logger.Warn("collect the experience store's value log", "err", err)
 		}
+		compactor := daemon.StartCompactor(db, logger) // the daemon's options run no compactors of Badger's
 		st, err := embedded.New(db, emb, embedded.Options{Logger: logger})
 		if err != nil {
+			compactor.Stop()
 			db.Close()
 			return nil, backend, err
 		}
@@ -380,19 +384,22 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		if _, err := reembed(ctx, st, emb, logger, g.quiet); err != nil {
 			logger.Error("experiences keep their old vectors; they are found by text only", "err", err)
 		}
-		return embeddedStore{st, db}, backend, nil
+		return embeddedStore{st, db, compactor}, backend, nil
 	}
 }
 
 // embeddedStore is the embedded experience store over a Badger database
-// the daemon opened for it; Close closes both.
+// the daemon opened for it, with its compactor; Close closes all three.
 type embeddedStore struct {
 	*embedded.Store
-	db *badger.DB
+	db        *badger.DB
+	compactor *daemon.Compactor
 }
 
 func (s embeddedStore) Close() error {
-	return errors.Join(s.Store.Close(), s.db.Close())
+	err := s.Store.Close()
+	s.compactor.Stop()
+	return errors.Join(err, s.db.Close())
 }
 
 // newEmbedder returns the embeddings model of the configuration, or the

@@ -12,11 +12,12 @@ import (
 	"github.com/hindsight-proxy/hindsight/daemon"
 )
 
-// TestDaemonBadgerOptions: every Badger database the daemon opens (traces,
-// the embedded experience store, the reflection queue) has the daemon's
-// small memtables and caches, not Badger's defaults (64 MB memtables, a
-// 256 MB block cache). Writes are synchronous except in the trace store,
-// which syncs on a timer (daemon.TraceStore).
+// TestDaemonBadgerOptions: every Badger database the daemon opens (traces
+// with the reflection queue, the embedded experience store) has the
+// daemon's small memtables and caches, not Badger's defaults (64 MB
+// memtables, a 256 MB block cache), and no compactors of Badger's own.
+// Writes are synchronous except in the trace store, which syncs on a timer
+// (daemon.TraceStore). The queue keeps its keys in the trace store.
 func TestDaemonBadgerOptions(t *testing.T) {
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -33,17 +34,25 @@ func TestDaemonBadgerOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	_, closer, err := newReflectionQueue(ctx, g, traces, store, quiet)
+	q, closer, err := newReflectionQueue(ctx, g, traces, store, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closer.Close()
+	if err := q.(daemonQueue).Enqueue(ctx, "task-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := traces.DB().View(func(txn *badger.Txn) error {
+		_, err := txn.Get([]byte("reflectq/pending/task-1"))
+		return err
+	}); err != nil {
+		t.Errorf("the queue's entry is not in the trace store: %v", err)
+	}
 
 	want := daemon.BadgerOptions("", quiet)
 	for name, db := range map[string]*badger.DB{
 		"traces":      traces.DB(),
 		"experiences": store.(embeddedStore).db,
-		"reflect":     closer.(queueCloser).db,
 	} {
 		o := db.Opts()
 		if o.MemTableSize != want.MemTableSize || o.NumMemtables != want.NumMemtables ||
@@ -52,6 +61,9 @@ func TestDaemonBadgerOptions(t *testing.T) {
 			t.Errorf("%s: memtable %d×%d, block cache %d, index cache %d, sync %v; want %d×%d, %d, %d, sync %v",
 				name, o.MemTableSize, o.NumMemtables, o.BlockCacheSize, o.IndexCacheSize, o.SyncWrites,
 				want.MemTableSize, want.NumMemtables, want.BlockCacheSize, want.IndexCacheSize, name != "traces")
+		}
+		if o.NumCompactors != 0 {
+			t.Errorf("%s: %d compactors of Badger's own; want none (a daemon.Compactor)", name, o.NumCompactors)
 		}
 		if o.MemTableSize > 16<<20 || o.BlockCacheSize > 16<<20 {
 			t.Errorf("%s: memtable %d, block cache %d: not memory-conscious", name, o.MemTableSize, o.BlockCacheSize)

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
 	"github.com/hindsight-proxy/hindsight/daemon"
@@ -27,7 +26,8 @@ func init() { reflectionQueue = newReflectionQueue }
 // newReflectionQueue builds the daemon's reflection: the LLM reflector when
 // a model is configured (with the rule-based one as its cross-check), else
 // the rule-based reflector alone; validation with the capture redactor;
-// merging into store; and the queue in its own Badger directory, started.
+// merging into store; and the queue in the trace store's database,
+// started. The daemon closes the queue before the trace store.
 func newReflectionQueue(ctx context.Context, g *globals, traces *daemon.TraceStore, store hindsight.ExperienceStore, logger *slog.Logger) (daemon.ReflectionQueue, io.Closer, error) {
 	if store == nil {
 		return nil, nil, fmt.Errorf("start reflection: no experience store")
@@ -92,31 +92,25 @@ func newReflectionQueue(ctx context.Context, g *globals, traces *daemon.TraceSto
 	} else {
 		logger.Info("reflection is rule-based: no LLM model configured")
 	}
-	// The queue's own Badger, with the daemon's memory-conscious options
-	// (reflect.OpenQueue would take Badger's defaults).
-	db, err := badger.Open(daemon.BadgerOptions(filepath.Join(g.home.DaemonData(), "reflect"), logger))
-	if err != nil {
-		return nil, nil, fmt.Errorf("open reflection queue: %w", err)
+	// The queue keeps its keys (reflectq/…) in the trace store's Badger:
+	// one database, one pair of compactors, one set of caches. A home of
+	// the layout before it has the queue in daemon/reflect: moved here.
+	db := traces.DB()
+	if n, err := daemon.MigrateQueueDB(traces, filepath.Join(g.home.DaemonData(), "reflect"), logger); err != nil {
+		return nil, nil, fmt.Errorf("start reflection: %w", err)
+	} else if n > 0 {
+		logger.Info("moved the reflection queue into the trace store", "keys", n)
 	}
 	if p.Templates, err = reflect.NewTemplates(db); err != nil {
-		db.Close()
 		return nil, nil, fmt.Errorf("start reflection: %w", err)
 	}
-	q := reflect.NewQueue(db, traces, p)
+	// Reflection reads a long task in part (daemon.ReflectionSource).
+	q := reflect.NewQueue(db, daemon.ReflectionSource{Traces: traces, Logger: logger}, p)
 	q.Logger, q.Metrics = logger, metrics
 	q.OnState = traces.SetReflection
+	q.Written = traces.MarkWritten
 	q.Start(ctx)
-	return daemonQueue{q, p.Templates, p, traces, newLLM}, queueCloser{q, db}, nil
-}
-
-// queueCloser stops the queue, then closes its database.
-type queueCloser struct {
-	q  *reflect.Queue
-	db *badger.DB
-}
-
-func (c queueCloser) Close() error {
-	return errors.Join(c.q.Close(), c.db.Close())
+	return daemonQueue{q, p.Templates, p, traces, newLLM}, q, nil
 }
 
 // daemonQueue adapts reflect.Queue to daemon.ReflectionQueue. It is also a
@@ -154,7 +148,8 @@ func (d daemonQueue) ReplayReflection(ctx context.Context, req daemon.ReflectRep
 		p.Reflector, p.CrossCheck = r, reflect.Rules{}
 	}
 	return replay.ReflectAgain(ctx, tasks, replay.ReflectOptions{
-		Pipeline: &p, Templates: d.templates, Tasks: d.traces, DryRun: req.DryRun, Progress: progress,
+		Pipeline: &p, Templates: d.templates, Tasks: daemon.ReflectionSource{Traces: d.traces, Logger: p.Logger},
+		DryRun: req.DryRun, Progress: progress,
 	})
 }
 

@@ -83,59 +83,6 @@ func tracesShowCmd(g *globals) *cobra.Command {
 	})
 }
 
-func tracesShow(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, asJSON *bool) error {
-	if len(pos) != 1 {
-		fs.Usage()
-		return usageErr("traces show takes one task id")
-	}
-	c, err := connect(ctx, g)
-	if err != nil {
-		return err
-	}
-	task, err := c.Task(ctx, pos[0])
-	if err != nil {
-		return notFound(err, "task "+pos[0])
-	}
-	if *asJSON {
-		return printJSON(stdout, task)
-	}
-	return printTask(stdout, task)
-}
-
-func printTask(w io.Writer, task *hindsight.Task) error {
-	h := newTable(w)
-	h.row("task", task.ID)
-	h.row("started", when(task.StartedAt))
-	h.row("ended", when(task.EndedAt))
-	h.row("final", yesNo(task.Final))
-	h.row("servers", strings.Join(task.Servers, ", "))
-	h.row("steps", fmt.Sprintf("%d (%d failed)", task.StepCount, task.FailureCount))
-	if task.Reflection != "" {
-		h.row("reflection", task.Reflection)
-	}
-	if err := h.flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w)
-	t := newTable(w, "#", "TIME", "LATENCY", "SERVER", "METHOD", "TOOL", "TAG", "ERROR")
-	for _, s := range task.Steps {
-		errText := s.ErrorCode
-		if s.Error != nil {
-			errText = strings.TrimSpace(errText + " " + clip(s.Error.Message, 60))
-		}
-		if errText == "" {
-			errText = "-"
-		}
-		tool := s.Tool
-		if tool == "" {
-			tool = "-"
-		}
-		t.row(strconv.Itoa(s.StepIndex), s.StartedAt.Local().Format("15:04:05.000"),
-			fmt.Sprintf("%.1fms", s.LatencyMS), s.Server, s.Method, tool, string(s.CausalTag), errText)
-	}
-	return t.flush()
-}
-
 func tracesExportCmd(g *globals) *cobra.Command {
 	c := leaf("export [--out FILE] [--task ID]… [TASK…]", "every step as JSON Lines", "  hindsight traces export --out steps.jsonl\n  hindsight traces export --task TASK > one.jsonl")
 	out := c.Flags().String("out", "", "write to FILE (mode 0600) instead of stdout")

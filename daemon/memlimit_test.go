@@ -1,0 +1,23 @@
+package daemon
+
+import (
+	"runtime/debug"
+	"testing"
+)
+
+// TestSetMemoryLimit: the daemon takes MemoryBudget as its soft memory
+// limit, unless GOMEMLIMIT was given, whose limit stays.
+func TestSetMemoryLimit(t *testing.T) {
+	was := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(was) })
+
+	t.Setenv("GOMEMLIMIT", "")
+	if got := SetMemoryLimit(); got != MemoryBudget {
+		t.Errorf("limit %d, want MemoryBudget %d", got, MemoryBudget)
+	}
+	t.Setenv("GOMEMLIMIT", "300MiB")
+	debug.SetMemoryLimit(300 << 20) // what the runtime read from it at start
+	if got := SetMemoryLimit(); got != 300<<20 {
+		t.Errorf("limit %d with GOMEMLIMIT=300MiB, want %d", got, 300<<20)
+	}
+}
