@@ -247,7 +247,7 @@ func TestWrapCommandLine(t *testing.T) {
 		stderr string
 	}{
 		{[]string{"wrap"}, 2, "wrap needs the server's command"},
-		{[]string{"wrap", "--bogus", "--", "x"}, 2, "flag provided but not defined"},
+		{[]string{"wrap", "--bogus", "--", "x"}, 2, "unknown flag: --bogus"},
 		{[]string{"wrap", "--", filepath.Join(t.TempDir(), "missing-server")}, 1, "start server missing-server"},
 	}
 	for _, tt := range tests {
