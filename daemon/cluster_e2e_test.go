@@ -44,7 +44,8 @@ func teamConfig(private string) string {
 // reaches B's agents; with weaviate-3 killed both daemons go on
 // reflecting, storing and answering; weaviate-3 comes back and holds
 // everything by itself; concurrent edits from both daemons of one
-// experience are all kept.
+// experience, and both daemons learning the same lessons at once, are all
+// kept.
 func TestTwoDaemonsShareCluster(t *testing.T) {
 	skipWithoutWeaviate(t)
 	exe := testbin.HindsightFull(t)
@@ -70,6 +71,7 @@ func TestTwoDaemonsShareCluster(t *testing.T) {
 	t.Log("weaviate-3 back")
 	tm.caughtUp(t, c.Nodes[2])
 	tm.concurrentEdits(t)
+	tm.concurrentReinforce(t)
 }
 
 // shared: A's agent fails and A learns; B finds the lessons in the team's
@@ -228,6 +230,48 @@ func (tm *team) concurrentEdits(t *testing.T) {
 			t.Fatalf("%s reads after concurrent edits: situation %q, lesson %q, pinned %v, version %d (was %d); an update was lost",
 				name, e.Situation, e.Lesson, e.Pinned, e.Version, learned[0].Version)
 		}
+	}
+}
+
+// concurrentReinforce: both daemons' agents meet a new server at once and
+// both daemons reflect the same lessons from their tasks at the same
+// time; whichever way the merges interleave (one reinforces the other's,
+// or both add), every lesson keeps the evidence of both tasks.
+func (tm *team) concurrentReinforce(t *testing.T) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for _, run := range []struct {
+		home hindsight.Home
+		task string
+	}{{tm.a, "a-rf"}, {tm.b, "b-rf"}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runDemoAgent(t, tm.exe, run.home, run.task, nil, "--name", "billing-eu", "--namespace", "team")
+		}()
+	}
+	wg.Wait()
+	for task, c := range map[string]*daemon.Client{"a-rf": tm.ca, "b-rf": tm.cb} {
+		eventually(t, task+" reflected", time.Minute, func() (bool, string) {
+			got, err := c.Task(ctx, task)
+			return err == nil && got.Reflection == "done", fmt.Sprint(err)
+		})
+	}
+	for name, c := range map[string]*daemon.Client{"A": tm.ca, "B": tm.cb} {
+		got, err := c.Experiences(ctx, hindsight.ListOptions{Namespace: "team", Server: "billing-eu"})
+		if err != nil || len(got) == 0 {
+			t.Fatalf("%s lists %d lessons about billing-eu, %v", name, len(got), err)
+		}
+		tasks := map[string][]string{} // tool → evidence tasks
+		for _, e := range got {
+			tasks[e.Tool] = append(tasks[e.Tool], e.EvidenceTasks...)
+		}
+		for tool, ts := range tasks {
+			if !containsAll(ts, []string{"a-rf", "b-rf"}) {
+				t.Fatalf("%s: lessons about billing-eu's %s have the evidence of tasks %v; a reflection's update was lost", name, tool, ts)
+			}
+		}
+		t.Logf("%s: %d lessons about billing-eu after both daemons learnt them at once", name, len(got))
 	}
 }
 
