@@ -141,6 +141,9 @@ func (tm *team) nodeDown(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	if t.Failed() { // a run failed in its goroutine, which only ended that goroutine
+		t.FailNow()
+	}
 	for _, tr := range trs {
 		noUnavailable(t, tr)
 	}
@@ -256,6 +259,9 @@ func (tm *team) concurrentReinforce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	if t.Failed() { // a run failed in its goroutine, which only ended that goroutine
+		t.FailNow()
+	}
 	for task, c := range map[string]*daemon.Client{"a-rf": tm.ca, "b-rf": tm.cb} {
 		eventually(t, task+" reflected", time.Minute, func() (bool, string) {
 			got, err := c.Task(ctx, task)
