@@ -101,3 +101,38 @@ func TestPin(t *testing.T) {
 		t.Errorf("unpinned: %v", got)
 	}
 }
+
+// TestConcurrentWrites: a pin and a forget of one experience at the same
+// time both succeed and are both kept, though each read the version the
+// other replaced: writes that carry no version read again on a conflict.
+func TestConcurrentWrites(t *testing.T) {
+	ctx := context.Background()
+	st := openEmbedded(t)
+	if err := st.Put(ctx, &hindsight.Experience{ID: "e1", Server: "fs", Lesson: "old", Confidence: 0.8}); err != nil {
+		t.Fatal(err)
+	}
+	c := startServer(t, &Server{Store: st, Tick: time.Hour})
+	for round := range 20 {
+		on := round%2 == 0
+		errs := make(chan error, 2)
+		go func() { _, err := c.Pin(ctx, "", "e1", on); errs <- err }()
+		go func() {
+			var err error
+			if on {
+				_, err = c.Forget(ctx, "", "e1")
+			} else {
+				_, err = c.Restore(ctx, "", "e1")
+			}
+			errs <- err
+		}()
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		got, err := c.Experience(ctx, "", "e1")
+		if err != nil || got.Pinned != on || got.Deleted != on {
+			t.Fatalf("round %d: pinned %v, deleted %v (%v); want both %v", round, got.Pinned, got.Deleted, err, on)
+		}
+	}
+}

@@ -106,8 +106,12 @@ func (s *Server) applyOp(ctx context.Context, op *StoreOp) (any, error) {
 			s.Logger.Info("experience changed", "id", e.ID, "namespace", e.Namespace, "op", op.Kind, "version", e.Version)
 			return e, nil
 		}
-		// A queued op applies to whatever version is stored: read again.
-		if op.Seq == 0 || !errors.Is(err, hindsight.ErrConflict) || try == 2 {
+		// Another write landed between the read and the put (another
+		// request of this daemon, or another daemon): read again. A
+		// forget, restore or pin applies to whatever version is stored;
+		// an edit applied at once is checked again against the version
+		// its caller read (change), a queued one is not.
+		if !errors.Is(err, hindsight.ErrConflict) || try == 4 {
 			return nil, fmt.Errorf("put experience: %w", err)
 		}
 	}

@@ -27,12 +27,14 @@ import (
 
 // runDemoAgent runs the demo's scripted agent once through a wrap sidecar
 // in front of `hindsight example-server`, as task id; onStep sees each
-// step as it is made.
-func runDemoAgent(t *testing.T, exe string, home hindsight.Home, id string, onStep func(demo.Step)) *demo.Transcript {
+// step as it is made. wrap are more wrap flags (a later --name wins over
+// the demo's).
+func runDemoAgent(t *testing.T, exe string, home hindsight.Home, id string, onStep func(demo.Step), wrap ...string) *demo.Transcript {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "wrap", "--name", demo.ServerName, "--", exe, "example-server")
+	args := append(append([]string{"wrap", "--name", demo.ServerName}, wrap...), "--", exe, "example-server")
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+string(home), "HINDSIGHT_TASK_ID="+id)
 	c, err := client.NewStdioMCPClientWithOptions(exe, nil, nil, transport.WithCommandFunc(
 		func(context.Context, string, []string, []string) (*exec.Cmd, error) { return cmd, nil }))
@@ -84,8 +86,9 @@ func skipWithoutWeaviate(t *testing.T) {
 
 // weaviateHome returns a new home whose configuration stores experiences
 // in wv; the daemon started in it is stopped when the test ends (its log
-// shown if the test failed).
-func weaviateHome(t *testing.T, wv *weaviatetest.Server) hindsight.Home {
+// shown if the test failed). yaml is appended to the configuration, whose
+// last lines are store.weaviate's url and grpc.
+func weaviateHome(t *testing.T, wv *weaviatetest.Server, yaml ...string) hindsight.Home {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "hs-so-") // short: the socket path has a limit
 	if err != nil {
@@ -96,7 +99,7 @@ func weaviateHome(t *testing.T, wv *weaviatetest.Server) hindsight.Home {
 	if err := home.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf("store:\n  backend: weaviate\n  weaviate:\n    url: %s\n    grpc: %s\n", wv.URL, wv.GRPC)
+	cfg := fmt.Sprintf("store:\n  backend: weaviate\n  weaviate:\n    url: %s\n    grpc: %s\n", wv.URL, wv.GRPC) + strings.Join(yaml, "")
 	if err := os.WriteFile(home.Path("config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -163,10 +163,14 @@ func (m *Merger) mergeOne(ctx context.Context, taskEnd time.Time, e hindsight.Ex
 	if err != nil {
 		return MergeResult{}, fmt.Errorf("list experiences: %w", err)
 	}
-	// Only live experiences of the same tool take part.
+	// Only live experiences of the same tool, and of the same server when
+	// both name one, take part: injection reads a server's lessons only,
+	// so one reinforced under another server's name would never reach the
+	// sidecars of the server it was learnt on (two servers, or one server
+	// under two names, can share a namespace and tool names).
 	live := known[:0]
 	for _, k := range known {
-		if !k.Deleted && k.SupersededBy == "" && k.Tool == e.Tool {
+		if !k.Deleted && k.SupersededBy == "" && k.Tool == e.Tool && (e.Server == "" || k.Server == "" || k.Server == e.Server) {
 			live = append(live, k)
 		}
 	}

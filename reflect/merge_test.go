@@ -421,6 +421,33 @@ var mergeTests = []struct {
 	{"AcrossTasks", mergeAcrossTasks},
 	{"TemplatesDisagree", mergeTemplatesDisagree},
 	{"RetriedTask", mergeRetriedTask},
+	{"OtherServer", mergeOtherServer},
+}
+
+// mergeOtherServer: the same lesson learnt on another server of the
+// namespace is that server's own experience, not a reinforcement of the
+// first server's (whose sidecars alone would be told it).
+func mergeOtherServer(t *testing.T, b backend) {
+	ctx := context.Background()
+	store := b.open(t)
+	mg := &Merger{Store: store, Embedder: b.emb}
+	const sit, lesson = "list_orders fails with 401 Unauthorized before login", "Call login before list_orders; without it list_orders fails with 401."
+	first, second := exp("t1", 0.7, sit, lesson, 2, 4), exp("t2", 0.7, sit, lesson, 2, 4)
+	second.Server = "shop-eu"
+	for _, e := range []hindsight.Experience{first, second} {
+		res, err := mg.Merge(ctx, time.Now(), []hindsight.Experience{e})
+		if err != nil || len(res) != 1 || res[0].Outcome != Added {
+			t.Fatalf("merge of %s's lesson: %+v, %v; want it added", e.Server, res, err)
+		}
+	}
+	live, _ := liveAndAll(t, store)
+	servers := map[string]int{}
+	for _, e := range live {
+		servers[e.Server] = e.EvidenceCount
+	}
+	if len(live) != 2 || servers["shop"] != 1 || servers["shop-eu"] != 1 {
+		t.Fatalf("live experiences by server and evidence: %v, want shop and shop-eu with 1 each", servers)
+	}
 }
 
 // runMergeTests runs the dedupe and supersede tests against b.
