@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testbin"
 	"github.com/hindsight-proxy/hindsight/proxy"
 )
 
@@ -34,7 +35,7 @@ func TestMain(m *testing.M) {
 		recordForever(hindsight.Home(home), os.Getenv(childAckEnv) != "")
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(testbin.Main(m))
 }
 
 // slowDaemon acknowledges each batch after a random delay, printing

@@ -19,7 +19,8 @@ import (
 	"time"
 )
 
-// build is one binary of this module, built once per test binary.
+// build is one binary of this module, built once per test binary into a
+// temporary folder that Main removes.
 type build struct {
 	once sync.Once
 	path string
@@ -31,6 +32,21 @@ var (
 	binDir     = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "hindsight-bin-") })
 	lean, full build
 )
+
+// Main runs the package's tests and then removes the binaries Hindsight
+// and HindsightFull built for them. A package whose tests use them calls
+// it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
+func Main(m *testing.M) int {
+	code := m.Run()
+	if lean.path != "" || full.path != "" {
+		if dir, err := binDir(); err == nil {
+			os.RemoveAll(dir)
+		}
+	}
+	return code
+}
 
 // Root returns the module's root directory.
 func Root() string {

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(testbin.Main(m))
 }
 
 // TestSmokeDriver runs the driver end to end with tiny counts: real echo
