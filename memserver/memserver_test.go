@@ -12,6 +12,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/inject"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -22,6 +23,7 @@ type fakeDaemon struct {
 	tasks    []hindsight.Task
 	found    []hindsight.ScoredExperience
 	down     bool
+	noStore  bool // the daemon answers that its experience store is unreachable
 }
 
 var errDown = errors.New("connection refused")
@@ -67,6 +69,10 @@ func (f *fakeDaemon) Task(ctx context.Context, id string) (*hindsight.Task, erro
 }
 
 func (f *fakeDaemon) Search(ctx context.Context, q hindsight.Query) ([]hindsight.ScoredExperience, error) {
+	if f.noStore {
+		// As daemon.Client returns the daemon's 503.
+		return nil, &daemon.APIError{Status: 503, Message: "search experiences: store at http://10.0.0.7:8080: " + hindsight.ErrStoreUnavailable.Error()}
+	}
 	return f.found, nil
 }
 
@@ -235,6 +241,11 @@ func TestToolErrors(t *testing.T) {
 		if !res.IsError || !strings.Contains(text(res), tc.want) {
 			t.Errorf("%s %v = %v %q, want an error about %q", tc.tool, tc.args, res.IsError, text(res), tc.want)
 		}
+	}
+	d.noStore = true
+	if res := call(t, s, ToolQueryHindsight, map[string]any{"situation": "deploying"}); res.IsError ||
+		text(res) != inject.StoreUnavailableText {
+		t.Errorf("store down: %v %q, want %q", res.IsError, text(res), inject.StoreUnavailableText)
 	}
 	d.down = true
 	if res := call(t, s, ToolStoreEpisode, map[string]any{"task_id": "a", "action": "x", "observation": ""}); !res.IsError || !strings.Contains(text(res), "did not answer") {
