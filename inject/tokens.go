@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
-	"github.com/hindsight-proxy/hindsight/inject/cl100k"
+	"github.com/hindsight-proxy/hindsight/bpe"
 )
 
 // Encoding is the tokenizer every cap is counted with: OpenAI's cl100k_base,
@@ -16,7 +16,7 @@ const Encoding = "cl100k_base"
 
 var (
 	encOnce sync.Once
-	enc     *cl100k.Encoder
+	enc     *bpe.Encoder
 	encErr  error
 	// encLoaded tells whether encoder has run (for tests).
 	encLoaded atomic.Bool
@@ -31,10 +31,10 @@ type tokenizer interface {
 
 // encoder returns the shared tokenizer, loading it on first use (about
 // 10 ms, 2 MB). It is safe for concurrent use.
-func encoder() (*cl100k.Encoder, error) {
+func encoder() (*bpe.Encoder, error) {
 	encOnce.Do(func() {
 		encLoaded.Store(true)
-		enc, encErr = cl100k.Load()
+		enc, encErr = bpe.Load(Encoding)
 		if encErr != nil {
 			encErr = fmt.Errorf("load tokenizer %s: %w", Encoding, encErr)
 		}

@@ -7,8 +7,7 @@ import (
 	"sync"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/pkoukk/tiktoken-go"
-	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+	"github.com/hindsight-proxy/hindsight/bpe"
 )
 
 // DefaultTokenBudget bounds the rendered trajectory of one task.
@@ -20,37 +19,28 @@ type Tokenizer interface {
 }
 
 var (
-	encOnce sync.Once
-	encMu   sync.Mutex
-	encs    = map[string]*tiktoken.Tiktoken{}
+	encMu sync.Mutex
+	encs  = map[string]*bpe.Encoder{}
 )
 
-// tiktokenCounter counts with a tiktoken encoding, loaded offline from the
-// files compiled into the binary.
-type tiktokenCounter struct{ enc *tiktoken.Tiktoken }
-
-func (t tiktokenCounter) Count(s string) int { return len(t.enc.EncodeOrdinary(s)) }
-
-// NewTokenizer returns the tokenizer for model (o200k_base for unknown
-// models, which is right for current OpenAI models and close enough for
-// others). It never touches the network.
+// NewTokenizer returns the tokenizer for model: the encoding tiktoken gives
+// the OpenAI models it knows, o200k_base for others (right for current
+// OpenAI models and close enough for the rest). Each encoding is loaded
+// once, from the rank file compiled into the binary, and shared; it never
+// touches the network.
 func NewTokenizer(model string) (Tokenizer, error) {
-	encOnce.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
-	name := "o200k_base"
-	if enc, err := tiktoken.EncodingForModel(model); err == nil && model != "" {
-		return tiktokenCounter{enc}, nil
-	}
+	name := bpe.ForModel(model)
 	encMu.Lock()
 	defer encMu.Unlock()
 	if e, ok := encs[name]; ok {
-		return tiktokenCounter{e}, nil
+		return e, nil
 	}
-	e, err := tiktoken.GetEncoding(name)
+	e, err := bpe.Load(name)
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer %s: %w", name, err)
 	}
 	encs[name] = e
-	return tiktokenCounter{e}, nil
+	return e, nil
 }
 
 // Renderer writes a task's trajectory compactly for a model: one line per

@@ -1,4 +1,4 @@
-package cl100k
+package bpe
 
 import (
 	"encoding/json"
@@ -13,25 +13,38 @@ import (
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 )
 
-// The reference: tiktoken-go's cl100k_base, which Encoder must equal.
+// names are the encodings Load builds.
+var names = []string{"cl100k_base", "o200k_base"}
+
+// pair is one encoding of ours and tiktoken-go's, which it must equal.
+type pair struct {
+	ours *Encoder
+	ref  *tiktoken.Tiktoken
+}
+
 var (
-	refOnce sync.Once
-	ref     *tiktoken.Tiktoken
-	ours    *Encoder
+	pairsMu sync.Mutex
+	pairs   = map[string]pair{}
 )
 
-func encoders(tb testing.TB) (*Encoder, *tiktoken.Tiktoken) {
+// encoders returns the shared Encoder of name and tiktoken-go's.
+func encoders(tb testing.TB, name string) (*Encoder, *tiktoken.Tiktoken) {
 	tb.Helper()
-	refOnce.Do(func() {
-		tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
-		var err error
-		if ref, err = tiktoken.GetEncoding("cl100k_base"); err != nil {
-			tb.Fatal(err)
-		}
-		if ours, err = Load(); err != nil {
-			tb.Fatal(err)
-		}
-	})
+	pairsMu.Lock()
+	defer pairsMu.Unlock()
+	if p, ok := pairs[name]; ok {
+		return p.ours, p.ref
+	}
+	tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
+	ref, err := tiktoken.GetEncoding(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ours, err := Load(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pairs[name] = pair{ours, ref}
 	return ours, ref
 }
 
@@ -41,13 +54,13 @@ func same(tb testing.TB, e *Encoder, r *tiktoken.Tiktoken, s string) {
 	tb.Helper()
 	want := r.EncodeOrdinary(s)
 	if got := e.Encode(s); !slices.Equal(got, want) {
-		tb.Fatalf("Encode(%q) = %v, tiktoken-go %v", s, got, want)
+		tb.Fatalf("%s: Encode(%q) = %v, tiktoken-go %v", e.Name(), s, got, want)
 	}
 	if got := e.Count(s); got != len(want) {
-		tb.Fatalf("Count(%q) = %d, tiktoken-go %d", s, got, len(want))
+		tb.Fatalf("%s: Count(%q) = %d, tiktoken-go %d", e.Name(), s, got, len(want))
 	}
 	if got, w := e.Decode(want), r.Decode(want); got != w {
-		tb.Fatalf("Decode(%v) = %q, tiktoken-go %q", want, got, w)
+		tb.Fatalf("%s: Decode(%v) = %q, tiktoken-go %q", e.Name(), want, got, w)
 	}
 }
 
@@ -58,7 +71,7 @@ func corpus(tb testing.TB) []string {
 	tb.Helper()
 	var out []string
 	for _, name := range []string{"traces.jsonl", "labels.jsonl"} {
-		raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "corpus", name))
+		raw, err := os.ReadFile(filepath.Join("..", "testdata", "corpus", name))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -70,8 +83,10 @@ func corpus(tb testing.TB) []string {
 			}
 		}
 	}
-	files, _ := filepath.Glob(filepath.Join("..", "*.go"))
-	files = append(files, filepath.Join("..", "..", "README.md"), filepath.Join("..", "..", "bench", "README.md"))
+	files, _ := filepath.Glob(filepath.Join("..", "inject", "*.go"))
+	more, _ := filepath.Glob(filepath.Join("..", "reflect", "*.go"))
+	files = append(files, more...)
+	files = append(files, filepath.Join("..", "README.md"), filepath.Join("..", "bench", "README.md"))
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
@@ -120,35 +135,55 @@ func madeUp() []string {
 	return out
 }
 
-// TestMatchesTiktoken holds Encoder to tiktoken-go on the corpus.
+// TestMatchesTiktoken holds each Encoder to tiktoken-go on the corpus.
 func TestMatchesTiktoken(t *testing.T) {
-	e, r := encoders(t)
 	texts := corpus(t)
 	if len(texts) < 1000 {
 		t.Fatalf("only %d texts", len(texts))
 	}
 	t.Logf("%d texts", len(texts))
-	for _, s := range texts {
-		same(t, e, r, s)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			e, r := encoders(t, name)
+			for _, s := range texts {
+				same(t, e, r, s)
+			}
+		})
 	}
 }
 
-// FuzzMatchesTiktoken holds Encoder to tiktoken-go on any text.
-func FuzzMatchesTiktoken(f *testing.F) {
+// fuzzMatches holds the Encoder of name to tiktoken-go on any text.
+func fuzzMatches(f *testing.F, name string) {
 	for _, s := range madeUp() {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		e, r := encoders(t)
+		e, r := encoders(t, name)
 		same(t, e, r, s)
 	})
 }
 
+// FuzzMatchesTiktoken holds cl100k_base to tiktoken-go on any text.
+func FuzzMatchesTiktoken(f *testing.F) { fuzzMatches(f, "cl100k_base") }
+
+// FuzzMatchesTiktokenO200k holds o200k_base to tiktoken-go on any text.
+func FuzzMatchesTiktokenO200k(f *testing.F) { fuzzMatches(f, "o200k_base") }
+
 // TestDecodeSkipsUnknown checks that a token out of range decodes to
 // nothing rather than panicking.
 func TestDecodeSkipsUnknown(t *testing.T) {
-	e, _ := encoders(t)
-	if got := e.Decode([]int{-1, 15339, 1 << 30}); got != "hello" {
-		t.Fatalf("Decode = %q, want %q", got, "hello")
+	for _, name := range names {
+		e, r := encoders(t, name)
+		hello := r.EncodeOrdinary("hello")
+		if got := e.Decode(append([]int{-1}, append(hello, 1<<30)...)); got != "hello" {
+			t.Fatalf("%s: Decode = %q, want %q", name, got, "hello")
+		}
+	}
+}
+
+// TestLoadUnknown checks that Load refuses an encoding it does not build.
+func TestLoadUnknown(t *testing.T) {
+	if _, err := Load("p50k_base"); err == nil {
+		t.Fatal("Load(p50k_base) succeeded")
 	}
 }

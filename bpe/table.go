@@ -1,4 +1,4 @@
-package cl100k
+package bpe
 
 import (
 	"bufio"
@@ -23,19 +23,22 @@ type table struct {
 	seed  maphash.Seed
 }
 
-// loadTable builds the table of cl100k_base from the copy compiled into the
+// loadTable builds the table of spec from its rank file compiled into the
 // binary: one line per token, its bytes in base64 and its rank, ranks
 // counting up from 0.
-func loadTable() (*table, error) {
-	f, err := assets.Assets.Open("cl100k_base.tiktoken")
+func loadTable(spec encoding) (*table, error) {
+	f, err := assets.Assets.Open(spec.file)
 	if err != nil {
 		return nil, fmt.Errorf("open rank file: %w", err)
 	}
 	defer f.Close()
-	// Read line by line: ReadFile would copy the whole file (1.7 MB) only
-	// to drop it.
-	// cl100k_base has 100,256 tokens of about 700 kB in all.
-	t := &table{data: make([]byte, 0, 1<<20), offs: make([]uint32, 1, 100_257), seed: maphash.MakeSeed()}
+	// Read line by line: ReadFile would copy the whole file (1.7 MB for
+	// cl100k_base, 3.6 MB for o200k_base) only to drop it.
+	t := &table{
+		data: make([]byte, 0, spec.bytes),
+		offs: make([]uint32, 1, spec.tokens+1),
+		seed: maphash.MakeSeed(),
+	}
 	lines := bufio.NewScanner(f)
 	for lines.Scan() {
 		line := lines.Bytes()
