@@ -25,6 +25,8 @@ type keywordIndex struct {
 	grams  [1 << 10]uint64
 	groups [][]keyword
 	all    uint64 // the union of every keyword's bits
+	// inKeyword marks the bytes some keyword holds (lower-cased).
+	inKeyword [256]bool
 }
 
 // A keyword is lower-cased text and the bits it sets when found. p4 holds
@@ -71,6 +73,9 @@ func (x *keywordIndex) add(k string, bits uint64) {
 	}
 	*g = append(*g, kw)
 	x.all |= bits
+	for j := 0; j < len(k); j++ {
+		x.inKeyword[k[j]] = true
+	}
 	f := (kw.p4 | fold4) & 0xffffff
 	if len(k) > 2 {
 		setBit(&x.grams, gramHash(f))

@@ -432,7 +432,8 @@ type leaf struct {
 // of a built-in text rule in any key or string (strings holding JSON are
 // looked into too, as redactJSON does). Every rule needs one of those to
 // fire, so a clean document, which is most of them, costs one pass that
-// allocates nothing (but the decoding of escaped strings) instead of the
+// allocates nothing (but the decoding of strings with "\u" escapes or
+// non-ASCII text, or that may hold a document) instead of the
 // leaf collection, the text built for gitleaks and its scan. User patterns
 // run on every text, so a Redactor with any does not ask.
 //
@@ -449,7 +450,20 @@ func (r *Redactor) cleanJSON(doc []byte, depth int, searched bool) bool {
 		if doc[i] != '"' {
 			continue
 		}
-		end, plain := plainStringEnd(doc, i)
+		end, kind := r.keywords.scanString(doc, i)
+		key := isKeyAt(doc, end+1)
+		if kind == escapedText && !key {
+			// Searched as it stands (see escapedText), and decoded only
+			// if it may hold a document.
+			if r.keywords.find(bytesString(doc[i+1:end]), 0) != 0 {
+				return false
+			}
+			if !mayHoldJSON(doc[i+1 : end]) {
+				i = end
+				continue
+			}
+		}
+		plain := kind == plainText
 		var s string
 		if plain {
 			s = bytesString(doc[i+1 : end])
@@ -457,7 +471,7 @@ func (r *Redactor) cleanJSON(doc []byte, depth int, searched bool) bool {
 			s = decodeJSONString(doc[i : end+1])
 		}
 		i = end
-		if isKeyAt(doc, end+1) {
+		if key {
 			// The protocol's own names ("progressToken") are not looked
 			// at: redactJSON neither scans them nor gives them as context.
 			if r.sensitiveKey(s) != "" || !(plain && searched) && !notSensitive[normalizeKey(s)] && r.keywords.find(s, 0) != 0 {
@@ -701,23 +715,6 @@ func (r *Redactor) collect(leaves []leaf, doc []byte) []leaf {
 		}
 	}
 	return leaves
-}
-
-// plainStringEnd is stringEnd, also reporting whether the string is plain:
-// ASCII without escapes, so that its bytes are its value.
-func plainStringEnd(doc []byte, start int) (int, bool) {
-	var or byte
-	for i := start + 1; i < len(doc); i++ {
-		switch c := doc[i]; c {
-		case '\\':
-			return stringEndFrom(doc, i), false
-		case '"':
-			return i, or < utf8.RuneSelf
-		default:
-			or |= c
-		}
-	}
-	return len(doc) - 1, false
 }
 
 // stringEnd returns the index of the quote closing the string that opens
