@@ -109,6 +109,17 @@ func (x *keywordIndex) find(s string, stop uint64) uint64 {
 	if !isASCII(s) {
 		s = strings.ToLower(s)
 	}
+	return x.findASCII(s, stop)
+}
+
+// findASCII is find for text known to be ASCII (or lower-cased already).
+func (x *keywordIndex) findASCII(s string, stop uint64) uint64 {
+	if x.first == nil || len(s) < minKeyword {
+		return 0
+	}
+	if stop == 0 {
+		stop = x.all
+	}
 	var found uint64
 	g := &x.grams
 	b := bytesView(s)
@@ -177,4 +188,13 @@ func hasPrefixFold(s, lower string) bool {
 		}
 	}
 	return true
+}
+
+// findText is find(s, 0), skipping the look for non-ASCII bytes when ascii
+// says s has none.
+func (x *keywordIndex) findText(s string, ascii bool) uint64 {
+	if ascii {
+		return x.findASCII(s, 0)
+	}
+	return x.find(s, 0)
 }

@@ -1,6 +1,9 @@
 package capture
 
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
 
 // textKind says how cleanJSON can search a JSON string token for keywords.
 type textKind uint8
@@ -30,6 +33,10 @@ func (x *keywordIndex) scanString(doc []byte, start int) (int, textKind) {
 	var or byte
 	kind := plainText
 	for i := start + 1; i < len(doc); i++ {
+		i = skipPlain(doc, i)
+		if i == len(doc) {
+			break
+		}
 		switch c := doc[i]; c {
 		case '\\':
 			if i+1 == len(doc) {
@@ -66,4 +73,20 @@ func mayHoldJSON(body []byte) bool {
 		}
 	}
 	return false
+}
+
+// skipPlain skips, from doc[i], eight bytes at a time, the blocks that
+// hold no quote, no backslash and no byte that is not ASCII; it returns
+// the start of the first block that does, or of the last few bytes.
+func skipPlain(doc []byte, i int) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(doc); i += 8 {
+		w := binary.LittleEndian.Uint64(doc[i:])
+		q, b := w^(lo*'"'), w^(lo*'\\')
+		// A byte of q or b is zero where w holds a quote or backslash.
+		if (w|(q-lo)&^q|(b-lo)&^b)&hi != 0 {
+			return i
+		}
+	}
+	return i
 }

@@ -77,6 +77,7 @@ func FuzzCleanJSONRawSearch(f *testing.F) {
 	for _, d := range cleanJSONCases {
 		f.Add(d)
 	}
+	f.Add(`"0123456789abcdef\\\"0123456789\u00e9 \n"`)
 	r, err := NewRedactor(RedactorConfig{})
 	if err != nil {
 		f.Fatal(err)
@@ -85,6 +86,11 @@ func FuzzCleanJSONRawSearch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc string) {
 		if !validJSON([]byte(doc)) {
 			return
+		}
+		if tok := []byte(doc); tok[0] == '"' {
+			if got, want := func() int { e, _ := r.keywords.scanString(tok, 0); return e }(), stringEnd(tok, 0); got != want {
+				t.Fatalf("scanString(%q) ends at %d, stringEnd at %d", doc, got, want)
+			}
 		}
 		if r.cleanJSON([]byte(doc), 0, false) && !ref.cleanJSON([]byte(doc), 0, false) {
 			t.Fatalf("cleanJSON passed %q, which the decoding search does not", doc)

@@ -455,7 +455,7 @@ func (r *Redactor) cleanJSON(doc []byte, depth int, searched bool) bool {
 		if kind == escapedText && !key {
 			// Searched as it stands (see escapedText), and decoded only
 			// if it may hold a document.
-			if r.keywords.find(bytesString(doc[i+1:end]), 0) != 0 {
+			if r.keywords.findASCII(bytesString(doc[i+1:end]), 0) != 0 {
 				return false
 			}
 			if !mayHoldJSON(doc[i+1 : end]) {
@@ -479,7 +479,7 @@ func (r *Redactor) cleanJSON(doc []byte, depth int, searched bool) bool {
 			}
 			continue
 		}
-		if !(plain && searched) && r.keywords.find(s, 0) != 0 {
+		if !(plain && searched) && r.keywords.findText(s, plain) != 0 {
 			return false
 		}
 		if t := strings.TrimSpace(s); depth < maxJSONDepth && len(t) > 1 && (t[0] == '{' || t[0] == '[') &&
