@@ -173,16 +173,20 @@ func NewRedactor(cfg RedactorConfig) (*Redactor, error) {
 // validJSON reports whether data is valid JSON, as json.Valid does
 // (FuzzValidJSON holds them to the same answers), in a third of its time:
 // gjson's validator. It recurses once per level of nesting, so documents
-// over gjsonValidMax bytes, which could nest deeply enough to grow the
-// stack by megabytes, take json.Valid.
+// over gjsonValidMax bytes that hold more than gjsonOpenMax brackets and
+// braces, which could nest deeply enough to grow the stack by megabytes,
+// take json.Valid.
 func validJSON(data []byte) bool {
-	if len(data) > gjsonValidMax {
+	if len(data) > gjsonValidMax && bytes.Count(data, []byte{'{'})+bytes.Count(data, []byte{'['}) > gjsonOpenMax {
 		return json.Valid(data)
 	}
 	return gjson.ValidBytes(data)
 }
 
-const gjsonValidMax = 16 << 10
+const (
+	gjsonValidMax = 16 << 10
+	gjsonOpenMax  = 1 << 10
+)
 
 // bytesView views s as bytes without copying; they must not be modified.
 func bytesView(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
