@@ -32,28 +32,28 @@ var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 
 func (x *keywordIndex) scanString(doc []byte, start int) (int, textKind) {
 	var or byte
 	kind := plainText
-	for i := start + 1; i < len(doc); i++ {
+	for i := start + 1; i < len(doc); {
+		// Skip blocks of plain bytes, then look at the next eight one by one.
 		i = skipPlain(doc, i)
-		if i == len(doc) {
-			break
-		}
-		switch c := doc[i]; c {
-		case '\\':
-			if i+1 == len(doc) {
-				return i, otherText
+		for block := min(i+8, len(doc)); i < block; i++ {
+			switch c := doc[i]; c {
+			case '\\':
+				if i+1 == len(doc) {
+					return i, otherText
+				}
+				if d := unescaped[doc[i+1]]; d == 0 || x.inKeyword[d] {
+					return stringEndFrom(doc, i), otherText
+				}
+				kind = escapedText
+				i++
+			case '"':
+				if or >= utf8.RuneSelf {
+					return i, otherText
+				}
+				return i, kind
+			default:
+				or |= c
 			}
-			if d := unescaped[doc[i+1]]; d == 0 || x.inKeyword[d] {
-				return stringEndFrom(doc, i), otherText
-			}
-			kind = escapedText
-			i++
-		case '"':
-			if or >= utf8.RuneSelf {
-				return i, otherText
-			}
-			return i, kind
-		default:
-			or |= c
 		}
 	}
 	return len(doc) - 1, otherText

@@ -478,7 +478,7 @@ func (r *Redactor) cleanJSON(doc []byte, depth int, searched bool) bool {
 		if key {
 			// The protocol's own names ("progressToken") are not looked
 			// at: redactJSON neither scans them nor gives them as context.
-			if r.sensitiveKey(s) != "" || !(plain && searched) && !notSensitive[normalizeKey(s)] && r.keywords.find(s, 0) != 0 {
+			if r.sensitiveKey(s) != "" || !(plain && searched) && !notSensitive[normalizeKey(s)] && r.keywords.findText(s, plain) != 0 {
 				return false
 			}
 			continue
