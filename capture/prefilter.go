@@ -25,6 +25,8 @@ type keywordIndex struct {
 	grams  [1 << 10]uint64
 	groups [][]keyword
 	all    uint64 // the union of every keyword's bits
+	// inKeyword marks the bytes some keyword holds (lower-cased).
+	inKeyword [256]bool
 }
 
 // A keyword is lower-cased text and the bits it sets when found. p4 holds
@@ -71,6 +73,9 @@ func (x *keywordIndex) add(k string, bits uint64) {
 	}
 	*g = append(*g, kw)
 	x.all |= bits
+	for j := 0; j < len(k); j++ {
+		x.inKeyword[k[j]] = true
+	}
 	f := (kw.p4 | fold4) & 0xffffff
 	if len(k) > 2 {
 		setBit(&x.grams, gramHash(f))
@@ -103,6 +108,17 @@ func (x *keywordIndex) find(s string, stop uint64) uint64 {
 	}
 	if !isASCII(s) {
 		s = strings.ToLower(s)
+	}
+	return x.findASCII(s, stop)
+}
+
+// findASCII is find for text known to be ASCII (or lower-cased already).
+func (x *keywordIndex) findASCII(s string, stop uint64) uint64 {
+	if x.first == nil || len(s) < minKeyword {
+		return 0
+	}
+	if stop == 0 {
+		stop = x.all
 	}
 	var found uint64
 	g := &x.grams
@@ -172,4 +188,13 @@ func hasPrefixFold(s, lower string) bool {
 		}
 	}
 	return true
+}
+
+// findText is find(s, 0), skipping the look for non-ASCII bytes when ascii
+// says s has none.
+func (x *keywordIndex) findText(s string, ascii bool) uint64 {
+	if ascii {
+		return x.findASCII(s, 0)
+	}
+	return x.find(s, 0)
 }

@@ -173,16 +173,20 @@ func NewRedactor(cfg RedactorConfig) (*Redactor, error) {
 // validJSON reports whether data is valid JSON, as json.Valid does
 // (FuzzValidJSON holds them to the same answers), in a third of its time:
 // gjson's validator. It recurses once per level of nesting, so documents
-// over gjsonValidMax bytes, which could nest deeply enough to grow the
-// stack by megabytes, take json.Valid.
+// over gjsonValidMax bytes that hold more than gjsonOpenMax brackets and
+// braces, which could nest deeply enough to grow the stack by megabytes,
+// take json.Valid.
 func validJSON(data []byte) bool {
-	if len(data) > gjsonValidMax {
+	if len(data) > gjsonValidMax && bytes.Count(data, []byte{'{'})+bytes.Count(data, []byte{'['}) > gjsonOpenMax {
 		return json.Valid(data)
 	}
 	return gjson.ValidBytes(data)
 }
 
-const gjsonValidMax = 16 << 10
+const (
+	gjsonValidMax = 16 << 10
+	gjsonOpenMax  = 1 << 10
+)
 
 // bytesView views s as bytes without copying; they must not be modified.
 func bytesView(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
@@ -432,7 +436,8 @@ type leaf struct {
 // of a built-in text rule in any key or string (strings holding JSON are
 // looked into too, as redactJSON does). Every rule needs one of those to
 // fire, so a clean document, which is most of them, costs one pass that
-// allocates nothing (but the decoding of escaped strings) instead of the
+// allocates nothing (but the decoding of strings with "\u" escapes or
+// non-ASCII text, or that may hold a document) instead of the
 // leaf collection, the text built for gitleaks and its scan. User patterns
 // run on every text, so a Redactor with any does not ask.
 //
@@ -449,7 +454,20 @@ func (r *Redactor) cleanJSON(doc []byte, depth int, searched bool) bool {
 		if doc[i] != '"' {
 			continue
 		}
-		end, plain := plainStringEnd(doc, i)
+		end, kind := r.keywords.scanString(doc, i)
+		key := isKeyAt(doc, end+1)
+		if kind == escapedText && !key {
+			// Searched as it stands (see escapedText), and decoded only
+			// if it may hold a document.
+			if r.keywords.findASCII(bytesString(doc[i+1:end]), 0) != 0 {
+				return false
+			}
+			if !mayHoldJSON(doc[i+1 : end]) {
+				i = end
+				continue
+			}
+		}
+		plain := kind == plainText
 		var s string
 		if plain {
 			s = bytesString(doc[i+1 : end])
@@ -457,15 +475,15 @@ func (r *Redactor) cleanJSON(doc []byte, depth int, searched bool) bool {
 			s = decodeJSONString(doc[i : end+1])
 		}
 		i = end
-		if isKeyAt(doc, end+1) {
+		if key {
 			// The protocol's own names ("progressToken") are not looked
 			// at: redactJSON neither scans them nor gives them as context.
-			if r.sensitiveKey(s) != "" || !(plain && searched) && !notSensitive[normalizeKey(s)] && r.keywords.find(s, 0) != 0 {
+			if r.sensitiveKey(s) != "" || !(plain && searched) && !notSensitive[normalizeKey(s)] && r.keywords.findText(s, plain) != 0 {
 				return false
 			}
 			continue
 		}
-		if !(plain && searched) && r.keywords.find(s, 0) != 0 {
+		if !(plain && searched) && r.keywords.findText(s, plain) != 0 {
 			return false
 		}
 		if t := strings.TrimSpace(s); depth < maxJSONDepth && len(t) > 1 && (t[0] == '{' || t[0] == '[') &&
@@ -701,23 +719,6 @@ func (r *Redactor) collect(leaves []leaf, doc []byte) []leaf {
 		}
 	}
 	return leaves
-}
-
-// plainStringEnd is stringEnd, also reporting whether the string is plain:
-// ASCII without escapes, so that its bytes are its value.
-func plainStringEnd(doc []byte, start int) (int, bool) {
-	var or byte
-	for i := start + 1; i < len(doc); i++ {
-		switch c := doc[i]; c {
-		case '\\':
-			return stringEndFrom(doc, i), false
-		case '"':
-			return i, or < utf8.RuneSelf
-		default:
-			or |= c
-		}
-	}
-	return len(doc) - 1, false
 }
 
 // stringEnd returns the index of the quote closing the string that opens

@@ -295,3 +295,28 @@ func FuzzValidJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestValidJSONLarge holds validJSON to json.Valid on documents over
+// gjsonValidMax bytes, on both sides of gjsonOpenMax.
+func TestValidJSONLarge(t *testing.T) {
+	text := strings.Repeat("words and \\\"quotes\\\" {[", 1000)
+	deep := strings.Repeat("[", gjsonOpenMax) + `"` + strings.Repeat("x", gjsonValidMax) + `"` + strings.Repeat("]", gjsonOpenMax)
+	deeper := strings.Repeat("[", 10*gjsonOpenMax) + strings.Repeat("]", 10*gjsonOpenMax)
+	for _, d := range []string{
+		`{"text":"` + text + `"}`,
+		`{"text":"` + text + `"`,
+		`{"text":"` + text + "\x01" + `"}`,
+		`{"text":"` + strings.Repeat("words \\\"quoted\\\"\\n", 1000) + `"}`,
+		`{"text":"` + strings.Repeat("words \\\"quoted\\\"\\n", 1000) + `\x"}`,
+		`[` + strings.Repeat(`{"a":1},`, 3000) + `{"b":2}]`,
+		`[` + strings.Repeat(`{"a":1},`, 3000) + `]`,
+		deep, deep[1:], deeper, deeper + "]",
+	} {
+		if len(d) <= gjsonValidMax {
+			t.Fatalf("a test document of %d bytes", len(d))
+		}
+		if got, want := validJSON([]byte(d)), json.Valid([]byte(d)); got != want {
+			t.Errorf("validJSON(%.40q…) = %v, json.Valid %v", d, got, want)
+		}
+	}
+}
