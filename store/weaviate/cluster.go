@@ -54,6 +54,9 @@ var transientMarks = []string{
 	"shard not found", "tenant not found", "not found for tenant", "no tenant", "leader",
 	"connection refused", "connection reset", "broken pipe", "unavailable", "not ready",
 	"eof", "i/o timeout", "timeout exceeded", "deadline exceeded", "replication", "replica", "not enough", "no such host", "raft",
+	// A node's gRPC link to a leader that just died ("determine shard:
+	// fetch tenant status: ... grpc: the client connection is closing").
+	"connection is closing", "transport is closing", "fetch tenant status",
 }
 
 // transient reports whether err is worth retrying (retry stops anyway when

@@ -22,6 +22,7 @@ func TestTransient(t *testing.T) {
 		{"new tenant's shard", status(500, `get remote object: shard=team: local team shard not found`), true},
 		{"tenant not yet on the node", status(422, `tenant not found: "team"`), true},
 		{"leader change", status(500, "leader not found"), true},
+		{"leader killed", status(422, `repo: object by id: search index clustershared: determine shard: fetch tenant status for class "ClusterShared": failed to execute query: rpc error: code = Canceled desc = grpc: the client connection is closing`), true},
 		{"any 5xx", status(503, "busy"), true},
 		{"node gone", fmt.Errorf("post: %w", errors.New("dial tcp 127.0.0.1:1: connect: connection refused")), true},
 		{"not found", status(404, ""), false},
