@@ -181,6 +181,9 @@ type TraceStore struct {
 	// high-water mark look for a close that waits for them, once a batch.
 	// Ingest and CloseSession, which write them, keep it current.
 	closes map[string]closeState
+	// scratch is the last ingest transaction (t.mu held), whose maps the
+	// next one reuses (see newIngestTxn).
+	scratch *ingestTxn
 }
 
 // maxCachedCloses bounds TraceStore.closes (a session is an agent's run
@@ -452,12 +455,7 @@ func (t *TraceStore) ingest(ctx context.Context, steps []rawStep) (IngestResult,
 
 func (t *TraceStore) ingestOnce(ctx context.Context, steps []rawStep) (IngestResult, error) {
 	var res IngestResult
-	w := &ingestTxn{
-		t: t, txn: t.db.NewTransaction(true), now: t.now(),
-		recs: map[string]*taskRec{}, latest: map[string]*taskRec{},
-		hw: map[string]highWater{}, closes: map[string]*closeState{}, chunks: map[string]*stepChunk{},
-		runs: map[string][]seqRun{}, known: map[string][]seqRun{},
-	}
+	w := t.newIngestTxn()
 	defer w.txn.Discard()
 	for i := range steps {
 		if i%64 == 0 {
@@ -506,6 +504,40 @@ type ingestTxn struct {
 
 	chunks map[string]*stepChunk // task id → the steps to write under one key
 }
+
+// newIngestTxn starts an ingest transaction; t.mu is held. Its maps and
+// key buffer are those of the previous one, emptied: a batch of an agent's
+// few steps costs no more than its writes.
+func (t *TraceStore) newIngestTxn() *ingestTxn {
+	w := t.scratch
+	if w == nil || len(w.recs)+len(w.hw)+len(w.closes)+len(w.runs) > maxReusedEntries {
+		w = &ingestTxn{
+			recs: map[string]*taskRec{}, latest: map[string]*taskRec{},
+			hw: map[string]highWater{}, closes: map[string]*closeState{}, chunks: map[string]*stepChunk{},
+			runs: map[string][]seqRun{}, known: map[string][]seqRun{},
+		}
+		t.scratch = w
+	} else {
+		// Nothing of the previous transaction is kept: its keys and
+		// values were views of its request's body or of w.keys, which
+		// Badger copied on commit or dropped on discard.
+		clear(w.recs)
+		clear(w.latest)
+		clear(w.hw)
+		clear(w.closes)
+		clear(w.chunks)
+		clear(w.runs)
+		clear(w.known)
+		w.groupOf, w.group, w.explicit = groupInputs{}, "", false
+		w.keys = w.keys[:0]
+	}
+	w.t, w.txn, w.now = t, t.db.NewTransaction(true), t.now()
+	return w
+}
+
+// maxReusedEntries bounds the entries an ingest transaction's maps held
+// for them to be reused: a rare huge batch's maps are let go.
+const maxReusedEntries = 256
 
 // closeState is a session's close record as a transaction sees it.
 type closeState struct {
