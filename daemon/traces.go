@@ -351,6 +351,14 @@ type IngestResult struct {
 	Duplicates int `json:"duplicates"`
 }
 
+// appendJSON appends r's JSON as encoding/json's Encoder writes it, with
+// its newline, without reflection: it answers every step batch.
+func (r IngestResult) appendJSON(b []byte) []byte {
+	b = strconv.AppendInt(append(b, `{"accepted":`...), int64(r.Accepted), 10)
+	b = strconv.AppendInt(append(b, `,"duplicates":`...), int64(r.Duplicates), 10)
+	return append(b, "}\n"...)
+}
+
 // Deliver ingests steps; it lets the daemon drain orphaned outboxes into
 // its own store (capture.Deliverer).
 func (t *TraceStore) Deliver(ctx context.Context, steps []hindsight.Step) error {
