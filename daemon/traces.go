@@ -102,6 +102,65 @@ func (r *taskRec) clone() *taskRec {
 	return &c
 }
 
+// update makes r, a record of TraceStore.latest, rec: a later state of
+// the same task. Like clone, it keeps no memory of rec's that may be a
+// request's body: strings equal to r's stay r's, and r's sessions are
+// kept when rec has the same ones (most batches add none).
+func (r *taskRec) update(rec *taskRec) {
+	old := *r
+	*r = *rec
+	r.ID, r.Steps = old.ID, nil
+	r.Group, r.Reflection = keep(old.Group, rec.Group), keep(old.Reflection, rec.Reflection)
+	if (rec.Servers == nil) != (old.Servers == nil) || !slices.Equal(rec.Servers, old.Servers) {
+		r.Servers = nil
+		if rec.Servers != nil {
+			r.Servers = make([]string, len(rec.Servers))
+			for i, s := range rec.Servers {
+				r.Servers[i] = strings.Clone(s)
+			}
+		}
+	} else {
+		r.Servers = old.Servers
+	}
+	r.Sessions = old.Sessions
+	if !sameKeys(rec.Sessions, old.Sessions) {
+		r.Sessions = nil
+		if rec.Sessions != nil {
+			r.Sessions = make(map[string]bool, len(rec.Sessions))
+		}
+	}
+	for k, v := range rec.Sessions {
+		if cur, ok := r.Sessions[k]; !ok || cur != v {
+			// Assigning to a string key stores the key given: the
+			// stored one must be r's own.
+			delete(r.Sessions, k)
+			r.Sessions[strings.Clone(k)] = v
+		}
+	}
+}
+
+// keep returns old when it equals s, else a clone of s.
+func keep(old, s string) string {
+	if old == s {
+		return old
+	}
+	return strings.Clone(s)
+}
+
+// sameKeys reports whether a and b are both nil, or both not and with the
+// same keys.
+func sameKeys(a, b map[string]bool) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // copy returns a copy of r that ingest may change without changing r: a
 // record of TraceStore.latest, whose strings are its own (see clone).
 func (r *taskRec) copy() *taskRec {
@@ -608,6 +667,10 @@ func (w *ingestTxn) commit() error {
 		}
 	}
 	for group, rec := range w.latest {
+		if prev := w.t.latest[group]; prev != nil && prev.ID == rec.ID {
+			prev.update(rec)
+			continue
+		}
 		w.t.latest[strings.Clone(group)] = rec.clone()
 	}
 	for src, h := range w.hw {
