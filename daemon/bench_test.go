@@ -127,6 +127,64 @@ func BenchmarkIngestHTTP(b *testing.B) {
 	}
 }
 
+// BenchmarkIngestCompact is BenchmarkIngestHTTP for what a sidecar sends
+// today: POST /v1/steps/compact with the steps in their compact encoding
+// (hindsight.Step.AppendCompactJSON), into a real Badger on disk; batches
+// of 64 (relaybench's 64 calls in flight) and of 1.
+func BenchmarkIngestCompact(b *testing.B) {
+	for _, batch := range []int{64, 1} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			st := openTestStore(b, b.TempDir(), &clock{now: t0})
+			defer st.Close()
+			srv := &Server{Traces: st, Logger: quiet}
+			seq := uint64(1)
+			var bodies [][]byte
+			var encoding time.Duration // CPU time spent encoding bodies
+			b.ReportAllocs()
+			cpu0 := cpuTime(b)
+			for b.Loop() {
+				if len(bodies) == 0 {
+					b.StopTimer()
+					c0 := cpuTime(b)
+					bodies = compactBodies(b, seq, batch, max(1, 4096/batch))
+					encoding += cpuTime(b) - c0
+					b.StartTimer()
+				}
+				req := httptest.NewRequest(http.MethodPost, "/v1/steps/compact", bytes.NewReader(bodies[0]))
+				bodies = bodies[1:]
+				w := httptest.NewRecorder()
+				srv.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", w.Code, w.Body)
+				}
+				seq += uint64(batch)
+			}
+			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "steps/s")
+			reportCPU(b, cpu0+encoding, b.N*batch)
+		})
+	}
+}
+
+// compactBodies is benchBodies with the steps in their compact encoding.
+func compactBodies(b *testing.B, seq uint64, batch, n int) [][]byte {
+	out := make([][]byte, n)
+	for j := range out {
+		body := []byte(`{"steps":[`)
+		for i, s := range echoBatch("bench", seq, batch) {
+			if i > 0 {
+				body = append(body, ',')
+			}
+			var err error
+			if body, err = s.AppendCompactJSON(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+		out[j] = append(body, "]}"...)
+		seq += uint64(batch)
+	}
+	return out
+}
+
 // echoBatch is a batch of n steps of relaybench's call (bench.EchoTool
 // with 256 bytes of text) as a sidecar records them, from one sidecar,
 // starting at seq.

@@ -742,3 +742,17 @@ func postSteps(t *testing.T, srv *Server, steps []hindsight.Step) IngestResult {
 	}
 	return res
 }
+
+// TestIngestResultJSON checks that a step batch's answer is what
+// encoding/json's Encoder writes for it.
+func TestIngestResultJSON(t *testing.T) {
+	for _, r := range []IngestResult{{}, {Accepted: 1}, {Accepted: 64, Duplicates: 3}, {Accepted: -1, Duplicates: 1 << 40}} {
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(r.appendJSON(nil)); got != string(want)+"\n" {
+			t.Errorf("%+v: %q, want %q", r, got, want)
+		}
+	}
+}

@@ -102,6 +102,65 @@ func (r *taskRec) clone() *taskRec {
 	return &c
 }
 
+// update makes r, a record of TraceStore.latest, rec: a later state of
+// the same task. Like clone, it keeps no memory of rec's that may be a
+// request's body: strings equal to r's stay r's, and r's sessions are
+// kept when rec has the same ones (most batches add none).
+func (r *taskRec) update(rec *taskRec) {
+	old := *r
+	*r = *rec
+	r.ID, r.Steps = old.ID, nil
+	r.Group, r.Reflection = keep(old.Group, rec.Group), keep(old.Reflection, rec.Reflection)
+	if (rec.Servers == nil) != (old.Servers == nil) || !slices.Equal(rec.Servers, old.Servers) {
+		r.Servers = nil
+		if rec.Servers != nil {
+			r.Servers = make([]string, len(rec.Servers))
+			for i, s := range rec.Servers {
+				r.Servers[i] = strings.Clone(s)
+			}
+		}
+	} else {
+		r.Servers = old.Servers
+	}
+	r.Sessions = old.Sessions
+	if !sameKeys(rec.Sessions, old.Sessions) {
+		r.Sessions = nil
+		if rec.Sessions != nil {
+			r.Sessions = make(map[string]bool, len(rec.Sessions))
+		}
+	}
+	for k, v := range rec.Sessions {
+		if cur, ok := r.Sessions[k]; !ok || cur != v {
+			// Assigning to a string key stores the key given: the
+			// stored one must be r's own.
+			delete(r.Sessions, k)
+			r.Sessions[strings.Clone(k)] = v
+		}
+	}
+}
+
+// keep returns old when it equals s, else a clone of s.
+func keep(old, s string) string {
+	if old == s {
+		return old
+	}
+	return strings.Clone(s)
+}
+
+// sameKeys reports whether a and b are both nil, or both not and with the
+// same keys.
+func sameKeys(a, b map[string]bool) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // copy returns a copy of r that ingest may change without changing r: a
 // record of TraceStore.latest, whose strings are its own (see clone).
 func (r *taskRec) copy() *taskRec {
@@ -181,6 +240,9 @@ type TraceStore struct {
 	// high-water mark look for a close that waits for them, once a batch.
 	// Ingest and CloseSession, which write them, keep it current.
 	closes map[string]closeState
+	// scratch is the last ingest transaction (t.mu held), whose maps the
+	// next one reuses (see newIngestTxn).
+	scratch *ingestTxn
 }
 
 // maxCachedCloses bounds TraceStore.closes (a session is an agent's run
@@ -348,6 +410,14 @@ type IngestResult struct {
 	Duplicates int `json:"duplicates"`
 }
 
+// appendJSON appends r's JSON as encoding/json's Encoder writes it, with
+// its newline, without reflection: it answers every step batch.
+func (r IngestResult) appendJSON(b []byte) []byte {
+	b = strconv.AppendInt(append(b, `{"accepted":`...), int64(r.Accepted), 10)
+	b = strconv.AppendInt(append(b, `,"duplicates":`...), int64(r.Duplicates), 10)
+	return append(b, "}\n"...)
+}
+
 // Deliver ingests steps; it lets the daemon drain orphaned outboxes into
 // its own store (capture.Deliverer).
 func (t *TraceStore) Deliver(ctx context.Context, steps []hindsight.Step) error {
@@ -452,12 +522,7 @@ func (t *TraceStore) ingest(ctx context.Context, steps []rawStep) (IngestResult,
 
 func (t *TraceStore) ingestOnce(ctx context.Context, steps []rawStep) (IngestResult, error) {
 	var res IngestResult
-	w := &ingestTxn{
-		t: t, txn: t.db.NewTransaction(true), now: t.now(),
-		recs: map[string]*taskRec{}, latest: map[string]*taskRec{},
-		hw: map[string]highWater{}, closes: map[string]*closeState{}, chunks: map[string]*stepChunk{},
-		runs: map[string][]seqRun{}, known: map[string][]seqRun{},
-	}
+	w := t.newIngestTxn()
 	defer w.txn.Discard()
 	for i := range steps {
 		if i%64 == 0 {
@@ -506,6 +571,40 @@ type ingestTxn struct {
 
 	chunks map[string]*stepChunk // task id → the steps to write under one key
 }
+
+// newIngestTxn starts an ingest transaction; t.mu is held. Its maps and
+// key buffer are those of the previous one, emptied: a batch of an agent's
+// few steps costs no more than its writes.
+func (t *TraceStore) newIngestTxn() *ingestTxn {
+	w := t.scratch
+	if w == nil || len(w.recs)+len(w.hw)+len(w.closes)+len(w.runs) > maxReusedEntries {
+		w = &ingestTxn{
+			recs: map[string]*taskRec{}, latest: map[string]*taskRec{},
+			hw: map[string]highWater{}, closes: map[string]*closeState{}, chunks: map[string]*stepChunk{},
+			runs: map[string][]seqRun{}, known: map[string][]seqRun{},
+		}
+		t.scratch = w
+	} else {
+		// Nothing of the previous transaction is kept: its keys and
+		// values were views of its request's body or of w.keys, which
+		// Badger copied on commit or dropped on discard.
+		clear(w.recs)
+		clear(w.latest)
+		clear(w.hw)
+		clear(w.closes)
+		clear(w.chunks)
+		clear(w.runs)
+		clear(w.known)
+		w.groupOf, w.group, w.explicit = groupInputs{}, "", false
+		w.keys = w.keys[:0]
+	}
+	w.t, w.txn, w.now = t, t.db.NewTransaction(true), t.now()
+	return w
+}
+
+// maxReusedEntries bounds the entries an ingest transaction's maps held
+// for them to be reused: a rare huge batch's maps are let go.
+const maxReusedEntries = 256
 
 // closeState is a session's close record as a transaction sees it.
 type closeState struct {
@@ -568,6 +667,10 @@ func (w *ingestTxn) commit() error {
 		}
 	}
 	for group, rec := range w.latest {
+		if prev := w.t.latest[group]; prev != nil && prev.ID == rec.ID {
+			prev.update(rec)
+			continue
+		}
 		w.t.latest[strings.Clone(group)] = rec.clone()
 	}
 	for src, h := range w.hw {
