@@ -94,37 +94,7 @@ func BenchmarkIngest(b *testing.B) {
 // now and then: the cost of a batch). The bodies are encoded ahead, a
 // stock at a time, and the CPU time spent encoding them is not counted.
 func BenchmarkIngestHTTP(b *testing.B) {
-	for _, batch := range []int{256, 128, 64, 16, 1} {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			st := openTestStore(b, b.TempDir(), &clock{now: t0})
-			defer st.Close()
-			srv := &Server{Traces: st, Logger: quiet}
-			seq := uint64(1)
-			var bodies [][]byte
-			var encoding time.Duration // CPU time spent encoding bodies
-			b.ReportAllocs()
-			cpu0 := cpuTime(b)
-			for b.Loop() {
-				if len(bodies) == 0 {
-					b.StopTimer()
-					c0 := cpuTime(b)
-					bodies = benchBodies(b, seq, batch, max(1, 4096/batch))
-					encoding += cpuTime(b) - c0
-					b.StartTimer()
-				}
-				req := httptest.NewRequest(http.MethodPost, "/v1/steps", bytes.NewReader(bodies[0]))
-				bodies = bodies[1:]
-				w := httptest.NewRecorder()
-				srv.ServeHTTP(w, req)
-				if w.Code != http.StatusOK {
-					b.Fatalf("status %d: %s", w.Code, w.Body)
-				}
-				seq += uint64(batch)
-			}
-			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "steps/s")
-			reportCPU(b, cpu0+encoding, b.N*batch)
-		})
-	}
+	benchIngest(b, "/v1/steps", []int{256, 128, 64, 16, 1}, benchBodies)
 }
 
 // BenchmarkIngestCompact is BenchmarkIngestHTTP for what a sidecar sends
@@ -132,7 +102,13 @@ func BenchmarkIngestHTTP(b *testing.B) {
 // (hindsight.Step.AppendCompactJSON), into a real Badger on disk; batches
 // of 64 (relaybench's 64 calls in flight) and of 1.
 func BenchmarkIngestCompact(b *testing.B) {
-	for _, batch := range []int{64, 1} {
+	benchIngest(b, "/v1/steps/compact", []int{64, 1}, compactBodies)
+}
+
+// benchIngest posts batches of steps to path, with the bodies encoded
+// ahead by bodies (a stock at a time, its CPU time not counted).
+func benchIngest(b *testing.B, path string, batches []int, bodiesOf func(*testing.B, uint64, int, int) [][]byte) {
+	for _, batch := range batches {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			st := openTestStore(b, b.TempDir(), &clock{now: t0})
 			defer st.Close()
@@ -146,11 +122,11 @@ func BenchmarkIngestCompact(b *testing.B) {
 				if len(bodies) == 0 {
 					b.StopTimer()
 					c0 := cpuTime(b)
-					bodies = compactBodies(b, seq, batch, max(1, 4096/batch))
+					bodies = bodiesOf(b, seq, batch, max(1, 4096/batch))
 					encoding += cpuTime(b) - c0
 					b.StartTimer()
 				}
-				req := httptest.NewRequest(http.MethodPost, "/v1/steps/compact", bytes.NewReader(bodies[0]))
+				req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(bodies[0]))
 				bodies = bodies[1:]
 				w := httptest.NewRecorder()
 				srv.ServeHTTP(w, req)

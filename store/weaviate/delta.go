@@ -225,25 +225,14 @@ func (s *Store) readDeltas(ctx context.Context, ns string, oids []string) ([]del
 // readDelta reads one object of the delta collection ("" kind when it is
 // gone: purged meanwhile).
 func (s *Store) readDelta(ctx context.Context, ns, oid string) (kind, doc string, err error) {
-	var objs []*models.Object
-	err = s.retry(ctx, func() (err error) {
-		g := s.c.Data().ObjectsGetter().WithClassName(s.deltaClass()).WithID(oid).WithTenant(Tenant(ns))
-		if s.cl != "" {
-			g = g.WithConsistencyLevel(s.cl)
-		}
-		objs, err = g.Do(ctx)
-		if notFound(err) {
-			objs, err = nil, s.notReady(ctx)
-		}
-		return err
-	})
+	obj, err := s.getObject(ctx, s.deltaClass(), ns, oid, false)
 	if err != nil {
 		return "", "", fmt.Errorf("read delta %s: %w", oid, err)
 	}
-	if len(objs) == 0 {
+	if obj == nil {
 		return "", "", nil
 	}
-	m, _ := objs[0].Properties.(map[string]any)
+	m, _ := obj.Properties.(map[string]any)
 	kind, _ = m["kind"].(string)
 	doc, _ = m["doc"].(string)
 	return kind, doc, nil

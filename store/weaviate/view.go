@@ -37,28 +37,16 @@ func (s *Store) get(ctx context.Context, ns, id string) (stored, error) {
 	if err != nil || !ok {
 		return stored{}, err
 	}
-	var objs []*models.Object
-	err = s.retry(ctx, func() (err error) {
-		g := s.c.Data().ObjectsGetter().WithClassName(s.class).WithID(objectID(ns, id)).
-			WithTenant(Tenant(ns)).WithVector()
-		if s.cl != "" {
-			g = g.WithConsistencyLevel(s.cl)
-		}
-		objs, err = g.Do(ctx)
-		if notFound(err) {
-			objs, err = nil, s.notReady(ctx)
-		}
-		return err
-	})
-	if err != nil || len(objs) == 0 {
+	obj, err := s.getObject(ctx, s.class, ns, objectID(ns, id), true)
+	if err != nil || obj == nil {
 		return stored{}, err
 	}
-	view, err := decode(objs[0].Properties)
+	view, err := decode(obj.Properties)
 	if err != nil {
 		return stored{}, err
 	}
-	view.Vector = objs[0].Vector
-	props, _ := objs[0].Properties.(map[string]any)
+	view.Vector = obj.Vector
+	props, _ := obj.Properties.(map[string]any)
 	st := stored{view: view, base: view}
 	st.epoch, _ = props["epoch"].(string)
 	if doc, _ := props["basedoc"].(string); doc != "" {
@@ -262,4 +250,29 @@ func (s *Store) object(view, base *hindsight.Experience, epoch string, vec []flo
 	}
 	return &models.Object{Class: s.class, ID: strfmt.UUID(objectID(view.Namespace, view.ID)),
 		Tenant: Tenant(view.Namespace), Properties: props, Vector: vec}, nil
+}
+
+// getObject reads one object of class in ns's tenant at the store's
+// consistency level, retried while transient; nil without error when it
+// does not exist (a "not found" is believed only from a ready server).
+func (s *Store) getObject(ctx context.Context, class, ns, oid string, withVector bool) (*models.Object, error) {
+	var objs []*models.Object
+	err := s.retry(ctx, func() (err error) {
+		g := s.c.Data().ObjectsGetter().WithClassName(class).WithID(oid).WithTenant(Tenant(ns))
+		if withVector {
+			g = g.WithVector()
+		}
+		if s.cl != "" {
+			g = g.WithConsistencyLevel(s.cl)
+		}
+		objs, err = g.Do(ctx)
+		if notFound(err) {
+			objs, err = nil, s.notReady(ctx)
+		}
+		return err
+	})
+	if err != nil || len(objs) == 0 {
+		return nil, err
+	}
+	return objs[0], nil
 }
