@@ -354,28 +354,7 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(ticks) * clockTick, nil
 }
 
-func peakRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, fmt.Errorf("read peak RSS: %w", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		v, ok := strings.CutPrefix(line, "VmHWM:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(v) // "12345 kB"
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("read peak RSS: unexpected %q", line)
-		}
-		kb, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("read peak RSS: %w", err)
-		}
-		return kb << 10, nil
-	}
-	return 0, errors.New("read peak RSS: no VmHWM line")
-}
+func peakRSS(pid int) (int64, error) { return ProcStatus(pid, "VmHWM") }
 
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {

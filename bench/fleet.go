@@ -4,7 +4,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -50,11 +49,11 @@ func Fleet(ctx context.Context, argv, env []string, n, calls int) (FleetResult, 
 	time.Sleep(time.Second)
 	var rss, hwm []int64
 	for _, p := range procs {
-		r, err := statusKB(p.PID(), "VmRSS:")
+		r, err := ProcStatus(p.PID(), "VmRSS")
 		if err != nil {
 			return res, err
 		}
-		h, err := statusKB(p.PID(), "VmHWM:")
+		h, err := ProcStatus(p.PID(), "VmHWM")
 		if err != nil {
 			return res, err
 		}
@@ -68,21 +67,27 @@ func Fleet(ctx context.Context, argv, env []string, n, calls int) (FleetResult, 
 	return res, nil
 }
 
-// statusKB reads a "kB" line of /proc/PID/status, in bytes.
-func statusKB(pid int, key string) (int64, error) {
+// ProcStatus returns a size field of /proc/PID/status (VmRSS, VmHWM) in
+// bytes.
+func ProcStatus(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", key, err)
+		return 0, fmt.Errorf("read %s: %w", field, err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, key); ok {
-			f := strings.Fields(v)
-			if len(f) != 2 || f[1] != "kB" {
-				return 0, fmt.Errorf("read %s: unexpected %q", key, line)
-			}
-			kb, err := strconv.ParseInt(f[0], 10, 64)
-			return kb << 10, err
+		v, ok := strings.CutPrefix(line, field+":")
+		if !ok {
+			continue
 		}
+		f := strings.Fields(v) // "12345 kB"
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("read %s: unexpected %q", field, line)
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read %s: %w", field, err)
+		}
+		return kb << 10, nil
 	}
-	return 0, errors.New("read " + key + ": no such line")
+	return 0, fmt.Errorf("read %s: not in /proc/%d/status", field, pid)
 }

@@ -86,10 +86,10 @@ func measure(ctx context.Context, cfg config, log io.Writer) (row, error) {
 	}
 	r.reflect = time.Since(start) - r.ingest
 	time.Sleep(settle)
-	if r.rssFilled, err = procStatus(pid, "VmRSS"); err != nil {
+	if r.rssFilled, err = bench.ProcStatus(pid, "VmRSS"); err != nil {
 		return r, err
 	}
-	if r.hwm, err = procStatus(pid, "VmHWM"); err != nil {
+	if r.hwm, err = bench.ProcStatus(pid, "VmHWM"); err != nil {
 		return r, err
 	}
 	if r.list, _, err = timeCLI(ctx, cfg, "traces", "list", "--json"); err != nil {
@@ -101,11 +101,11 @@ func measure(ctx context.Context, cfg config, log io.Writer) (row, error) {
 	if r.show, r.showBytes, err = timeCLI(ctx, cfg, "traces", "show", "--json", "scale-0000000"); err != nil {
 		return r, err
 	}
-	if r.showPeak, err = procStatus(pid, "VmHWM"); err != nil {
+	if r.showPeak, err = bench.ProcStatus(pid, "VmHWM"); err != nil {
 		return r, err
 	}
 	time.Sleep(settle)
-	if r.rssShown, err = procStatus(pid, "VmRSS"); err != nil {
+	if r.rssShown, err = bench.ProcStatus(pid, "VmRSS"); err != nil {
 		return r, err
 	}
 	r.idleCPU, err = idleCPU(ctx, pid, cfg.idle)

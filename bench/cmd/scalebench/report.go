@@ -54,29 +54,4 @@ func runTime(pid int) (time.Duration, error) {
 	return total, nil
 }
 
-// procStatus returns a size field of /proc/PID/status (VmRSS, VmHWM) in
-// bytes.
-func procStatus(pid int, field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", field, err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		v, ok := strings.CutPrefix(line, field+":")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(v) // "12345 kB"
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("read %s: unexpected %q", field, line)
-		}
-		kb, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("read %s: %w", field, err)
-		}
-		return kb << 10, nil
-	}
-	return 0, fmt.Errorf("read %s: not in /proc/%d/status", field, pid)
-}
-
 func mb(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
