@@ -11,6 +11,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/hindsight-proxy/hindsight/spool"
 )
 
 // typicalPayloads are tools/call traffic of the sizes agents produce: a
@@ -85,7 +86,7 @@ func BenchmarkRecorder(b *testing.B) {
 		return &proxy.Exchange{Session: sess, Direction: hindsight.ClientToServer, Method: "tools/call",
 			Request: req, Response: resp, Started: now, Ended: now}
 	}
-	open := func(b *testing.B, d Deliverer) *Recorder {
+	open := func(b *testing.B, d spool.Deliverer) *Recorder {
 		r, err := New(Options{Home: hindsight.Home(b.TempDir()), Redactor: red, Logger: quietLogger(),
 			Deliverer: d, MaxQueueBytes: 1 << 30})
 		if err != nil {
@@ -118,7 +119,7 @@ func BenchmarkRecorder(b *testing.B) {
 		}
 		reportCPU(b, cpu)
 	})
-	steps := func(b *testing.B, d Deliverer) {
+	steps := func(b *testing.B, d spool.Deliverer) {
 		r := open(b, d)
 		b.ReportAllocs()
 		t0, cpu := time.Now(), processCPU()
@@ -153,7 +154,7 @@ func BenchmarkRecorder(b *testing.B) {
 	b.Run("steps-nodaemon", func(b *testing.B) { steps(b, nil) })
 	// steps-slowdaemon: a daemon that takes longer than PersistAfter to
 	// acknowledge, so that every step is written to disk and removed.
-	b.Run("steps-slowdaemon", func(b *testing.B) { steps(b, rawSink{delay: 2 * DefaultPersistAfter}) })
+	b.Run("steps-slowdaemon", func(b *testing.B) { steps(b, rawSink{delay: 2 * spool.DefaultPersistAfter}) })
 	b.Run("hook", func(b *testing.B) {
 		r := open(b, rawSink{})
 		b.ReportAllocs()

@@ -46,7 +46,7 @@ func TestDrainNoFalseClockJump(t *testing.T) {
 	}
 	var logs syncBuffer
 	d := &collector{}
-	n, err := drainOrphans(context.Background(), home, d, slog.New(slog.NewTextHandler(&logs, nil)), &counters{})
+	n, err := drainOrphans(context.Background(), home, d, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil || n != 5 {
 		t.Fatalf("drained %d, %v", n, err)
 	}

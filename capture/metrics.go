@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hindsight-proxy/hindsight/internal/losses"
+	"github.com/hindsight-proxy/hindsight/spool"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -44,13 +45,13 @@ type Stats struct {
 	HeldBytes       int64
 }
 
-// counters are the live values behind Stats and the Prometheus metrics.
+// counters are the live values behind Stats and the Prometheus metrics of
+// capture itself; the outbox's are the spool's (spool.Counts).
 type counters struct {
-	captured, queued, queuedBytes, dropped, redactions, spilled, held, writeErrors,
-	corrupt, delivered, deliveryFailures, rejected, expired, depth atomic.Int64
-	spilledEx, unspilledEx, spillBytes, spillLost atomic.Int64
-	truncated, droppedFull, heldBytes             atomic.Int64
-	queuedPeak                                    atomic.Int64 // see Stats.QueuedBytesPeak
+	captured, queued, queuedBytes, dropped, redactions atomic.Int64
+	spilledEx, unspilledEx, spillBytes, spillLost      atomic.Int64
+	truncated, droppedFull                             atomic.Int64
+	queuedPeak                                         atomic.Int64 // see Stats.QueuedBytesPeak
 
 	// ledger, when set, records every loss durably (see internal/losses).
 	ledger *losses.Ledger
@@ -69,27 +70,29 @@ func (c *counters) lose(reason string, n int64, detail string) {
 	c.ledger.Add(reason, n, detail)
 }
 
-func (c *counters) snapshot() Stats {
+// snapshot returns capture's counters with the outbox's (ob).
+func (c *counters) snapshot(ob spool.Counts) Stats {
 	return Stats{
 		Captured: c.captured.Load(), Queued: c.queued.Load(), QueuedBytes: c.queuedBytes.Load(),
 		QueuedBytesPeak: c.queuedPeak.Load(),
-		Dropped:         c.dropped.Load(), Redactions: c.redactions.Load(), Spilled: c.spilled.Load(),
-		Held: c.held.Load(), WriteErrors: c.writeErrors.Load(), Corrupt: c.corrupt.Load(),
-		Delivered: c.delivered.Load(), DeliveryFailures: c.deliveryFailures.Load(),
-		Rejected: c.rejected.Load(), Expired: c.expired.Load(), Depth: c.depth.Load(),
+		Dropped:         c.dropped.Load() + ob.Dropped, Redactions: c.redactions.Load(), Spilled: ob.Spilled,
+		Held: ob.Held, WriteErrors: ob.WriteErrors, Corrupt: ob.Corrupt,
+		Delivered: ob.Delivered, DeliveryFailures: ob.DeliveryFailures,
+		Rejected: ob.Rejected, Expired: ob.Expired, Depth: ob.Depth,
 		ExchangesSpilled: c.spilledEx.Load(), ExchangesUnspilled: c.unspilledEx.Load(),
 		SpillBytes: c.spillBytes.Load(), SpillLost: c.spillLost.Load() + spillLostTotal.Load(),
-		Truncated: c.truncated.Load(), DroppedDiskFull: c.droppedFull.Load(), HeldBytes: c.heldBytes.Load(),
+		Truncated: c.truncated.Load(), DroppedDiskFull: c.droppedFull.Load() + ob.DroppedDiskFull, HeldBytes: ob.HeldBytes,
 	}
 }
 
-// register exposes c on reg as hindsight_capture_* and hindsight_outbox_*
-// metrics, labelled with the outbox id. A nil reg registers nothing.
-func (c *counters) register(reg prometheus.Registerer, source string) ([]prometheus.Collector, error) {
+// register exposes c on reg as hindsight_capture_* metrics, and ob's
+// hindsight_outbox_* ones, labelled with the outbox id. A nil reg
+// registers nothing.
+func (c *counters) register(reg prometheus.Registerer, ob *spool.Spool) ([]prometheus.Collector, error) {
 	if reg == nil {
 		return nil, nil
 	}
-	labels := prometheus.Labels{"source": source}
+	labels := prometheus.Labels{"source": ob.ID()}
 	counter := func(name, help string, v *atomic.Int64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
 			func() float64 { return float64(v.Load()) })
@@ -102,20 +105,14 @@ func (c *counters) register(reg prometheus.Registerer, source string) ([]prometh
 		counter("hindsight_capture_steps_total", "Steps built from relayed exchanges.", &c.captured),
 		gauge("hindsight_capture_queued", "Exchanges waiting to be redacted and stored.", c.queued.Load),
 		gauge("hindsight_capture_queued_bytes", "Bytes of exchanges waiting to be redacted and stored.", c.queuedBytes.Load),
-		counter("hindsight_capture_dropped_total", "Exchanges that could not be recorded (queue full, closed, memory bound).", &c.dropped),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hindsight_capture_dropped_total",
+			Help: "Exchanges that could not be recorded (queue full, closed, memory bound).", ConstLabels: labels},
+			func() float64 { return float64(c.dropped.Load() + ob.Counts().Dropped) }),
 		counter("hindsight_capture_redactions_total", "Secrets replaced by placeholders.", &c.redactions),
-		counter("hindsight_outbox_spilled_total", "Steps written to the disk outbox because the daemon had not acknowledged them in time (or was unreachable).", &c.spilled),
-		gauge("hindsight_outbox_held", "Steps held in memory because the outbox could not be written.", c.held.Load),
-		counter("hindsight_outbox_write_errors_total", "Failed writes to the outbox.", &c.writeErrors),
-		counter("hindsight_outbox_corrupt_total", "Outboxes found corrupt and moved aside.", &c.corrupt),
-		counter("hindsight_outbox_delivered_total", "Steps delivered to the daemon.", &c.delivered),
-		counter("hindsight_outbox_delivery_failures_total", "Failed delivery attempts.", &c.deliveryFailures),
-		counter("hindsight_outbox_rejected_total", "Steps the daemon refused.", &c.rejected),
-		counter("hindsight_outbox_expired_total", "Undelivered steps removed after the retention period.", &c.expired),
 		counter("hindsight_capture_truncated_total", "Steps stored with a body cut to the size limit.", &c.truncated),
-		counter("hindsight_outbox_dropped_disk_full_total", "Steps lost because the disk was short of space and the memory bound was reached.", &c.droppedFull),
-		gauge("hindsight_outbox_held_bytes", "Bytes of steps held in memory because the outbox could not be written.", c.heldBytes.Load),
-		gauge("hindsight_outbox_depth", "Undelivered steps (disk and memory).", c.depth.Load),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hindsight_outbox_dropped_disk_full_total",
+			Help: "Steps lost because the disk was short of space and the memory bound was reached.", ConstLabels: labels},
+			func() float64 { return float64(c.droppedFull.Load() + ob.Counts().DroppedDiskFull) }),
 		counter("hindsight_capture_spilled_total", "Exchanges spilled to disk, sealed, because the capture queue was full.", &c.spilledEx),
 		counter("hindsight_capture_unspilled_total", "Spilled exchanges read back and queued for recording.", &c.unspilledEx),
 		gauge("hindsight_capture_spill_bytes", "Bytes of sealed exchanges in the spill on disk.", c.spillBytes.Load),
@@ -123,6 +120,7 @@ func (c *counters) register(reg prometheus.Registerer, source string) ([]prometh
 			Help:        "Spilled exchanges lost unread: unreadable, or left by a sidecar that died (found by this process).",
 			ConstLabels: labels}, func() float64 { return float64(c.spillLost.Load() + spillLostTotal.Load()) }),
 	}
+	cs = append(cs, ob.Metrics()...)
 	for i, col := range cs {
 		if err := reg.Register(col); err != nil {
 			for _, done := range cs[:i] {

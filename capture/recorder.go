@@ -5,15 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
 	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/hindsight-proxy/hindsight/spool"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -36,7 +37,7 @@ const (
 	// of once or twice per call, which costs the relay less (README,
 	// Performance). It adds at most handOffLinger to the time until a
 	// step is durable, so it applies only while the outbox journals
-	// (Outbox.journaling): a step not journaled must be acknowledged or
+	// (spool.Spool.Journaling): a step not journaled must be acknowledged or
 	// written within its PersistAfter, counted from the exchange's end,
 	// and is handed over after commitLinger.
 	handOffLinger = 20 * time.Millisecond
@@ -48,13 +49,13 @@ const (
 // working default.
 type Options struct {
 	Home         hindsight.Home
-	Server       string    // the wrapped server's name, for logs and metric labels
-	Namespace    string    // stamped on every step (Step.Namespace): the sidecar's --namespace
-	Redactor     *Redactor // nil: the built-in rules only
-	MaxBodyBytes int       // bodies above this are truncated; 0: DefaultMaxBodyBytes
-	Deliverer    Deliverer // nil: steps stay in the outbox for DrainOrphans
+	Server       string          // the wrapped server's name, for logs and metric labels
+	Namespace    string          // stamped on every step (Step.Namespace): the sidecar's --namespace
+	Redactor     *Redactor       // nil: the built-in rules only
+	MaxBodyBytes int             // bodies above this are truncated; 0: DefaultMaxBodyBytes
+	Deliverer    spool.Deliverer // nil: steps stay in the outbox for DrainOrphans
 	Logger       *slog.Logger
-	Retention    time.Duration // undelivered steps are kept this long; 0: DefaultRetention
+	Retention    time.Duration // undelivered steps are kept this long; 0: spool.DefaultRetention
 	// Registerer receives the Prometheus metrics (labelled source=<outbox
 	// id>); nil registers none. Stats works either way.
 	Registerer prometheus.Registerer
@@ -68,14 +69,14 @@ type Options struct {
 	// negative: no spill, a full queue drops.
 	MaxSpillBytes int64
 	// MaxHeldBytes, DiskReserve and MaxMemBytes are the outbox's (see
-	// OutboxOptions).
+	// spool.Options).
 	MaxHeldBytes int
 	DiskReserve  int64
 	MaxMemBytes  int
 }
 
 // A Recorder turns the exchanges a sidecar relays into redacted, tagged
-// steps and stores them in the sidecar's Outbox, from which they are
+// steps and stores them in the sidecar's outbox (a spool.Spool), from which they are
 // delivered to the daemon.
 //
 // Hook is installed as proxy.Hooks.Exchange and returns at once: it only
@@ -85,9 +86,9 @@ type Options struct {
 // while the outbox cannot journal). Redaction and step building run on
 // background workers (in parallel), tagging and numbering on one committer
 // goroutine in the order the exchanges completed, and the committer hands
-// each batch to the Outbox, which writes it to its journal,
+// each batch to the outbox, which writes it to its journal,
 // delivers it to the daemon from memory and writes to Badger what the
-// daemon has not taken in time (see Outbox; Stats and the
+// daemon has not taken in time (see spool.Spool; Stats and the
 // hindsight_capture_* metrics show the queue).
 //
 // The queue is bounded by MaxQueueBytes. Redacting on the caller's
@@ -108,13 +109,13 @@ type Options struct {
 // exchanges are dropped, counted in Stats.Dropped (and
 // hindsight_capture_dropped_total) and logged. Steps handed to the outbox
 // are delivered from memory and written to disk when the daemon does not
-// acknowledge them in time (see Outbox); if the disk fails they are held
+// acknowledge them in time (see spool.Spool); if the disk fails they are held
 // in memory up to a bound.
 type Recorder struct {
 	opts   Options
 	log    *slog.Logger
 	red    *Redactor
-	outbox *Outbox
+	outbox *spool.Spool
 	c      *counters
 	tagger *Tagger
 	colls  []prometheus.Collector
@@ -217,8 +218,8 @@ func New(opts Options) (*Recorder, error) {
 		}
 	}
 	c := &counters{}
-	ob, err := openOutbox(OutboxOptions{Home: opts.Home, Deliverer: opts.Deliverer, Logger: log, Retention: opts.Retention,
-		MaxHeldBytes: opts.MaxHeldBytes, DiskReserve: opts.DiskReserve, MaxMemBytes: opts.MaxMemBytes}, c)
+	ob, err := spool.Open(spool.Options{Home: opts.Home, Deliverer: opts.Deliverer, Logger: log, Retention: opts.Retention,
+		MaxHeldBytes: opts.MaxHeldBytes, DiskReserve: opts.DiskReserve, MaxMemBytes: opts.MaxMemBytes})
 	if err != nil {
 		return nil, fmt.Errorf("new recorder: %w", err)
 	}
@@ -228,8 +229,9 @@ func New(opts Options) (*Recorder, error) {
 		log.Warn("losses of this sidecar are counted but not recorded for hindsight status", "err", err)
 	} else {
 		c.ledger = l
+		ob.RecordLosses(l)
 	}
-	colls, err := c.register(opts.Registerer, ob.ID())
+	colls, err := c.register(opts.Registerer, ob)
 	if err != nil {
 		ob.Close(context.Background())
 		c.ledger.Close(true)
@@ -307,7 +309,7 @@ func (r *Recorder) flushLedger() {
 func (r *Recorder) Source() string { return r.outbox.ID() }
 
 // Stats returns the Recorder's counters.
-func (r *Recorder) Stats() Stats { return r.c.snapshot() }
+func (r *Recorder) Stats() Stats { return r.c.snapshot(r.outbox.Counts()) }
 
 // Hook queues a finished exchange for recording. It never blocks and never
 // fails; install it as proxy.Hooks.Exchange.
@@ -411,7 +413,7 @@ func (r *Recorder) dispatch() {
 		select {
 		case <-r.kick:
 			d := commitLinger
-			if r.outbox.journaling() {
+			if r.outbox.Journaling() {
 				d = r.handOff
 			}
 			linger.Reset(d)
@@ -537,7 +539,7 @@ func (r *Recorder) commit() {
 		}
 		// Back-pressure: while the daemon is behind, the batch waits here
 		// and the queue behind it fills (and spills), bounded.
-		r.outbox.waitRoom()
+		r.outbox.WaitRoom()
 		r.outbox.Append(batch)
 		r.batch = batch
 		r.c.captured.Add(int64(len(batch)))
@@ -573,7 +575,7 @@ func (r *Recorder) readyAt(a uint64) bool {
 // at once rather than after the linger. With no Deliverer, or while the
 // daemon is unreachable, the outbox has written them to its database by
 // then; otherwise to its journal (or, when that cannot be written, they are
-// acknowledged or in the database within Outbox's PersistAfter).
+// acknowledged or in the database within the spool's PersistAfter).
 func (r *Recorder) Sync(ctx context.Context) error {
 	target := r.accepted.Load()
 	r.qmu.Lock()
@@ -650,7 +652,7 @@ func (r *Recorder) spillWriter() {
 		r.spillInBytes.Add(-exchangeSize(ex))
 		r.spOnce.Do(func() {
 			var sp *spill
-			sp, r.spErr = openSpill(filepath.Join(r.outbox.Dir(), spillDirName), r.opts.MaxSpillBytes, r.spillMore, r.log, r.c)
+			sp, r.spErr = openSpill(r.outbox.SpillDir(), r.opts.MaxSpillBytes, r.spillMore, r.log, r.c)
 			r.sp.Store(sp)
 		})
 		sp := r.sp.Load()
@@ -679,7 +681,7 @@ func (r *Recorder) spilled(written, lost int, err error) {
 // spillFailed counts n exchanges lost on their way to the spill.
 func (r *Recorder) spillFailed(n int, err error) {
 	reason := losses.QueueFull
-	if isNoSpace(err) {
+	if diskspace.IsNoSpace(err) {
 		reason = losses.DiskFull
 	}
 	r.dropFor(reason, "capture queue full; cannot spill: "+err.Error(), int64(n))

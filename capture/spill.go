@@ -27,7 +27,6 @@ const (
 	// DefaultMaxSpillBytes bounds the exchanges spilled to disk while
 	// capture is behind; past it they are dropped (and counted).
 	DefaultMaxSpillBytes = 1 << 30
-	spillDirName         = "spill"
 	spillSegmentBytes    = 64 << 20 // a segment is deleted once read through
 	// spillQueue bounds the exchanges waiting for the spill writer (in
 	// count and in bytes): past it they are dropped, so Hook never waits.
@@ -454,10 +453,9 @@ var spillLostTotal atomic.Int64
 // Recorder's metrics include it; a daemon can export it.
 func SpillLost() int64 { return spillLostTotal.Load() }
 
-// removeDeadSpill deletes the spill directory of a dead sidecar's outbox,
+// removeDeadSpill deletes dir, the spill of a dead sidecar's outbox,
 // counting and logging the exchanges it held, and returns how many.
-func removeDeadSpill(outboxDir string, log *slog.Logger) int64 {
-	dir := filepath.Join(outboxDir, spillDirName)
+func removeDeadSpill(dir string, log *slog.Logger) int64 {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return 0

@@ -47,7 +47,7 @@ func scanFor(t *testing.T, root, s string) []string {
 // ciphertext, in files only the owner can read, and come back intact and
 // in order; read-through segments are deleted.
 func TestSpillSealsAndReadsBackInOrder(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), spillDirName)
+	dir := filepath.Join(t.TempDir(), "spill")
 	c := &counters{}
 	sp, err := openSpill(dir, 1<<30, make(chan struct{}, 1), quietLogger(), c)
 	if err != nil {
@@ -107,7 +107,7 @@ func TestSpillSealsAndReadsBackInOrder(t *testing.T) {
 
 // TestSpillBound: past MaxSpillBytes a spill refuses exchanges.
 func TestSpillBound(t *testing.T) {
-	sp, err := openSpill(filepath.Join(t.TempDir(), spillDirName), 2000, make(chan struct{}, 1), quietLogger(), &counters{})
+	sp, err := openSpill(filepath.Join(t.TempDir(), "spill"), 2000, make(chan struct{}, 1), quietLogger(), &counters{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestDeadSpillDeletedAndCounted(t *testing.T) {
 	cancel()
 	// What a sidecar killed while spilling leaves: sealed segments, one
 	// of them torn.
-	dir := filepath.Join(home.Outboxes(), dead.Source(), spillDirName)
+	dir := dead.outbox.SpillDir()
 	sp, err := openSpill(dir, 1<<30, make(chan struct{}, 1), quietLogger(), &counters{})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
+	"github.com/hindsight-proxy/hindsight/spool"
 )
 
 // The daemon's HTTP API, served on its Unix socket. Bodies are JSON with the
@@ -116,7 +117,7 @@ type Status struct {
 	// store; nil when the daemon keeps none.
 	StoreOps *StoreOpsStats   `json:"store_ops,omitempty"`
 	Disk     map[string]int64 `json:"disk,omitempty"` // bytes per directory under the daemon's data
-	Outboxes []OutboxInfo     `json:"outboxes"`
+	Outboxes []spool.Info     `json:"outboxes"`
 	// Losses are the steps sidecars lost or stored cut, per server, from
 	// their durable ledgers (see internal/losses): read by the CLI from
 	// the home directory, so they show whether the daemon runs or not.

@@ -3,13 +3,11 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/hindsight-proxy/hindsight/spool"
 )
 
 // Retention bounds what the daemon keeps: traces by age and size, and the
@@ -118,44 +116,10 @@ func (s *Server) RetentionPass(ctx context.Context, now time.Time) {
 		}
 	}
 	if d := r.setAside(); d > 0 && s.Home != "" {
-		if n := removeSetAside(s.Home.Outboxes(), now.Add(-d)); n > 0 {
+		if n := spool.RemoveSetAside(s.Home, now.Add(-d)); n > 0 {
 			s.Logger.Info("retention: removed old set-aside outbox files", "files", n, "older_than", d.String())
 		}
 	}
-}
-
-// removeSetAside removes, under the outbox root, what capture set aside
-// before cutoff: entries of .rejected/ and .corrupt/, and outbox databases
-// moved aside (NAME.corrupt-TIME) inside outboxes. It returns how many.
-func removeSetAside(root string, cutoff time.Time) int {
-	n := 0
-	old := func(p string) bool {
-		fi, err := os.Lstat(p)
-		return err == nil && fi.ModTime().Before(cutoff)
-	}
-	for _, dir := range []string{".rejected", ".corrupt"} {
-		entries, _ := os.ReadDir(filepath.Join(root, dir))
-		for _, e := range entries {
-			p := filepath.Join(root, dir, e.Name())
-			if old(p) && os.RemoveAll(p) == nil {
-				n++
-			}
-		}
-	}
-	outboxes, _ := os.ReadDir(root)
-	for _, o := range outboxes {
-		if !o.IsDir() || strings.HasPrefix(o.Name(), ".") {
-			continue
-		}
-		entries, _ := os.ReadDir(filepath.Join(root, o.Name()))
-		for _, e := range entries {
-			p := filepath.Join(root, o.Name(), e.Name())
-			if strings.Contains(e.Name(), ".corrupt-") && old(p) && os.RemoveAll(p) == nil {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // DataBytes is the size of the data the trace store holds: its keys and

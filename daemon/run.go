@@ -68,7 +68,7 @@ func (l *Lock) Release() error {
 
 // LockHeld reports whether a process holds the daemon's lock now (a pid
 // in the lock file may be a dead daemon's).
-func LockHeld(home hindsight.Home) bool { return locked(LockPath(home)) }
+func LockHeld(home hindsight.Home) bool { return filelock.Held(LockPath(home)) }
 
 // LockHolder returns the pid written in the lock file, or 0.
 func LockHolder(home hindsight.Home) int {

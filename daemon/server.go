@@ -20,7 +20,9 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/internal/profile"
+	"github.com/hindsight-proxy/hindsight/spool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -443,7 +445,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	h := s.health()
-	st := Status{Daemon: &h, Running: true, Outboxes: []OutboxInfo{}}
+	st := Status{Daemon: &h, Running: true, Outboxes: []spool.Info{}}
 	ts, err := s.Traces.Stats(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
@@ -511,29 +513,10 @@ func dirSizes(dir string) map[string]int64 {
 	}
 	for _, e := range entries {
 		if e.IsDir() {
-			out[e.Name()] = DirSize(filepath.Join(dir, e.Name()))
+			out[e.Name()] = diskspace.DirSize(filepath.Join(dir, e.Name()))
 		}
 	}
 	return out
-}
-
-// DirSize returns the disk space used by the regular files under dir:
-// allocated blocks, not apparent sizes (Badger preallocates sparse value
-// logs far larger than what they hold).
-func DirSize(dir string) int64 {
-	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		n += allocatedSize(fi)
-		return nil
-	})
-	return n
 }
 
 func (s *Server) handleSteps(w http.ResponseWriter, r *http.Request) {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/spool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -156,7 +157,7 @@ func TestSidecarStartsDaemonAndEndsTask(t *testing.T) {
 		t.Fatalf("task methods %v, want initialize and tools/call", methods)
 	}
 	// The outbox was emptied and removed.
-	if obs := ScanOutboxes(home.Outboxes()); len(obs) != 0 {
+	if obs := spool.List(home); len(obs) != 0 {
 		t.Fatalf("outboxes left: %+v", obs)
 	}
 }
@@ -269,13 +270,13 @@ func TestSidecarKilledStepsSurvive(t *testing.T) {
 	}
 	// The kernel drops the dead sidecar's lock as it reaps the process.
 	deadline := time.Now().Add(10 * time.Second)
-	for obs := ScanOutboxes(home.Outboxes()); len(obs) != 1 || obs[0].Live; obs = ScanOutboxes(home.Outboxes()) {
+	for obs := spool.List(home); len(obs) != 1 || obs[0].Live; obs = spool.List(home) {
 		if time.Now().After(deadline) {
 			t.Fatalf("outbox still locked: %+v; holders: %v", obs, holders(t, home.Outboxes()))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if obs := ScanOutboxes(home.Outboxes()); len(obs) != 1 || obs[0].Live || obs[0].Stats == nil || obs[0].Stats.Server != "everything" {
+	if obs := spool.List(home); len(obs) != 1 || obs[0].Live || obs[0].Stats == nil || obs[0].Stats.Server != "everything" {
 		t.Fatalf("want one orphaned outbox with its sidecar's stats, got %+v", obs)
 	}
 
@@ -292,7 +293,7 @@ func TestSidecarKilledStepsSurvive(t *testing.T) {
 			t.Fatalf("step %d: %s recorded %d times at this place (got %s)", i, call.msg, len(byMsg[call.msg]), order[i])
 		}
 	}
-	waitFor(t, func() bool { return len(ScanOutboxes(home.Outboxes())) == 0 })
+	waitFor(t, func() bool { return len(spool.List(home)) == 0 })
 	t.Logf("%d calls made, %d returned >50ms before SIGKILL, %d recorded", len(calls), len(must), len(order))
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 )
 
 // CloseSession records that a sidecar's session ended. When source is set,
@@ -471,7 +472,7 @@ func (t *TraceStore) Stats(ctx context.Context) (TraceStats, error) {
 		st.Unqueued = len(unq)
 		return err
 	})
-	st.DiskBytes = DirSize(t.dir)
+	st.DiskBytes = diskspace.DirSize(t.dir)
 	return st, err
 }
 

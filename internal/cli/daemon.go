@@ -460,7 +460,7 @@ func (d storeDeliverer) Deliver(ctx context.Context, steps []hindsight.Step) err
 }
 
 // DeliverRaw stores steps as their outbox encoded them, without decoding
-// and encoding them again (capture.RawDeliverer).
+// and encoding them again (spool.RawDeliverer).
 func (d storeDeliverer) DeliverRaw(ctx context.Context, steps []json.RawMessage) error {
 	return rejected(d.t.DeliverRaw(ctx, steps))
 }

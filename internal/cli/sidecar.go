@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/inject"
 	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/hindsight-proxy/hindsight/spool"
 	"github.com/hindsight-proxy/hindsight/telemetry"
 	"github.com/tidwall/gjson"
 )
@@ -161,7 +161,7 @@ func (d deliverer) Deliver(ctx context.Context, steps []hindsight.Step) error {
 	return rejected(err)
 }
 
-// DeliverRaw sends steps as the outbox stores them (capture.RawDeliverer).
+// DeliverRaw sends steps as the outbox stores them (spool.RawDeliverer).
 func (d deliverer) DeliverRaw(ctx context.Context, steps []json.RawMessage) error {
 	err := d.c.DeliverRaw(ctx, steps)
 	if err != nil && !errors.Is(err, daemon.ErrRejected) && ctx.Err() == nil {
@@ -170,16 +170,16 @@ func (d deliverer) DeliverRaw(ctx context.Context, steps []json.RawMessage) erro
 	return rejected(err)
 }
 
-// rejected maps the daemon's refusal of a batch to capture's, so the outbox
+// rejected maps the daemon's refusal of a batch to the spool's, so the outbox
 // sets the refused steps aside instead of retrying them for ever, and a
-// daemon short of disk space to capture.ErrDaemonFull, so the outbox tries
+// daemon short of disk space to spool.ErrDaemonFull, so the outbox tries
 // again within a second.
 func rejected(err error) error {
-	if errors.Is(err, daemon.ErrDiskFull) && !errors.Is(err, capture.ErrDaemonFull) {
-		return fmt.Errorf("%w: %w", capture.ErrDaemonFull, err)
+	if errors.Is(err, daemon.ErrDiskFull) && !errors.Is(err, spool.ErrDaemonFull) {
+		return fmt.Errorf("%w: %w", spool.ErrDaemonFull, err)
 	}
-	if err != nil && errors.Is(err, daemon.ErrRejected) && !errors.Is(err, capture.ErrRejected) {
-		return fmt.Errorf("%w: %w", capture.ErrRejected, err)
+	if err != nil && errors.Is(err, daemon.ErrRejected) && !errors.Is(err, spool.ErrRejected) {
+		return fmt.Errorf("%w: %w", spool.ErrRejected, err)
 	}
 	return err
 }
@@ -379,11 +379,11 @@ const statsInterval = 2 * time.Second
 // statsInterval, for `hindsight status`, and returns the function that
 // stops it.
 func (s *sidecar) reportStats(g *globals, name string) func() {
-	dir := filepath.Join(g.home.Outboxes(), s.recorder.Source())
+	id := s.recorder.Source()
 	stop, done := make(chan struct{}), make(chan struct{})
 	write := func() {
 		st := s.recorder.Stats()
-		out := daemon.OutboxStats{Server: name, PID: os.Getpid(), Depth: st.Depth,
+		out := spool.Stats{Server: name, PID: os.Getpid(), Depth: st.Depth,
 			Captured: st.Captured, Delivered: st.Delivered, Dropped: st.Dropped, Rejected: st.Rejected,
 			Redactions: st.Redactions, Held: st.Held, DroppedDiskFull: st.DroppedDiskFull, Truncated: st.Truncated,
 			UpdatedAt: time.Now()}
@@ -396,7 +396,7 @@ func (s *sidecar) reportStats(g *globals, name string) func() {
 				out.LastCrashAt = &t
 			}
 		}
-		_ = daemon.WriteOutboxStats(dir, out)
+		_ = spool.WriteStats(g.home, id, out)
 		s.postCounters(name, st)
 	}
 	go func() {

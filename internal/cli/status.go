@@ -12,6 +12,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
+	"github.com/hindsight-proxy/hindsight/spool"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -53,7 +54,7 @@ func runStatus(ctx context.Context, g *globals, pos []string, asJSON *bool) erro
 			st.Hint = "no daemon has run here, or it stopped cleanly; a sidecar starts one with its first step, or run `hindsight daemon`"
 		}
 	}
-	st.Outboxes = daemon.ScanOutboxes(g.home.Outboxes())
+	st.Outboxes = spool.List(g.home)
 	st.Losses = losses.Scan(string(g.home))
 	if *asJSON {
 		if err := printJSON(stdout, st); err != nil {

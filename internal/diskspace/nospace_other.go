@@ -1,6 +1,6 @@
 //go:build !windows
 
-package capture
+package diskspace
 
 // isNoSpaceErrno reports nothing more on Unix: ENOSPC and EDQUOT say it.
 func isNoSpaceErrno(error) bool { return false }

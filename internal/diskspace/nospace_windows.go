@@ -1,6 +1,6 @@
 //go:build windows
 
-package capture
+package diskspace
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package capture
+package spool
 
 import (
 	"context"
@@ -15,14 +15,13 @@ import (
 func TestOutboxRejectedStub(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
 	d := &collector{refuse: func(s hindsight.Step) bool { return s.Seq == 7 && len(s.Arguments) > 0 }}
-	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger()})
+	c := &counters{}
+	r, err := open(Options{Home: home, Deliverer: d, Logger: quietLogger()}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ex := range exchanges(20) {
-		r.Hook(ex)
-	}
-	waitFor(t, "delivery", func() bool { return r.Stats().Delivered == 19 && r.Stats().Rejected == 1 })
+	r.Append(testSteps(20))
+	waitFor(t, "delivery", func() bool { return c.delivered.Load() == 19 && c.rejected.Load() == 1 })
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +35,7 @@ func TestOutboxRejectedStub(t *testing.T) {
 		}
 	}
 	stub := got[6]
-	if stub.Method != "tools/call" || stub.Tool != "read_file" || stub.SessionID != "s1" || stub.Source != r.Source() ||
+	if stub.Method != "tools/call" || stub.Tool != "read_file" || stub.SessionID != "s1" || stub.Source != r.ID() ||
 		len(stub.Arguments) != 0 || len(stub.Request) != 0 || len(stub.Truncated) != 1 || stub.Truncated[0].Field != "step" ||
 		stub.Truncated[0].OriginalSize == 0 || len(stub.Truncated[0].SHA256) != 64 {
 		t.Fatalf("stub = %+v", stub)

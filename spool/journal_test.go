@@ -1,4 +1,4 @@
-package capture
+package spool
 
 import (
 	"bytes"
@@ -125,7 +125,7 @@ func TestDrainOrphanJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &collector{}
-	n, err := DrainOrphans(context.Background(), home, d)
+	n, err := DrainOrphans(context.Background(), home, d, DrainOptions{})
 	if err != nil || n != 3 {
 		t.Fatalf("drained %d, %v; want 3", n, err)
 	}
@@ -141,7 +141,7 @@ func TestDrainOrphanJournal(t *testing.T) {
 func TestOutboxJournalFails(t *testing.T) {
 	openSegment = func(string) (*os.File, error) { return nil, errors.New("no space left on device") }
 	defer func() { openSegment = defaultOpenSegment }()
-	o, c := openStalled(t, OutboxOptions{PersistAfter: 20 * time.Millisecond, JournalPersistAfter: time.Hour})
+	o, c := openStalled(t, Options{PersistAfter: 20 * time.Millisecond, JournalPersistAfter: time.Hour})
 	o.Append([]hindsight.Step{{Method: "tools/call", EndedAt: time.Now()}, {Method: "tools/call", EndedAt: time.Now()}})
 	if o.journalOn.Load() || c.writeErrors.Load() != 1 {
 		t.Fatalf("journal on %v, write errors %d", o.journalOn.Load(), c.writeErrors.Load())

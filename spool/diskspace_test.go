@@ -1,4 +1,4 @@
-package capture
+package spool
 
 import (
 	"context"
@@ -22,7 +22,7 @@ func TestOutboxDiskShort(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
 	t.Setenv(diskspace.ReserveEnv, "1000000g")
 	d := &collector{down: true}
-	ob, err := openOutbox(OutboxOptions{Home: home, Deliverer: d, Logger: quietLogger(), MaxHeld: 10}, &counters{})
+	ob, err := open(Options{Home: home, Deliverer: d, Logger: quietLogger(), MaxHeld: 10}, &counters{})
 	if err != nil {
 		t.Fatal(err)
 	}

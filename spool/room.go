@@ -1,13 +1,13 @@
-package capture
+package spool
 
 import "time"
 
-// maxRoomWait bounds one waitRoom: a daemon that takes batches but too
+// maxRoomWait bounds one WaitRoom: a daemon that takes batches but too
 // slowly to free memory within it gets the rest written to the database,
 // as before back-pressure, rather than stall capture for good.
 const maxRoomWait = 2 * time.Second
 
-// waitRoom blocks while the steps the outbox holds in memory exceed half
+// WaitRoom blocks while the steps the outbox holds in memory exceed half
 // of MaxMemBytes and the daemon is taking them, until deliveries free
 // memory or maxRoomWait passes. The Recorder's committer
 // calls it before each Append, so that a flood the daemon cannot keep up
@@ -15,7 +15,7 @@ const maxRoomWait = 2 * time.Second
 // disk sealed, instead of growing the outbox or being written to its
 // database step by step. It returns at once when nothing will free memory
 // soon: no Deliverer, a failing delivery or disk, a closed outbox.
-func (o *Outbox) waitRoom() {
+func (o *Spool) WaitRoom() {
 	var timeout <-chan time.Time
 	for {
 		o.mu.Lock()
@@ -42,10 +42,10 @@ func (o *Outbox) waitRoom() {
 	}
 }
 
-// freed wakes waitRoom after steps left memory. o.mu is held.
-func (o *Outbox) freed() {
-	if o.room != nil {
-		close(o.room)
-		o.room = nil
+// freed wakes WaitRoom after steps left memory. q.mu is held.
+func (q *queue) freed() {
+	if q.room != nil {
+		close(q.room)
+		q.room = nil
 	}
 }

@@ -1,9 +1,8 @@
-package capture
+package spool
 
 import (
 	"errors"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
@@ -45,7 +44,7 @@ const daemonFullRetry = time.Second
 // reserve is the free space the outbox keeps on its filesystem:
 // HINDSIGHT_DISK_RESERVE when set, else OutboxOptions.DiskReserve, else
 // diskspace.DefaultSidecarReserve.
-func (o *Outbox) reserve() int64 {
+func (o *Spool) reserve() int64 {
 	def := int64(diskspace.DefaultSidecarReserve)
 	if r := o.opts.DiskReserve; r != 0 {
 		def = max(r, 0)
@@ -59,7 +58,7 @@ func (o *Outbox) reserve() int64 {
 // (again once half of what was allocated ahead may have been written, and
 // after the database is opened). Otherwise it returns an error wrapping
 // diskspace.ErrLow.
-func (o *Outbox) checkSpace(need int64) error {
+func (o *Spool) checkSpace(need int64) error {
 	reserve := o.reserve()
 	if err := diskspace.Check(o.dir, reserve, need); err != nil {
 		o.noteLow(err)
@@ -78,7 +77,7 @@ func (o *Outbox) checkSpace(need int64) error {
 
 // noteLow logs when the disk becomes short of space and when it has room
 // again.
-func (o *Outbox) noteLow(err error) {
+func (o *Spool) noteLow(err error) {
 	was := o.spaceLow.Swap(err != nil)
 	switch {
 	case err != nil && !was:
@@ -87,10 +86,4 @@ func (o *Outbox) noteLow(err error) {
 	case err == nil && was:
 		o.log.Info("disk has room again: the outbox writes again")
 	}
-}
-
-// isNoSpace reports whether err is the filesystem's or diskspace's "no
-// space".
-func isNoSpace(err error) bool {
-	return errors.Is(err, diskspace.ErrLow) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || isNoSpaceErrno(err)
 }

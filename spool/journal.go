@@ -1,4 +1,4 @@
-package capture
+package spool
 
 import (
 	"encoding/binary"

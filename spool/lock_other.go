@@ -1,6 +1,6 @@
 //go:build !unix && !windows
 
-package capture
+package spool
 
 import (
 	"errors"
@@ -22,4 +22,11 @@ func lockFile(path string) (*os.File, error) {
 		return nil, fmt.Errorf("open lock: %w", err)
 	}
 	return f, nil
+}
+
+// locked reports whether path exists: without flock, a lock file is held
+// until its owner removes it.
+func locked(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

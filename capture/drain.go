@@ -1,0 +1,21 @@
+package capture
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/spool"
+)
+
+// DrainOrphans delivers the outboxes left behind by sidecars that died (see
+// spool.DrainOrphans) and deletes the exchanges each one had spilled,
+// unread: their key died with their sidecar (counted in SpillLost and the
+// ledger). It returns how many steps it delivered.
+func DrainOrphans(ctx context.Context, home hindsight.Home, d spool.Deliverer) (int, error) {
+	return drainOrphans(ctx, home, d, slog.Default())
+}
+
+func drainOrphans(ctx context.Context, home hindsight.Home, d spool.Deliverer, log *slog.Logger) (int, error) {
+	return spool.DrainOrphans(ctx, home, d, spool.DrainOptions{Logger: log, DeadSpill: removeDeadSpill})
+}

@@ -1,0 +1,302 @@
+package spool
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/diskspace"
+	"github.com/hindsight-proxy/hindsight/internal/losses"
+)
+
+// writer serialises the changes of which steps are on disk (journal
+// writes, database writes and removals) with the bookkeeping of the
+// queue: wmu is taken before the queue's mu.
+type writer struct {
+	wmu         sync.Mutex
+	jr          journal       // guarded by wmu
+	journalOn   atomic.Bool   // the journal works (see journal)
+	wake        chan struct{} // persistLoop: a step is waiting in memory
+	persistDone chan struct{} // persistLoop returned
+}
+
+// Journaling reports whether Append journals the steps it is handed
+// (unless a backlog builds up) rather than writing them to disk at once or
+// within PersistAfter.
+func (o *Spool) Journaling() bool { return o.opts.Deliverer != nil && o.journalOn.Load() }
+
+// Append numbers steps (setting Source and Seq) and queues them for
+// delivery. A step is kept in memory until the daemon acknowledges it, and
+// written to disk when that has not happened PersistAfter after its
+// exchange ended (see Outbox); with no Deliverer, or while the daemon is
+// unreachable, Append writes before it returns. When the disk fails the
+// steps are held in memory instead (the error is logged and counted); only
+// steps beyond MaxHeld are lost, counted in Stats.Dropped. Append is called
+// from one goroutine at a time in the Recorder, but is safe for concurrent
+// use.
+func (o *Spool) Append(steps []hindsight.Step) {
+	if len(steps) == 0 {
+		return
+	}
+	o.wmu.Lock()
+	defer o.wmu.Unlock()
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		o.c.lose(losses.AtExit, int64(len(steps)), "steps reached a closed outbox")
+		o.log.Error("steps reached a closed outbox; lost", "steps", len(steps))
+		return
+	}
+	now := time.Now()
+	// Nothing will acknowledge these steps soon: write them now.
+	atOnce := o.opts.Deliverer == nil || o.lastFailed || o.writeFailing
+	// Steps written to Badger at once need no journal, nor does a backlog
+	// past half of MaxMemBytes, where the Recorder's back-pressure holds
+	// capture (see WaitRoom): what passes it anyway (a batch of large
+	// steps, a daemon that stopped answering) goes to Badger.
+	journaled := !atOnce && o.journalOn.Load() && o.memBytes < o.opts.MaxMemBytes/2
+	after := o.opts.PersistAfter
+	if journaled {
+		after = o.opts.JournalPersistAfter
+	}
+	waiting := o.memDisk < len(o.mem)
+	added := 0
+	var minDue, maxDue time.Time
+	for i := range steps {
+		steps[i].Source, steps[i].Seq = o.id, o.next
+		s := &steps[i]
+		raw, err := s.AppendCompactJSON(nil)
+		if err != nil {
+			// Not numbered: the daemon must see no gap in the seqs.
+			steps[i].Seq = 0
+			o.c.lose(losses.Encode, 1, err.Error())
+			o.log.Error("cannot encode step; lost", "method", steps[i].Method, "tool", steps[i].Tool, "err", err)
+			continue
+		}
+		due := now
+		if !atOnce {
+			due = now.Add(after)
+			if end := s.EndedAt.Add(after); !s.EndedAt.IsZero() && end.Before(due) {
+				due = end
+			}
+		}
+		o.mem = append(o.mem, entry{seq: o.next, raw: raw, due: due})
+		o.memBytes += len(raw)
+		o.next++
+		added++
+		if minDue.IsZero() || due.Before(minDue) {
+			minDue = due
+		}
+		maxDue = later(maxDue, due)
+	}
+	if added > 0 && !journaled && o.pullDues(len(o.mem)-added, minDue) {
+		// persist writes the steps held only in memory from the oldest
+		// on: journaled ones before these must not hold them back, and
+		// persistLoop's timer was set for them.
+		waiting = false
+	}
+	o.maxDue = later(o.maxDue, maxDue)
+	o.c.depth.Add(int64(added))
+	o.mu.Unlock()
+	if journaled && added > 0 {
+		o.journal(now, added)
+	}
+	// At once: every step held only in memory, as the older ones may not
+	// be due for a while.
+	o.persist(now, atOnce)
+	if !waiting {
+		select {
+		case o.wake <- struct{}{}:
+		default:
+		}
+	}
+	select {
+	case o.notify <- struct{}{}:
+	default:
+	}
+}
+
+// journal writes the last added steps of mem to the journal. When that
+// fails the journal is given up, and those steps are due on disk
+// PersistAfter from now, as without one. o.wmu is held.
+func (o *Spool) journal(now time.Time, added int) {
+	o.mu.Lock()
+	batch := slices.Clone(o.mem[len(o.mem)-added:])
+	o.mu.Unlock()
+	var size int64
+	for _, e := range batch {
+		size += int64(len(e.raw)) + journalHeader
+	}
+	err := o.checkSpace(size)
+	if err == nil {
+		err = o.jr.write(batch)
+	}
+	if err == nil {
+		return
+	}
+	if diskspace.IsNoSpace(err) {
+		// Not journaled: these steps are handled as without a journal
+		// (and held in memory while the disk has no room); the journal
+		// is tried again for the next ones.
+		o.jr.failing = false
+	} else {
+		o.journalOn.Store(false)
+		o.c.writeErrors.Add(1)
+		o.log.Error("cannot write outbox journal; steps the daemon has not taken go to the database sooner", "err", err)
+	}
+	o.mu.Lock()
+	o.pullDues(len(o.mem), now.Add(o.opts.PersistAfter))
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// releaseJournal removes the journal segments whose steps have all left
+// memory. o.wmu is held.
+func (o *Spool) releaseJournal() {
+	o.mu.Lock()
+	first := o.next
+	if o.memDisk < len(o.mem) {
+		first = o.mem[o.memDisk].seq
+	}
+	o.mu.Unlock()
+	o.jr.release(first)
+}
+
+// persist writes to disk the steps held only in memory that are due by
+// now (all of them when all is set) and those that must leave memory
+// because it holds more than MaxMemBytes, then lets the latter go. When
+// the write fails they stay in memory, up to MaxHeld. o.wmu is held.
+func (o *Spool) persist(now time.Time, all bool) {
+	o.mu.Lock()
+	k := o.memDisk
+	for k < len(o.mem) && (all || !o.mem[k].due.After(now)) {
+		k++
+	}
+	over, bytes := 0, o.memBytes
+	for bytes > o.opts.MaxMemBytes && over < len(o.mem) {
+		bytes -= len(o.mem[over].raw)
+		over++
+	}
+	k = max(k, over)
+	batch := o.mem[o.memDisk:k]
+	o.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	err := o.write(batch)
+	defer o.releaseJournal() // after mu is unlocked
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err == nil {
+		if o.writeFailing {
+			o.log.Info("outbox writable again")
+		}
+		o.writeFailing = false
+		o.memDisk = k
+		o.dirty = true
+		o.lastWrite = now
+		select {
+		case o.syncWake <- struct{}{}:
+		default:
+		}
+		o.c.spilled.Add(int64(len(batch)))
+		o.c.held.Store(0)
+		o.c.heldBytes.Store(0)
+		o.trimMem()
+		return
+	}
+	if !diskspace.IsNoSpace(err) {
+		o.c.writeErrors.Add(1)
+	}
+	was := o.writeFailing
+	o.writeFailing = true
+	o.freed()
+	// Keep the oldest steps (the closest to being delivered) within
+	// MaxHeld and MaxHeldBytes; the newest go.
+	keep, heldBytes := o.memDisk, 0
+	for keep < len(o.mem) && keep-o.memDisk < o.opts.MaxHeld && heldBytes+len(o.mem[keep].raw) <= o.opts.MaxHeldBytes {
+		heldBytes += len(o.mem[keep].raw)
+		keep++
+	}
+	lost := len(o.mem) - keep
+	if lost > 0 {
+		for _, e := range o.mem[keep:] {
+			o.memBytes -= len(e.raw)
+		}
+		clear(o.mem[keep:])
+		o.mem = o.mem[:keep]
+		reason := losses.WriteError
+		if diskspace.IsNoSpace(err) {
+			reason = losses.DiskFull
+		}
+		o.c.lose(reason, int64(lost), err.Error())
+		o.c.depth.Add(-int64(lost))
+	}
+	o.c.held.Store(int64(len(o.mem) - o.memDisk))
+	o.c.heldBytes.Store(int64(heldBytes))
+	now2 := time.Now()
+	if !was || (lost > 0 && now2.Sub(o.lastDropLog) > 10*time.Second) {
+		o.lastDropLog = now2
+		o.log.Error("cannot write outbox; holding steps in memory", "err", err, "held", len(o.mem)-o.memDisk,
+			"max_held", o.opts.MaxHeld, "max_held_bytes", o.opts.MaxHeldBytes, "dropped", lost, "dropped_total", o.c.dropped.Load())
+	}
+}
+
+// persistLoop writes steps held only in memory to disk when they are due.
+// While the database is not open yet, it opens it openLead before the
+// first such deadline, so that the write still makes it.
+func (o *Spool) persistLoop() {
+	defer close(o.persistDone)
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	tried := false // to open the database ahead of a deadline, and failed
+	for {
+		o.mu.Lock()
+		var due time.Time
+		if o.memDisk < len(o.mem) {
+			due = o.mem[o.memDisk].due
+		}
+		failing := o.writeFailing
+		o.mu.Unlock()
+		if o.db.Load() != nil {
+			tried = false // closeIdleDisk may close it again
+		}
+		opening := false
+		if !due.IsZero() {
+			d := time.Until(due)
+			if opening = o.db.Load() == nil && !tried && !failing; opening {
+				d -= openLead
+			}
+			if failing {
+				d = max(d, time.Second) // retry a failing disk at a gentle pace
+			}
+			t.Reset(d)
+		}
+		select {
+		case <-o.stopSync:
+			t.Stop()
+			return
+		case <-o.wake:
+			t.Stop()
+		case <-t.C:
+			if opening {
+				_, err := o.disk()
+				tried = err != nil // a failure is the write's to report
+				continue
+			}
+			o.wmu.Lock()
+			o.persist(time.Now(), false)
+			o.wmu.Unlock()
+		}
+	}
+}
+
+// openLead is how long before a step must be on disk the outbox opens its
+// database, when it is not open yet: opening takes 5–15 ms, more on a
+// loaded machine, and the write must still land within PersistAfter.
+const openLead = 15 * time.Millisecond

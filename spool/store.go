@@ -1,0 +1,232 @@
+package spool
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/hindsight-proxy/hindsight/internal/badgerlog"
+	"github.com/hindsight-proxy/hindsight/internal/diskspace"
+)
+
+// store is the spool's Badger database: opened when a step must first
+// reach disk (see disk), synced after writes (syncLoop), closed when idle
+// (closeIdleDisk), and kept from filling the disk (checkSpace). While the
+// daemon keeps up, a sidecar runs no database at all, and its compactors
+// and syncs do not wake it.
+type store struct {
+	db         atomic.Pointer[badger.DB] // nil until opened, and while it cannot be opened
+	syncWake   chan struct{}             // syncLoop: steps were written
+	dbMu       sync.Mutex                // one open or close of db at a time
+	movedAside bool                      // a database that did not open was moved aside (once); dbMu
+	openFailed time.Time                 // when db last failed to open; dbMu
+	openErr    error                     // why; dbMu
+	spaceLow   atomic.Bool               // the last space check failed (see checkSpace)
+	allocSince atomic.Int64              // bytes checked since the database's logs were last allocated ahead
+}
+
+// disk returns the outbox's database, opening it the first time a step
+// must be written. A database that does not open is moved aside (kept for
+// inspection) and a fresh one tried once; when that fails too the error is
+// returned, the steps stay in memory (see persist), and a write openRetry
+// later tries again (without moving anything aside again).
+func (o *Spool) disk() (*badger.DB, error) {
+	if db := o.db.Load(); db != nil {
+		return db, nil
+	}
+	o.dbMu.Lock()
+	defer o.dbMu.Unlock()
+	if db := o.db.Load(); db != nil {
+		return db, nil
+	}
+	if time.Since(o.openFailed) < openRetry {
+		return nil, o.openErr // a failing disk is not tried at every write
+	}
+	// Opening writes the memtable log's header through a mapped file.
+	if err := diskspace.Check(o.dir, o.reserve(), 0); err != nil {
+		o.noteLow(err)
+		return nil, fmt.Errorf("open outbox database: %w", err)
+	}
+	path := filepath.Join(o.dir, dbName)
+	db, err := openDBContained(path, o.log)
+	if err != nil {
+		if _, serr := os.Stat(path); serr == nil && !o.movedAside && !diskspace.IsNoSpace(err) {
+			o.movedAside = true
+			o.c.corrupt.Add(1)
+			aside := path + ".corrupt-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+			o.log.Error("cannot open outbox database; moved aside, starting a fresh one", "err", err, "to", aside)
+			_ = os.Rename(path, aside)
+			db, err = openDBContained(path, o.log)
+		}
+		if err != nil {
+			o.openFailed, o.openErr = time.Now(), fmt.Errorf("open outbox database: %w", err)
+			return nil, o.openErr
+		}
+	}
+	o.db.Store(db)
+	o.allocSince.Store(allocateAhead) // allocate its new logs at the next check
+	return db, nil
+}
+
+// openDBContained opens a database with memory faults contained (see
+// diskspace.Contain): a mapped write the filesystem cannot back fails the
+// open instead of killing the process.
+func openDBContained(path string, log *slog.Logger) (db *badger.DB, err error) {
+	err = diskspace.Contain("open outbox database", func() error {
+		db, err = openDB(path, log)
+		return err
+	})
+	return db, err
+}
+
+// openRetry spaces the attempts to open a database that failed to open.
+const openRetry = time.Second
+
+// idleDisk is how long an outbox's database stays open after its last
+// write once nothing is left in it.
+const idleDisk = time.Minute
+
+// closeIdleDisk closes the database and removes it when it holds nothing
+// (every step written was delivered, no refused step is kept) and nothing
+// was written for idleDisk: a sidecar whose daemon answered late once goes
+// back to running no database. disk opens a fresh one when needed.
+func (o *Spool) closeIdleDisk(now time.Time) {
+	o.wmu.Lock()
+	defer o.wmu.Unlock()
+	o.dbMu.Lock()
+	defer o.dbMu.Unlock()
+	db := o.db.Load()
+	if db == nil {
+		return
+	}
+	o.mu.Lock()
+	busy := o.closed || o.memDisk > 0 || o.diskOnly > 0 || o.keptRejected || now.Sub(o.lastWrite) < idleDisk
+	o.mu.Unlock()
+	// Closing flushes the memtable to a table, through a mapped file.
+	if busy || countKeys(db, prefixStep) > 0 || o.checkSpace(0) != nil {
+		return
+	}
+	o.db.Store(nil)
+	if err := db.Close(); err != nil {
+		o.log.Warn("close idle outbox database", "err", err)
+	}
+	if err := os.RemoveAll(filepath.Join(o.dir, dbName)); err != nil {
+		o.log.Warn("remove idle outbox database", "err", err)
+	}
+}
+
+// openDB opens an outbox database; a variable so tests can make the disk
+// fail.
+var openDB = openBadger
+
+func openBadger(dir string, log *slog.Logger) (*badger.DB, error) {
+	opts := badger.DefaultOptions(dir).
+		WithLogger(badgerlog.New(log)).
+		WithLoggingLevel(badger.WARNING).
+		WithSyncWrites(false).
+		// Smaller memtables and tables than Badger's defaults: steps are
+		// written and removed within milliseconds, so what Badger holds is
+		// mostly tombstones, and its buffers (a memtable arena, the table
+		// builders' allocators that a flush or compaction takes from a
+		// pool of up to eight) scale with these sizes. Under load 8 MB
+		// memtables and 2 MB tables held ~58 MB of the sidecar's heap,
+		// these ~30 MB; 2 MB memtables held less again but cost 1.6× the
+		// CPU per step while a backlog is written (BenchmarkRecorder/steps).
+		//
+		// Steps stay in the LSM tree (a high value threshold): a write to
+		// the memtable's WAL survives a SIGKILL once it returns, a write
+		// to the value log does not (TestSIGKILLLosesNothingRelayed fails
+		// with the values there), although it would cost less than half
+		// the CPU per step written and removed.
+		WithMemTableSize(4 << 20).
+		WithNumMemtables(2).
+		WithValueLogFileSize(16 << 20).
+		WithValueThreshold(256 << 10).
+		WithBaseTableSize(1 << 20).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		WithNumCompactors(2).
+		WithBlockCacheSize(0).
+		WithCompression(0).
+		WithDetectConflicts(false).
+		WithCompactL0OnClose(false)
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("open badger %s: %w", dir, err)
+	}
+	return db, nil
+}
+
+// write stores entries in as few transactions as Badger allows.
+func (o *Spool) write(entries []entry) error {
+	var need int64
+	for _, e := range entries {
+		need += int64(len(e.raw)) + 32
+	}
+	if err := o.checkSpace(need); err != nil {
+		return fmt.Errorf("write outbox: %w", err)
+	}
+	db, err := o.disk()
+	if err != nil {
+		return err
+	}
+	txn := db.NewTransaction(true)
+	defer func() { txn.Discard() }()
+	for _, e := range entries {
+		k := stepKey(prefixStep, e.seq)
+		if err := txn.Set(k, e.raw); errors.Is(err, badger.ErrTxnTooBig) {
+			if err := txn.Commit(); err != nil {
+				return fmt.Errorf("commit outbox: %w", err)
+			}
+			txn = db.NewTransaction(true)
+			if err := txn.Set(k, e.raw); err != nil {
+				return fmt.Errorf("write outbox: %w", err)
+			}
+		} else if err != nil {
+			return fmt.Errorf("write outbox: %w", err)
+		}
+	}
+	if err := txn.Commit(); err != nil {
+		return fmt.Errorf("commit outbox: %w", err)
+	}
+	return nil
+}
+
+// syncLoop fsyncs the database SyncInterval after steps are written; the
+// steps written meanwhile share the sync. It sleeps while nothing is
+// written, and shutdown syncs what is left.
+func (o *Spool) syncLoop() {
+	defer close(o.syncDone)
+	for {
+		select {
+		case <-o.stopSync:
+			return
+		case <-o.syncWake:
+		}
+		t := time.NewTimer(o.opts.SyncInterval)
+		select {
+		case <-o.stopSync:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		o.mu.Lock()
+		dirty := o.dirty
+		o.dirty = false
+		o.mu.Unlock()
+		o.dbMu.Lock() // not closed meanwhile (closeIdleDisk)
+		if db := o.db.Load(); dirty && db != nil {
+			if err := db.Sync(); err != nil {
+				o.log.Warn("sync outbox", "err", err)
+			}
+		}
+		o.dbMu.Unlock()
+	}
+}
