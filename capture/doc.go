@@ -1,7 +1,8 @@
 // Package capture records what a Hindsight sidecar relays: it turns every
 // request/response pair (a proxy.Exchange) into a redacted, tagged
 // hindsight.Step and delivers it to the daemon through the sidecar's own
-// outbox, which keeps on disk (Badger) what the daemon has not taken.
+// outbox (package spool), which keeps on disk what the daemon has not
+// taken.
 //
 // # Wiring
 //
@@ -54,24 +55,11 @@
 // Recorder.Hook only queues; the queue is handed to the workers in batches,
 // 20 ms after the first exchange of a batch. Workers redact in parallel;
 // one committer tags, numbers (Source = outbox id, Seq gap-free from 1)
-// and hands batches to the outbox, which writes them to its journal (one write per
-// batch: safe from SIGKILL once it returns) and delivers them to the
-// daemon from memory every quarter of a second. A step the daemon has not
-// acknowledged 5 s after its exchange ended (or any step while the daemon
-// is unreachable, or with no daemon) is written to the outbox's Badger,
-// and the journal segments whose steps all left memory are removed. A
-// drainer of a dead sidecar's outbox hands its journal to the database and
-// delivers it again; the daemon drops the steps it has. When the journal
-// cannot be written, the outbox delivers every 10 ms and writes what the
-// daemon has not acknowledged in 30 ms to Badger (safe once the write
-// returns: its memtable WAL is a shared file mapping), so a step relayed
-// more than 50 ms before a SIGKILL is acknowledged or on disk. A sync
-// within 20 ms of a Badger write guards against machine crashes. The
-// database is opened 15 ms before the first such write is due, and closed
-// again once empty and a minute without writes: while the daemon keeps
-// up, a sidecar runs no Badger at all, and an idle one wakes for nothing.
-// The hindsight_capture_commit_delay_seconds histogram shows how long
-// after an exchange ends its step reaches the outbox.
+// and hands batches to the sidecar's outbox (package spool), which
+// journals them, delivers them to the daemon and writes to its Badger what
+// the daemon does not take in time; see spool for its timings and what a
+// SIGKILL may lose. The hindsight_capture_commit_delay_seconds histogram
+// shows how long after an exchange ends its step reaches the outbox.
 //
 // The queue is bounded (4 MiB, built steps included), and while the
 // daemon is behind the outbox holds the committer back once half its
@@ -87,10 +75,5 @@
 // what is spilled; the next sidecar or the daemon deletes it unread and
 // counts it (hindsight_capture_spill_lost_total). Past the spill's bound
 // (1 GiB) exchanges are dropped and counted (Stats.Dropped,
-// hindsight_capture_dropped_total). Built steps wait on disk for the
-// daemon as long as needed (hindsight_outbox_spilled_total counts the
-// steps written to disk), up to the retention period (default 7 days; a
-// warning at 80%). A disk that cannot be written (full, corrupt) is
-// logged and counted, and steps are held in memory up to a bound and
-// delivered from there.
+// hindsight_capture_dropped_total).
 package capture

@@ -39,7 +39,7 @@ type Stats struct {
 	// Truncated counts steps stored with a body cut (MaxBodyBytes).
 	Truncated int64
 	// DroppedDiskFull counts the steps among Dropped lost because the disk
-	// was short of space (see Outbox); HeldBytes is the size of the steps
+	// was short of space (see spool.Spool); HeldBytes is the size of the steps
 	// held in memory now.
 	DroppedDiskFull int64
 	HeldBytes       int64

@@ -19,7 +19,7 @@ import (
 )
 
 // Client speaks to the daemon over its Unix socket. It is safe for
-// concurrent use. Its Deliver method makes it a capture.Deliverer.
+// concurrent use. Its Deliver method makes it a spool.Deliverer.
 type Client struct {
 	socket string
 	hc     *http.Client
@@ -128,7 +128,7 @@ func (c *Client) Health(ctx context.Context) (*Health, error) {
 	return &h, nil
 }
 
-// Status returns the daemon's status (without outboxes: see ScanOutboxes).
+// Status returns the daemon's status (without outboxes: see spool.List).
 func (c *Client) Status(ctx context.Context) (*Status, error) {
 	var s Status
 	if err := c.call(ctx, http.MethodGet, "/status", nil, nil, &s); err != nil {

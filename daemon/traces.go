@@ -419,14 +419,14 @@ func (r IngestResult) appendJSON(b []byte) []byte {
 }
 
 // Deliver ingests steps; it lets the daemon drain orphaned outboxes into
-// its own store (capture.Deliverer).
+// its own store (spool.Deliverer).
 func (t *TraceStore) Deliver(ctx context.Context, steps []hindsight.Step) error {
 	_, err := t.Ingest(ctx, steps)
 	return err
 }
 
 // DeliverRaw is Deliver for steps each encoded as JSON (of a
-// hindsight.Step), as an outbox stores them (capture.RawDeliverer): they
+// hindsight.Step), as an outbox stores them (spool.RawDeliverer): they
 // are stored as they are.
 func (t *TraceStore) DeliverRaw(ctx context.Context, steps []json.RawMessage) error {
 	_, err := t.IngestRaw(ctx, steps)

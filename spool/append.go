@@ -30,7 +30,7 @@ func (o *Spool) Journaling() bool { return o.opts.Deliverer != nil && o.journalO
 // Append numbers steps (setting Source and Seq) and queues them for
 // delivery. A step is kept in memory until the daemon acknowledges it, and
 // written to disk when that has not happened PersistAfter after its
-// exchange ended (see Outbox); with no Deliverer, or while the daemon is
+// exchange ended (see Spool); with no Deliverer, or while the daemon is
 // unreachable, Append writes before it returns. When the disk fails the
 // steps are held in memory instead (the error is logged and counted); only
 // steps beyond MaxHeld are lost, counted in Stats.Dropped. Append is called

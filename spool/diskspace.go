@@ -12,7 +12,7 @@ import (
 // write the filesystem cannot back kills the process (SIGBUS; see package
 // diskspace). The outbox therefore never hands Badger a write, nor opens
 // or closes its database, while its filesystem has less than its reserve
-// free (OutboxOptions.DiskReserve: 32 MiB by default, or
+// free (Options.DiskReserve: 32 MiB by default, or
 // HINDSIGHT_DISK_RESERVE), and before each write it allocates the blocks
 // of the database's memtable log ahead of Badger's write position
 // (allocateAhead). The journal is written with write(2), which fails
@@ -42,11 +42,11 @@ var ErrDaemonFull = errors.New("the daemon's disk is short of space")
 const daemonFullRetry = time.Second
 
 // reserve is the free space the outbox keeps on its filesystem:
-// HINDSIGHT_DISK_RESERVE when set, else OutboxOptions.DiskReserve, else
+// HINDSIGHT_DISK_RESERVE when set, else Options.DiskReserve, else
 // diskspace.DefaultSidecarReserve.
-func (o *Spool) reserve() int64 {
+func (s *store) reserve() int64 {
 	def := int64(diskspace.DefaultSidecarReserve)
-	if r := o.opts.DiskReserve; r != 0 {
+	if r := s.opts.DiskReserve; r != 0 {
 		def = max(r, 0)
 	}
 	return diskspace.Reserve(def)
@@ -58,32 +58,32 @@ func (o *Spool) reserve() int64 {
 // (again once half of what was allocated ahead may have been written, and
 // after the database is opened). Otherwise it returns an error wrapping
 // diskspace.ErrLow.
-func (o *Spool) checkSpace(need int64) error {
-	reserve := o.reserve()
-	if err := diskspace.Check(o.dir, reserve, need); err != nil {
-		o.noteLow(err)
+func (s *store) checkSpace(need int64) error {
+	reserve := s.reserve()
+	if err := diskspace.Check(s.dir, reserve, need); err != nil {
+		s.noteLow(err)
 		return err
 	}
-	if reserve > 0 && o.db.Load() != nil && o.allocSince.Add(need) > allocateAhead/2 {
-		if err := diskspace.AllocateAhead(filepath.Join(o.dir, dbName), need+allocateAhead); err != nil {
-			o.noteLow(err)
+	if reserve > 0 && s.db.Load() != nil && s.allocSince.Add(need) > allocateAhead/2 {
+		if err := diskspace.AllocateAhead(filepath.Join(s.dir, dbName), need+allocateAhead); err != nil {
+			s.noteLow(err)
 			return err
 		}
-		o.allocSince.Store(0)
+		s.allocSince.Store(0)
 	}
-	o.noteLow(nil)
+	s.noteLow(nil)
 	return nil
 }
 
 // noteLow logs when the disk becomes short of space and when it has room
 // again.
-func (o *Spool) noteLow(err error) {
-	was := o.spaceLow.Swap(err != nil)
+func (s *store) noteLow(err error) {
+	was := s.spaceLow.Swap(err != nil)
 	switch {
 	case err != nil && !was:
-		o.log.Error("disk short of space: the outbox stops writing and holds steps in memory until space returns", "err", err,
-			"max_held", o.opts.MaxHeld, "max_held_bytes", o.opts.MaxHeldBytes)
+		s.log.Error("disk short of space: the outbox stops writing and holds steps in memory until space returns", "err", err,
+			"max_held", s.opts.MaxHeld, "max_held_bytes", s.opts.MaxHeldBytes)
 	case err == nil && was:
-		o.log.Info("disk has room again: the outbox writes again")
+		s.log.Info("disk has room again: the outbox writes again")
 	}
 }

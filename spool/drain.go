@@ -142,6 +142,7 @@ func drainOne(ctx context.Context, home hindsight.Home, dir, id string, d Delive
 		}
 	}
 	o := &Spool{id: id, dir: dir, log: log, c: c, opts: Options{Deliverer: d, BatchSize: DefaultBatchSize, Retention: DefaultRetention}}
+	o.initStore()
 	o.db.Store(db)
 	o.diskOnly = countKeys(db, prefixStep)
 	o.c.depth.Add(int64(o.diskOnly))

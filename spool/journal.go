@@ -33,7 +33,7 @@ import (
 // then the payload, the step's encoding. A torn last record (the process
 // died mid-write) fails its length or checksum and ends the segment.
 //
-// The journal's fields are guarded by the outbox's wmu.
+// The journal's fields are guarded by the writer's wmu (see Spool).
 type journal struct {
 	dir     string
 	f       *os.File // the current segment; nil until the next write

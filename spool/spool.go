@@ -97,34 +97,15 @@ type Options struct {
 	JournalPersistAfter time.Duration
 }
 
-// A Spool is one sidecar's durable queue of steps on their way to the
-// daemon: a Badger database under Home.Outboxes()/<id>/ (the outbox), locked by the
-// sidecar that owns it. Steps are numbered by a gap-free sequence (their
-// Seq; their Source is the outbox id) and delivered in that order by a
-// background loop with capped exponential backoff. Delivered steps are
-// removed; a clean Close removes the whole directory.
-//
-// Steps are delivered from memory first, a batch every quarter of a
-// second, and Append writes them to the outbox's journal as it takes them
-// (one write per call, safe from a killed process once it returns; see
-// journal). A step is written to Badger only when the daemon has not
-// acknowledged it JournalPersistAfter (5 s) after its exchange ended, when
-// the daemon is unreachable or there is no Deliverer, when the steps in
-// memory exceed MaxMemBytes, and at Close. A SIGKILL therefore loses no
-// step whose Append returned; a drainer hands the journal's steps to the
-// database and delivers them again (the daemon drops those it has). While
-// the journal cannot be written the outbox delivers every 10 ms and writes
-// to Badger what is not acknowledged PersistAfter (30 ms) after its
-// exchange ended: the daemon stores a batch durably before acknowledging
-// it, so a step is acknowledged or on disk within PersistAfter plus one
-// write, and a SIGKILL loses none relayed 50 ms earlier. While the daemon
-// keeps up, the outbox never opens its database: it is opened when the
-// first step must be written, and closed when it has been empty for a
-// while (closeIdleDisk).
-//
-// When the disk cannot be written (full, read-only, corrupt) steps are kept
-// in memory up to MaxHeld and delivered from there, and the failure is
-// logged and counted; nothing blocks the caller.
+// A Spool is one sidecar's outbox: a directory under Home.Outboxes()/<id>/,
+// locked by the sidecar that owns it. Append numbers steps by a gap-free
+// sequence (their Seq; their Source is the outbox id), and a background
+// loop delivers them in that order, with capped exponential backoff, from
+// memory first and from the database for what had to be written (see the
+// package doc for when). Delivered steps are removed; a clean Close
+// removes the whole directory. When the disk cannot be written, steps are
+// held in memory up to MaxHeld and delivered from there; nothing blocks
+// the caller.
 type Spool struct {
 	id   string
 	dir  string
@@ -180,6 +161,7 @@ func open(opts Options, c *counters) (*Spool, error) {
 	o.loops = loops{notify: make(chan struct{}, 1), draining: make(chan struct{}), loopDone: make(chan struct{}),
 		syncDone: make(chan struct{}), stopSync: make(chan struct{})}
 	o.wake, o.persistDone, o.syncWake = make(chan struct{}, 1), make(chan struct{}), make(chan struct{}, 1)
+	o.initStore()
 	o.jr.dir = dir
 	o.journalOn.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())

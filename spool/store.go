@@ -22,6 +22,11 @@ import (
 // daemon keeps up, a sidecar runs no database at all, and its compactors
 // and syncs do not wake it.
 type store struct {
+	dir  string       // the outbox directory; the database is dir/db
+	log  *slog.Logger // the spool's
+	c    *counters    // the spool's
+	opts *Options     // the spool's: DiskReserve, MaxHeld, MaxHeldBytes
+
 	db         atomic.Pointer[badger.DB] // nil until opened, and while it cannot be opened
 	syncWake   chan struct{}             // syncLoop: steps were written
 	dbMu       sync.Mutex                // one open or close of db at a time
@@ -32,46 +37,52 @@ type store struct {
 	allocSince atomic.Int64              // bytes checked since the database's logs were last allocated ahead
 }
 
+// initStore points the store at the spool's directory, log, counters and
+// options.
+func (o *Spool) initStore() {
+	o.store.dir, o.store.log, o.store.c, o.store.opts = o.dir, o.log, o.c, &o.opts
+}
+
 // disk returns the outbox's database, opening it the first time a step
 // must be written. A database that does not open is moved aside (kept for
 // inspection) and a fresh one tried once; when that fails too the error is
 // returned, the steps stay in memory (see persist), and a write openRetry
 // later tries again (without moving anything aside again).
-func (o *Spool) disk() (*badger.DB, error) {
-	if db := o.db.Load(); db != nil {
+func (s *store) disk() (*badger.DB, error) {
+	if db := s.db.Load(); db != nil {
 		return db, nil
 	}
-	o.dbMu.Lock()
-	defer o.dbMu.Unlock()
-	if db := o.db.Load(); db != nil {
+	s.dbMu.Lock()
+	defer s.dbMu.Unlock()
+	if db := s.db.Load(); db != nil {
 		return db, nil
 	}
-	if time.Since(o.openFailed) < openRetry {
-		return nil, o.openErr // a failing disk is not tried at every write
+	if time.Since(s.openFailed) < openRetry {
+		return nil, s.openErr // a failing disk is not tried at every write
 	}
 	// Opening writes the memtable log's header through a mapped file.
-	if err := diskspace.Check(o.dir, o.reserve(), 0); err != nil {
-		o.noteLow(err)
+	if err := diskspace.Check(s.dir, s.reserve(), 0); err != nil {
+		s.noteLow(err)
 		return nil, fmt.Errorf("open outbox database: %w", err)
 	}
-	path := filepath.Join(o.dir, dbName)
-	db, err := openDBContained(path, o.log)
+	path := filepath.Join(s.dir, dbName)
+	db, err := openDBContained(path, s.log)
 	if err != nil {
-		if _, serr := os.Stat(path); serr == nil && !o.movedAside && !diskspace.IsNoSpace(err) {
-			o.movedAside = true
-			o.c.corrupt.Add(1)
+		if _, serr := os.Stat(path); serr == nil && !s.movedAside && !diskspace.IsNoSpace(err) {
+			s.movedAside = true
+			s.c.corrupt.Add(1)
 			aside := path + ".corrupt-" + strconv.FormatInt(time.Now().UnixNano(), 10)
-			o.log.Error("cannot open outbox database; moved aside, starting a fresh one", "err", err, "to", aside)
+			s.log.Error("cannot open outbox database; moved aside, starting a fresh one", "err", err, "to", aside)
 			_ = os.Rename(path, aside)
-			db, err = openDBContained(path, o.log)
+			db, err = openDBContained(path, s.log)
 		}
 		if err != nil {
-			o.openFailed, o.openErr = time.Now(), fmt.Errorf("open outbox database: %w", err)
-			return nil, o.openErr
+			s.openFailed, s.openErr = time.Now(), fmt.Errorf("open outbox database: %w", err)
+			return nil, s.openErr
 		}
 	}
-	o.db.Store(db)
-	o.allocSince.Store(allocateAhead) // allocate its new logs at the next check
+	s.db.Store(db)
+	s.allocSince.Store(allocateAhead) // allocate its new logs at the next check
 	return db, nil
 }
 
@@ -165,15 +176,15 @@ func openBadger(dir string, log *slog.Logger) (*badger.DB, error) {
 }
 
 // write stores entries in as few transactions as Badger allows.
-func (o *Spool) write(entries []entry) error {
+func (s *store) write(entries []entry) error {
 	var need int64
 	for _, e := range entries {
 		need += int64(len(e.raw)) + 32
 	}
-	if err := o.checkSpace(need); err != nil {
+	if err := s.checkSpace(need); err != nil {
 		return fmt.Errorf("write outbox: %w", err)
 	}
-	db, err := o.disk()
+	db, err := s.disk()
 	if err != nil {
 		return err
 	}
