@@ -121,13 +121,7 @@ func drainOne(ctx context.Context, home hindsight.Home, dir, id string, d Delive
 	}
 	if err != nil {
 		c.corrupt.Add(1)
-		aside := filepath.Join(filepath.Dir(dir), corruptDir, id+"-"+strconv.FormatInt(time.Now().Unix(), 10))
-		_ = os.MkdirAll(filepath.Dir(aside), 0o700)
-		if rerr := os.Rename(dir, aside); rerr != nil {
-			log.Error("corrupt outbox could not be moved aside", "err", err, "move_err", rerr)
-		} else {
-			log.Error("corrupt outbox moved aside", "err", err, "to", aside)
-		}
+		moveAside(dir, id, err, log)
 		return 0, nil
 	}
 	if len(journaled) > 0 {
@@ -147,18 +141,25 @@ func drainOne(ctx context.Context, home hindsight.Home, dir, id string, d Delive
 	o.diskOnly = countKeys(db, prefixStep)
 	o.c.depth.Add(int64(o.diskOnly))
 	o.enforceRetention()
+	return o.drainTo(ctx, home, db)
+}
+
+// drainTo delivers what db, the database of a dead sidecar's spool o,
+// holds until it is empty or delivery fails, then closes it and, when it
+// was emptied, exports the refused steps and removes the outbox.
+func (o *Spool) drainTo(ctx context.Context, home hindsight.Home, db *badger.DB) (int, error) {
 	delivered := 0
 	for ctx.Err() == nil {
 		batch := o.nextBatch(DefaultBatchSize)
 		if len(batch) == 0 {
 			break
 		}
-		before := c.delivered.Load()
+		before := o.c.delivered.Load()
 		err := o.deliver(ctx, batch)
-		delivered += int(c.delivered.Load() - before)
+		delivered += int(o.c.delivered.Load() - before)
 		if err != nil {
 			db.Close()
-			return delivered, fmt.Errorf("drain outbox %s: %w", id, err)
+			return delivered, fmt.Errorf("drain outbox %s: %w", o.id, err)
 		}
 	}
 	empty := countKeys(db, prefixStep) == 0
@@ -167,17 +168,29 @@ func drainOne(ctx context.Context, home hindsight.Home, dir, id string, d Delive
 		exportErr = o.exportRejected()
 	}
 	if err := db.Close(); err != nil {
-		return delivered, fmt.Errorf("close outbox %s: %w", id, err)
+		return delivered, fmt.Errorf("close outbox %s: %w", o.id, err)
 	}
 	if exportErr != nil {
 		return delivered, exportErr
 	}
 	if empty {
-		if err := os.RemoveAll(dir); err != nil {
-			return delivered, fmt.Errorf("remove outbox %s: %w", id, err)
+		if err := os.RemoveAll(o.dir); err != nil {
+			return delivered, fmt.Errorf("remove outbox %s: %w", o.id, err)
 		}
-		log.Info("drained orphaned outbox", "steps", delivered)
-		losses.Remove(string(home), id) // a ledger that records nothing
+		o.log.Info("drained orphaned outbox", "steps", delivered)
+		losses.Remove(string(home), o.id) // a ledger that records nothing
 	}
 	return delivered, ctx.Err()
+}
+
+// moveAside moves the outbox dir (id), whose database would not open
+// (err), to .corrupt/ beside it, and logs it.
+func moveAside(dir, id string, err error, log *slog.Logger) {
+	aside := filepath.Join(filepath.Dir(dir), corruptDir, id+"-"+strconv.FormatInt(time.Now().Unix(), 10))
+	_ = os.MkdirAll(filepath.Dir(aside), 0o700)
+	if rerr := os.Rename(dir, aside); rerr != nil {
+		log.Error("corrupt outbox could not be moved aside", "err", err, "move_err", rerr)
+	} else {
+		log.Error("corrupt outbox moved aside", "err", err, "to", aside)
+	}
 }
