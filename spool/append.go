@@ -33,7 +33,7 @@ func (o *Spool) Journaling() bool { return o.opts.Deliverer != nil && o.journalO
 // exchange ended (see Spool); with no Deliverer, or while the daemon is
 // unreachable, Append writes before it returns. When the disk fails the
 // steps are held in memory instead (the error is logged and counted); only
-// steps beyond MaxHeld are lost, counted in Stats.Dropped. Append is called
+// steps beyond MaxHeld are lost, counted in Counts.Dropped. Append is called
 // from one goroutine at a time in the Recorder, but is safe for concurrent
 // use.
 func (o *Spool) Append(steps []hindsight.Step) {

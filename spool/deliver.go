@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -12,6 +13,30 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 )
+
+// A Deliverer sends steps to the daemon. Deliver must be idempotent per
+// (Source, Seq): a batch whose answer was lost is sent again. It must
+// return when ctx is done: the outbox bounds each attempt (30 s) and its
+// final drain by ctx. It returns an
+// error wrapping ErrRejected when the daemon received the batch but refuses
+// it for good (bad data); any other error means "try again later".
+type Deliverer interface {
+	Deliver(ctx context.Context, steps []hindsight.Step) error
+}
+
+// A RawDeliverer is a Deliverer that also takes steps as the outbox stores
+// them: each one's JSON encoding (of a hindsight.Step). The outbox calls
+// DeliverRaw instead of Deliver when its Deliverer has it, so that a step
+// is encoded once, when it is stored, and never decoded in the sidecar.
+// DeliverRaw has Deliver's contract.
+type RawDeliverer interface {
+	Deliverer
+	DeliverRaw(ctx context.Context, steps []json.RawMessage) error
+}
+
+// ErrRejected marks a batch the daemon will never accept. The outbox then
+// delivers the batch's steps one by one and sets the refused ones aside.
+var ErrRejected = errors.New("steps rejected")
 
 const (
 	// journalLinger replaces deliverLinger while the journal works: one
@@ -27,6 +52,14 @@ const (
 	deliverTimeout = 30 * time.Second // one delivery attempt
 	maxBackoff     = 30 * time.Second // between failed attempts
 )
+
+// ErrDaemonFull marks a delivery the daemon refused because its own disk is
+// short of space: the outbox holds the steps and tries again within a
+// second, instead of backing off for up to maxBackoff.
+var ErrDaemonFull = errors.New("the daemon's disk is short of space")
+
+// daemonFullRetry caps the delivery backoff after ErrDaemonFull.
+const daemonFullRetry = time.Second
 
 // linger is how long delivery waits for a batch to fill (see journal).
 func (o *Spool) linger() time.Duration {

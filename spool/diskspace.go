@@ -1,9 +1,7 @@
 package spool
 
 import (
-	"errors"
 	"path/filepath"
-	"time"
 
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 )
@@ -22,7 +20,7 @@ import (
 // While space is short, steps are held in memory (up to MaxHeld steps and
 // MaxHeldBytes), delivered from there when the daemon takes them, and
 // written once space returns (persistLoop retries every second); past the
-// bound the newest are dropped, counted (Stats.DroppedDiskFull, the
+// bound the newest are dropped, counted (Counts.DroppedDiskFull, the
 // ledger's "disk-full") and logged.
 
 // DefaultMaxHeldBytes bounds the size of the steps held in memory while
@@ -32,14 +30,6 @@ const DefaultMaxHeldBytes = 32 << 20
 // allocateAhead is how far past Badger's write position, beyond the
 // write at hand, the outbox allocates its database's mapped logs.
 const allocateAhead = 1 << 20
-
-// ErrDaemonFull marks a delivery the daemon refused because its own disk is
-// short of space: the outbox holds the steps and tries again within a
-// second, instead of backing off for up to maxBackoff.
-var ErrDaemonFull = errors.New("the daemon's disk is short of space")
-
-// daemonFullRetry caps the delivery backoff after ErrDaemonFull.
-const daemonFullRetry = time.Second
 
 // reserve is the free space the outbox keeps on its filesystem:
 // HINDSIGHT_DISK_RESERVE when set, else Options.DiskReserve, else

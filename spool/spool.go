@@ -2,7 +2,6 @@ package spool
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,30 +13,6 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
 )
-
-// A Deliverer sends steps to the daemon. Deliver must be idempotent per
-// (Source, Seq): a batch whose answer was lost is sent again. It must
-// return when ctx is done: the outbox bounds each attempt (30 s) and its
-// final drain by ctx. It returns an
-// error wrapping ErrRejected when the daemon received the batch but refuses
-// it for good (bad data); any other error means "try again later".
-type Deliverer interface {
-	Deliver(ctx context.Context, steps []hindsight.Step) error
-}
-
-// A RawDeliverer is a Deliverer that also takes steps as the outbox stores
-// them: each one's JSON encoding (of a hindsight.Step). The outbox calls
-// DeliverRaw instead of Deliver when its Deliverer has it, so that a step
-// is encoded once, when it is stored, and never decoded in the sidecar.
-// DeliverRaw has Deliver's contract.
-type RawDeliverer interface {
-	Deliverer
-	DeliverRaw(ctx context.Context, steps []json.RawMessage) error
-}
-
-// ErrRejected marks a batch the daemon will never accept. The outbox then
-// delivers the batch's steps one by one and sets the refused ones aside.
-var ErrRejected = errors.New("steps rejected")
 
 // Defaults of Options.
 const (
@@ -218,7 +193,7 @@ func (o *Spool) Dir() string { return o.dir }
 // Close stops the outbox: it delivers what is left until ctx is done, then
 // closes the database. An emptied outbox is removed; one with undelivered
 // steps stays for the next sidecar or the daemon (DrainOrphans). Steps
-// still held in memory are lost, and counted in Stats.Dropped.
+// still held in memory are lost, and counted in Counts.Dropped.
 //
 // A ctx without a deadline gets DefaultDrainTimeout, so a daemon that is
 // down cannot hold a closing sidecar for ever.
