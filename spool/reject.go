@@ -1,18 +1,13 @@
 package spool
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
 	"github.com/tidwall/gjson"
 )
@@ -89,66 +84,4 @@ func (o *Spool) reject(ctx context.Context, e entry, err error) {
 		o.log.Error("cannot keep a refused step; lost", "seq", e.seq, "err", derr)
 	}
 	o.remove([]entry{e})
-}
-
-// exportRejected writes the steps the daemon refused to
-// Outboxes()/.rejected/<id>.jsonl (they are redacted already), so an
-// outbox can be removed without losing them silently.
-func (o *Spool) exportRejected() error {
-	var lines []byte
-	_ = o.db.Load().View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixRejected}, PrefetchValues: true})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			_ = it.Item().Value(func(v []byte) error {
-				lines = append(appendLine(lines, v), '\n')
-				return nil
-			})
-		}
-		return nil
-	})
-	if len(lines) == 0 {
-		return nil
-	}
-	dir := filepath.Join(filepath.Dir(o.dir), ".rejected")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("export rejected steps: %w", err)
-	}
-	path := filepath.Join(dir, o.id+".jsonl")
-	if err := os.WriteFile(path, lines, 0o600); err != nil {
-		return fmt.Errorf("export rejected steps: %w", err)
-	}
-	o.log.Warn("steps the daemon refused were kept in a file", "path", path)
-	return nil
-}
-
-// appendLine appends a stored step as one line of JSON: whole (a step's
-// compact encoding gets its derived bodies back) and compacted, since
-// Step.AppendJSON keeps the bodies' whitespace (newlines included); an
-// object encoding/json cannot read as it is, without its newlines; or as a
-// JSON string when it is not JSON at all.
-func appendLine(lines, v []byte) []byte {
-	var s hindsight.Step
-	if hindsight.UnmarshalCompactJSON(v, &s) == nil {
-		if full, err := s.AppendJSON(nil); err == nil {
-			v = full
-		}
-	}
-	var buf bytes.Buffer
-	if json.Compact(&buf, v) == nil {
-		return append(lines, buf.Bytes()...)
-	}
-	if len(v) > 1 && v[0] == '{' && v[len(v)-1] == '}' {
-		// An object encoding/json cannot read (nested past its depth
-		// limit, say): kept as it is, on one line. Raw newlines in JSON
-		// are whitespace between tokens (in strings they are escaped).
-		for _, c := range v {
-			if c != '\n' && c != '\r' {
-				lines = append(lines, c)
-			}
-		}
-		return lines
-	}
-	q, _ := json.Marshal(string(v))
-	return append(lines, q...)
 }
