@@ -34,6 +34,7 @@ const (
 	spillName   = "spill"
 	corruptDir  = ".corrupt"
 	rejectedDir = ".rejected"
+	asideMark   = ".corrupt-" // NAME.corrupt-TIME: a database moved aside
 )
 
 // Key prefixes in an outbox's Badger database.
@@ -128,7 +129,7 @@ func RemoveSetAside(home hindsight.Home, cutoff time.Time) int {
 		entries, _ := os.ReadDir(filepath.Join(root, o.Name()))
 		for _, e := range entries {
 			p := filepath.Join(root, o.Name(), e.Name())
-			if strings.Contains(e.Name(), ".corrupt-") && old(p) && os.RemoveAll(p) == nil {
+			if strings.Contains(e.Name(), asideMark) && old(p) && os.RemoveAll(p) == nil {
 				n++
 			}
 		}

@@ -71,7 +71,7 @@ func (s *store) disk() (*badger.DB, error) {
 		if _, serr := os.Stat(path); serr == nil && !s.movedAside && !diskspace.IsNoSpace(err) {
 			s.movedAside = true
 			s.c.corrupt.Add(1)
-			aside := path + ".corrupt-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+			aside := path + asideMark + strconv.FormatInt(time.Now().UnixNano(), 10)
 			s.log.Error("cannot open outbox database; moved aside, starting a fresh one", "err", err, "to", aside)
 			_ = os.Rename(path, aside)
 			db, err = openDBContained(path, s.log)
