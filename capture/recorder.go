@@ -76,8 +76,8 @@ type Options struct {
 }
 
 // A Recorder turns the exchanges a sidecar relays into redacted, tagged
-// steps and stores them in the sidecar's outbox (a spool.Spool), from which they are
-// delivered to the daemon.
+// steps and stores them in the sidecar's outbox (a spool.Spool), from
+// which they are delivered to the daemon.
 //
 // Hook is installed as proxy.Hooks.Exchange and returns at once: it only
 // appends the exchange to an in-memory queue, waking nothing but, for the
