@@ -9,6 +9,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
+	"github.com/hindsight-proxy/hindsight/traces"
 )
 
 // The daemon's HTTP API, served on its Unix socket. Bodies are JSON with the
@@ -107,11 +108,11 @@ type StoreStats struct {
 
 // Status is what `hindsight status` shows.
 type Status struct {
-	Daemon      *Health     `json:"daemon"` // nil when the daemon does not answer
-	Running     bool        `json:"running"`
-	Traces      *TraceStats `json:"traces,omitempty"`
-	Reflection  *QueueStats `json:"reflection"` // nil: reflection not configured
-	Experiences *StoreStats `json:"experiences,omitempty"`
+	Daemon      *Health       `json:"daemon"` // nil when the daemon does not answer
+	Running     bool          `json:"running"`
+	Traces      *traces.Stats `json:"traces,omitempty"`
+	Reflection  *QueueStats   `json:"reflection"` // nil: reflection not configured
+	Experiences *StoreStats   `json:"experiences,omitempty"`
 	// StoreOps is the queue of experience-store writes waiting for the
 	// store; nil when the daemon keeps none.
 	StoreOps *StoreOpsStats   `json:"store_ops,omitempty"`
@@ -211,5 +212,12 @@ func (e *APIError) Is(target error) bool {
 var ErrUnavailable = errors.New("not available")
 
 // ErrRejected marks a batch the daemon refused as bad input (status 400):
-// delivering it again will not help.
-var ErrRejected = errors.New("rejected by the daemon")
+// delivering it again will not help. It is the trace store's own.
+var ErrRejected = traces.ErrRejected
+
+// IngestResult says what became of a step batch (the answer to POST
+// /v1/steps): the trace store's.
+type IngestResult = traces.IngestResult
+
+// TaskFilter selects the tasks GET /v1/tasks lists: the trace store's.
+type TaskFilter = traces.TaskFilter

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/internal/filelock"
 )
 
@@ -107,7 +108,7 @@ func ScanOutboxes(dir string) []OutboxInfo {
 			continue // being created, or set aside as corrupt
 		}
 		p := filepath.Join(dir, e.Name())
-		info := OutboxInfo{Name: e.Name(), Bytes: DirSize(p), Live: locked(filepath.Join(p, OutboxLockName)), Stats: readOutboxStats(p)}
+		info := OutboxInfo{Name: e.Name(), Bytes: diskspace.DirSize(p), Live: locked(filepath.Join(p, OutboxLockName)), Stats: readOutboxStats(p)}
 		if fi, err := e.Info(); err == nil {
 			info.ModifiedAt = fi.ModTime()
 		}

@@ -37,12 +37,3 @@ func startDetached(cmd *exec.Cmd) (*exec.Cmd, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	return cmd, cmd.Start()
 }
-
-// allocatedSize is the disk space fi's file takes: its allocated blocks, at
-// most its apparent size.
-func allocatedSize(fi os.FileInfo) int64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return min(st.Blocks*512, fi.Size())
-	}
-	return fi.Size()
-}

@@ -64,6 +64,3 @@ func startDetached(cmd *exec.Cmd) (*exec.Cmd, error) {
 	again.SysProcAttr = &syscall.SysProcAttr{CreationFlags: flags, HideWindow: true}
 	return again, again.Start()
 }
-
-// allocatedSize is fi's size: Badger's files on NTFS are not sparse.
-func allocatedSize(fi os.FileInfo) int64 { return fi.Size() }

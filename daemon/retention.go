@@ -2,14 +2,11 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // Retention bounds what the daemon keeps: traces by age and size, and the
@@ -156,23 +153,4 @@ func removeSetAside(root string, cutoff time.Time) int {
 		}
 	}
 	return n
-}
-
-// DataBytes is the size of the data the trace store holds: its keys and
-// values as Badger estimates them, read without fetching values. The
-// directory is larger (preallocated logs, tables not compacted yet).
-func (t *TraceStore) DataBytes(ctx context.Context) (int64, error) {
-	var n int64
-	err := t.db.View(func(txn *badger.Txn) error {
-		it := keyIterator(txn, nil, false)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			n += it.Item().EstimatedSize()
-		}
-		return ctx.Err()
-	})
-	if err != nil {
-		return 0, fmt.Errorf("measure trace store: %w", err)
-	}
-	return n, nil
 }

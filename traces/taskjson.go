@@ -1,4 +1,4 @@
-package daemon
+package traces
 
 import (
 	"encoding/json"

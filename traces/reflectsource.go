@@ -1,4 +1,4 @@
-package daemon
+package traces
 
 import (
 	"cmp"
@@ -23,7 +23,7 @@ const DefaultReflectSteps = 2000
 // StepCount and FailureCount stay the stored ones; the steps left out are
 // logged.
 type ReflectionSource struct {
-	Traces   *TraceStore
+	Traces   *Store
 	MaxSteps int          // 0: DefaultReflectSteps
 	Logger   *slog.Logger // nil: slog.Default()
 }

@@ -1,4 +1,4 @@
-package daemon
+package badgerdb
 
 import (
 	"log/slog"
@@ -12,7 +12,7 @@ import (
 const compactCheck = 5 * time.Second
 
 // Compactor compacts a Badger database opened without compactors of its
-// own (NumCompactors 0, as BadgerOptions opens them): Badger's compactors
+// own (NumCompactors 0, as Options opens them): Badger's compactors
 // wake every 50 ms each, 40 times a second for a database's pair, which
 // was most of what an idle daemon cost. A Compactor looks every 5 s at
 // how many tables level 0 holds and, past NumLevelZeroTables, flattens

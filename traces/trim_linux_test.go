@@ -1,6 +1,6 @@
 //go:build linux
 
-package daemon
+package traces
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/traces/tracestest"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,7 +42,7 @@ func rssFile(t *testing.T) int64 {
 func TestTrimMappedGivesBackStepPages(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	ts := openTestStore(t, dir, &clock{now: t0})
+	ts := openTestStore(t, dir, tracestest.NewClock(t0))
 	big := json.RawMessage(`{"text":"` + strings.Repeat("x", 8<<10) + `"}`)
 	var steps []hindsight.Step
 	for i := range 4000 { // about 32 MB of value log

@@ -1,13 +1,12 @@
-package daemon
+package badgerdb
 
 import (
 	"log/slog"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/hindsight-proxy/hindsight/internal/badgerlog"
 )
 
-// BadgerOptions returns the settings for every Badger database the daemon
+// Options returns the settings for every Badger database the daemon
 // opens (traces with the reflection queue, the embedded experience store),
 // and logs into logger instead of stderr. Writes are synchronous: what the
 // daemon acknowledged survives a crash.
@@ -28,14 +27,9 @@ import (
 //   - no compactors of Badger's own: a Compactor, which sleeps while
 //     nothing is written, keeps the tree in shape (an idle daemon then
 //     costs next to no CPU).
-func BadgerOptions(dir string, logger *slog.Logger) badger.Options {
-	return badgerOptions(dir, logger)
-}
-
-// badgerOptions are the daemon's Badger settings (see BadgerOptions).
-func badgerOptions(dir string, logger *slog.Logger) badger.Options {
+func Options(dir string, logger *slog.Logger) badger.Options {
 	return badger.DefaultOptions(dir).
-		WithLogger(badgerlog.New(logger)).
+		WithLogger(NewLogger(logger)).
 		WithSyncWrites(true).
 		WithMemTableSize(8 << 20).    // a transaction holds up to 15% of it
 		WithValueThreshold(16 << 10). // large steps go to the value log, so a batch fits a transaction

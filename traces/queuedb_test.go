@@ -1,4 +1,4 @@
-package daemon
+package traces
 
 import (
 	"fmt"
@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
 )
 
 // oldQueueDB makes a reflection queue database of the previous layout in
 // dir: n entries, error templates, and a key outside the queue's prefix.
 func oldQueueDB(t *testing.T, dir string, n int) {
 	t.Helper()
-	db, err := badger.Open(badgerOptions(dir, quiet))
+	db, err := badger.Open(badgerdb.Options(dir, quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func oldQueueDB(t *testing.T, dir string, n int) {
 }
 
 // queueKeys returns the trace store's keys under the queue's prefix.
-func queueKeys(t *testing.T, ts *TraceStore) map[string]string {
+func queueKeys(t *testing.T, ts *Store) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	err := ts.DB().View(func(txn *badger.Txn) error {
@@ -65,12 +66,12 @@ func TestMigrateQueueDB(t *testing.T) {
 	root := t.TempDir()
 	oldDir := filepath.Join(root, "reflect")
 	oldQueueDB(t, oldDir, 300)
-	ts, err := OpenTraceStore(filepath.Join(root, "traces"), TraceOptions{Logger: quiet})
+	ts, err := Open(filepath.Join(root, "traces"), Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ts.Close()
-	n, err := MigrateQueueDB(ts, oldDir, quiet)
+	n, err := migrateQueueDB(ts, oldDir, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestMigrateQueueDB(t *testing.T) {
 			t.Errorf("%s is still there (%v)", dir, err)
 		}
 	}
-	if n, err := MigrateQueueDB(ts, oldDir, quiet); n != 0 || err != nil {
+	if n, err := migrateQueueDB(ts, oldDir, quiet); n != 0 || err != nil {
 		t.Errorf("second migration: %d keys, %v; want nothing to do", n, err)
 	}
 }
@@ -102,7 +103,7 @@ func TestMigrateQueueDBInterrupted(t *testing.T) {
 	root := t.TempDir()
 	oldDir := filepath.Join(root, "reflect")
 	oldQueueDB(t, oldDir, 10)
-	ts, err := OpenTraceStore(filepath.Join(root, "traces"), TraceOptions{Logger: quiet})
+	ts, err := Open(filepath.Join(root, "traces"), Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestMigrateQueueDBInterrupted(t *testing.T) {
 	if _, err := copyQueueKeys(ts, oldDir, quiet); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := MigrateQueueDB(ts, oldDir, quiet); n != 11 || err != nil {
+	if n, err := migrateQueueDB(ts, oldDir, quiet); n != 11 || err != nil {
 		t.Fatalf("migration after an interrupted one: %d keys, %v; want 11", n, err)
 	}
 	if got := queueKeys(t, ts); len(got) != 11 {
@@ -125,7 +126,7 @@ func TestMigrateQueueDBInterrupted(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(aside, "000001.vlog"), []byte("half removed"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := MigrateQueueDB(ts, oldDir, quiet); n != 0 || err != nil {
+	if n, err := migrateQueueDB(ts, oldDir, quiet); n != 0 || err != nil {
 		t.Errorf("migration with a half-removed old directory: %d keys, %v", n, err)
 	}
 	if _, err := os.Stat(aside); !os.IsNotExist(err) {

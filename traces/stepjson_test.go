@@ -1,4 +1,4 @@
-package daemon
+package traces
 
 import (
 	"bytes"
@@ -8,8 +8,6 @@ import (
 	"errors"
 	"math/bits"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/traces/tracestest"
 )
 
 // batchJSON encodes steps as a step batch, whole.
@@ -104,17 +103,17 @@ func checkScan(t *testing.T, data []byte) (taken bool) {
 // referenceBatch decodes a step batch as encoding/json does, compact steps
 // included (hindsight.UnmarshalCompactJSON): what the scanner must agree
 // with.
-func referenceBatch(data []byte) (StepBatch, error) {
+func referenceBatch(data []byte) (stepBatch, error) {
 	var raw struct {
 		Steps []json.RawMessage `json:"steps"`
 	}
 	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&raw); err != nil {
-		return StepBatch{}, err
+		return stepBatch{}, err
 	}
-	b := StepBatch{Steps: make([]hindsight.Step, len(raw.Steps))}
+	b := stepBatch{Steps: make([]hindsight.Step, len(raw.Steps))}
 	for i, r := range raw.Steps {
 		if err := hindsight.UnmarshalCompactJSON(r, &b.Steps[i]); err != nil {
-			return StepBatch{}, err
+			return stepBatch{}, err
 		}
 	}
 	if raw.Steps == nil {
@@ -232,7 +231,7 @@ func TestRedeliveryOfPartlyStoredBatch(t *testing.T) {
 		}
 		batch[i] = s
 	}
-	export := func(t *testing.T, st *TraceStore) (string, []hindsight.Task) {
+	export := func(t *testing.T, st *Store) (string, []hindsight.Task) {
 		t.Helper()
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
@@ -246,22 +245,22 @@ func TestRedeliveryOfPartlyStoredBatch(t *testing.T) {
 		return buf.String(), tasks
 	}
 
-	once := &Server{Traces: openTestStore(t, t.TempDir(), &clock{now: t0}), Logger: quiet}
-	defer once.Traces.Close()
+	once := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
+	defer once.Close()
 	if res := postSteps(t, once, batch); res.Accepted != len(batch) {
 		t.Fatalf("one delivery: %+v", res)
 	}
-	wantExport, wantTasks := export(t, once.Traces)
+	wantExport, wantTasks := export(t, once)
 
 	for _, cut := range []int{1, 17, 39, 40} {
-		srv := &Server{Traces: openTestStore(t, t.TempDir(), &clock{now: t0}), Logger: quiet}
+		srv := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
 		if res := postSteps(t, srv, batch[:cut]); res.Accepted != cut {
 			t.Fatalf("cut %d: first part: %+v", cut, res)
 		}
 		if res := postSteps(t, srv, batch); res.Accepted != len(batch)-cut || res.Duplicates != cut {
 			t.Fatalf("cut %d: redelivery: %+v; want %d accepted, %d duplicates", cut, res, len(batch)-cut, cut)
 		}
-		gotExport, gotTasks := export(t, srv.Traces)
+		gotExport, gotTasks := export(t, srv)
 		if len(gotTasks) != 1 || len(wantTasks) != 1 {
 			t.Fatalf("cut %d: %d tasks; one delivery made %d", cut, len(gotTasks), len(wantTasks))
 		}
@@ -274,11 +273,11 @@ func TestRedeliveryOfPartlyStoredBatch(t *testing.T) {
 		if !reflect.DeepEqual(gotTasks, wantTasks) {
 			t.Errorf("cut %d: tasks %+v; want %+v", cut, gotTasks, wantTasks)
 		}
-		srv.Traces.Close()
+		srv.Close()
 	}
 
 	// What is read back is what was sent, task id and index aside.
-	task, err := once.Traces.Task(ctx, wantTasks[0].ID)
+	task, err := once.Task(ctx, wantTasks[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +491,7 @@ func TestSpecial8(t *testing.T) {
 func TestIngestRunsOfSeqs(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	st := openTestStore(t, dir, &clock{now: t0})
+	st := openTestStore(t, dir, tracestest.NewClock(t0))
 	seqs := func(from, to uint64) []hindsight.Step {
 		var out []hindsight.Step
 		for q := from; q <= to; q++ {
@@ -500,7 +499,7 @@ func TestIngestRunsOfSeqs(t *testing.T) {
 		}
 		return out
 	}
-	check := func(t *testing.T, st *TraceStore, steps []hindsight.Step, accepted, dups int) {
+	check := func(t *testing.T, st *Store, steps []hindsight.Step, accepted, dups int) {
 		t.Helper()
 		res, err := st.Ingest(ctx, steps)
 		if err != nil || res.Accepted != accepted || res.Duplicates != dups {
@@ -516,7 +515,7 @@ func TestIngestRunsOfSeqs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st = openTestStore(t, dir, &clock{now: t0})
+	st = openTestStore(t, dir, tracestest.NewClock(t0))
 	defer st.Close()
 	check(t, st, seqs(1, 14), 1, 13)
 	// One batch with a step twice, a redelivered one and new ones.
@@ -576,7 +575,7 @@ func TestIngestRunsOfSeqs(t *testing.T) {
 
 func TestIngestRaw(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t, t.TempDir(), &clock{now: t0})
+	st := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
 	defer st.Close()
 	var raws []json.RawMessage
 	for _, s := range richSteps() {
@@ -615,7 +614,7 @@ func TestIngestRaw(t *testing.T) {
 // latest task of each group between batches).
 func TestIngestSeesTaskUpdates(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t, t.TempDir(), &clock{now: t0})
+	st := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
 	defer st.Close()
 	ingest(t, st, stdio(step("fs", 1, 0), "s1", 100), stdio(step("fs", 2, time.Second), "s1", 100))
 	taskOf := func(key string) string { return placement(t, st)[key][0].(string) }
@@ -641,7 +640,7 @@ func TestIngestSeesTaskUpdates(t *testing.T) {
 // time and in chunks all read back in index order.
 func TestChunks(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t, t.TempDir(), &clock{now: t0})
+	st := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
 	defer st.Close()
 	body := json.RawMessage(`{"text":"` + strings.Repeat("c", maxChunk/20) + `"}`)
 	var batch []hindsight.Step
@@ -650,14 +649,13 @@ func TestChunks(t *testing.T) {
 		s.Result = body
 		batch = append(batch, s, stdio(step("b", uint64(i+1), time.Duration(i)*time.Second), "s2", 2))
 	}
-	srv := &Server{Traces: st, Logger: quiet}
 	ingest(t, st, batch[:1]...) // one step alone first
-	if res := postSteps(t, srv, batch); res.Accepted != len(batch)-1 || res.Duplicates != 1 {
+	if res := postSteps(t, st, batch); res.Accepted != len(batch)-1 || res.Duplicates != 1 {
 		t.Fatalf("ingest: %+v", res)
 	}
 	// Steps of one task, with a redelivered one amid new ones.
 	more := []hindsight.Step{batch[120-2], stdio(step("b", 61, 60*time.Second), "s2", 2), batch[3], stdio(step("b", 62, 61*time.Second), "s2", 2)}
-	if res := postSteps(t, srv, more); res.Accepted != 2 || res.Duplicates != 2 {
+	if res := postSteps(t, st, more); res.Accepted != 2 || res.Duplicates != 2 {
 		t.Fatalf("ingest: %+v", res)
 	}
 	chunks := 0
@@ -704,17 +702,12 @@ func TestChunks(t *testing.T) {
 // stored and read back (through encoding/json).
 func TestDeepStep(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t, t.TempDir(), &clock{now: t0})
+	st := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
 	defer st.Close()
 	deep := json.RawMessage(strings.Repeat(`{"a":[`, 600) + `1` + strings.Repeat(`]}`, 600))
 	batch := []hindsight.Step{step("d", 1, 0), step("d", 2, time.Second), step("d", 3, 2*time.Second)}
 	batch[1].Result = deep
-	srv := &Server{Traces: st, Logger: quiet}
-	w := httptest.NewRecorder()
-	srv.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/steps", bytes.NewReader(batchJSON(t, batch))))
-	if w.Code != http.StatusOK {
-		t.Fatalf("status %d: %s", w.Code, w.Body)
-	}
+	postSteps(t, st, batch)
 	tasks, err := st.Tasks(ctx, TaskFilter{})
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("tasks: %v, %v", tasks, err)
@@ -728,19 +721,27 @@ func TestDeepStep(t *testing.T) {
 	}
 }
 
-// postSteps delivers steps as a sidecar does.
-func postSteps(t *testing.T, srv *Server, steps []hindsight.Step) IngestResult {
+// postSteps delivers steps as a sidecar does: their batch's body decoded
+// and ingested as the daemon's POST /v1/steps does.
+func postSteps(t *testing.T, st *Store, steps []hindsight.Step) IngestResult {
 	t.Helper()
-	w := httptest.NewRecorder()
-	srv.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/steps", bytes.NewReader(batchJSON(t, steps))))
-	if w.Code != http.StatusOK {
-		t.Fatalf("status %d: %s", w.Code, w.Body)
+	b, err := DecodeBatch(batchJSON(t, steps))
+	if err == nil {
+		err = b.Validate()
 	}
-	var res IngestResult
-	if err := json.Unmarshal(w.Body.Bytes(), &res); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
-	return res
+	res, err := st.IngestBatch(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The answer, as the daemon writes it and a sidecar reads it.
+	var got IngestResult
+	if err := json.Unmarshal(res.AppendJSON(nil), &got); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // TestIngestResultJSON checks that a step batch's answer is what
@@ -751,7 +752,7 @@ func TestIngestResultJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := string(r.appendJSON(nil)); got != string(want)+"\n" {
+		if got := string(r.AppendJSON(nil)); got != string(want)+"\n" {
 			t.Errorf("%+v: %q, want %q", r, got, want)
 		}
 	}

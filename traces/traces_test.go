@@ -1,92 +1,21 @@
-package daemon
+package traces
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/traces/tracestest"
 )
 
-var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-
-// clock is a settable time source.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
-
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-func openTestStore(t testing.TB, dir string, clk *clock) *TraceStore {
-	t.Helper()
-	st, err := OpenTraceStore(dir, TraceOptions{IdleGap: 10 * time.Minute, Logger: quiet, Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
-// step makes a tools/call step at t0+at.
-func step(source string, seq uint64, at time.Duration) hindsight.Step {
-	return hindsight.Step{
-		Source: source, Seq: seq, Server: "fs", Method: "tools/call", Tool: "read_file",
-		StartedAt: t0.Add(at), EndedAt: t0.Add(at + 100*time.Millisecond), LatencyMS: 100,
-		CausalTag: hindsight.TagSuccess, Direction: hindsight.ClientToServer,
-	}
-}
-
-func stdio(s hindsight.Step, session string, pid int) hindsight.Step {
-	s.SessionID, s.HostPID, s.Transport = session, pid, "stdio"
-	return s
-}
-
-func httpStep(s hindsight.Step, session string) hindsight.Step {
-	s.SessionID, s.Transport = session, "streamable-http"
-	return s
-}
-
-func explicit(s hindsight.Step, task string) hindsight.Step {
-	s.ExplicitTask = task
-	return s
-}
-
-func ingest(t *testing.T, st *TraceStore, steps ...hindsight.Step) IngestResult {
-	t.Helper()
-	res, err := st.Ingest(context.Background(), steps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
-
-// placement maps each ingested step (by source/seq) to its task and index.
-func placement(t *testing.T, st *TraceStore) map[string][2]any {
-	t.Helper()
-	out := map[string][2]any{}
-	err := st.Steps(context.Background(), nil, func(s *hindsight.Step) error {
-		out[fmt.Sprintf("%s/%d", s.Source, s.Seq)] = [2]any{s.TaskID, s.StepIndex}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func TestIngestIsIdempotent(t *testing.T) {
-	clk := &clock{now: t0}
+	clk := tracestest.NewClock(t0)
 	st := openTestStore(t, t.TempDir(), clk)
 	defer st.Close()
 	batch := []hindsight.Step{
@@ -133,7 +62,7 @@ func TestIngestIsIdempotent(t *testing.T) {
 }
 
 func TestIngestRejectsBadInput(t *testing.T) {
-	st := openTestStore(t, t.TempDir(), &clock{now: t0})
+	st := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
 	defer st.Close()
 	for _, bad := range [][]hindsight.Step{
 		{step("", 1, 0)},
@@ -228,7 +157,7 @@ func TestSegmentation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st := openTestStore(t, t.TempDir(), &clock{now: t0})
+			st := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
 			defer st.Close()
 			for _, b := range tc.batches {
 				ingest(t, st, b...)
@@ -266,7 +195,7 @@ func TestSegmentation(t *testing.T) {
 
 func TestFinality(t *testing.T) {
 	ctx := context.Background()
-	final := func(t *testing.T, st *TraceStore, id string) bool {
+	final := func(t *testing.T, st *Store, id string) bool {
 		t.Helper()
 		task, err := st.Task(ctx, id)
 		if err != nil {
@@ -274,13 +203,13 @@ func TestFinality(t *testing.T) {
 		}
 		return task.Final
 	}
-	taskOf := func(t *testing.T, st *TraceStore, key string) string {
+	taskOf := func(t *testing.T, st *Store, key string) string {
 		t.Helper()
 		return placement(t, st)[key][0].(string)
 	}
 
 	t.Run("all sessions closed", func(t *testing.T) {
-		clk := &clock{now: t0}
+		clk := tracestest.NewClock(t0)
 		st := openTestStore(t, t.TempDir(), clk)
 		defer st.Close()
 		ingest(t, st, stdio(step("fs", 1, 0), "s1", 100), stdio(step("git", 1, 0), "s2", 100))
@@ -307,7 +236,7 @@ func TestFinality(t *testing.T) {
 	})
 
 	t.Run("idle past the gap", func(t *testing.T) {
-		clk := &clock{now: t0}
+		clk := tracestest.NewClock(t0)
 		st := openTestStore(t, t.TempDir(), clk)
 		defer st.Close()
 		ingest(t, st, stdio(step("fs", 1, 0), "s1", 100))
@@ -325,7 +254,7 @@ func TestFinality(t *testing.T) {
 	t.Run("late delivery counts as activity", func(t *testing.T) {
 		// Steps buffered for an hour in an outbox arrive now: the task is
 		// not final until the gap has passed since they arrived.
-		clk := &clock{now: t0.Add(time.Hour)}
+		clk := tracestest.NewClock(t0.Add(time.Hour))
 		st := openTestStore(t, t.TempDir(), clk)
 		defer st.Close()
 		ingest(t, st, stdio(step("fs", 1, 0), "s1", 100))
@@ -339,7 +268,7 @@ func TestFinality(t *testing.T) {
 	})
 
 	t.Run("a close waits for the session's last step", func(t *testing.T) {
-		clk := &clock{now: t0}
+		clk := tracestest.NewClock(t0)
 		st := openTestStore(t, t.TempDir(), clk)
 		defer st.Close()
 		ingest(t, st, stdio(step("fs", 1, 0), "s1", 100))
@@ -359,7 +288,7 @@ func TestFinality(t *testing.T) {
 	})
 
 	t.Run("a late step reopens a final task", func(t *testing.T) {
-		clk := &clock{now: t0}
+		clk := tracestest.NewClock(t0)
 		st := openTestStore(t, t.TempDir(), clk)
 		defer st.Close()
 		ingest(t, st, stdio(step("fs", 1, 0), "s1", 100), stdio(step("git", 1, 0), "s2", 100))
@@ -387,7 +316,7 @@ func TestFinality(t *testing.T) {
 func TestTraceStoreSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	clk := &clock{now: t0}
+	clk := tracestest.NewClock(t0)
 	st := openTestStore(t, dir, clk)
 	ingest(t, st, stdio(step("fs", 1, 0), "s1", 100), stdio(step("fs", 2, time.Second), "s1", 100),
 		httpStep(step("web", 1, 0), "h1"))
@@ -425,7 +354,7 @@ func TestTraceStoreSurvivesRestart(t *testing.T) {
 }
 
 func TestTaskNotFound(t *testing.T) {
-	st := openTestStore(t, t.TempDir(), &clock{now: t0})
+	st := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
 	defer st.Close()
 	if _, err := st.Task(context.Background(), "nope"); !errors.Is(err, hindsight.ErrNotFound) {
 		t.Fatalf("Task(nope) = %v, want ErrNotFound", err)
@@ -439,7 +368,7 @@ func TestIngestBatchLargerThanATransaction(t *testing.T) {
 	// A task's steps of one batch are stored under one key, and their
 	// bodies in the value log: a batch is too large for one transaction
 	// when it has many tasks and the memtable is small.
-	st, err := OpenTraceStore(t.TempDir(), TraceOptions{Logger: quiet, Now: (&clock{now: t0}).Now,
+	st, err := Open(t.TempDir(), Options{Logger: quiet, Now: (tracestest.NewClock(t0)).Now,
 		Badger: func(o *badger.Options) { o.MemTableSize = 256 << 10 }})
 	if err != nil {
 		t.Fatal(err)
@@ -486,7 +415,7 @@ func TestIngestBatchLargerThanATransaction(t *testing.T) {
 // restart that empties the in-memory marks.
 func TestIngestOutOfOrder(t *testing.T) {
 	dir := t.TempDir()
-	clk := &clock{now: t0}
+	clk := tracestest.NewClock(t0)
 	st := openTestStore(t, dir, clk)
 	at := func(seq uint64) hindsight.Step {
 		return stdio(step("a", seq, time.Duration(seq)*time.Second), "s1", 100)
@@ -536,7 +465,7 @@ func TestIngestOutOfOrder(t *testing.T) {
 // TestTraceStoreSyncsWrites checks that ingest leaves the store marked for
 // the sync loop, and that the loop syncs it within its interval.
 func TestTraceStoreSyncsWrites(t *testing.T) {
-	ts, err := OpenTraceStore(t.TempDir(), TraceOptions{SyncInterval: 10 * time.Millisecond})
+	ts, err := Open(t.TempDir(), Options{SyncInterval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

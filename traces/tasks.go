@@ -1,4 +1,4 @@
-package daemon
+package traces
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
+	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 )
 
 // CloseSession records that a sidecar's session ended. When source is set,
@@ -19,7 +21,7 @@ import (
 // then takes effect once that step has arrived, so a task is never final
 // while its steps still sit in an outbox. It returns the tasks that became
 // final.
-func (t *TraceStore) CloseSession(ctx context.Context, sessionID, source string, lastSeq *uint64) ([]string, error) {
+func (t *Store) CloseSession(ctx context.Context, sessionID, source string, lastSeq *uint64) ([]string, error) {
 	if sessionID == "" {
 		return nil, errors.New("close session: no session id")
 	}
@@ -59,14 +61,14 @@ func (t *TraceStore) CloseSession(ctx context.Context, sessionID, source string,
 // counts from its last step, its last arrival and the store's start,
 // whichever is latest: a daemon that was down gives the sidecars a full gap
 // to deliver what they buffered.
-func (t *TraceStore) FinalizeIdle(ctx context.Context) ([]string, error) {
+func (t *Store) FinalizeIdle(ctx context.Context) ([]string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.finalize(ctx, t.now())
 }
 
 // finalize does FinalizeIdle; t.mu is held.
-func (t *TraceStore) finalize(ctx context.Context, now time.Time) ([]string, error) {
+func (t *Store) finalize(ctx context.Context, now time.Time) ([]string, error) {
 	clear(t.latest) // task records change here
 	var final []string
 	wrote := false // a pass that changes nothing leaves the sync loop asleep
@@ -129,7 +131,7 @@ func (t *TraceStore) finalize(ctx context.Context, now time.Time) ([]string, err
 	return final, nil
 }
 
-func (t *TraceStore) isFinal(rec *taskRec, now time.Time) bool {
+func (t *Store) isFinal(rec *taskRec, now time.Time) bool {
 	if !rec.FinalAt.IsZero() {
 		return true // the agent said so; a late step reopened it
 	}
@@ -152,7 +154,7 @@ func (t *TraceStore) isFinal(rec *taskRec, now time.Time) bool {
 }
 
 // Unqueued returns final tasks not yet handed to reflection.
-func (t *TraceStore) Unqueued(ctx context.Context) ([]string, error) {
+func (t *Store) Unqueued(ctx context.Context) ([]string, error) {
 	var ids []string
 	err := t.db.View(func(txn *badger.Txn) error {
 		var err error
@@ -163,7 +165,7 @@ func (t *TraceStore) Unqueued(ctx context.Context) ([]string, error) {
 }
 
 // MarkQueued records that the final task id was handed to reflection.
-func (t *TraceStore) MarkQueued(ctx context.Context, id string) error {
+func (t *Store) MarkQueued(ctx context.Context, id string) error {
 	return t.update(id, func(txn *badger.Txn, rec *taskRec) error {
 		if rec.Reflection == "" {
 			rec.Reflection = "pending"
@@ -174,14 +176,14 @@ func (t *TraceStore) MarkQueued(ctx context.Context, id string) error {
 
 // SetReflection records the reflection state of a task: "pending", "done"
 // or "failed". The reflection queue calls it.
-func (t *TraceStore) SetReflection(ctx context.Context, id, state string) error {
+func (t *Store) SetReflection(ctx context.Context, id, state string) error {
 	return t.update(id, func(txn *badger.Txn, rec *taskRec) error {
 		rec.Reflection = state
 		return nil
 	})
 }
 
-func (t *TraceStore) update(id string, fn func(*badger.Txn, *taskRec) error) error {
+func (t *Store) update(id string, fn func(*badger.Txn, *taskRec) error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	clear(t.latest) // task records change here
@@ -207,7 +209,7 @@ type TaskFilter struct {
 }
 
 // Tasks lists tasks, newest first, without their steps.
-func (t *TraceStore) Tasks(ctx context.Context, f TaskFilter) ([]hindsight.Task, error) {
+func (t *Store) Tasks(ctx context.Context, f TaskFilter) ([]hindsight.Task, error) {
 	var out []hindsight.Task
 	err := t.db.View(func(txn *badger.Txn) error {
 		return eachTask(txn, func(rec *taskRec) {
@@ -257,7 +259,7 @@ func publicTask(rec *taskRec) hindsight.Task {
 
 // Task returns a task with its steps in step order. A missing task is
 // hindsight.ErrNotFound.
-func (t *TraceStore) Task(ctx context.Context, id string) (*hindsight.Task, error) {
+func (t *Store) Task(ctx context.Context, id string) (*hindsight.Task, error) {
 	defer t.trim.touched() // what it read stays mapped until trimmed
 	var task hindsight.Task
 	err := t.db.View(func(txn *badger.Txn) error {
@@ -283,7 +285,7 @@ func (t *TraceStore) Task(ctx context.Context, id string) (*hindsight.Task, erro
 
 // TaskInfo returns a task without its steps (Steps is nil), reading only
 // its record. A missing task is hindsight.ErrNotFound.
-func (t *TraceStore) TaskInfo(ctx context.Context, id string) (*hindsight.Task, error) {
+func (t *Store) TaskInfo(ctx context.Context, id string) (*hindsight.Task, error) {
 	var task hindsight.Task
 	err := t.db.View(func(txn *badger.Txn) error {
 		rec, err := taskRecord(txn, id)
@@ -302,7 +304,7 @@ func (t *TraceStore) TaskInfo(ctx context.Context, id string) (*hindsight.Task, 
 // each of its steps in step order, from one snapshot of the store: what
 // Task returns, without holding the steps in memory. A missing task is
 // hindsight.ErrNotFound, before head is called.
-func (t *TraceStore) StreamTask(ctx context.Context, id string, head func(*hindsight.Task) error, step func(*hindsight.Step) error) error {
+func (t *Store) StreamTask(ctx context.Context, id string, head func(*hindsight.Task) error, step func(*hindsight.Step) error) error {
 	defer t.trim.touched() // what it read stays mapped until trimmed
 	return t.db.View(func(txn *badger.Txn) error {
 		rec, err := taskRecord(txn, id)
@@ -337,7 +339,7 @@ func taskRecord(txn *badger.Txn, id string) (*taskRec, error) {
 
 // Steps calls fn for every step of the tasks ids (all tasks when ids is
 // empty), tasks oldest first, steps in step order.
-func (t *TraceStore) Steps(ctx context.Context, ids []string, fn func(*hindsight.Step) error) error {
+func (t *Store) Steps(ctx context.Context, ids []string, fn func(*hindsight.Step) error) error {
 	defer t.trim.touched() // what it read stays mapped until trimmed
 	if len(ids) == 0 {
 		tasks, err := t.Tasks(ctx, TaskFilter{})
@@ -375,7 +377,7 @@ const pageOutEvery = 10000
 
 // pagingOut returns fn, paging the store's mapped files out every
 // pageOutEvery steps it is called with.
-func (t *TraceStore) pagingOut(fn func(*hindsight.Step) error) func(*hindsight.Step) error {
+func (t *Store) pagingOut(fn func(*hindsight.Step) error) func(*hindsight.Step) error {
 	n := 0
 	return func(s *hindsight.Step) error {
 		if n++; n%pageOutEvery == 0 {
@@ -441,8 +443,8 @@ func eachStored(b []byte, fn func(raw []byte) error) error {
 	}
 }
 
-// TraceStats summarizes the trace store.
-type TraceStats struct {
+// Stats summarizes the trace store.
+type Stats struct {
 	Tasks      int   `json:"tasks"`
 	OpenTasks  int   `json:"open_tasks"`
 	FinalTasks int   `json:"final_tasks"`
@@ -452,8 +454,8 @@ type TraceStats struct {
 }
 
 // Stats counts tasks and steps.
-func (t *TraceStore) Stats(ctx context.Context) (TraceStats, error) {
-	var st TraceStats
+func (t *Store) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
 	err := t.db.View(func(txn *badger.Txn) error {
 		err := eachTask(txn, func(rec *taskRec) {
 			st.Tasks++
@@ -471,13 +473,32 @@ func (t *TraceStore) Stats(ctx context.Context) (TraceStats, error) {
 		st.Unqueued = len(unq)
 		return err
 	})
-	st.DiskBytes = DirSize(t.dir)
+	st.DiskBytes = diskspace.DirSize(t.dir)
 	return st, err
+}
+
+// DataBytes is the size of the data the trace store holds: its keys and
+// values as Badger estimates them, read without fetching values. The
+// directory is larger (preallocated logs, tables not compacted yet).
+func (t *Store) DataBytes(ctx context.Context) (int64, error) {
+	var n int64
+	err := t.db.View(func(txn *badger.Txn) error {
+		it := badgerdb.KeyIterator(txn, nil, false)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n += it.Item().EstimatedSize()
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return 0, fmt.Errorf("measure trace store: %w", err)
+	}
+	return n, nil
 }
 
 // keysUnder returns the rest of every key under prefix.
 func keysUnder(txn *badger.Txn, prefix []byte) ([]string, error) {
-	it := keyIterator(txn, prefix, false)
+	it := badgerdb.KeyIterator(txn, prefix, false)
 	defer it.Close()
 	var out []string
 	for it.Rewind(); it.Valid(); it.Next() {

@@ -1,4 +1,4 @@
-package daemon
+package traces
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
 )
 
 // queueKeyPrefix is what the reflection queue's keys (reflectq/…) and its
@@ -15,7 +16,20 @@ import (
 // store's database.
 var queueKeyPrefix = []byte("reflect")
 
-// MigrateQueueDB moves a reflection queue kept in a Badger database of its
+// QueueDB returns the database the reflection queue keeps its keys in: the
+// store's own, under queueKeyPrefix. A queue kept in a Badger database of
+// its own at oldDir (the layout before) is moved into it first (see
+// migrateQueueDB); moved is how many keys were. Call it before the queue
+// starts.
+func (t *Store) QueueDB(oldDir string) (db *badger.DB, moved int, err error) {
+	moved, err = migrateQueueDB(t, oldDir, t.logger)
+	if err != nil {
+		return nil, moved, err
+	}
+	return t.db, moved, nil
+}
+
+// migrateQueueDB moves a reflection queue kept in a Badger database of its
 // own (oldDir, the layout before the queue shared the trace store's) into
 // the trace store, and removes oldDir. It returns how many keys it copied.
 //
@@ -25,7 +39,7 @@ var queueKeyPrefix = []byte("reflect")
 // them before the migration ends), and one after it only removes what is
 // left. Call it before the queue starts. Keys outside the queue's prefix
 // are not copied.
-func MigrateQueueDB(t *TraceStore, oldDir string, logger *slog.Logger) (int, error) {
+func migrateQueueDB(t *Store, oldDir string, logger *slog.Logger) (int, error) {
 	aside := oldDir + ".old"
 	if err := os.RemoveAll(aside); err != nil {
 		return 0, fmt.Errorf("remove migrated queue: %w", err)
@@ -53,8 +67,8 @@ func MigrateQueueDB(t *TraceStore, oldDir string, logger *slog.Logger) (int, err
 
 // copyQueueKeys copies the queue's keys from the Badger database in oldDir
 // into the trace store, overwriting what a copy before it wrote.
-func copyQueueKeys(t *TraceStore, oldDir string, logger *slog.Logger) (int, error) {
-	old, err := badger.Open(badgerOptions(oldDir, logger))
+func copyQueueKeys(t *Store, oldDir string, logger *slog.Logger) (int, error) {
+	old, err := badger.Open(badgerdb.Options(oldDir, logger))
 	if err != nil {
 		return 0, fmt.Errorf("open old queue: %w", err)
 	}

@@ -1,4 +1,4 @@
-package daemon
+package traces
 
 import (
 	"context"
@@ -21,13 +21,14 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
 )
 
 // DefaultIdleGap ends a task after this much quiet.
 const DefaultIdleGap = 10 * time.Minute
 
 // Key layout of the trace store. Separators are NUL bytes, which task ids,
-// sources and group names never contain (see validID).
+// sources and group names never contain (see ValidID).
 //
 //	run/SOURCE\0FIRST(8) → LAST(8)        runs of consecutive seqs ingested (dedupe)
 //	seq/SOURCE\0SEQ(8)   → TASKID\0INDEX  a step ingested (dedupe; stores before runs)
@@ -102,7 +103,7 @@ func (r *taskRec) clone() *taskRec {
 	return &c
 }
 
-// update makes r, a record of TraceStore.latest, rec: a later state of
+// update makes r, a record of Store.latest, rec: a later state of
 // the same task. Like clone, it keeps no memory of rec's that may be a
 // request's body: strings equal to r's stay r's, and r's sessions are
 // kept when rec has the same ones (most batches add none).
@@ -162,7 +163,7 @@ func sameKeys(a, b map[string]bool) bool {
 }
 
 // copy returns a copy of r that ingest may change without changing r: a
-// record of TraceStore.latest, whose strings are its own (see clone).
+// record of Store.latest, whose strings are its own (see clone).
 func (r *taskRec) copy() *taskRec {
 	c := *r
 	c.Servers = slices.Clip(r.Servers) // account appends, then sorts
@@ -181,21 +182,21 @@ type closeRec struct {
 	Pending bool      `json:"pending,omitempty"`
 }
 
-// TraceOptions configure a TraceStore.
-type TraceOptions struct {
+// Options configure a Store.
+type Options struct {
 	IdleGap time.Duration         // 0: DefaultIdleGap
 	Logger  *slog.Logger          // nil: slog.Default()
 	Now     func() time.Time      // nil: time.Now (tests set a clock)
 	Badger  func(*badger.Options) // adjusts Badger's options; may be nil
 	// SyncInterval is how often written steps are synced to disk; 0:
-	// DefaultSyncInterval. See TraceStore.
+	// DefaultSyncInterval. See Store.
 	SyncInterval time.Duration
 }
 
 // DefaultSyncInterval is how often the trace store syncs what it wrote.
 const DefaultSyncInterval = 200 * time.Millisecond
 
-// TraceStore keeps steps in Badger and segments them into tasks.
+// Store keeps steps in Badger and segments them into tasks.
 //
 // Steps are known by Source and Seq, so a batch delivered twice is stored
 // once. A step is stored as it was delivered (ingest reads its JSON once,
@@ -212,9 +213,9 @@ const DefaultSyncInterval = 200 * time.Millisecond
 // Two fsyncs per batch cost the daemon more CPU than the rest of ingest
 // with an agent's small batches, and they lengthened its acknowledgements
 // past the outbox's deadline, so that sidecars wrote steps to disk anyway.
-type TraceStore struct {
+type Store struct {
 	db      *badger.DB
-	compact *Compactor
+	compact *badgerdb.Compactor
 	trim    *trimmer
 	dirty   dirtyFlag     // written since the last sync
 	stop    chan struct{} // closed by Close: the sync loop ends
@@ -245,13 +246,13 @@ type TraceStore struct {
 	scratch *ingestTxn
 }
 
-// maxCachedCloses bounds TraceStore.closes (a session is an agent's run
+// maxCachedCloses bounds Store.closes (a session is an agent's run
 // of a server: a long-lived daemon sees many).
 const maxCachedCloses = 4096
 
 // cacheClose records the committed close record of session id; t.mu is
 // held.
-func (t *TraceStore) cacheClose(id string, c closeState) {
+func (t *Store) cacheClose(id string, c closeState) {
 	if _, ok := t.closes[id]; !ok {
 		if len(t.closes) >= maxCachedCloses {
 			clear(t.closes)
@@ -275,8 +276,8 @@ type highWater struct {
 // seqRun is a run of consecutive seqs of one source, all ingested.
 type seqRun struct{ first, last uint64 }
 
-// OpenTraceStore opens (creating) the trace store in dir.
-func OpenTraceStore(dir string, opt TraceOptions) (*TraceStore, error) {
+// Open opens (creating) the trace store in dir.
+func Open(dir string, opt Options) (*Store, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
@@ -297,10 +298,10 @@ func OpenTraceStore(dir string, opt TraceOptions) (*TraceStore, error) {
 	if opt.SyncInterval <= 0 {
 		opt.SyncInterval = DefaultSyncInterval
 	}
-	t := &TraceStore{db: db, dir: dir, logger: opt.Logger, gap: opt.IdleGap, now: opt.Now, started: opt.Now(),
+	t := &Store{db: db, dir: dir, logger: opt.Logger, gap: opt.IdleGap, now: opt.Now, started: opt.Now(),
 		hw: map[string]highWater{}, latest: map[string]*taskRec{}, closes: map[string]closeState{}, stop: make(chan struct{}), synced: make(chan struct{})}
 	t.dirty.kick = make(chan struct{}, 1)
-	t.compact = StartCompactor(db, opt.Logger)
+	t.compact = badgerdb.StartCompactor(db, opt.Logger)
 	t.trim = startTrimmer(dir, opt.Logger)
 	go t.syncLoop(opt.SyncInterval)
 	return t, nil
@@ -309,7 +310,7 @@ func OpenTraceStore(dir string, opt TraceOptions) (*TraceStore, error) {
 // syncLoop syncs the database interval after it was written, until
 // Close. It sleeps while nothing is written: an idle daemon does not wake
 // for it.
-func (t *TraceStore) syncLoop(interval time.Duration) {
+func (t *Store) syncLoop(interval time.Duration) {
 	defer close(t.synced)
 	timer := time.NewTimer(interval)
 	timer.Stop()
@@ -362,7 +363,7 @@ func (d *dirtyFlag) Swap(v bool) bool { return d.b.Swap(v) }
 
 // MarkWritten tells the store that a component sharing its database (see
 // DB) wrote to it: the write is synced with the store's next sync.
-func (t *TraceStore) MarkWritten() { t.dirty.Store(true) }
+func (t *Store) MarkWritten() { t.dirty.Store(true) }
 
 // traceBadgerOptions are the daemon's Badger settings with what suits a
 // trace store: a step's JSON (most are over a KiB) goes to the value log,
@@ -372,8 +373,8 @@ func (t *TraceStore) MarkWritten() { t.dirty.Store(true) }
 // few hundred bytes), so the value log holds next to no garbage. Writes
 // are serialized by the store's mutex, so Badger need not track conflicts.
 func traceBadgerOptions(dir string, logger *slog.Logger) badger.Options {
-	return badgerOptions(dir, logger).
-		WithSyncWrites(false). // synced by syncLoop (see TraceStore)
+	return badgerdb.Options(dir, logger).
+		WithSyncWrites(false). // synced by syncLoop (see Store)
 		WithValueThreshold(traceValueThreshold).
 		WithDetectConflicts(false)
 }
@@ -384,7 +385,7 @@ const traceValueThreshold = 1 << 10
 
 // Close stops the sync loop and the compactor and closes the store, which
 // syncs it.
-func (t *TraceStore) Close() error {
+func (t *Store) Close() error {
 	select {
 	case <-t.stop:
 	default:
@@ -399,10 +400,10 @@ func (t *TraceStore) Close() error {
 // DB returns the underlying Badger database, for components of the daemon
 // that keep their own prefixed keys in it (they must not use the prefixes
 // listed in this file).
-func (t *TraceStore) DB() *badger.DB { return t.db }
+func (t *Store) DB() *badger.DB { return t.db }
 
 // IdleGap returns the idle gap that splits tasks.
-func (t *TraceStore) IdleGap() time.Duration { return t.gap }
+func (t *Store) IdleGap() time.Duration { return t.gap }
 
 // IngestResult says what became of a batch.
 type IngestResult struct {
@@ -410,9 +411,9 @@ type IngestResult struct {
 	Duplicates int `json:"duplicates"`
 }
 
-// appendJSON appends r's JSON as encoding/json's Encoder writes it, with
+// AppendJSON appends r's JSON as encoding/json's Encoder writes it, with
 // its newline, without reflection: it answers every step batch.
-func (r IngestResult) appendJSON(b []byte) []byte {
+func (r IngestResult) AppendJSON(b []byte) []byte {
 	b = strconv.AppendInt(append(b, `{"accepted":`...), int64(r.Accepted), 10)
 	b = strconv.AppendInt(append(b, `,"duplicates":`...), int64(r.Duplicates), 10)
 	return append(b, "}\n"...)
@@ -420,7 +421,7 @@ func (r IngestResult) appendJSON(b []byte) []byte {
 
 // Deliver ingests steps; it lets the daemon drain orphaned outboxes into
 // its own store (capture.Deliverer).
-func (t *TraceStore) Deliver(ctx context.Context, steps []hindsight.Step) error {
+func (t *Store) Deliver(ctx context.Context, steps []hindsight.Step) error {
 	_, err := t.Ingest(ctx, steps)
 	return err
 }
@@ -428,7 +429,7 @@ func (t *TraceStore) Deliver(ctx context.Context, steps []hindsight.Step) error 
 // DeliverRaw is Deliver for steps each encoded as JSON (of a
 // hindsight.Step), as an outbox stores them (capture.RawDeliverer): they
 // are stored as they are.
-func (t *TraceStore) DeliverRaw(ctx context.Context, steps []json.RawMessage) error {
+func (t *Store) DeliverRaw(ctx context.Context, steps []json.RawMessage) error {
 	_, err := t.IngestRaw(ctx, steps)
 	return err
 }
@@ -447,7 +448,7 @@ func validateStep(i int, source string) error {
 	if source == "" {
 		return fmt.Errorf("step %d: no source", i)
 	}
-	if !validID(source) {
+	if !ValidID(source) {
 		return fmt.Errorf("step %d: source %q is not a valid id", i, source)
 	}
 	return nil
@@ -462,8 +463,9 @@ func validateRaw(steps []rawStep) error {
 	return nil
 }
 
-// validID accepts ids that fit the key layout.
-func validID(s string) bool {
+// ValidID reports whether s can name a task, a source or a session: the
+// key layout holds it.
+func ValidID(s string) bool {
 	return s != "" && len(s) <= 256 && !strings.ContainsAny(s, "\x00/")
 }
 
@@ -472,7 +474,7 @@ func validID(s string) bool {
 // stored once. A batch is stored in one transaction, or, when too large
 // for one, in consecutive parts; a failure leaves whole parts stored, and
 // a redelivery completes the batch.
-func (t *TraceStore) Ingest(ctx context.Context, steps []hindsight.Step) (IngestResult, error) {
+func (t *Store) Ingest(ctx context.Context, steps []hindsight.Step) (IngestResult, error) {
 	if err := ValidateSteps(steps); err != nil {
 		return IngestResult{}, fmt.Errorf("validate steps: %w: %w", ErrRejected, err)
 	}
@@ -486,7 +488,7 @@ func (t *TraceStore) Ingest(ctx context.Context, steps []hindsight.Step) (Ingest
 // IngestRaw is Ingest for steps each encoded as JSON (of a
 // hindsight.Step). What decodes is stored as it was encoded; a step that
 // does not decode is refused with an error wrapping ErrRejected.
-func (t *TraceStore) IngestRaw(ctx context.Context, steps []json.RawMessage) (IngestResult, error) {
+func (t *Store) IngestRaw(ctx context.Context, steps []json.RawMessage) (IngestResult, error) {
 	raws, err := decodeRawSteps(steps)
 	if err != nil {
 		return IngestResult{}, fmt.Errorf("decode steps: %w: %w", ErrRejected, err)
@@ -498,7 +500,7 @@ func (t *TraceStore) IngestRaw(ctx context.Context, steps []json.RawMessage) (In
 }
 
 // ingestRaw is Ingest for validated steps.
-func (t *TraceStore) ingestRaw(ctx context.Context, steps []rawStep) (IngestResult, error) {
+func (t *Store) ingestRaw(ctx context.Context, steps []rawStep) (IngestResult, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.ingest(ctx, steps)
@@ -506,7 +508,7 @@ func (t *TraceStore) ingestRaw(ctx context.Context, steps []rawStep) (IngestResu
 
 // ingest stores steps in one transaction, or halves them when they do not
 // fit in one. t.mu is held.
-func (t *TraceStore) ingest(ctx context.Context, steps []rawStep) (IngestResult, error) {
+func (t *Store) ingest(ctx context.Context, steps []rawStep) (IngestResult, error) {
 	res, err := t.ingestOnce(ctx, steps)
 	if !errors.Is(err, badger.ErrTxnTooBig) || len(steps) < 2 {
 		return res, err
@@ -520,7 +522,7 @@ func (t *TraceStore) ingest(ctx context.Context, steps []rawStep) (IngestResult,
 	return IngestResult{Accepted: a.Accepted + b.Accepted, Duplicates: a.Duplicates + b.Duplicates}, err
 }
 
-func (t *TraceStore) ingestOnce(ctx context.Context, steps []rawStep) (IngestResult, error) {
+func (t *Store) ingestOnce(ctx context.Context, steps []rawStep) (IngestResult, error) {
 	var res IngestResult
 	w := t.newIngestTxn()
 	defer w.txn.Discard()
@@ -551,7 +553,7 @@ func (t *TraceStore) ingestOnce(ctx context.Context, steps []rawStep) (IngestRes
 // wrote cached until commit: task records, high-water marks and session
 // closes are written once per transaction, not once per step.
 type ingestTxn struct {
-	t      *TraceStore
+	t      *Store
 	txn    *badger.Txn
 	recs   map[string]*taskRec
 	latest map[string]*taskRec    // group → its latest task, as far as this transaction knows
@@ -575,7 +577,7 @@ type ingestTxn struct {
 // newIngestTxn starts an ingest transaction; t.mu is held. Its maps and
 // key buffer are those of the previous one, emptied: a batch of an agent's
 // few steps costs no more than its writes.
-func (t *TraceStore) newIngestTxn() *ingestTxn {
+func (t *Store) newIngestTxn() *ingestTxn {
 	w := t.scratch
 	if w == nil || len(w.recs)+len(w.hw)+len(w.closes)+len(w.runs) > maxReusedEntries {
 		w = &ingestTxn{
@@ -723,7 +725,7 @@ func runKey(source string, first uint64) []byte {
 // before seq.
 func (w *ingestTxn) storedRun(source string, seq uint64) (r seqRun, found bool, err error) {
 	prefix := key(pRun, []byte(source), nil)
-	it := keyIterator(w.txn, prefix, true)
+	it := badgerdb.KeyIterator(w.txn, prefix, true)
 	defer it.Close()
 	it.Seek(append(runKey(source, seq), 0xff))
 	if !it.ValidForPrefix(prefix) {
@@ -1027,7 +1029,7 @@ type groupInputs struct {
 // all, the sidecar that sent it.
 func groupOf(s *stepMeta) (group string, explicit bool) {
 	switch {
-	case s.ExplicitTask != "" && validID(s.ExplicitTask):
+	case s.ExplicitTask != "" && ValidID(s.ExplicitTask):
 		return "explicit:" + s.ExplicitTask, true
 	case s.HostPID > 0 && (s.Transport == "" || s.Transport == "stdio"):
 		return "host:" + strconv.Itoa(s.HostPID), false
@@ -1116,7 +1118,7 @@ func (w *ingestTxn) neighbours(group string, t time.Time) (prev, next *taskRec, 
 	prefix := key(pGroup, []byte(group), nil)
 	at := groupKey(group, t)
 	find := func(reverse bool) (*taskRec, error) {
-		it := keyIterator(w.txn, prefix, reverse)
+		it := badgerdb.KeyIterator(w.txn, prefix, reverse)
 		defer it.Close()
 		seek := at
 		if reverse {
@@ -1181,18 +1183,8 @@ func setJSON(txn *badger.Txn, k []byte, v any) error {
 
 // write runs fn in a read-write transaction and marks the store for the
 // next sync.
-func (t *TraceStore) write(fn func(txn *badger.Txn) error) error {
+func (t *Store) write(fn func(txn *badger.Txn) error) error {
 	err := t.db.Update(fn)
 	t.dirty.Store(true)
 	return err
-}
-
-// keyIterator iterates over the keys under prefix, in reverse when asked,
-// without fetching values.
-func keyIterator(txn *badger.Txn, prefix []byte, reverse bool) *badger.Iterator {
-	opt := badger.DefaultIteratorOptions
-	opt.PrefetchValues = false
-	opt.Reverse = reverse
-	opt.Prefix = prefix
-	return txn.NewIterator(opt)
 }

@@ -1,7 +1,4 @@
-// Package badgerlog routes Badger's log lines to log/slog, never to stdout
-// (which belongs to the MCP protocol in a sidecar). Badger is chatty at
-// info level: those lines go to debug.
-package badgerlog
+package badgerdb
 
 import (
 	"context"
@@ -12,8 +9,10 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-// New returns a badger.Logger writing to l.
-func New(l *slog.Logger) badger.Logger { return logger{l} }
+// NewLogger returns a badger.Logger writing to l, never to stdout (which
+// belongs to the MCP protocol in a sidecar). Badger is chatty at info
+// level: those lines go to debug.
+func NewLogger(l *slog.Logger) badger.Logger { return logger{l} }
 
 type logger struct{ l *slog.Logger }
 

@@ -1,10 +1,11 @@
-package daemon
+package traces
 
 import (
 	"context"
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/traces/tracestest"
 )
 
 // TestReflectionSourceCapsLongTasks: a task within the bound is read
@@ -13,7 +14,7 @@ import (
 // ones.
 func TestReflectionSourceCapsLongTasks(t *testing.T) {
 	ctx := context.Background()
-	ts := openTestStore(t, t.TempDir(), &clock{now: t0})
+	ts := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
 	var steps []hindsight.Step
 	failures := map[int]bool{300: true, 3000: true, 5000: true}
 	for i := range 6000 {
