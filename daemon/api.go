@@ -31,7 +31,7 @@ import (
 //	POST /v1/episodes                    Episode → EpisodeResult (an agent's step outside MCP)
 //	GET  /v1/tasks/{id}                  hindsight.Task with steps
 //	GET  /v1/export?task=ID…             steps, JSON Lines, tasks oldest first
-//	POST /v1/traces/import               StepBatch of an export → IngestResult (TraceStore.Import)
+//	POST /v1/traces/import               StepBatch of an export → IngestResult (traces.Store.Import)
 //	POST /v1/tasks/purge                 PurgeTasksRequest → PurgeResult (erased for good)
 //	GET  /v1/experiences?namespace=&server=&tool=&origin=&agent=&deleted=1&superseded=1&limit=
 //	GET  /v1/experiences/rejected?limit= → []Rejection (lessons reflection refused, newest first)

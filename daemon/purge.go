@@ -84,7 +84,7 @@ func (s *Server) handlePurgeExperiences(w http.ResponseWriter, r *http.Request) 
 }
 
 // PurgeTasks asks the daemon to remove tasks for good (see
-// TraceStore.PurgeTasks).
+// traces.Store.PurgeTasks).
 func (c *Client) PurgeTasks(ctx context.Context, req PurgeTasksRequest) (PurgeResult, error) {
 	var res PurgeResult
 	err := c.call(ctx, http.MethodPost, "/tasks/purge", nil, req, &res)

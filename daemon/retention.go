@@ -17,7 +17,7 @@ type Retention struct {
 	// DefaultTraceRetention; <0: keep for ever.
 	Traces time.Duration
 	// TracesMaxBytes purges the oldest tasks while the trace store holds
-	// more data (TraceStore.DataBytes; its files lag behind, until
+	// more data (traces.Store.DataBytes; its files lag behind, until
 	// compaction and the value log's collection); 0:
 	// DefaultTracesMaxBytes; <0: no bound.
 	TracesMaxBytes int64

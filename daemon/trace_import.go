@@ -32,7 +32,7 @@ func (s *Server) handleImportSteps(w http.ResponseWriter, r *http.Request) {
 }
 
 // ImportSteps sends steps of another store's export (see
-// TraceStore.Import) and says how many were new.
+// traces.Store.Import) and says how many were new.
 func (c *Client) ImportSteps(ctx context.Context, steps []hindsight.Step) (IngestResult, error) {
 	var res IngestResult
 	err := c.call(ctx, http.MethodPost, "/traces/import", nil, StepBatch{Steps: steps}, &res)

@@ -59,10 +59,10 @@ func queueKeys(t *testing.T, ts *Store) map[string]string {
 	return out
 }
 
-// TestMigrateQueueDB: the old queue database's keys land in the trace
+// TestQueueDBMigrates: the old queue database's keys land in the trace
 // store, the stray key does not, and the old directory is gone; a second
 // run finds nothing to do.
-func TestMigrateQueueDB(t *testing.T) {
+func TestQueueDBMigrates(t *testing.T) {
 	root := t.TempDir()
 	oldDir := filepath.Join(root, "reflect")
 	oldQueueDB(t, oldDir, 300)
@@ -95,11 +95,11 @@ func TestMigrateQueueDB(t *testing.T) {
 	}
 }
 
-// TestMigrateQueueDBInterrupted: a migration interrupted after the copy
+// TestQueueDBMigratesInterrupted: a migration interrupted after the copy
 // (before the old directory was set aside) or after setting it aside (in
 // the middle of removing it) finishes at the next start with the same
 // keys.
-func TestMigrateQueueDBInterrupted(t *testing.T) {
+func TestQueueDBMigratesInterrupted(t *testing.T) {
 	root := t.TempDir()
 	oldDir := filepath.Join(root, "reflect")
 	oldQueueDB(t, oldDir, 10)

@@ -313,7 +313,7 @@ func TestFinality(t *testing.T) {
 	})
 }
 
-func TestTraceStoreSurvivesRestart(t *testing.T) {
+func TestStoreSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	clk := tracestest.NewClock(t0)
@@ -462,9 +462,9 @@ func TestIngestOutOfOrder(t *testing.T) {
 	}
 }
 
-// TestTraceStoreSyncsWrites checks that ingest leaves the store marked for
+// TestStoreSyncsWrites checks that ingest leaves the store marked for
 // the sync loop, and that the loop syncs it within its interval.
-func TestTraceStoreSyncsWrites(t *testing.T) {
+func TestStoreSyncsWrites(t *testing.T) {
 	ts, err := Open(t.TempDir(), Options{SyncInterval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
