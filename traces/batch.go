@@ -7,8 +7,8 @@ import "context"
 type Batch struct{ steps []rawStep }
 
 // DecodeBatch decodes the body of a step batch ({"steps": [...]}, each
-// step whole or compact); an error wraps ErrBadRequest. The steps are views
-// of body, which must not change until the batch is ingested.
+// step whole or compact); an error wraps ErrBadRequest. The steps may be
+// views of body, which must not change until the batch is ingested.
 func DecodeBatch(body []byte) (Batch, error) {
 	steps, err := decodeStepBatch(body)
 	return Batch{steps}, err

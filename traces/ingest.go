@@ -41,8 +41,8 @@ func (t *Store) DeliverRaw(ctx context.Context, steps []json.RawMessage) error {
 	return err
 }
 
-// ValidateSteps reports the first step a store cannot accept.
-func ValidateSteps(steps []hindsight.Step) error {
+// validateSteps reports the first step a store cannot accept.
+func validateSteps(steps []hindsight.Step) error {
 	for i := range steps {
 		if err := validateStep(i, steps[i].Source); err != nil {
 			return err
@@ -82,7 +82,7 @@ func ValidID(s string) bool {
 // for one, in consecutive parts; a failure leaves whole parts stored, and
 // a redelivery completes the batch.
 func (t *Store) Ingest(ctx context.Context, steps []hindsight.Step) (IngestResult, error) {
-	if err := ValidateSteps(steps); err != nil {
+	if err := validateSteps(steps); err != nil {
 		return IngestResult{}, fmt.Errorf("validate steps: %w: %w", ErrRejected, err)
 	}
 	raws, err := encodeSteps(steps)
