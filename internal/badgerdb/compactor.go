@@ -12,16 +12,14 @@ import (
 const compactCheck = 5 * time.Second
 
 // Compactor compacts a Badger database opened without compactors of its
-// own (NumCompactors 0, as Options opens them): Badger's compactors
-// wake every 50 ms each, 40 times a second for a database's pair, which
-// was most of what an idle daemon cost. A Compactor looks every 5 s at
-// how many tables level 0 holds and, past NumLevelZeroTables, flattens
-// the tree (badger.DB.Flatten), which merges level 0 into the level below
-// it and that into the next, so the tree keeps one level besides level 0
-// (a merge rewrites it: keys and pointers, 0.4 MB of tables for 150k
-// steps, 1.7 MB for 1M); an idle database has nothing to merge. Writes
-// stall at NumLevelZeroTablesStall tables (64 MB of keys and pointers),
-// which 5 s of ingest do not reach: a step's body lives in the value log.
+// own (NumCompactors 0, as Options opens them; Badger's wake every 50 ms
+// each, busy or not). It looks every 5 s at how many tables level 0 holds
+// and, past NumLevelZeroTables, flattens the tree (badger.DB.Flatten),
+// which merges level 0 into the level below it and that into the next, so
+// the tree keeps one level besides level 0; an idle database has nothing
+// to merge. Writes stall at NumLevelZeroTablesStall tables, which 5 s of
+// the daemon's ingest do not reach: its values live in the value log and
+// its tables hold keys and pointers.
 type Compactor struct {
 	db     *badger.DB
 	logger *slog.Logger
