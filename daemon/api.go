@@ -10,6 +10,7 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
 	"github.com/hindsight-proxy/hindsight/spool"
+	"github.com/hindsight-proxy/hindsight/traces"
 )
 
 // The daemon's HTTP API, served on its Unix socket. Bodies are JSON with the
@@ -31,7 +32,7 @@ import (
 //	POST /v1/episodes                    Episode → EpisodeResult (an agent's step outside MCP)
 //	GET  /v1/tasks/{id}                  hindsight.Task with steps
 //	GET  /v1/export?task=ID…             steps, JSON Lines, tasks oldest first
-//	POST /v1/traces/import               StepBatch of an export → IngestResult (TraceStore.Import)
+//	POST /v1/traces/import               StepBatch of an export → IngestResult (traces.Store.Import)
 //	POST /v1/tasks/purge                 PurgeTasksRequest → PurgeResult (erased for good)
 //	GET  /v1/experiences?namespace=&server=&tool=&origin=&agent=&deleted=1&superseded=1&limit=
 //	GET  /v1/experiences/rejected?limit= → []Rejection (lessons reflection refused, newest first)
@@ -108,11 +109,11 @@ type StoreStats struct {
 
 // Status is what `hindsight status` shows.
 type Status struct {
-	Daemon      *Health     `json:"daemon"` // nil when the daemon does not answer
-	Running     bool        `json:"running"`
-	Traces      *TraceStats `json:"traces,omitempty"`
-	Reflection  *QueueStats `json:"reflection"` // nil: reflection not configured
-	Experiences *StoreStats `json:"experiences,omitempty"`
+	Daemon      *Health       `json:"daemon"` // nil when the daemon does not answer
+	Running     bool          `json:"running"`
+	Traces      *traces.Stats `json:"traces,omitempty"`
+	Reflection  *QueueStats   `json:"reflection"` // nil: reflection not configured
+	Experiences *StoreStats   `json:"experiences,omitempty"`
 	// StoreOps is the queue of experience-store writes waiting for the
 	// store; nil when the daemon keeps none.
 	StoreOps *StoreOpsStats   `json:"store_ops,omitempty"`
@@ -212,5 +213,12 @@ func (e *APIError) Is(target error) bool {
 var ErrUnavailable = errors.New("not available")
 
 // ErrRejected marks a batch the daemon refused as bad input (status 400):
-// delivering it again will not help.
-var ErrRejected = errors.New("rejected by the daemon")
+// delivering it again will not help. It is the trace store's own.
+var ErrRejected = traces.ErrRejected
+
+// IngestResult says what became of a step batch (the answer to POST
+// /v1/steps): the trace store's.
+type IngestResult = traces.IngestResult
+
+// TaskFilter selects the tasks GET /v1/tasks lists: the trace store's.
+type TaskFilter = traces.TaskFilter

@@ -14,20 +14,10 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
+	"github.com/hindsight-proxy/hindsight/traces"
+	"github.com/hindsight-proxy/hindsight/traces/tracestest"
 )
-
-// benchBatch is a batch of n realistic steps (about 1 KiB of arguments and
-// result each) from one sidecar, starting at seq.
-func benchBatch(source string, seq uint64, n int) []hindsight.Step {
-	body := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 900) + `"}]}`)
-	out := make([]hindsight.Step, n)
-	for i := range out {
-		s := stdio(step(source, seq+uint64(i), time.Duration(seq+uint64(i))*time.Millisecond), "s1", 100)
-		s.Arguments, s.Result = json.RawMessage(`{"path":"/data/report.csv"}`), body
-		out[i] = s
-	}
-	return out
-}
 
 // BenchmarkIngest measures the trace store's ingest (dedupe, segmentation,
 // synchronous Badger commit) per batch of 256 steps, against a baseline in
@@ -36,7 +26,7 @@ func benchBatch(source string, seq uint64, n int) []hindsight.Step {
 func BenchmarkIngest(b *testing.B) {
 	const batch = 256
 	b.Run("store", func(b *testing.B) {
-		st := openTestStore(b, b.TempDir(), &clock{now: t0})
+		st := openTestStore(b, b.TempDir(), tracestest.NewClock(t0))
 		defer st.Close()
 		ctx := context.Background()
 		seq := uint64(1)
@@ -52,12 +42,12 @@ func BenchmarkIngest(b *testing.B) {
 		reportCPU(b, cpu0, b.N*batch)
 	})
 	b.Run("badger-baseline", func(b *testing.B) {
-		db, err := badger.Open(badgerOptions(b.TempDir(), quiet))
+		db, err := badger.Open(badgerdb.Options(b.TempDir(), quiet))
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer db.Close()
-		defer StartCompactor(db, quiet).Stop() // the daemon's options run none of Badger's
+		defer badgerdb.StartCompactor(db, quiet).Stop() // the daemon's options run none of Badger's
 		seq := uint64(1)
 		b.ReportAllocs()
 		cpu0 := cpuTime(b)
@@ -110,7 +100,7 @@ func BenchmarkIngestCompact(b *testing.B) {
 func benchIngest(b *testing.B, path string, batches []int, bodiesOf func(*testing.B, uint64, int, int) [][]byte) {
 	for _, batch := range batches {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			st := openTestStore(b, b.TempDir(), &clock{now: t0})
+			st := openTestStore(b, b.TempDir(), tracestest.NewClock(t0))
 			defer st.Close()
 			srv := &Server{Traces: st, Logger: quiet}
 			seq := uint64(1)
@@ -211,8 +201,8 @@ func BenchmarkScanStepBatch(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if steps, ok := scanStepBatch(body); !ok || len(steps) != batch {
-			b.Fatalf("scan: %d steps, %v", len(steps), ok)
+		if steps, err := traces.DecodeBatch(body); err != nil || steps.Len() != batch {
+			b.Fatalf("scan: %d steps, %v", steps.Len(), err)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/step")
@@ -227,7 +217,7 @@ func reportCPU(b *testing.B, cpu0 time.Duration, steps int) {
 // reflection and `traces show` do).
 func BenchmarkTaskRead(b *testing.B) {
 	const steps = 256
-	st := openTestStore(b, b.TempDir(), &clock{now: t0})
+	st := openTestStore(b, b.TempDir(), tracestest.NewClock(t0))
 	defer st.Close()
 	ctx := context.Background()
 	if _, err := st.Ingest(ctx, benchBatch("bench", 1, steps)); err != nil {

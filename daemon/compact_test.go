@@ -17,17 +17,6 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 )
 
-// compactStep is a tools/call step as capture builds it: its arguments and
-// result are slices of its request and response.
-func compactStep(source string, seq uint64, at time.Duration) hindsight.Step {
-	s := stdio(step(source, seq, at), "sess", 7)
-	s.Request = json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/tmp/a"}}}`)
-	s.Arguments = json.RawMessage(`{"path":"/tmp/a"}`)
-	s.Response = json.RawMessage(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}`)
-	s.Result = json.RawMessage(`{"content":[{"type":"text","text":"hello"}]}`)
-	return s
-}
-
 // TestCompactStepsRoundTrip: compact steps posted to the daemon, over both
 // paths and through both decoders (the scanner and encoding/json's, which
 // takes a batch whose keys the scanner refuses), read back whole: in the

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/traces"
 )
 
 // Redactor removes secrets from what the daemon stores on someone else's
@@ -70,7 +71,7 @@ func EpisodeSource(taskID string) string { return EpisodeSourcePrefix + taskID }
 // validate checks an episode before it is redacted and stored.
 func (e *Episode) validate() error {
 	switch {
-	case e.TaskID == "" || len(e.TaskID) > MaxEpisodeTaskID || !validID(e.TaskID):
+	case e.TaskID == "" || len(e.TaskID) > MaxEpisodeTaskID || !traces.ValidID(e.TaskID):
 		return badRequest("task_id: want 1 to %d bytes without '/' or NUL", MaxEpisodeTaskID)
 	case e.Action == "" || len(e.Action) > MaxEpisodeAction || !utf8.ValidString(e.Action) || strings.IndexFunc(e.Action, unicode.IsControl) >= 0:
 		return badRequest("action: want 1 to %d bytes of text on one line", MaxEpisodeAction)

@@ -17,6 +17,7 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
 	"github.com/hindsight-proxy/hindsight/store"
+	"github.com/hindsight-proxy/hindsight/traces"
 )
 
 // Imports are untrusted. A pack is a file someone else wrote: its lessons
@@ -132,7 +133,7 @@ func CleanImport(e *hindsight.Experience, opt ImportOptions, red Redactor, now t
 	if e.ID == "" || strings.TrimSpace(e.Lesson) == "" {
 		return 0, errors.New("an experience needs an id and a lesson")
 	}
-	if !validID(e.ID) || e.ID != stripControls(e.ID) {
+	if !traces.ValidID(e.ID) || e.ID != stripControls(e.ID) {
 		return 0, fmt.Errorf("id %q may not contain '/', NUL or control characters", e.ID)
 	}
 	if math.IsNaN(e.Confidence) || e.Confidence < 0 || e.Confidence > 1 {

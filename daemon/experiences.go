@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/traces"
 )
 
 func (s *Server) store() (hindsight.ExperienceStore, error) {
@@ -250,7 +251,7 @@ func ParseExperiences(data []byte) ([]hindsight.Experience, error) {
 		if e.ID == "" || strings.TrimSpace(e.Lesson) == "" {
 			return nil, fmt.Errorf("line %d: an experience needs an id and a lesson", n)
 		}
-		if !validID(e.ID) {
+		if !traces.ValidID(e.ID) {
 			return nil, fmt.Errorf("line %d: id %q may not contain '/' or NUL", n, e.ID)
 		}
 		list = append(list, e)

@@ -2,11 +2,9 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight/spool"
 )
 
@@ -18,7 +16,7 @@ type Retention struct {
 	// DefaultTraceRetention; <0: keep for ever.
 	Traces time.Duration
 	// TracesMaxBytes purges the oldest tasks while the trace store holds
-	// more data (TraceStore.DataBytes; its files lag behind, until
+	// more data (traces.Store.DataBytes; its files lag behind, until
 	// compaction and the value log's collection); 0:
 	// DefaultTracesMaxBytes; <0: no bound.
 	TracesMaxBytes int64
@@ -120,23 +118,4 @@ func (s *Server) RetentionPass(ctx context.Context, now time.Time) {
 			s.Logger.Info("retention: removed old set-aside outbox files", "files", n, "older_than", d.String())
 		}
 	}
-}
-
-// DataBytes is the size of the data the trace store holds: its keys and
-// values as Badger estimates them, read without fetching values. The
-// directory is larger (preallocated logs, tables not compacted yet).
-func (t *TraceStore) DataBytes(ctx context.Context) (int64, error) {
-	var n int64
-	err := t.db.View(func(txn *badger.Txn) error {
-		it := keyIterator(txn, nil, false)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			n += it.Item().EstimatedSize()
-		}
-		return ctx.Err()
-	})
-	if err != nil {
-		return 0, fmt.Errorf("measure trace store: %w", err)
-	}
-	return n, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/internal/profile"
 	"github.com/hindsight-proxy/hindsight/spool"
+	"github.com/hindsight-proxy/hindsight/traces"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -30,7 +31,7 @@ import (
 // Server is the daemon: it serves the API and runs the loop that makes idle
 // tasks final and hands final tasks to reflection.
 type Server struct {
-	Traces    *TraceStore               // required
+	Traces    *traces.Store             // required
 	Store     hindsight.ExperienceStore // nil: experience endpoints answer 503
 	StoreName string                    // "embedded" or "weaviate", for status
 	Queue     ReflectionQueue           // nil: no reflection
@@ -376,7 +377,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, status, err.Error())
 }
 
-var errBadRequest = errors.New("bad request")
+// errBadRequest marks bad input (status 400); a step batch that does not
+// decode is one.
+var errBadRequest = traces.ErrBadRequest
 
 func badRequest(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, a...))
@@ -397,13 +400,13 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
-// readSteps reads and decodes a step batch (see decodeStepBatch).
-func readSteps(w http.ResponseWriter, r *http.Request) ([]rawStep, error) {
+// readSteps reads and decodes a step batch (see traces.DecodeBatch).
+func readSteps(w http.ResponseWriter, r *http.Request) (traces.Batch, error) {
 	body, err := readBody(w, r)
 	if err != nil {
-		return nil, err
+		return traces.Batch{}, err
 	}
-	return decodeStepBatch(body)
+	return traces.DecodeBatch(body)
 }
 
 // readBody reads a request's body, up to maxBody bytes.
@@ -527,23 +530,19 @@ func (s *Server) handleSteps(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if err := validateRaw(steps); err != nil {
+	if err := steps.Validate(); err != nil {
 		s.m.rejected.Inc()
-		s.Logger.Warn("refused a step batch", "steps", len(steps), "err", err)
+		s.Logger.Warn("refused a step batch", "steps", steps.Len(), "err", err)
 		s.fail(w, r, badRequest("%v", err))
 		return
 	}
 	// Storing a step costs about twice its size (the log, then a table).
-	var size int64
-	for _, st := range steps {
-		size += int64(len(st.JSON))
-	}
-	if err := s.Space.Check(2 * size); err != nil {
+	if err := s.Space.Check(2 * steps.Size()); err != nil {
 		s.Space.refused.Add(1)
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.Traces.ingestRaw(r.Context(), steps)
+	res, err := s.Traces.IngestBatch(r.Context(), steps)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -556,7 +555,7 @@ func (s *Server) handleSteps(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(res.appendJSON(make([]byte, 0, 64)))
+	_, _ = w.Write(res.AppendJSON(make([]byte, 0, 64)))
 }
 
 // jsonContentType is the Content-Type header of a JSON answer, shared by

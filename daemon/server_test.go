@@ -22,6 +22,8 @@ import (
 	"github.com/hindsight-proxy/hindsight/store"
 	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
+	"github.com/hindsight-proxy/hindsight/traces"
+	"github.com/hindsight-proxy/hindsight/traces/tracestest"
 )
 
 // recordingQueue is a ReflectionQueue that remembers what it was given and
@@ -76,7 +78,7 @@ func startServer(t *testing.T, s *Server) *Client {
 		s.Logger = quiet
 	}
 	if s.Traces == nil {
-		st, err := OpenTraceStore(filepath.Join(home.DaemonData(), "traces"), TraceOptions{Logger: quiet})
+		st, err := traces.Open(filepath.Join(home.DaemonData(), "traces"), traces.Options{Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -397,10 +399,13 @@ func waitFor(t *testing.T, cond func() bool) {
 // is refused as bad input, and nothing of it is stored; a truthful one
 // after them on a new connection is stored.
 func TestStepsBodyLengthLies(t *testing.T) {
-	st := openTestStore(t, t.TempDir(), &clock{now: t0})
+	st := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
 	defer st.Close()
 	c := startServer(t, &Server{Traces: st})
-	body := batchJSON(t, []hindsight.Step{stdio(step("fs", 1, 0), "s1", 100), stdio(step("fs", 2, time.Second), "s1", 100)})
+	body, err := json.Marshal(StepBatch{Steps: []hindsight.Step{stdio(step("fs", 1, 0), "s1", 100), stdio(step("fs", 2, time.Second), "s1", 100)}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// post sends body with a Content-Length of length. A body shorter than
 	// its length is followed by the end of the client's writing, so that
 	// the server sees it end; a truthful one is not, since the server

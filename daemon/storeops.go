@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
 )
 
 // Kinds of StoreOp.
@@ -115,7 +116,7 @@ func NewStoreOps(db *badger.DB, logger *slog.Logger) (*StoreOps, error) {
 	}
 	o := &StoreOps{db: db, log: logger, next: 1, kick: make(chan struct{}, 1)}
 	err := db.View(func(txn *badger.Txn) error {
-		it := keyIterator(txn, storeOpsPrefix, false)
+		it := badgerdb.KeyIterator(txn, storeOpsPrefix, false)
 		defer it.Close()
 		var n int64
 		for it.Rewind(); it.Valid(); it.Next() {

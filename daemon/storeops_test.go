@@ -15,6 +15,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
+	"github.com/hindsight-proxy/hindsight/traces"
 )
 
 // opsRecorder applies ops by recording them, answering as an unreachable
@@ -51,7 +53,7 @@ func (r *opsRecorder) applied() []string {
 
 func openOpsDB(t *testing.T, dir string) *badger.DB {
 	t.Helper()
-	db, err := badger.Open(badgerOptions(dir, quiet).WithSyncWrites(false))
+	db, err := badger.Open(badgerdb.Options(dir, quiet).WithSyncWrites(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +274,7 @@ func TestStoreOpsBackoffCapped(t *testing.T) {
 func TestAPIStoreWritesQueued(t *testing.T) {
 	ctx := context.Background()
 	home := hindsight.Home(shortTempDir(t))
-	traces, err := OpenTraceStore(home.Path("traces"), TraceOptions{Logger: quiet})
+	traces, err := traces.Open(home.Path("traces"), traces.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 
 // TestShowTaskStreams: GET /v1/tasks/{id}, written step by step, answers
 // the very bytes the daemon wrote when it built the whole task (writeJSON
-// of TraceStore.Task), for tasks of one chunk, of many chunks (steps with
+// of traces.Store.Task), for tasks of one chunk, of many chunks (steps with
 // HTML characters and invalid UTF-8 among them), and for a missing task;
 // Client.StreamTask reads back the same task and steps.
 func TestShowTaskStreams(t *testing.T) {

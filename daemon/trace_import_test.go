@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/traces"
 )
 
 // decodeExport reads a `traces export` stream.
@@ -123,7 +124,7 @@ func TestImportWithoutSource(t *testing.T) {
 		}
 	}
 	task, err := c.Task(ctx, "t-old")
-	if err != nil || len(task.Steps) != 2 || task.Steps[1].Source != ImportSource("t-old") || task.Steps[1].Seq != 2 {
+	if err != nil || len(task.Steps) != 2 || task.Steps[1].Source != traces.ImportSource("t-old") || task.Steps[1].Seq != 2 {
 		t.Fatalf("task = %+v, %v", task, err)
 	}
 	// Neither a source nor a task id: refused as bad input.

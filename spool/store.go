@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/hindsight-proxy/hindsight/internal/badgerlog"
+	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 )
 
@@ -139,7 +139,7 @@ var openDB = openBadger
 
 func openBadger(dir string, log *slog.Logger) (*badger.DB, error) {
 	opts := badger.DefaultOptions(dir).
-		WithLogger(badgerlog.New(log)).
+		WithLogger(badgerdb.NewLogger(log)).
 		WithLoggingLevel(badger.WARNING).
 		WithSyncWrites(false).
 		// Smaller memtables and tables than Badger's defaults: steps are

@@ -14,6 +14,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
+	tracestore "github.com/hindsight-proxy/hindsight/traces"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -35,7 +36,7 @@ func startDaemon(t *testing.T) *daemon.Client {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	home := hindsight.Home(dir)
-	traces, err := daemon.OpenTraceStore(filepath.Join(home.DaemonData(), "traces"), daemon.TraceOptions{Logger: quiet})
+	traces, err := tracestore.Open(filepath.Join(home.DaemonData(), "traces"), tracestore.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
 	"github.com/hindsight-proxy/hindsight/daemon"
@@ -22,6 +20,7 @@ import (
 	storepkg "github.com/hindsight-proxy/hindsight/store"
 	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
+	tracestore "github.com/hindsight-proxy/hindsight/traces"
 	"github.com/hindsight-proxy/hindsight/ui"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -115,10 +114,10 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 	// Opened under diskspace.Contain: a fault in a mapped write on this
 	// goroutine (the disk filled after the check) fails the start instead
 	// of killing the process without a word in the log.
-	var traces *daemon.TraceStore
+	var traces *tracestore.Store
 	err = diskspace.Contain("open trace store", func() (err error) {
-		traces, err = daemon.OpenTraceStore(filepath.Join(g.home.DaemonData(), "traces"),
-			daemon.TraceOptions{IdleGap: g.config.Daemon.IdleGap, Logger: logger})
+		traces, err = tracestore.Open(filepath.Join(g.home.DaemonData(), "traces"),
+			tracestore.Options{IdleGap: g.config.Daemon.IdleGap, Logger: logger})
 		return err
 	})
 	if err != nil {
@@ -356,27 +355,13 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		st, err := openOrPending(ctx, emb, logger, open)
 		return st, backend, err
 	default:
-		// Its own Badger with the daemon's memory-conscious options;
-		// experiences are small, so their values (records and vectors)
-		// stay in the LSM tree, where a purge can erase them: Badger
-		// never rewrites the value-log file it appends to.
-		dir := filepath.Join(g.home.DaemonData(), "experiences")
-		var db *badger.DB
+		// Opened under diskspace.Contain, like the trace store.
+		var st *embedded.Store
 		err := diskspace.Contain("open experience store", func() (err error) {
-			db, err = badger.Open(daemon.BadgerOptions(dir, logger).WithValueThreshold(embedded.ValueThreshold))
+			st, err = embedded.OpenDaemon(filepath.Join(g.home.DaemonData(), "experiences"), emb, embedded.Options{Logger: logger})
 			return err
 		})
 		if err != nil {
-			return nil, backend, fmt.Errorf("open experience store: %w", err)
-		}
-		if err := erase.CollectValueLog(db); err != nil { // see the trace store's
-			logger.Warn("collect the experience store's value log", "err", err)
-		}
-		compactor := daemon.StartCompactor(db, logger) // the daemon's options run no compactors of Badger's
-		st, err := embedded.New(db, emb, embedded.Options{Logger: logger})
-		if err != nil {
-			compactor.Stop()
-			db.Close()
 			return nil, backend, err
 		}
 		// Before the socket opens: the store never mixes embedders, and
@@ -384,22 +369,8 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		if _, err := reembed(ctx, st, emb, logger, g.quiet); err != nil {
 			logger.Error("experiences keep their old vectors; they are found by text only", "err", err)
 		}
-		return embeddedStore{st, db, compactor}, backend, nil
+		return st, backend, nil
 	}
-}
-
-// embeddedStore is the embedded experience store over a Badger database
-// the daemon opened for it, with its compactor; Close closes all three.
-type embeddedStore struct {
-	*embedded.Store
-	db        *badger.DB
-	compactor *daemon.Compactor
-}
-
-func (s embeddedStore) Close() error {
-	err := s.Store.Close()
-	s.compactor.Stop()
-	return errors.Join(err, s.db.Close())
 }
 
 // newEmbedder returns the embeddings model of the configuration, or the
@@ -427,7 +398,7 @@ func newEmbedder(ctx context.Context, g *globals) (hindsight.Embedder, error) {
 // store and the experience store (which may be nil); the daemon closes it
 // before the stores. Unset, the daemon does not reflect and final tasks
 // wait for a daemon that does.
-var reflectionQueue func(ctx context.Context, g *globals, traces *daemon.TraceStore, store hindsight.ExperienceStore, logger *slog.Logger) (daemon.ReflectionQueue, io.Closer, error)
+var reflectionQueue func(ctx context.Context, g *globals, traces *tracestore.Store, store hindsight.ExperienceStore, logger *slog.Logger) (daemon.ReflectionQueue, io.Closer, error)
 
 // orphanDrainInterval spaces the daemon's sweeps for outboxes of dead
 // sidecars.
@@ -435,7 +406,7 @@ const orphanDrainInterval = 30 * time.Second
 
 // drainLoop delivers the outboxes that dead sidecars left behind straight
 // into the trace store, at start and every orphanDrainInterval.
-func drainLoop(ctx context.Context, home hindsight.Home, traces *daemon.TraceStore, logger *slog.Logger) {
+func drainLoop(ctx context.Context, home hindsight.Home, traces *tracestore.Store, logger *slog.Logger) {
 	d := storeDeliverer{traces}
 	for {
 		n, err := capture.DrainOrphans(ctx, home, d)
@@ -453,7 +424,7 @@ func drainLoop(ctx context.Context, home hindsight.Home, traces *daemon.TraceSto
 }
 
 // storeDeliverer delivers steps into the daemon's own trace store.
-type storeDeliverer struct{ t *daemon.TraceStore }
+type storeDeliverer struct{ t *tracestore.Store }
 
 func (d storeDeliverer) Deliver(ctx context.Context, steps []hindsight.Step) error {
 	return rejected(d.t.Deliver(ctx, steps))

@@ -9,7 +9,9 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
+	"github.com/hindsight-proxy/hindsight/store/embedded"
+	tracestore "github.com/hindsight-proxy/hindsight/traces"
 )
 
 // TestDaemonBadgerOptions: every Badger database the daemon opens (traces
@@ -17,14 +19,16 @@ import (
 // daemon's small memtables and caches, not Badger's defaults (64 MB
 // memtables, a 256 MB block cache), and no compactors of Badger's own.
 // Writes are synchronous except in the trace store, which syncs on a timer
-// (daemon.TraceStore). The queue keeps its keys in the trace store.
+// (traces.Store). The queue keeps its keys in the trace store. The
+// experience store opens its own database (embedded.OpenDaemon, whose
+// options store/embedded's tests check the same way).
 func TestDaemonBadgerOptions(t *testing.T) {
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	home := hindsight.Home(t.TempDir())
 	g := &globals{home: home, config: &Config{}}
 
-	traces, err := daemon.OpenTraceStore(filepath.Join(home.DaemonData(), "traces"), daemon.TraceOptions{Logger: quiet})
+	traces, err := tracestore.Open(filepath.Join(home.DaemonData(), "traces"), tracestore.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,10 +53,12 @@ func TestDaemonBadgerOptions(t *testing.T) {
 		t.Errorf("the queue's entry is not in the trace store: %v", err)
 	}
 
-	want := daemon.BadgerOptions("", quiet)
+	if _, ok := store.(*embedded.Store); !ok {
+		t.Errorf("experience store %T; want the embedded store", store)
+	}
+	want := badgerdb.Options("", quiet)
 	for name, db := range map[string]*badger.DB{
-		"traces":      traces.DB(),
-		"experiences": store.(embeddedStore).db,
+		"traces": traces.DB(),
 	} {
 		o := db.Opts()
 		if o.MemTableSize != want.MemTableSize || o.NumMemtables != want.NumMemtables ||
@@ -63,7 +69,7 @@ func TestDaemonBadgerOptions(t *testing.T) {
 				want.MemTableSize, want.NumMemtables, want.BlockCacheSize, want.IndexCacheSize, name != "traces")
 		}
 		if o.NumCompactors != 0 {
-			t.Errorf("%s: %d compactors of Badger's own; want none (a daemon.Compactor)", name, o.NumCompactors)
+			t.Errorf("%s: %d compactors of Badger's own; want none (a badgerdb.Compactor)", name, o.NumCompactors)
 		}
 		if o.MemTableSize > 16<<20 || o.BlockCacheSize > 16<<20 {
 			t.Errorf("%s: memtable %d, block cache %d: not memory-conscious", name, o.MemTableSize, o.BlockCacheSize)

@@ -10,8 +10,9 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
 	"github.com/hindsight-proxy/hindsight/reflect"
+	tracestore "github.com/hindsight-proxy/hindsight/traces"
 )
 
 // TestReflectionQueueMigrates: a home of the layout where the reflection
@@ -25,7 +26,7 @@ func TestReflectionQueueMigrates(t *testing.T) {
 	oldDir := filepath.Join(home.DaemonData(), "reflect")
 
 	// The previous layout: the queue's own database, as the daemon opened it.
-	old, err := badger.Open(daemon.BadgerOptions(oldDir, quiet).WithNumCompactors(2))
+	old, err := badger.Open(badgerdb.Options(oldDir, quiet).WithNumCompactors(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestReflectionQueueMigrates(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	traces, err := daemon.OpenTraceStore(filepath.Join(home.DaemonData(), "traces"), daemon.TraceOptions{Logger: quiet})
+	traces, err := tracestore.Open(filepath.Join(home.DaemonData(), "traces"), tracestore.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/inject"
 	"github.com/hindsight-proxy/hindsight/reflect"
 	"github.com/hindsight-proxy/hindsight/replay"
+	tracestore "github.com/hindsight-proxy/hindsight/traces"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -28,7 +29,7 @@ func init() { reflectionQueue = newReflectionQueue }
 // the rule-based reflector alone; validation with the capture redactor;
 // merging into store; and the queue in the trace store's database,
 // started. The daemon closes the queue before the trace store.
-func newReflectionQueue(ctx context.Context, g *globals, traces *daemon.TraceStore, store hindsight.ExperienceStore, logger *slog.Logger) (daemon.ReflectionQueue, io.Closer, error) {
+func newReflectionQueue(ctx context.Context, g *globals, traces *tracestore.Store, store hindsight.ExperienceStore, logger *slog.Logger) (daemon.ReflectionQueue, io.Closer, error) {
 	if store == nil {
 		return nil, nil, fmt.Errorf("start reflection: no experience store")
 	}
@@ -95,8 +96,8 @@ func newReflectionQueue(ctx context.Context, g *globals, traces *daemon.TraceSto
 	// The queue keeps its keys (reflectq/…) in the trace store's Badger:
 	// one database, one pair of compactors, one set of caches. A home of
 	// the layout before it has the queue in daemon/reflect: moved here.
-	db := traces.DB()
-	if n, err := daemon.MigrateQueueDB(traces, filepath.Join(g.home.DaemonData(), "reflect"), logger); err != nil {
+	db, n, err := traces.QueueDB(filepath.Join(g.home.DaemonData(), "reflect"))
+	if err != nil {
 		return nil, nil, fmt.Errorf("start reflection: %w", err)
 	} else if n > 0 {
 		logger.Info("moved the reflection queue into the trace store", "keys", n)
@@ -104,8 +105,8 @@ func newReflectionQueue(ctx context.Context, g *globals, traces *daemon.TraceSto
 	if p.Templates, err = reflect.NewTemplates(db); err != nil {
 		return nil, nil, fmt.Errorf("start reflection: %w", err)
 	}
-	// Reflection reads a long task in part (daemon.ReflectionSource).
-	q := reflect.NewQueue(db, daemon.ReflectionSource{Traces: traces, Logger: logger}, p)
+	// Reflection reads a long task in part (tracestore.ReflectionSource).
+	q := reflect.NewQueue(db, tracestore.ReflectionSource{Traces: traces, Logger: logger}, p)
 	q.Logger, q.Metrics = logger, metrics
 	q.OnState = traces.SetReflection
 	q.Written = traces.MarkWritten
@@ -119,7 +120,7 @@ type daemonQueue struct {
 	*reflect.Queue
 	templates *reflect.Templates
 	pipeline  *reflect.Pipeline
-	traces    *daemon.TraceStore
+	traces    *tracestore.Store
 	newLLM    func(model, prompt string) (reflect.Reflector, error)
 }
 
@@ -148,7 +149,7 @@ func (d daemonQueue) ReplayReflection(ctx context.Context, req daemon.ReflectRep
 		p.Reflector, p.CrossCheck = r, reflect.Rules{}
 	}
 	return replay.ReflectAgain(ctx, tasks, replay.ReflectOptions{
-		Pipeline: &p, Templates: d.templates, Tasks: daemon.ReflectionSource{Traces: d.traces, Logger: p.Logger},
+		Pipeline: &p, Templates: d.templates, Tasks: tracestore.ReflectionSource{Traces: d.traces, Logger: p.Logger},
 		DryRun: req.DryRun, Progress: progress,
 	})
 }

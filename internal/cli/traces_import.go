@@ -28,7 +28,7 @@ func tracesImportCmd(g *globals) *cobra.Command {
 }
 
 // tracesImport is `hindsight traces import FILE|-`: the steps of another
-// machine's `traces export`, stored by the daemon (daemon.TraceStore.Import):
+// machine's `traces export`, stored by the daemon (traces.Store.Import):
 // importing twice stores nothing new.
 func tracesImport(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, asJSON *bool) error {
 	if len(pos) != 1 {

@@ -44,7 +44,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/badgerlog"
+	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
 	"github.com/hindsight-proxy/hindsight/store"
 	"github.com/hindsight-proxy/hindsight/store/rank"
 )
@@ -67,8 +67,11 @@ type Options struct {
 type Store struct {
 	db    *badger.DB
 	ownDB bool
-	opt   Options
-	log   *slog.Logger
+	// compactor compacts db when the store opened it without Badger's
+	// own compactors (OpenDaemon); nil otherwise.
+	compactor *badgerdb.Compactor
+	opt       Options
+	log       *slog.Logger
 
 	// snapPath is the index snapshot's file ("" for an in-memory
 	// database); see snapshot.go.
@@ -98,7 +101,7 @@ func Open(dir string, emb hindsight.Embedder, opt Options) (*Store, error) {
 	// (index cache 0); two 8 MB memtables take a write transaction of up
 	// to 1.2 MB (Badger's 15%), far above a re-embedding batch.
 	bo := badger.DefaultOptions(dir).
-		WithLogger(badgerlog.New(logger(opt))).
+		WithLogger(badgerdb.NewLogger(logger(opt))).
 		WithMemTableSize(8 << 20).
 		WithNumMemtables(2).
 		WithBlockCacheSize(8 << 20).
@@ -580,6 +583,9 @@ func (s *Store) Close() error {
 	s.setIndex(newIndex(s.idx.dim)) // unmaps the snapshot; later searches find nothing
 	if !s.ownDB {
 		return nil
+	}
+	if s.compactor != nil {
+		s.compactor.Stop()
 	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close experience store: %w", err)

@@ -1,6 +1,0 @@
-//go:build !linux
-
-package daemon
-
-// trimMapped does nothing here: paging out a mapping's pages is Linux's.
-func trimMapped(dir string) error { return nil }

@@ -1,0 +1,40 @@
+package embedded
+
+import (
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
+	"github.com/hindsight-proxy/hindsight/internal/erase"
+)
+
+// OpenDaemon opens (creating it if needed) the store in dir as the daemon
+// keeps it: a Badger database of its own with the daemon's options
+// (badgerdb.Options: synchronous writes, memory-sized, no compactors of
+// Badger's own) and ValueThreshold, so that experiences (records and
+// vectors) stay in the LSM tree, where a purge can erase them: Badger never
+// rewrites the value-log file it appends to. It first erases what purges
+// left in the value-log file the last run appended to
+// (erase.CollectValueLog; a failure is logged), and compacts the database
+// with a badgerdb.Compactor. Close stops the compactor and closes the
+// database.
+func OpenDaemon(dir string, emb hindsight.Embedder, opt Options) (*Store, error) {
+	log := logger(opt)
+	db, err := badger.Open(badgerdb.Options(dir, log).WithValueThreshold(ValueThreshold))
+	if err != nil {
+		return nil, fmt.Errorf("open experience store: %w", err)
+	}
+	if err := erase.CollectValueLog(db); err != nil {
+		log.Warn("collect the experience store's value log", "err", err)
+	}
+	compactor := badgerdb.StartCompactor(db, log)
+	s, err := New(db, emb, opt)
+	if err != nil {
+		compactor.Stop()
+		db.Close()
+		return nil, err
+	}
+	s.ownDB, s.compactor = true, compactor
+	return s, nil
+}
