@@ -21,7 +21,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/internal/demo"
 	"github.com/hindsight-proxy/hindsight/internal/testbin"
 	"github.com/hindsight-proxy/hindsight/internal/weaviatetest"
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
 )
 
@@ -178,7 +178,7 @@ func (tm *team) caughtUp(t *testing.T, n3 *weaviatetest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := weaviate.Open(ctx, weaviate.Config{URL: n3.URL, GRPC: n3.GRPC, Consistency: weaviate.ConsistencyOne, RetryFor: 40 * time.Second}, embed.NewLocal(0))
+	s, err := weaviate.Open(ctx, weaviate.Config{URL: n3.URL, GRPC: n3.GRPC, Consistency: weaviate.ConsistencyOne, RetryFor: 40 * time.Second}, embedder.NewLocal(0))
 	if err != nil {
 		t.Fatal(err)
 	}

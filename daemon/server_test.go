@@ -20,8 +20,8 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/store"
-	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 )
 
 // recordingQueue is a ReflectionQueue that remembers what it was given and
@@ -257,7 +257,7 @@ func TestAPIExperiencesUnavailable(t *testing.T) {
 // answered.
 func TestAPIStoreNotOpenYet(t *testing.T) {
 	ctx := context.Background()
-	p := store.NewPending(embed.NewLocal(0))
+	p := store.NewPending(embedder.NewLocal(0))
 	c := startServer(t, &Server{Store: p, StoreName: "weaviate"})
 	_, err := c.Search(ctx, hindsight.Query{Text: "upload", K: 3})
 	var ae *APIError
@@ -284,7 +284,7 @@ func TestAPIStoreNotOpenYet(t *testing.T) {
 
 func openEmbedded(t *testing.T) hindsight.ExperienceStore {
 	t.Helper()
-	st, err := embedded.Open(t.TempDir(), embed.NewLocal(0), embedded.Options{Logger: quiet})
+	st, err := embedded.Open(t.TempDir(), embedder.NewLocal(0), embedded.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

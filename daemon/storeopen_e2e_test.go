@@ -14,7 +14,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/internal/testbin"
 	"github.com/hindsight-proxy/hindsight/internal/weaviatetest"
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
 )
 
@@ -30,7 +30,7 @@ func TestDaemonStartsWithStoreDown(t *testing.T) {
 	ctx := context.Background()
 	// An experience stored before the outage, as the daemon stores them
 	// (its default collection, namespace and embedder).
-	st, err := weaviate.Open(ctx, weaviate.Config{URL: wv.URL, GRPC: wv.GRPC}, embed.NewLocal(0))
+	st, err := weaviate.Open(ctx, weaviate.Config{URL: wv.URL, GRPC: wv.GRPC}, embedder.NewLocal(0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 )
 
@@ -42,7 +42,7 @@ func loadStore(b *testing.B, n int) *benchStore {
 		b.Fatal(err)
 	}
 	now := func() time.Time { return benchset.RefTime }
-	s, err := Open(dir, embed.NewLocal(0), Options{Now: now})
+	s, err := Open(dir, embedder.NewLocal(0), Options{Now: now})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func loadStore(b *testing.B, n int) *benchStore {
 	// Measure a fresh daemon: reopen rebuilds the indexes from Badger.
 	runtime.GC()
 	start = time.Now()
-	s, err = Open(dir, embed.NewLocal(0), Options{Now: now})
+	s, err = Open(dir, embedder.NewLocal(0), Options{Now: now})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func reportLatency(b *testing.B, lat []time.Duration, prefix string) {
 // update) per experience into a store that grows as it runs.
 func BenchmarkPut(b *testing.B) {
 	exps, _ := benchset.Synthetic(20_000, 0)
-	s, err := Open(b.TempDir(), embed.NewLocal(0), Options{})
+	s, err := Open(b.TempDir(), embedder.NewLocal(0), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestBuildBenchStore(t *testing.T) {
 		n = 100_000
 	}
 	exps, _ := benchset.Synthetic(n, 0)
-	s, err := Open(dir, embed.NewLocal(0), Options{Now: func() time.Time { return benchset.RefTime }})
+	s, err := Open(dir, embedder.NewLocal(0), Options{Now: func() time.Time { return benchset.RefTime }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func BenchmarkOpen(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				start := time.Now()
-				s, err := Open(dir, embed.NewLocal(0), Options{Now: func() time.Time { return benchset.RefTime }})
+				s, err := Open(dir, embedder.NewLocal(0), Options{Now: func() time.Time { return benchset.RefTime }})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 	"github.com/hindsight-proxy/hindsight/store/rank"
 )
@@ -180,7 +180,7 @@ func openBench(t testing.TB, set benchSet) (*Store, []hindsight.Experience, []be
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(t.TempDir(), embed.NewLocal(0), Options{Now: func() time.Time { return benchset.RefTime }})
+	s, err := Open(t.TempDir(), embedder.NewLocal(0), Options{Now: func() time.Time { return benchset.RefTime }})
 	if err != nil {
 		t.Fatal(err)
 	}

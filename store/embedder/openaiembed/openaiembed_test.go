@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight/store"
-	"github.com/hindsight-proxy/hindsight/store/embed/openaiembed"
+	"github.com/hindsight-proxy/hindsight/store/embedder/openaiembed"
 )
 
 // embeddingsServer speaks the OpenAI embeddings wire format: each text

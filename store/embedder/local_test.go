@@ -1,4 +1,4 @@
-package embed_test
+package embedder_test
 
 import (
 	"context"
@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight/store"
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 )
 
 func TestLocal(t *testing.T) {
-	e := embed.NewLocal(0)
+	e := embedder.NewLocal(0)
 	if e.Dim() != 512 || e.Name() != "hindsight-hash-v1" {
 		t.Fatalf("Local = %s/%d", e.Name(), e.Dim())
 	}

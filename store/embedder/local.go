@@ -1,7 +1,7 @@
-// Package embed provides Hindsight's embedders: a built-in local one that
+// Package embedder provides Hindsight's embedders: a built-in local one that
 // needs no network and no model, and a client for OpenAI-compatible
 // embeddings endpoints.
-package embed
+package embedder
 
 import (
 	"context"
