@@ -74,12 +74,12 @@ func TestImportAndReflectReplay(t *testing.T) {
 	steps := bytes.Count(b, []byte("\n"))
 
 	home := newHome(t)
-	if out := hs(t, home, "traces", "import", corpus); !strings.Contains(out, "imported "+itoa(steps)+" steps (0 already present)") {
+	if out := hs(t, home, "traces", "import", corpus); !strings.Contains(out, "imported "+strconv.Itoa(steps)+" steps (0 already present)") {
 		t.Fatalf("first import: %s", out)
 	}
 	tasks := hs(t, home, "traces", "list", "--json")
 	exportA := hs(t, home, "traces", "export")
-	if out := hs(t, home, "traces", "import", corpus); !strings.Contains(out, "imported 0 steps ("+itoa(steps)+" already present)") {
+	if out := hs(t, home, "traces", "import", corpus); !strings.Contains(out, "imported 0 steps ("+strconv.Itoa(steps)+" already present)") {
 		t.Fatalf("second import: %s", out)
 	}
 	if again := hs(t, home, "traces", "list", "--json"); !sameTasks(t, tasks, again) {
@@ -133,8 +133,6 @@ func TestImportAndReflectReplay(t *testing.T) {
 		t.Fatalf("--since in the future: %v\n%s", err, out)
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // sameTasks compares two `traces list --json` outputs, ignoring the
 // reflection state (the daemon reflects meanwhile).

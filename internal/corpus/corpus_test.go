@@ -3,7 +3,6 @@ package corpus
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,9 +14,8 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/corpus from the generator")
 
 // dir is the committed corpus, at the repository root.
 var dir = filepath.Join("..", "..", "testdata", "corpus")
@@ -31,7 +29,7 @@ func TestCorpus(t *testing.T) {
 	if s2, l2 := Generate(); !reflect.DeepEqual(s2, steps) || !reflect.DeepEqual(l2, labels) {
 		t.Fatal("Generate is not deterministic")
 	}
-	if *update {
+	if testkit.Update() {
 		if err := Write(dir, steps, labels); err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 )
 
 // TestCrashLoopVisible crashes the wrapped server on every call, past the
@@ -27,7 +30,7 @@ func TestCrashLoopVisible(t *testing.T) {
 		}
 	}
 	a.echoCalls("alive", 0, 1, 10, 1)
-	waitFor(t, "status to show the crash loop", func() bool {
+	testkit.WaitFor(t, "status to show the crash loop", time.Minute, func() bool {
 		for _, o := range status(t, home).Outboxes {
 			if s := o.Stats; s != nil && s.Server == "fake" && s.ServerCrashes >= crashes && s.ServerStarts > crashes && s.LastCrashAt != nil {
 				return true
@@ -37,7 +40,7 @@ func TestCrashLoopVisible(t *testing.T) {
 	})
 	// The sixth and later crashes are past the burst: a line reports them.
 	suppressed := regexp.MustCompile(`"suppressed":([1-9][0-9]*)`)
-	waitFor(t, "a log line counting the suppressed crashes", func() bool {
+	testkit.WaitFor(t, "a log line counting the suppressed crashes", time.Minute, func() bool {
 		b, _ := os.ReadFile(home.Path("logs", "wrap-fake.log"))
 		for _, m := range suppressed.FindAllSubmatch(b, -1) {
 			if n, _ := strconv.Atoi(string(m[1])); n > 0 {

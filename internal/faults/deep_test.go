@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 )
 
 // TestDeepNesting sends a call whose arguments nest 9,997 deep through a
@@ -32,7 +34,7 @@ func TestDeepNesting(t *testing.T) {
 	}
 	c := daemon.NewClient(home.Socket())
 	defer c.CloseIdle()
-	waitFor(t, "the task to become final", func() bool {
+	testkit.WaitFor(t, "the task to become final", time.Minute, func() bool {
 		tasks, err := c.Tasks(context.Background(), daemon.TaskFilter{})
 		return err == nil && len(tasks) == 1 && tasks[0].Final
 	})

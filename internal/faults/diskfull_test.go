@@ -25,6 +25,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/internal/fakeserver"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
 	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 )
 
 // TestFaultsFakeServer is not a test: it is the scripted MCP server these
@@ -273,19 +274,6 @@ func daemonMetrics(t *testing.T, home hindsight.Home) string {
 	return string(b)
 }
 
-// waitFor polls cond every 100 ms for up to a minute; it is a deadline, not
-// a measured time: cond is what the test asserts.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // storedEchoes counts the echo steps the daemon stored per text prefix.
 func storedEchoes(t *testing.T, c *daemon.Client) map[string]int {
 	t.Helper()
@@ -338,7 +326,7 @@ func TestDiskFull(t *testing.T) {
 
 	// Before: the daemon runs and stores steps.
 	a.echoCalls("before", 0, 10, 4096, 1)
-	waitFor(t, "the steps before the fill to be stored", func() bool { return storedEchoes(t, c)["before"] == 10 })
+	testkit.WaitFor(t, "the steps before the fill to be stored", time.Minute, func() bool { return storedEchoes(t, c)["before"] == 10 })
 	h, err := c.Health(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -354,7 +342,7 @@ func TestDiskFull(t *testing.T) {
 		t.Fatal("the daemon died while the disk was full")
 	}
 	// What could not be held is counted durably, while the disk is full.
-	waitFor(t, "the disk-full loss in status", func() bool {
+	testkit.WaitFor(t, "the disk-full loss in status", time.Minute, func() bool {
 		return lossesOf(status(t, home), "fake").Reasons[losses.DiskFull] > 0
 	})
 
@@ -362,7 +350,7 @@ func TestDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.echoCalls("after", 10+fullCalls, afterCalls, 4096, 16)
-	waitFor(t, "every step after the freeing to be stored", func() bool { return storedEchoes(t, c)["after"] == afterCalls })
+	testkit.WaitFor(t, "every step after the freeing to be stored", time.Minute, func() bool { return storedEchoes(t, c)["after"] == afterCalls })
 	if !a.alive() {
 		t.Fatal("the sidecar died after the disk was freed")
 	}
@@ -374,7 +362,7 @@ func TestDiskFull(t *testing.T) {
 	// Every call of the full period is stored or counted lost.
 	var stored int
 	var lost int64
-	waitFor(t, "the full period's steps to be stored or counted", func() bool {
+	testkit.WaitFor(t, "the full period's steps to be stored or counted", time.Minute, func() bool {
 		stored = storedEchoes(t, c)["full"]
 		lost = lossesOf(status(t, home), "fake").Reasons[losses.DiskFull]
 		return int64(stored)+lost == fullCalls
@@ -425,7 +413,7 @@ func TestDiskFullDaemonRestart(t *testing.T) {
 	c := daemon.NewClient(home.Socket())
 	defer c.CloseIdle()
 	a.echoCalls("before", 0, 5, 4096, 1)
-	waitFor(t, "the steps before the fill to be stored", func() bool { return storedEchoes(t, c)["before"] == 5 })
+	testkit.WaitFor(t, "the steps before the fill to be stored", time.Minute, func() bool { return storedEchoes(t, c)["before"] == 5 })
 	h, err := c.Health(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -434,7 +422,7 @@ func TestDiskFullDaemonRestart(t *testing.T) {
 	if err := syscall.Kill(h.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the daemon to die", func() bool { return exited(h.PID) })
+	testkit.WaitFor(t, "the daemon to die", time.Minute, func() bool { return exited(h.PID) })
 	a.echoCalls("full", 5, calls, 4096, 8)
 	if !a.alive() {
 		t.Fatal("the sidecar died while the disk was full")
@@ -443,8 +431,8 @@ func TestDiskFullDaemonRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.echoCalls("after", 5+calls, 20, 4096, 1)
-	waitFor(t, "the steps after the freeing to be stored", func() bool { return storedEchoes(t, c)["after"] == 20 })
-	waitFor(t, "the full period's steps to be stored or counted", func() bool {
+	testkit.WaitFor(t, "the steps after the freeing to be stored", time.Minute, func() bool { return storedEchoes(t, c)["after"] == 20 })
+	testkit.WaitFor(t, "the full period's steps to be stored or counted", time.Minute, func() bool {
 		return int64(storedEchoes(t, c)["full"])+lossesOf(status(t, home), "fake").Reasons[losses.DiskFull] == calls
 	})
 	if !a.alive() {

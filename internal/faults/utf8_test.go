@@ -11,10 +11,12 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 )
 
 // TestInvalidUTF8Export relays a call whose arguments hold invalid UTF-8
@@ -36,7 +38,7 @@ func TestInvalidUTF8Export(t *testing.T) {
 	c := daemon.NewClient(home.Socket())
 	defer c.CloseIdle()
 	var taskID string
-	waitFor(t, "the step to be stored", func() bool {
+	testkit.WaitFor(t, "the step to be stored", time.Minute, func() bool {
 		tasks, err := c.Tasks(context.Background(), daemon.TaskFilter{})
 		if err != nil || len(tasks) != 1 || tasks[0].StepCount < 2 {
 			return false

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/internal/fakeserver"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/proxy"
 )
 
@@ -290,15 +291,6 @@ func waitExit(t *testing.T, cmd *exec.Cmd) error {
 	return nil
 }
 
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); syscall.Kill(pid, 0) == nil && !zombie(pid); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("server process %d still alive", pid)
-		}
-	}
-}
-
 // TestWrapSignals checks that SIGTERM to the sidecar stops it and its
 // server, with exit status 0.
 func TestWrapSignals(t *testing.T) {
@@ -310,7 +302,7 @@ func TestWrapSignals(t *testing.T) {
 	if err := waitExit(t, a.cmd); err != nil {
 		t.Errorf("hindsight wrap after SIGTERM: %v, want exit status 0", err)
 	}
-	waitGone(t, pid)
+	testkit.WaitGone(t, pid)
 }
 
 // TestWrapAgentGone closes the agent's end of the sidecar's stdout: the
@@ -326,7 +318,7 @@ func TestWrapAgentGone(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Errorf("hindsight wrap with its stdout gone: %v, want exit status 1", err)
 	}
-	waitGone(t, pid)
+	testkit.WaitGone(t, pid)
 }
 
 // TestWrapBrokenHome gives the sidecar a HINDSIGHT_HOME it cannot use: it

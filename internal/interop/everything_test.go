@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,13 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 )
@@ -100,15 +99,6 @@ func wrappedWith(t *testing.T, noInject bool, name string, argv ...string) *exec
 	return cmd
 }
 
-func zombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
-}
-
 // everythingClient is a go-sdk client with sampling, elicitation and roots,
 // recording what the server asked of it.
 func everythingClient(tr *transcript, t *testing.T, progress chan<- *mcp.ProgressNotificationParams) *mcp.Client {
@@ -162,7 +152,7 @@ func everythingConversation(t *testing.T, transport mcp.Transport, version strin
 		if err != nil {
 			t.Fatalf("tools/list: %v", err)
 		}
-		if hasTool(tools, "trigger-sampling-request") || time.Now().After(deadline) {
+		if testkit.HasTool(tools, "trigger-sampling-request") || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -170,7 +160,7 @@ func everythingConversation(t *testing.T, transport mcp.Transport, version strin
 	tr.add(t, "tools/list", tools)
 	for _, want := range []string{"echo", "get-tiny-image", "get-structured-content", "trigger-long-running-operation",
 		"trigger-sampling-request", "trigger-elicitation-request", "get-roots-list"} {
-		if !hasTool(tools, want) {
+		if !testkit.HasTool(tools, want) {
 			t.Errorf("tools/list lacks %s", want)
 		}
 	}
@@ -296,15 +286,6 @@ func must(t *testing.T, what string, err error) {
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
-}
-
-func hasTool(r *mcp.ListToolsResult, name string) bool {
-	for _, tool := range r.Tools {
-		if tool.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 func hasImage(r *mcp.CallToolResult) bool {

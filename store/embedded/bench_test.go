@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 )
@@ -126,12 +127,12 @@ func BenchmarkSearch(b *testing.B) {
 					if filtered {
 						q.Tool, q.ErrorCode = bq.Tool, bq.ErrorCode
 					}
-					start, cpu0 := time.Now(), processCPU()
+					start, cpu0 := time.Now(), testkit.ProcessCPU()
 					if _, err := bs.s.Search(ctx, q); err != nil {
 						b.Fatal(err)
 					}
 					lat = append(lat, time.Since(start))
-					cpu = append(cpu, processCPU()-cpu0)
+					cpu = append(cpu, testkit.ProcessCPU()-cpu0)
 				}
 				reportLatency(b, lat, "")
 				reportLatency(b, cpu, "cpu-")
