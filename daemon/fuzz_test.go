@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/tasktest"
 )
 
 // FuzzParseExperiences feeds arbitrary bytes to the import parser: it
@@ -40,7 +41,7 @@ func FuzzParseExperiences(f *testing.F) {
 // to a real trace store: a batch is refused or stored; stored twice, it is
 // not duplicated; every task's step indices stay gap-free.
 func FuzzIngest(f *testing.F) {
-	seed, _ := json.Marshal(StepBatch{Steps: goldenSteps()})
+	seed, _ := json.Marshal(StepBatch{Steps: tasktest.GoldenSteps()})
 	f.Add(seed)
 	f.Add([]byte(`{"steps":[{"source":"a","seq":1},{"source":"a","seq":1},{"source":"b","seq":0,"session_id":"s","explicit_task":"x/y"}]}`))
 	f.Add([]byte(`{"steps":[{"source":"a","seq":18446744073709551615,"host_pid":-3,"started_at":"0001-01-01T00:00:00Z","ended_at":"9999-12-31T23:59:59Z"}]}`))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/tasktest"
 )
 
 // batchJSON encodes steps as a step batch, whole.
@@ -49,7 +50,7 @@ func encodeBatch(t testing.TB, steps []hindsight.Step, enc func(*hindsight.Step,
 
 // richSteps are steps with every field of a Step set.
 func richSteps() []hindsight.Step {
-	s := goldenSteps()
+	s := tasktest.GoldenSteps()
 	s[0].Error = &hindsight.RPCError{Code: -32000, Message: "boom <&>", Data: json.RawMessage(`{"why":"x"}`)}
 	s[0].Injected = []hindsight.Injection{{Channel: "instructions", ExperienceIDs: []string{"e1", "e2"}, Tokens: 12}}
 	s[0].Truncated = []hindsight.Truncation{{Field: "result", OriginalSize: 99999, SHA256: "ab"}}

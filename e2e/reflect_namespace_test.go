@@ -1,4 +1,4 @@
-package reflect_test
+package e2e
 
 import (
 	"cmp"
@@ -37,7 +37,7 @@ func TestSidecarNamespace(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	testbin.StopDaemon(t, dir)
 
-	learn := []call{
+	learn := []toolCall{
 		{"fetch_report", map[string]any{"month": "2026-03"}},
 		{"login", map[string]any{"user": "ada", "password": "correct-horse-battery"}},
 		{"fetch_report", map[string]any{"month": "2026-03"}},
@@ -70,7 +70,7 @@ func TestSidecarNamespace(t *testing.T) {
 		t.Fatalf("want one lesson in each namespace, got:\n%s", out)
 	}
 
-	ask := []call{{"query_hindsight", map[string]any{"situation": "fetch_report answered 401 Unauthorized", "tool_name": "fetch_report"}}}
+	ask := []toolCall{{"query_hindsight", map[string]any{"situation": "fetch_report answered 401 Unauthorized", "tool_name": "fetch_report"}}}
 	for ns, task := range map[string]string{"team": "ask-team", "": "ask-plain"} {
 		session(ctx, t, exe, dir, ns, task, ask)
 		tk := final(ctx, t, client, task, 1)
@@ -87,14 +87,15 @@ func TestSidecarNamespace(t *testing.T) {
 	}
 }
 
-type call struct {
+// toolCall is one tools/call an agent session makes.
+type toolCall struct {
 	tool string
 	args map[string]any
 }
 
 // session runs one agent session through `hindsight wrap` (with
 // --namespace ns unless "") in front of the example server, as task.
-func session(ctx context.Context, t *testing.T, exe, dir, ns, task string, calls []call) {
+func session(ctx context.Context, t *testing.T, exe, dir, ns, task string, calls []toolCall) {
 	t.Helper()
 	args := []string{"wrap", "--name", "example"}
 	if ns != "" {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package daemon
+package e2e
 
 import (
 	"bytes"
@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/tasktest"
 	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 )
 
 // leaked is a secret the redactor cannot recognise (a random value under an
@@ -53,13 +55,13 @@ func filesHolding(t *testing.T, root, s string) []string {
 // appended to, and after a restart of the daemon in none; the other task
 // (whose id extends a purged one's) and experience are intact.
 func TestPurgeErasesFromDisk(t *testing.T) {
-	home := hindsight.Home(shortTempDir(t))
+	home := hindsight.Home(testkit.ShortTempDir(t))
 	testbin.StopDaemon(t, string(home))
 	ctx := context.Background()
 	daemon, c := startDaemon(t, home)
 	var steps []hindsight.Step
 	for i, task := range []string{"leaky-task", "leaky-task-2", "leaky-task-clean"} {
-		s := explicit(stdio(step("src", uint64(i+1), time.Duration(i)*time.Second), "s1", 100), task)
+		s := tasktest.Explicit(tasktest.Stdio(tasktest.Step("src", uint64(i+1), time.Duration(i)*time.Second), "s1", 100), task)
 		s.Arguments = json.RawMessage(`{"path":"/data/x","note":"` + leaked + `"}`)
 		if task == "leaky-task-clean" {
 			s.Arguments = json.RawMessage(`{"path":"/data/y"}`)
@@ -68,33 +70,33 @@ func TestPurgeErasesFromDisk(t *testing.T) {
 	}
 	// A step above the trace store's value threshold: its value goes to
 	// the value log.
-	big := explicit(stdio(step("src", 4, 4*time.Second), "s1", 100), "leaky-task")
+	big := tasktest.Explicit(tasktest.Stdio(tasktest.Step("src", 4, 4*time.Second), "s1", 100), "leaky-task")
 	big.Result = json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("row of data ", 2000) + leaked + `"}]}`)
 	steps = append(steps, big)
 	if err := c.Deliver(ctx, steps); err != nil {
 		t.Fatal(err)
 	}
-	pack := filepath.Join(shortTempDir(t), "pack.jsonl")
+	pack := filepath.Join(testkit.ShortTempDir(t), "pack.jsonl")
 	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	// A long lesson: a record above Badger's default value threshold.
-	lines := experienceLine("leaky", "read_file", "Pass note="+leaked+" to read_file."+strings.Repeat(" Then check the result.", 100), day) +
-		experienceLine("clean", "read_file", "Call read_file with an absolute path under /data.", day) +
+	lines := tasktest.ExperienceLine("leaky", "read_file", "Pass note="+leaked+" to read_file."+strings.Repeat(" Then check the result.", 100), day) +
+		tasktest.ExperienceLine("clean", "read_file", "Call read_file with an absolute path under /data.", day) +
 		// Learnt from a leaky task: `traces purge --with-experiences` takes it.
-		strings.Replace(experienceLine("derived", "read_file", "Send note "+leaked+" along.", day),
+		strings.Replace(tasktest.ExperienceLine("derived", "read_file", "Send note "+leaked+" along.", day),
 			`"source_task":"t-1"`, `"source_task":"leaky-task"`, 1)
 	if err := os.WriteFile(pack, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cli(t, home, false, "experiences", "import", pack)
+	testbin.Run(t, string(home), false, "experiences", "import", pack)
 	if hits := filesHolding(t, string(home), leaked); len(hits) == 0 {
 		t.Fatal("the planted secret is on no file before the purge: the test proves nothing")
 	}
 
-	out := cli(t, home, false, "traces", "purge", "leaky-task", "leaky-task-2", "no-such-task", "--with-experiences")
+	out := testbin.Run(t, string(home), false, "traces", "purge", "leaky-task", "leaky-task-2", "no-such-task", "--with-experiences")
 	if !strings.Contains(out, "purged 2 task(s)") || !strings.Contains(out, "purged 1 experience(s) learnt from them: derived") {
 		t.Errorf("traces purge said %q", out)
 	}
-	out = cli(t, home, false, "experiences", "purge", "leaky")
+	out = testbin.Run(t, string(home), false, "experiences", "purge", "leaky")
 	if !strings.Contains(out, "purged 1 experience(s)") {
 		t.Errorf("experiences purge said %q", out)
 	}
@@ -125,7 +127,7 @@ func TestPurgeErasesFromDisk(t *testing.T) {
 		t.Errorf("the clean experience after the purge: %+v, %v", e, err)
 	}
 	// The daemon keeps working: a new step of the purged source is taken.
-	s := explicit(stdio(step("src", 9, 9*time.Second), "s1", 100), "after-purge")
+	s := tasktest.Explicit(tasktest.Stdio(tasktest.Step("src", 9, 9*time.Second), "s1", 100), "after-purge")
 	if err := c.Deliver(ctx, []hindsight.Step{s}); err != nil {
 		t.Errorf("deliver after purge: %v", err)
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package inject_test
+package e2e
 
 import (
 	"context"

@@ -1,4 +1,5 @@
-package telemetry_test
+// Package otlptest is an in-process OTLP trace collector for tests.
+package otlptest
 
 import (
 	"compress/gzip"
@@ -17,9 +18,9 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// receiver is an in-process OTLP collector: it keeps every span it is sent,
+// Receiver is an in-process OTLP collector: it keeps every span it is sent,
 // with its resource's service.name.
-type receiver struct {
+type Receiver struct {
 	coltracepb.UnimplementedTraceServiceServer
 
 	mu       sync.Mutex
@@ -28,12 +29,12 @@ type receiver struct {
 	requests int
 }
 
-func (r *receiver) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+func (r *Receiver) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.requests++
 	for _, rs := range req.ResourceSpans {
-		svc := attr(rs.GetResource().GetAttributes(), "service.name")
+		svc := Attr(rs.GetResource().GetAttributes(), "service.name")
 		for _, ss := range rs.ScopeSpans {
 			for _, sp := range ss.Spans {
 				r.spans = append(r.spans, sp)
@@ -44,16 +45,16 @@ func (r *receiver) Export(_ context.Context, req *coltracepb.ExportTraceServiceR
 	return &coltracepb.ExportTraceServiceResponse{}, nil
 }
 
-// received returns the spans so far and their services.
-func (r *receiver) received() ([]*tracepb.Span, []string) {
+// Received returns the spans so far and their services.
+func (r *Receiver) Received() ([]*tracepb.Span, []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]*tracepb.Span(nil), r.spans...), append([]string(nil), r.services...)
 }
 
-// serveHTTP receives OTLP/HTTP protobuf at /v1/traces and returns the
+// ListenHTTP receives OTLP/HTTP protobuf at /v1/traces and returns the
 // collector's base URL.
-func (r *receiver) serveHTTP(t *testing.T) string {
+func (r *Receiver) ListenHTTP(t testing.TB) string {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, req *http.Request) {
 		var body io.Reader = req.Body
@@ -85,8 +86,8 @@ func (r *receiver) serveHTTP(t *testing.T) string {
 	return srv.URL
 }
 
-// serveGRPC receives OTLP/gRPC and returns the collector's URL.
-func (r *receiver) serveGRPC(t *testing.T) string {
+// ListenGRPC receives OTLP/gRPC and returns the collector's URL.
+func (r *Receiver) ListenGRPC(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -98,8 +99,8 @@ func (r *receiver) serveGRPC(t *testing.T) string {
 	return "http://" + ln.Addr().String()
 }
 
-// attr is the string value of key among attrs, "" when absent.
-func attr(attrs []*commonpb.KeyValue, key string) string {
+// Attr is the string value of key among attrs, "" when absent.
+func Attr(attrs []*commonpb.KeyValue, key string) string {
 	for _, kv := range attrs {
 		if kv.Key == key {
 			if s, ok := kv.Value.GetValue().(*commonpb.AnyValue_StringValue); ok {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package proxy_test
+package e2e
 
 import (
 	"bufio"
@@ -41,8 +41,8 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// proc is a program started by a test.
-type proc struct {
+// program is a program started by a test.
+type program struct {
 	cmd    *exec.Cmd
 	stderr io.Reader
 	done   chan struct{} // closed when it exited
@@ -50,7 +50,7 @@ type proc struct {
 
 // startProcess runs a program in its own process group and stops the group
 // when the test ends.
-func startProcess(t *testing.T, env []string, name string, args ...string) *proc {
+func startProcess(t *testing.T, env []string, name string, args ...string) *program {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -63,7 +63,7 @@ func startProcess(t *testing.T, env []string, name string, args ...string) *proc
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
-	p := &proc{cmd: cmd, stderr: stderr, done: make(chan struct{})}
+	p := &program{cmd: cmd, stderr: stderr, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
 		start := time.Now()
@@ -118,7 +118,7 @@ func startServe(t *testing.T, args ...string) string {
 
 // startServeProc runs `hindsight serve` with the configuration cfg ("" for
 // the defaults) and returns its base URL and process.
-func startServeProc(t *testing.T, cfg string, args ...string) (string, *proc) {
+func startServeProc(t *testing.T, cfg string, args ...string) (string, *program) {
 	t.Helper()
 	bin := testbin.Hindsight(t)
 	home := t.TempDir()
@@ -136,7 +136,7 @@ func startServeProc(t *testing.T, cfg string, args ...string) (string, *proc) {
 
 // awaitListening waits for `hindsight serve` to report its address and
 // returns its base URL; its stderr goes to the test log.
-func awaitListening(t *testing.T, p *proc) string {
+func awaitListening(t *testing.T, p *program) string {
 	t.Helper()
 	stderr := p.stderr
 	lines := make(chan string, 16)

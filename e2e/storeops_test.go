@@ -1,6 +1,6 @@
 //go:build unix
 
-package daemon_test
+package e2e
 
 // End-to-end test of the store-operation queue: the real daemon binary
 // over a real Weaviate that is killed while agent tasks run through a

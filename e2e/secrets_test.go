@@ -1,6 +1,6 @@
 //go:build unix
 
-package capture_test
+package e2e
 
 // The whole path of a planted secret through a real sidecar: an MCP client
 // sends every fake secret of the corpus through `hindsight wrap` in front

@@ -1,6 +1,6 @@
 //go:build unix
 
-package daemon_test
+package e2e
 
 // End-to-end test of a team on a Weaviate cluster: two real daemons with
 // homes of their own, on different nodes of a real 3-node cluster,

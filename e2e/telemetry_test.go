@@ -1,4 +1,4 @@
-package telemetry_test
+package e2e
 
 // A real sidecar (`hindsight wrap`, built from this module) in front of a
 // real MCP server (the scripted fakeserver, re-executed from this test
@@ -20,6 +20,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight/internal/fakeserver"
 	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/otlptest"
 	"github.com/hindsight-proxy/hindsight/telemetry"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
@@ -136,8 +137,8 @@ const parentTrace, parentSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba
 // agent's traceparent as parent; nothing for other methods; no argument
 // or result in any attribute.
 func TestSpansOfToolCalls(t *testing.T) {
-	rcv := &receiver{}
-	base := rcv.serveHTTP(t)
+	rcv := &otlptest.Receiver{}
+	base := rcv.ListenHTTP(t)
 	a, _ := wrap(t, "inject:\n  instructions: false\n  error_results: false\n  query_tool: false\n"+
 		"telemetry:\n  endpoint: "+base+"\n  service_name: otel-e2e\n")
 	if r := a.call(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"s3cret-argument"}}}`); r["result"] == nil {
@@ -151,13 +152,13 @@ func TestSpansOfToolCalls(t *testing.T) {
 	a.call(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},"_meta":{"traceparent":"00-` + parentTrace + `-` + parentSpan + `-01","tracestate":"rojo=1"}}}`)
 	a.stop() // flushes
 
-	spans, services := rcv.received()
+	spans, services := rcv.Received()
 	if len(spans) != 4 {
 		t.Fatalf("%d spans, want 4 (one per tools/call): %v", len(spans), spans)
 	}
 	byID := map[string]*tracepb.Span{}
 	for i, sp := range spans {
-		byID[attr(sp.Attributes, "jsonrpc.request.id")] = sp
+		byID[otlptest.Attr(sp.Attributes, "jsonrpc.request.id")] = sp
 		if services[i] != "otel-e2e" {
 			t.Errorf("service.name %q", services[i])
 		}
@@ -174,11 +175,11 @@ func TestSpansOfToolCalls(t *testing.T) {
 		}
 		for k, v := range map[string]string{"mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool",
 			"mcp.protocol.version": "2025-06-18", "network.transport": "pipe", "hindsight.server.name": "fake", "hindsight.transport": "stdio"} {
-			if got := attr(sp.Attributes, k); got != v {
+			if got := otlptest.Attr(sp.Attributes, k); got != v {
 				t.Errorf("%s: %s = %q, want %q", sp.Name, k, got, v)
 			}
 		}
-		if attr(sp.Attributes, "mcp.session.id") == "" {
+		if otlptest.Attr(sp.Attributes, "mcp.session.id") == "" {
 			t.Errorf("%s: no mcp.session.id", sp.Name)
 		}
 	}
@@ -191,13 +192,13 @@ func TestSpansOfToolCalls(t *testing.T) {
 			t.Errorf("no span for request %s", id)
 			continue
 		}
-		if sp.Name != want.name || attr(sp.Attributes, "gen_ai.tool.name") != strings.TrimPrefix(want.name, "tools/call ") {
+		if sp.Name != want.name || otlptest.Attr(sp.Attributes, "gen_ai.tool.name") != strings.TrimPrefix(want.name, "tools/call ") {
 			t.Errorf("request %s: span %q", id, sp.Name)
 		}
-		if got := attr(sp.Attributes, "error.type"); got != want.errType {
+		if got := otlptest.Attr(sp.Attributes, "error.type"); got != want.errType {
 			t.Errorf("request %s: error.type %q, want %q", id, got, want.errType)
 		}
-		if got := attr(sp.Attributes, "rpc.response.status_code"); got != want.code {
+		if got := otlptest.Attr(sp.Attributes, "rpc.response.status_code"); got != want.code {
 			t.Errorf("request %s: rpc.response.status_code %q, want %q", id, got, want.code)
 		}
 		if failed := sp.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR; failed != (want.errType != "") {
@@ -217,12 +218,12 @@ func TestSpansOfToolCalls(t *testing.T) {
 // TestSpansOverGRPC: the environment alone (endpoint and protocol) turns
 // tracing on, over gRPC.
 func TestSpansOverGRPC(t *testing.T) {
-	rcv := &receiver{}
-	url := rcv.serveGRPC(t)
+	rcv := &otlptest.Receiver{}
+	url := rcv.ListenGRPC(t)
 	a, _ := wrap(t, "", "OTEL_EXPORTER_OTLP_ENDPOINT="+url, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_SERVICE_NAME=from-env")
 	a.call(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
 	a.stop()
-	spans, services := rcv.received()
+	spans, services := rcv.Received()
 	if len(spans) != 1 || spans[0].Name != "tools/call echo" || services[0] != "from-env" {
 		t.Fatalf("spans %v, services %v", spans, services)
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package daemon
+package e2e
 
 // Tests with real processes: the hindsight binary built from this module,
 // its daemon on a real socket, real Badger on disk.
@@ -22,7 +22,10 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/internal/tasktest"
 	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 )
 
 // proc is a hindsight process started by a test.
@@ -76,10 +79,10 @@ func run(t *testing.T, home hindsight.Home, args ...string) *proc {
 }
 
 // startDaemon runs `hindsight daemon` in home and waits until it answers.
-func startDaemon(t *testing.T, home hindsight.Home) (*proc, *Client) {
+func startDaemon(t *testing.T, home hindsight.Home) (*proc, *daemon.Client) {
 	t.Helper()
 	p := run(t, home, "daemon")
-	c := NewClient(home.Socket())
+	c := daemon.NewClient(home.Socket())
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, err := c.Health(context.Background()); err == nil {
@@ -107,7 +110,7 @@ func stopHolder(t *testing.T, home hindsight.Home) {
 }
 
 func TestDaemonSingleInstanceAndSocketMode(t *testing.T) {
-	home := hindsight.Home(shortTempDir(t))
+	home := hindsight.Home(testkit.ShortTempDir(t))
 	testbin.Hindsight(t) // build before the race starts
 	const n = 4
 	procs := make([]*proc, n)
@@ -116,8 +119,8 @@ func TestDaemonSingleInstanceAndSocketMode(t *testing.T) {
 		wg.Go(func() { procs[i] = run(t, home, "daemon") })
 	}
 	wg.Wait()
-	c := NewClient(home.Socket())
-	waitFor(t, func() bool { _, err := c.Health(context.Background()); return err == nil })
+	c := daemon.NewClient(home.Socket())
+	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool { _, err := c.Health(context.Background()); return err == nil })
 	// The losers exit on their own, saying why; one stays.
 	var alive []*proc
 	for _, p := range procs {
@@ -134,8 +137,8 @@ func TestDaemonSingleInstanceAndSocketMode(t *testing.T) {
 		t.Fatalf("%d daemons running, want 1", len(alive))
 	}
 	h, err := c.Health(context.Background())
-	if err != nil || h.PID != alive[0].cmd.Process.Pid || LockHolder(home) != h.PID {
-		t.Fatalf("health %+v, %v; lock holder %d; survivor %d", h, err, LockHolder(home), alive[0].cmd.Process.Pid)
+	if err != nil || h.PID != alive[0].cmd.Process.Pid || daemon.LockHolder(home) != h.PID {
+		t.Fatalf("health %+v, %v; lock holder %d; survivor %d", h, err, daemon.LockHolder(home), alive[0].cmd.Process.Pid)
 	}
 
 	fi, err := os.Lstat(home.Socket())
@@ -145,7 +148,7 @@ func TestDaemonSingleInstanceAndSocketMode(t *testing.T) {
 	if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket mode %v, want a socket with 0600", fi.Mode())
 	}
-	for _, p := range []string{LockPath(home), home.DaemonData(), filepath.Join(home.DaemonData(), "traces")} {
+	for _, p := range []string{daemon.LockPath(home), home.DaemonData(), filepath.Join(home.DaemonData(), "traces")} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)
@@ -158,9 +161,9 @@ func TestDaemonSingleInstanceAndSocketMode(t *testing.T) {
 
 func TestDaemonStopsCleanlyAndKeepsTraces(t *testing.T) {
 	ctx := context.Background()
-	home := hindsight.Home(shortTempDir(t))
+	home := hindsight.Home(testkit.ShortTempDir(t))
 	p, c := startDaemon(t, home)
-	steps := []hindsight.Step{stdio(step("fs", 1, 0), "s1", 100), stdio(step("fs", 2, time.Second), "s1", 100)}
+	steps := []hindsight.Step{tasktest.Stdio(tasktest.Step("fs", 1, 0), "s1", 100), tasktest.Stdio(tasktest.Step("fs", 2, time.Second), "s1", 100)}
 	if err := c.Deliver(ctx, steps); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +182,7 @@ func TestDaemonStopsCleanlyAndKeepsTraces(t *testing.T) {
 
 	// Restart: the steps are there, redelivery is still deduplicated.
 	p, c = startDaemon(t, home)
-	tasks, err := c.Tasks(ctx, TaskFilter{})
+	tasks, err := c.Tasks(ctx, daemon.TaskFilter{})
 	if err != nil || len(tasks) != 1 || tasks[0].StepCount != 2 {
 		t.Fatalf("after restart: %+v, %v", tasks, err)
 	}
@@ -199,7 +202,7 @@ func TestDaemonStopsCleanlyAndKeepsTraces(t *testing.T) {
 	if res, err := c.IngestRaw(ctx, raws); err != nil || res.Duplicates != 2 {
 		t.Fatalf("raw redelivery: %+v, %v", res, err)
 	}
-	if _, err := c.IngestRaw(ctx, []json.RawMessage{json.RawMessage(`{"seq":"x"}`)}); !errors.Is(err, ErrRejected) {
+	if _, err := c.IngestRaw(ctx, []json.RawMessage{json.RawMessage(`{"seq":"x"}`)}); !errors.Is(err, daemon.ErrRejected) {
 		t.Fatalf("undecodable raw step: %v, want ErrRejected", err)
 	}
 
@@ -216,7 +219,7 @@ func TestDaemonStopsCleanlyAndKeepsTraces(t *testing.T) {
 }
 
 func TestEnsureRunningStartsOneDaemon(t *testing.T) {
-	home := hindsight.Home(shortTempDir(t))
+	home := hindsight.Home(testkit.ShortTempDir(t))
 	bin := testbin.Hindsight(t)
 	stopHolder(t, home)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -227,7 +230,7 @@ func TestEnsureRunningStartsOneDaemon(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			c, err := EnsureRunning(ctx, home, bin)
+			c, err := daemon.EnsureRunning(ctx, home, bin)
 			if err != nil {
 				errs[i] = err
 				return
@@ -255,8 +258,8 @@ func TestEnsureRunningStartsOneDaemon(t *testing.T) {
 		t.Fatalf("daemon session id %d (%v), want its own pid %d", sid, err, pids[0])
 	}
 	// A second call finds it without starting another.
-	if _, err := EnsureRunning(ctx, home, bin); err != nil || LockHolder(home) != pids[0] {
-		t.Fatalf("EnsureRunning again: %v, holder %d", err, LockHolder(home))
+	if _, err := daemon.EnsureRunning(ctx, home, bin); err != nil || daemon.LockHolder(home) != pids[0] {
+		t.Fatalf("EnsureRunning again: %v, holder %d", err, daemon.LockHolder(home))
 	}
 	// It runs on one processor, unless the environment says otherwise.
 	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pids[0]))
@@ -272,24 +275,6 @@ func TestEnsureRunningStartsOneDaemon(t *testing.T) {
 	}
 }
 
-func TestDaemonEnv(t *testing.T) {
-	for _, c := range []struct {
-		env, want []string
-	}{
-		{[]string{"PATH=/bin"}, []string{"PATH=/bin", "HINDSIGHT_HOME=/h", "GOMAXPROCS=1"}},
-		{[]string{"GOMAXPROCS=4", "PATH=/bin"}, []string{"GOMAXPROCS=4", "PATH=/bin", "HINDSIGHT_HOME=/h"}},
-		{[]string{"HINDSIGHT_HOME=/old"}, []string{"HINDSIGHT_HOME=/old", "HINDSIGHT_HOME=/h", "GOMAXPROCS=1"}},
-	} {
-		in := slices.Clone(c.env)
-		if got := daemonEnv(in, "/h"); !slices.Equal(got, c.want) {
-			t.Errorf("daemonEnv(%q) = %q; want %q", c.env, got, c.want)
-		}
-		if !slices.Equal(in, c.env) {
-			t.Errorf("daemonEnv changed its argument: %q", in)
-		}
-	}
-}
-
 func getsid(pid int) (int, error) {
 	sid, _, errno := syscall.RawSyscall(syscall.SYS_GETSID, uintptr(pid), 0, 0)
 	if errno != 0 {
@@ -300,7 +285,7 @@ func getsid(pid int) (int, error) {
 
 func TestDaemonIdleGapFromConfig(t *testing.T) {
 	ctx := context.Background()
-	home := hindsight.Home(shortTempDir(t))
+	home := hindsight.Home(testkit.ShortTempDir(t))
 	if err := home.Ensure(); err != nil {
 		t.Fatal(err)
 	}
@@ -309,14 +294,14 @@ func TestDaemonIdleGapFromConfig(t *testing.T) {
 	}
 	_, c := startDaemon(t, home)
 	now := time.Now()
-	s := stdio(step("fs", 1, 0), "s1", 100)
+	s := tasktest.Stdio(tasktest.Step("fs", 1, 0), "s1", 100)
 	s.StartedAt, s.EndedAt = now, now.Add(time.Millisecond)
 	if err := c.Deliver(ctx, []hindsight.Step{s}); err != nil {
 		t.Fatal(err)
 	}
 	// No session closes: only the idle gap makes the task final.
-	waitFor(t, func() bool {
-		tasks, err := c.Tasks(ctx, TaskFilter{})
+	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool {
+		tasks, err := c.Tasks(ctx, daemon.TaskFilter{})
 		return err == nil && len(tasks) == 1 && tasks[0].Final
 	})
 	if !strings.Contains(daemonLog(home), `"idle_gap":"1s"`) {
@@ -336,12 +321,12 @@ func TestDaemonEndsWithItsHome(t *testing.T) {
 		{"sigterm", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := shortTempDir(t)
+			dir := testkit.ShortTempDir(t)
 			home := hindsight.Home(filepath.Join(dir, "home"))
 			p, c := startDaemon(t, home)
 			steps := make([]hindsight.Step, 0, 50)
 			for i := range 50 {
-				steps = append(steps, stdio(step("gone", uint64(i+1), time.Duration(i)*time.Second), "s1", 100))
+				steps = append(steps, tasktest.Stdio(tasktest.Step("gone", uint64(i+1), time.Duration(i)*time.Second), "s1", 100))
 			}
 			if err := c.Deliver(context.Background(), steps); err != nil {
 				t.Fatal(err)
@@ -365,7 +350,7 @@ func TestDaemonEndsWithItsHome(t *testing.T) {
 // TestDaemonEndsWhenItsSocketIsReplaced: another daemon's socket at the
 // same path (its home recreated) makes the old daemon leave.
 func TestDaemonEndsWhenItsSocketIsReplaced(t *testing.T) {
-	home := hindsight.Home(shortTempDir(t))
+	home := hindsight.Home(testkit.ShortTempDir(t))
 	p, _ := startDaemon(t, home)
 	if err := os.Remove(home.Socket()); err != nil {
 		t.Fatal(err)

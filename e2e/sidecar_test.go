@@ -1,6 +1,6 @@
 //go:build unix
 
-package daemon
+package e2e
 
 // End-to-end tests of the sidecar and the daemon together: a real MCP client
 // (the official Go SDK) talks to mcp-server-everything through a real
@@ -21,7 +21,9 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -29,7 +31,7 @@ import (
 // these tests count recorded steps, and injection is not what they test.
 func sidecarHome(t *testing.T) hindsight.Home {
 	t.Helper()
-	home := hindsight.Home(shortTempDir(t))
+	home := hindsight.Home(testkit.ShortTempDir(t))
 	if err := home.Ensure(); err != nil {
 		t.Fatal(err)
 	}
@@ -70,15 +72,15 @@ func wrapEverything(t *testing.T, home hindsight.Home) (*mcp.ClientSession, *exe
 	return cs, cmd
 }
 
-// call is one echo call as the client saw it.
-type call struct {
+// echoCall is one echo call as the client saw it.
+type echoCall struct {
 	msg            string
 	sent, returned time.Time
 }
 
 // echo calls the echo tool with msg.
-func echo(ctx context.Context, cs *mcp.ClientSession, msg string) (call, error) {
-	c := call{msg: msg, sent: time.Now()}
+func echo(ctx context.Context, cs *mcp.ClientSession, msg string) (echoCall, error) {
+	c := echoCall{msg: msg, sent: time.Now()}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": msg}})
 	c.returned = time.Now()
 	if err == nil && res.IsError {
@@ -89,10 +91,10 @@ func echo(ctx context.Context, cs *mcp.ClientSession, msg string) (call, error) 
 
 // echoSteps returns the recorded echo calls of home's daemon, by message,
 // in step order per task.
-func echoSteps(t *testing.T, c *Client) (order []string, byMsg map[string][]hindsight.Step) {
+func echoSteps(t *testing.T, c *daemon.Client) (order []string, byMsg map[string][]hindsight.Step) {
 	t.Helper()
 	ctx := context.Background()
-	tasks, err := c.Tasks(ctx, TaskFilter{})
+	tasks, err := c.Tasks(ctx, daemon.TaskFilter{})
 	if err != nil {
 		return nil, nil
 	}
@@ -130,20 +132,20 @@ func TestSidecarStartsDaemonAndEndsTask(t *testing.T) {
 		}
 	}
 	// The sidecar started the daemon on its own, detached.
-	c := NewClient(home.Socket())
-	waitFor(t, func() bool { _, err := c.Health(ctx); return err == nil })
-	waitFor(t, func() bool { order, _ := echoSteps(t, c); return len(order) == 3 })
+	c := daemon.NewClient(home.Socket())
+	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool { _, err := c.Health(ctx); return err == nil })
+	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool { order, _ := echoSteps(t, c); return len(order) == 3 })
 
 	// The agent goes away: the sidecar drains and says the session ended,
 	// and the task is final.
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)
 	}
-	waitFor(t, func() bool {
-		tasks, err := c.Tasks(ctx, TaskFilter{})
+	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool {
+		tasks, err := c.Tasks(ctx, daemon.TaskFilter{})
 		return err == nil && len(tasks) == 1 && tasks[0].Final
 	})
-	task, _ := c.Tasks(ctx, TaskFilter{})
+	task, _ := c.Tasks(ctx, daemon.TaskFilter{})
 	full, _ := c.Task(ctx, task[0].ID)
 	methods := map[string]bool{}
 	for _, s := range full.Steps {
@@ -156,13 +158,13 @@ func TestSidecarStartsDaemonAndEndsTask(t *testing.T) {
 		t.Fatalf("task methods %v, want initialize and tools/call", methods)
 	}
 	// The outbox was emptied and removed.
-	if obs := ScanOutboxes(home.Outboxes()); len(obs) != 0 {
+	if obs := daemon.ScanOutboxes(home.Outboxes()); len(obs) != 0 {
 		t.Fatalf("outboxes left: %+v", obs)
 	}
 }
 
 // traffic calls echo every 10 ms until stop is closed or a call fails.
-func traffic(ctx context.Context, cs *mcp.ClientSession, stop <-chan struct{}) (calls []call, err error) {
+func traffic(ctx context.Context, cs *mcp.ClientSession, stop <-chan struct{}) (calls []echoCall, err error) {
 	for i := 0; ; i++ {
 		select {
 		case <-stop:
@@ -184,7 +186,7 @@ func TestOutageEveryStepOnceInOrder(t *testing.T) {
 	cs, _ := wrapEverything(t, home)
 
 	stop := make(chan struct{})
-	var calls []call
+	var calls []echoCall
 	var trafficErr error
 	var wg sync.WaitGroup
 	wg.Go(func() { calls, trafficErr = traffic(ctx, cs, stop) })
@@ -196,7 +198,7 @@ func TestOutageEveryStepOnceInOrder(t *testing.T) {
 	outageStart := time.Now()
 	time.Sleep(2 * time.Second)
 	lock.Release()
-	if _, err := EnsureRunning(ctx, home, testbin.Hindsight(t)); err != nil {
+	if _, err := daemon.EnsureRunning(ctx, home, testbin.Hindsight(t)); err != nil {
 		t.Fatal(err)
 	}
 	outageEnd := time.Now()
@@ -216,7 +218,7 @@ func TestOutageEveryStepOnceInOrder(t *testing.T) {
 		t.Fatalf("only %d calls during the outage; the test shows nothing", during)
 	}
 
-	waitFor(t, func() bool { order, _ := echoSteps(t, c); return len(order) >= len(calls) })
+	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool { order, _ := echoSteps(t, c); return len(order) >= len(calls) })
 	order, byMsg := echoSteps(t, c)
 	if len(order) != len(calls) {
 		t.Fatalf("%d echo steps recorded, %d calls made", len(order), len(calls))
@@ -244,13 +246,13 @@ func TestSidecarKilledStepsSurvive(t *testing.T) {
 	home := sidecarHome(t)
 	// No daemon while the sidecar runs (the test holds the lock): every
 	// step is only in the sidecar's outbox when it is killed.
-	lock, err := AcquireLock(home)
+	lock, err := daemon.AcquireLock(home)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cs, cmd := wrapEverything(t, home)
 	stop := make(chan struct{})
-	var calls []call
+	var calls []echoCall
 	var wg sync.WaitGroup
 	wg.Go(func() { calls, _ = traffic(ctx, cs, stop) })
 	time.Sleep(1500 * time.Millisecond)
@@ -258,7 +260,7 @@ func TestSidecarKilledStepsSurvive(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGKILL)
 	close(stop)
 	wg.Wait()
-	var must []call
+	var must []echoCall
 	for _, c := range calls {
 		if c.returned.Before(kill.Add(-50 * time.Millisecond)) {
 			must = append(must, c)
@@ -269,38 +271,38 @@ func TestSidecarKilledStepsSurvive(t *testing.T) {
 	}
 	// The kernel drops the dead sidecar's lock as it reaps the process.
 	deadline := time.Now().Add(10 * time.Second)
-	for obs := ScanOutboxes(home.Outboxes()); len(obs) != 1 || obs[0].Live; obs = ScanOutboxes(home.Outboxes()) {
+	for obs := daemon.ScanOutboxes(home.Outboxes()); len(obs) != 1 || obs[0].Live; obs = daemon.ScanOutboxes(home.Outboxes()) {
 		if time.Now().After(deadline) {
 			t.Fatalf("outbox still locked: %+v; holders: %v", obs, holders(t, home.Outboxes()))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if obs := ScanOutboxes(home.Outboxes()); len(obs) != 1 || obs[0].Live || obs[0].Stats == nil || obs[0].Stats.Server != "everything" {
+	if obs := daemon.ScanOutboxes(home.Outboxes()); len(obs) != 1 || obs[0].Live || obs[0].Stats == nil || obs[0].Stats.Server != "everything" {
 		t.Fatalf("want one orphaned outbox with its sidecar's stats, got %+v", obs)
 	}
 
 	// The daemon comes; its orphan drain delivers the dead sidecar's steps.
 	lock.Release()
-	c, err := EnsureRunning(ctx, home, testbin.Hindsight(t))
+	c, err := daemon.EnsureRunning(ctx, home, testbin.Hindsight(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { order, _ := echoSteps(t, c); return len(order) >= len(must) })
+	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool { order, _ := echoSteps(t, c); return len(order) >= len(must) })
 	order, byMsg := echoSteps(t, c)
 	for i, call := range must {
 		if order[i] != call.msg || len(byMsg[call.msg]) != 1 {
 			t.Fatalf("step %d: %s recorded %d times at this place (got %s)", i, call.msg, len(byMsg[call.msg]), order[i])
 		}
 	}
-	waitFor(t, func() bool { return len(ScanOutboxes(home.Outboxes())) == 0 })
+	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool { return len(daemon.ScanOutboxes(home.Outboxes())) == 0 })
 	t.Logf("%d calls made, %d returned >50ms before SIGKILL, %d recorded", len(calls), len(must), len(order))
 }
 
 // startDaemonDetached starts the daemon as a sidecar would, so that its
 // pid is the lock holder's and stopHolder ends it.
-func startDaemonDetached(t *testing.T, home hindsight.Home) *Client {
+func startDaemonDetached(t *testing.T, home hindsight.Home) *daemon.Client {
 	t.Helper()
-	c, err := EnsureRunning(context.Background(), home, testbin.Hindsight(t))
+	c, err := daemon.EnsureRunning(context.Background(), home, testbin.Hindsight(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,14 +312,14 @@ func startDaemonDetached(t *testing.T, home hindsight.Home) *Client {
 // seizeLock kills the daemon of home with SIGKILL and takes its lock, so
 // that no daemon can start until the test releases it. (A sidecar may
 // restart a daemon between the kill and the lock: it is killed too.)
-func seizeLock(t *testing.T, home hindsight.Home) *Lock {
+func seizeLock(t *testing.T, home hindsight.Home) *daemon.Lock {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if pid := LockHolder(home); pid > 0 {
+		if pid := daemon.LockHolder(home); pid > 0 {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
-		l, err := AcquireLock(home)
+		l, err := daemon.AcquireLock(home)
 		if err == nil {
 			return l
 		}
@@ -359,7 +361,7 @@ func TestSidecarCaptureOff(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			home := hindsight.Home(shortTempDir(t))
+			home := hindsight.Home(testkit.ShortTempDir(t))
 			testbin.StopDaemon(t, string(home))
 			if err := home.Ensure(); err != nil {
 				t.Fatal(err)
@@ -398,7 +400,7 @@ func TestSidecarCaptureOff(t *testing.T) {
 			}
 			cmd.Wait() // the sidecar drained what it had and exited
 
-			tasks, err := c.Tasks(ctx, TaskFilter{})
+			tasks, err := c.Tasks(ctx, daemon.TaskFilter{})
 			if err != nil {
 				t.Fatal(err)
 			}

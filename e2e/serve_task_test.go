@@ -1,6 +1,6 @@
 //go:build unix
 
-package proxy_test
+package e2e
 
 import (
 	"context"
@@ -19,6 +19,12 @@ import (
 // TestServeDeleteEndsTask: an agent that DELETEs its Streamable HTTP
 // session through `hindsight serve` makes the session's task final at
 // once, long before the idle gap (10 minutes here) would.
+// testClient turns a stuck exchange into a failure instead of a hang.
+var testClient = &http.Client{Timeout: 2 * time.Minute}
+
+// initBody is an initialize request.
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
 func TestServeDeleteEndsTask(t *testing.T) {
 	up := startEverything(t, "streamableHttp")
 	home, err := os.MkdirTemp("", "hs-serve-")

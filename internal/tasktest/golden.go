@@ -1,4 +1,4 @@
-package daemon
+package tasktest
 
 import (
 	"encoding/json"
@@ -7,13 +7,13 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 )
 
-// goldenSteps are two explicit tasks on two servers with a failure and a
+// GoldenSteps are two explicit tasks on two servers with a failure and a
 // recovery: the same bytes every run.
-func goldenSteps() []hindsight.Step {
+func GoldenSteps() []hindsight.Step {
 	s := func(src string, seq uint64, task, session, server, tool string, at time.Duration, tag hindsight.CausalTag) hindsight.Step {
 		st := hindsight.Step{Source: src, Seq: seq, ExplicitTask: task, SessionID: session, Server: server,
 			Method: "tools/call", Tool: tool, Direction: hindsight.ClientToServer, Transport: "stdio", HostPID: 4242,
-			StartedAt: t0.Add(at), EndedAt: t0.Add(at + 12500*time.Microsecond), LatencyMS: 12.5,
+			StartedAt: T0.Add(at), EndedAt: T0.Add(at + 12500*time.Microsecond), LatencyMS: 12.5,
 			Arguments: json.RawMessage(`{"path":"/data/report.csv"}`), CausalTag: tag}
 		switch tag {
 		case hindsight.TagFailure:

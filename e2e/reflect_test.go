@@ -1,4 +1,4 @@
-package reflect_test
+package e2e
 
 import (
 	"context"

@@ -1,27 +1,25 @@
 //go:build unix
 
-package telemetry_test
+package e2e
 
 import (
 	"bufio"
 	"context"
 	"encoding/hex"
-	"regexp"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hindsight-proxy/hindsight/internal/testkit/otlptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-var servingRE = regexp.MustCompile(`on (http://[^ ]+/mcp)`)
 
 // TestSpansOverStreamableHTTP: `hindsight serve` traces the calls of a
 // Streamable HTTP session: the transport attributes say tcp and http, the
 // session is the one the client holds, the parent is the client's.
 func TestSpansOverStreamableHTTP(t *testing.T) {
-	rcv := &receiver{}
-	base := rcv.serveHTTP(t)
+	rcv := &otlptest.Receiver{}
+	base := rcv.ListenHTTP(t)
 	cmd, _ := sidecar(t, "telemetry:\n  endpoint: "+base+"\n", nil, "serve", "--listen", "127.0.0.1:0", "--name", "fake")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -67,14 +65,14 @@ func TestSpansOverStreamableHTTP(t *testing.T) {
 		t.Errorf("serve exited: %v", err)
 	}
 	t.Logf("serve stopped in %v", time.Since(t0).Round(time.Millisecond))
-	spans, _ := rcv.received()
+	spans, _ := rcv.Received()
 	if len(spans) != 1 {
 		t.Fatalf("%d spans, want 1: %v", len(spans), spans)
 	}
 	sp := spans[0]
 	for k, v := range map[string]string{"network.transport": "tcp", "network.protocol.name": "http",
 		"hindsight.transport": "streamable-http", "mcp.session.id": session, "gen_ai.tool.name": "echo"} {
-		if got := attr(sp.Attributes, k); got != v || v == "" {
+		if got := otlptest.Attr(sp.Attributes, k); got != v || v == "" {
 			t.Errorf("%s = %q, want %q", k, got, v)
 		}
 	}

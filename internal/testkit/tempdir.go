@@ -1,0 +1,19 @@
+package testkit
+
+import (
+	"os"
+	"testing"
+)
+
+// ShortTempDir is a new folder under the system's temporary folder,
+// removed at the end of the test. Its path is short (t.TempDir's holds the
+// test's name), so a daemon's socket fits in it.
+func ShortTempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
