@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/tasktest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 )
 
 // FuzzParseExperiences feeds arbitrary bytes to the import parser: it

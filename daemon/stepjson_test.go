@@ -19,7 +19,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/tasktest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 )
 
 // batchJSON encodes steps as a step batch, whole.

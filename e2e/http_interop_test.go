@@ -26,7 +26,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

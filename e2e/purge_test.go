@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/tasktest"
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
 	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 )
 
 // leaked is a secret the redactor cannot recognise (a random value under an

@@ -13,7 +13,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 )
 
 // TestServeDeleteEndsTask: an agent that DELETEs its Streamable HTTP

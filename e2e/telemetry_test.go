@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/internal/fakeserver"
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/fakeserver"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/otlptest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 	"github.com/hindsight-proxy/hindsight/telemetry"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/internal/fakeserver"
 	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/fakeserver"
 )
 
 // TestStdioFakeServer is not a test: it is the fake MCP server the stdio

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hindsight-proxy/hindsight/internal/tasktest"
 	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 )
 
 // TestRulesGolden runs the rule-based reflector on recorded traces and

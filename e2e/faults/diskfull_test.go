@@ -22,10 +22,10 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
-	"github.com/hindsight-proxy/hindsight/internal/fakeserver"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
 	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/fakeserver"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 )
 
 // TestFaultsFakeServer is not a test: it is the scripted MCP server these

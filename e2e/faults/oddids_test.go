@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 )
 
 // plainHome is a home in a temporary directory, injection off.

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/internal/fakeserver"
 	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/fakeserver"
 	"github.com/hindsight-proxy/hindsight/proxy"
 )
 

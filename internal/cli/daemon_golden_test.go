@@ -16,9 +16,9 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
-	"github.com/hindsight-proxy/hindsight/internal/tasktest"
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
 	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 )
 
 // volatile matches the JSON members that differ from run to run.

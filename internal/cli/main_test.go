@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
 	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 	"golang.org/x/term"
 )
 

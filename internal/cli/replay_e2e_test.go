@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/daemon"
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 )
 
 // hs runs the hindsight binary in home and returns its stdout.

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 )
 
 // freePort returns a loopback TCP port that was free a moment ago.

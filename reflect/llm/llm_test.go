@@ -20,7 +20,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
-	"github.com/hindsight-proxy/hindsight/internal/tasktest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/reflect"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
 	"github.com/hindsight-proxy/hindsight/store/embedder"

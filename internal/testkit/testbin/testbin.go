@@ -51,7 +51,7 @@ func Main(m *testing.M) int {
 // Root returns the module's root directory.
 func Root() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // Hindsight builds ./cmd/hindsight (the lean build) once per test binary

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/capture"
-	"github.com/hindsight-proxy/hindsight/internal/safelog"
+	"github.com/hindsight-proxy/hindsight/internal/cli/safelog"
 	"github.com/tidwall/gjson"
 )
 

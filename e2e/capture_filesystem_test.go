@@ -1,16 +1,19 @@
-package capture
+package e2e
 
 import (
 	"context"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/capture"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -28,15 +31,19 @@ func TestRecordRealFilesystemServer(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "config.yaml"), []byte("github_token: "+token+"\ndatabase:\n  password: "+password+"\n"), 0o600)
 
 	home := hindsight.Home(t.TempDir())
-	d := &collector{}
-	rec, err := New(Options{Home: home, Server: "filesystem", Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger()})
+	red, err := capture.NewRedactor(capture.RedactorConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &stepSink{}
+	rec, err := capture.New(capture.Options{Home: home, Server: "filesystem", Redactor: red, Deliverer: d, Logger: quietLogger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	relay := &proxy.Stdio{Command: bin, Args: []string{root}, Server: "filesystem",
-		Hooks: &proxy.Hooks{Exchange: rec.Hook}, Logger: quietLogger()}
+		Hooks: &proxy.Hooks{Exchange: rec.Hook}, Logger: quietLogger}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	runDone := make(chan error, 1)
@@ -112,4 +119,27 @@ func TestRecordRealFilesystemServer(t *testing.T) {
 	if calls[2].Redactions < 2 {
 		t.Errorf("config read: %d redactions, want the token and the password", calls[2].Redactions)
 	}
+}
+
+// quietLogger discards what it is given.
+var quietLogger = slog.New(slog.DiscardHandler)
+
+// stepSink is a daemon that takes every step it is delivered.
+type stepSink struct {
+	mu    sync.Mutex
+	steps []hindsight.Step
+}
+
+func (d *stepSink) Deliver(_ context.Context, steps []hindsight.Step) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.steps = append(d.steps, steps...)
+	return nil
+}
+
+// got returns the steps delivered so far.
+func (d *stepSink) got() []hindsight.Step {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]hindsight.Step(nil), d.steps...)
 }

@@ -18,10 +18,10 @@ import (
 )
 
 // dir is the committed corpus, at the repository root.
-var dir = filepath.Join("..", "..", "testdata", "corpus")
+var dir = filepath.Join("..", "..", "..", "testdata", "corpus")
 
 // TestCorpus checks that the committed corpus is the generator's output
-// (go test ./internal/corpus -run TestCorpus -update rewrites it) and that
+// (go test ./replay/internal/corpus -run TestCorpus -update rewrites it) and that
 // it has the properties evaluations rely on.
 func TestCorpus(t *testing.T) {
 	steps, labels := Generate()
@@ -40,7 +40,7 @@ func TestCorpus(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from the generator's output; run go test ./internal/corpus -run TestCorpus -update", name)
+			t.Errorf("%s differs from the generator's output; run go test ./replay/internal/corpus -run TestCorpus -update", name)
 		}
 	}
 	if len(traces) > 2<<20 {
