@@ -120,7 +120,7 @@ func TestDaemonSingleInstanceAndSocketMode(t *testing.T) {
 	}
 	wg.Wait()
 	c := daemon.NewClient(home.Socket())
-	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool { _, err := c.Health(context.Background()); return err == nil })
+	testkit.WaitFor(t, "one daemon to answer", 10*time.Second, func() bool { _, err := c.Health(context.Background()); return err == nil })
 	// The losers exit on their own, saying why; one stays.
 	var alive []*proc
 	for _, p := range procs {
@@ -300,7 +300,7 @@ func TestDaemonIdleGapFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No session closes: only the idle gap makes the task final.
-	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool {
+	testkit.WaitFor(t, "one final task", 10*time.Second, func() bool {
 		tasks, err := c.Tasks(ctx, daemon.TaskFilter{})
 		return err == nil && len(tasks) == 1 && tasks[0].Final
 	})

@@ -26,20 +26,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // program is a program started by a test.
 type program struct {
@@ -84,7 +74,7 @@ func startProcess(t *testing.T, env []string, name string, args ...string) *prog
 func startEverything(t *testing.T, mode string) string {
 	t.Helper()
 	bin := testbin.NPM(t, "mcp-server-everything")
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	p := startProcess(t, []string{fmt.Sprintf("PORT=%d", port)}, bin, mode)
 	go io.Copy(io.Discard, p.stderr)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -229,7 +219,7 @@ func converse(t *testing.T, transport mcp.Transport) *transcript {
 	var tools *mcp.ListToolsResult
 	for range 50 {
 		tools, err = cs.ListTools(ctx, nil)
-		if err != nil || len(tools.Tools) > 0 && hasTool(tools, "trigger-sampling-request") {
+		if err != nil || len(tools.Tools) > 0 && testkit.HasTool(tools, "trigger-sampling-request") {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -284,15 +274,6 @@ func converse(t *testing.T, transport mcp.Transport) *transcript {
 		}
 	}
 	return tr
-}
-
-func hasTool(r *mcp.ListToolsResult, name string) bool {
-	for _, t := range r.Tools {
-		if t.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // compareTranscripts requires the proxied conversation to match the direct
@@ -365,7 +346,7 @@ func TestInteropStreamableHTTP(t *testing.T) {
 	}
 	defer cs.Close()
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || !hasTool(tools, "query_hindsight") || !hasTool(tools, "echo") {
+	if err != nil || !testkit.HasTool(tools, "query_hindsight") || !testkit.HasTool(tools, "echo") {
 		t.Errorf("tools/list through the default sidecar: %v; want echo and query_hindsight", err)
 	}
 }

@@ -133,15 +133,15 @@ func TestSidecarStartsDaemonAndEndsTask(t *testing.T) {
 	}
 	// The sidecar started the daemon on its own, detached.
 	c := daemon.NewClient(home.Socket())
-	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool { _, err := c.Health(ctx); return err == nil })
-	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool { order, _ := echoSteps(t, c); return len(order) == 3 })
+	testkit.WaitFor(t, "the daemon to answer", 10*time.Second, func() bool { _, err := c.Health(ctx); return err == nil })
+	testkit.WaitFor(t, "three echo steps", 10*time.Second, func() bool { order, _ := echoSteps(t, c); return len(order) == 3 })
 
 	// The agent goes away: the sidecar drains and says the session ended,
 	// and the task is final.
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)
 	}
-	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool {
+	testkit.WaitFor(t, "one final task", 10*time.Second, func() bool {
 		tasks, err := c.Tasks(ctx, daemon.TaskFilter{})
 		return err == nil && len(tasks) == 1 && tasks[0].Final
 	})
@@ -218,7 +218,7 @@ func TestOutageEveryStepOnceInOrder(t *testing.T) {
 		t.Fatalf("only %d calls during the outage; the test shows nothing", during)
 	}
 
-	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool { order, _ := echoSteps(t, c); return len(order) >= len(calls) })
+	testkit.WaitFor(t, "every call's step", 10*time.Second, func() bool { order, _ := echoSteps(t, c); return len(order) >= len(calls) })
 	order, byMsg := echoSteps(t, c)
 	if len(order) != len(calls) {
 		t.Fatalf("%d echo steps recorded, %d calls made", len(order), len(calls))
@@ -287,14 +287,14 @@ func TestSidecarKilledStepsSurvive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool { order, _ := echoSteps(t, c); return len(order) >= len(must) })
+	testkit.WaitFor(t, "the steps of every call returned before the kill", 10*time.Second, func() bool { order, _ := echoSteps(t, c); return len(order) >= len(must) })
 	order, byMsg := echoSteps(t, c)
 	for i, call := range must {
 		if order[i] != call.msg || len(byMsg[call.msg]) != 1 {
 			t.Fatalf("step %d: %s recorded %d times at this place (got %s)", i, call.msg, len(byMsg[call.msg]), order[i])
 		}
 	}
-	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool { return len(daemon.ScanOutboxes(home.Outboxes())) == 0 })
+	testkit.WaitFor(t, "the outboxes to be drained", 10*time.Second, func() bool { return len(daemon.ScanOutboxes(home.Outboxes())) == 0 })
 	t.Logf("%d calls made, %d returned >50ms before SIGKILL, %d recorded", len(calls), len(must), len(order))
 }
 

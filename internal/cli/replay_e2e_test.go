@@ -28,17 +28,6 @@ func hs(t *testing.T, home string, args ...string) string {
 	return out.String()
 }
 
-func newHome(t *testing.T) string {
-	t.Helper()
-	home, err := os.MkdirTemp("", "hs-") // short: the daemon's socket lives in it
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	testbin.StopDaemon(t, home)
-	return home
-}
-
 // waitReflected waits until the daemon of home has reflected n tasks.
 func waitReflected(t *testing.T, home string, n int) {
 	t.Helper()
@@ -73,7 +62,7 @@ func TestImportAndReflectReplay(t *testing.T) {
 	}
 	steps := bytes.Count(b, []byte("\n"))
 
-	home := newHome(t)
+	home := testbin.Home(t)
 	if out := hs(t, home, "traces", "import", corpus); !strings.Contains(out, "imported "+strconv.Itoa(steps)+" steps (0 already present)") {
 		t.Fatalf("first import: %s", out)
 	}
@@ -87,7 +76,7 @@ func TestImportAndReflectReplay(t *testing.T) {
 	}
 
 	// Another machine: export → import → export.
-	other := newHome(t)
+	other := testbin.Home(t)
 	exportFile := filepath.Join(t.TempDir(), "a.jsonl")
 	if err := os.WriteFile(exportFile, []byte(exportA), 0o600); err != nil {
 		t.Fatal(err)

@@ -23,3 +23,17 @@ func Run(t testing.TB, home string, wantErr bool, args ...string) string {
 	}
 	return stdout.String()
 }
+
+// Home is a new HINDSIGHT_HOME for the test: a folder with a path short
+// enough for the daemon's socket, removed at the end of the test after
+// its daemon, if one was started, is stopped (StopDaemon).
+func Home(t testing.TB) string {
+	t.Helper()
+	home, err := os.MkdirTemp("", "hs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	StopDaemon(t, home)
+	return home
+}
