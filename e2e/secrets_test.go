@@ -55,7 +55,7 @@ func TestNoSecretReachesHomeThroughRealSidecar(t *testing.T) {
 	})
 	start := time.Now()
 
-	b, err := os.ReadFile("testdata/secrets/corpus.json")
+	b, err := os.ReadFile("../capture/testdata/secrets/corpus.json") // the redactor's own corpus
 	if err != nil {
 		t.Fatal(err)
 	}
