@@ -7,11 +7,11 @@ import (
 
 // WaitFor polls cond until it holds, failing the test with what when it
 // still does not after within. It is a deadline, not a measured time: cond
-// is what the test asserts. It polls every thousandth of within, between
-// 5 and 100 ms.
+// is what the test asserts. It polls every six-hundredth of within (100
+// ms for a minute), no more often than every 5 ms.
 func WaitFor(t testing.TB, what string, within time.Duration, cond func() bool) {
 	t.Helper()
-	every := min(max(within/1000, 5*time.Millisecond), 100*time.Millisecond)
+	every := max(within/600, 5*time.Millisecond)
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
