@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -120,8 +119,6 @@ func (e *env) stdio(t *testing.T, global []string) *mcp.ClientSession {
 	return e.connect(t, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second})
 }
 
-var servingRE = regexp.MustCompile(`on (http://[^ ]+/mcp)`)
-
 // http starts `hindsight serve` in front of the example server and returns
 // a Streamable HTTP client session to it.
 func (e *env) http(t *testing.T, global []string) *mcp.ClientSession {
@@ -140,16 +137,7 @@ func (e *env) http(t *testing.T, global []string) *mcp.ClientSession {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	})
-	url := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
-				url <- m[1]
-			}
-		}
-		close(url)
-	}()
+	url := servedURL(stderr)
 	select {
 	case u, ok := <-url:
 		if !ok {

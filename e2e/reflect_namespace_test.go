@@ -3,7 +3,6 @@ package e2e
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"slices"
@@ -46,18 +45,9 @@ func TestSidecarNamespace(t *testing.T) {
 	for ns, task := range sides {
 		session(ctx, t, exe, dir, ns, task, learn)
 		final(ctx, t, client, task, 3)
-		if out, err := exec.CommandContext(ctx, exe, "--home", dir, "reflect", "--task", task, "--quiet").CombinedOutput(); err != nil {
-			t.Fatalf("hindsight reflect: %v\n%s", err, out)
-		}
+		reflectTask(ctx, t, exe, dir, task)
 	}
-	out, err := exec.CommandContext(ctx, exe, "--home", dir, "experiences", "list", "--json").Output()
-	if err != nil {
-		t.Fatalf("experiences list: %v", err)
-	}
-	var list []hindsight.Experience
-	if err := json.Unmarshal(out, &list); err != nil {
-		t.Fatalf("experiences list --json: %v\n%s", err, out)
-	}
+	list, out := listExperiences(ctx, t, exe, dir)
 	want := map[string]string{"ns-team": "team", "ns-plain": hindsight.DefaultNamespace} // task → namespace
 	idIn := map[string]string{}                                                          // namespace → lesson
 	for _, e := range list {

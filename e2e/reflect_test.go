@@ -135,17 +135,8 @@ func endToEnd(t *testing.T) hindsight.Experience {
 			fetch = append(fetch, s.StepIndex)
 		}
 	}
-	if out, err := exec.CommandContext(ctx, exe, "--home", dir, "reflect", "--task", task, "--quiet").CombinedOutput(); err != nil {
-		t.Fatalf("hindsight reflect: %v\n%s", err, out)
-	}
-	out, err := exec.CommandContext(ctx, exe, "--home", dir, "experiences", "list", "--json").Output()
-	if err != nil {
-		t.Fatalf("experiences list: %v", err)
-	}
-	var list []hindsight.Experience
-	if err := json.Unmarshal(out, &list); err != nil {
-		t.Fatalf("experiences list --json: %v\n%s", err, out)
-	}
+	reflectTask(ctx, t, exe, dir, task)
+	list, out := listExperiences(ctx, t, exe, dir)
 	if len(list) != 1 {
 		t.Fatalf("%d experiences, want 1:\n%s", len(list), out)
 	}
@@ -167,4 +158,27 @@ func endToEnd(t *testing.T) hindsight.Experience {
 		t.Errorf("task reflection state %q, want done (%v)", tk.Reflection, err)
 	}
 	return e
+}
+
+// reflectTask runs `hindsight reflect --task task` in home dir.
+func reflectTask(ctx context.Context, t *testing.T, exe, dir, task string) {
+	t.Helper()
+	if out, err := exec.CommandContext(ctx, exe, "--home", dir, "reflect", "--task", task, "--quiet").CombinedOutput(); err != nil {
+		t.Fatalf("hindsight reflect: %v\n%s", err, out)
+	}
+}
+
+// listExperiences runs `hindsight experiences list --json` in home dir and
+// returns the experiences and the output they were read from.
+func listExperiences(ctx context.Context, t *testing.T, exe, dir string) ([]hindsight.Experience, []byte) {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, exe, "--home", dir, "experiences", "list", "--json").Output()
+	if err != nil {
+		t.Fatalf("experiences list: %v", err)
+	}
+	var list []hindsight.Experience
+	if err := json.Unmarshal(out, &list); err != nil {
+		t.Fatalf("experiences list --json: %v\n%s", err, out)
+	}
+	return list, out
 }

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/hex"
 	"syscall"
@@ -29,16 +28,7 @@ func TestSpansOverStreamableHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	url := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
-				url <- m[1]
-			}
-		}
-		close(url)
-	}()
+	url := servedURL(stderr)
 	t0 := time.Now()
 	u, ok := <-url
 	t.Logf("serve started in %v", time.Since(t0).Round(time.Millisecond))
