@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
 	"github.com/hindsight-proxy/hindsight/proxy"
 )
 
@@ -35,7 +34,7 @@ func TestMain(m *testing.M) {
 		recordForever(hindsight.Home(home), os.Getenv(childAckEnv) != "")
 		return
 	}
-	os.Exit(testbin.Main(m))
+	os.Exit(m.Run())
 }
 
 // slowDaemon acknowledges each batch after a random delay, printing

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"flag"
 	"hash/maphash"
 	"os"
 	"path/filepath"
@@ -14,10 +13,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/proxy"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata/golden")
 
 // trafficLine is one recorded exchange in testdata/traffic/*.jsonl.
 type trafficLine struct {
@@ -105,30 +103,9 @@ func TestStepsGolden(t *testing.T) {
 			}
 			got = append(got, '\n')
 			golden := filepath.Join("testdata", "golden", name+".json")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("steps differ from %s (run with -update after checking):\n%s", golden, firstDiff(got, want))
-			}
+			testkit.Golden(t, golden, got)
 		})
 	}
-}
-
-func firstDiff(a, b []byte) string {
-	al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
-	for i := 0; i < len(al) && i < len(bl); i++ {
-		if al[i] != bl[i] {
-			return "line " + itoa(i+1) + ":\n got: " + al[i] + "\nwant: " + bl[i]
-		}
-	}
-	return "lengths differ"
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }

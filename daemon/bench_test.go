@@ -15,8 +15,8 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/traces"
-	"github.com/hindsight-proxy/hindsight/traces/tracestest"
 )
 
 // BenchmarkIngest measures the trace store's ingest (dedupe, segmentation,
@@ -26,7 +26,7 @@ import (
 func BenchmarkIngest(b *testing.B) {
 	const batch = 256
 	b.Run("store", func(b *testing.B) {
-		st := openTestStore(b, b.TempDir(), tracestest.NewClock(t0))
+		st := openTestStore(b, b.TempDir(), tasktest.NewClock(t0))
 		defer st.Close()
 		ctx := context.Background()
 		seq := uint64(1)
@@ -100,7 +100,7 @@ func BenchmarkIngestCompact(b *testing.B) {
 func benchIngest(b *testing.B, path string, batches []int, bodiesOf func(*testing.B, uint64, int, int) [][]byte) {
 	for _, batch := range batches {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			st := openTestStore(b, b.TempDir(), tracestest.NewClock(t0))
+			st := openTestStore(b, b.TempDir(), tasktest.NewClock(t0))
 			defer st.Close()
 			srv := &Server{Traces: st, Logger: quiet}
 			seq := uint64(1)
@@ -217,7 +217,7 @@ func reportCPU(b *testing.B, cpu0 time.Duration, steps int) {
 // reflection and `traces show` do).
 func BenchmarkTaskRead(b *testing.B) {
 	const steps = 256
-	st := openTestStore(b, b.TempDir(), tracestest.NewClock(t0))
+	st := openTestStore(b, b.TempDir(), tasktest.NewClock(t0))
 	defer st.Close()
 	ctx := context.Background()
 	if _, err := st.Ingest(ctx, benchBatch("bench", 1, steps)); err != nil {

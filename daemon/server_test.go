@@ -19,11 +19,11 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/store"
-	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/traces"
-	"github.com/hindsight-proxy/hindsight/traces/tracestest"
 )
 
 // recordingQueue is a ReflectionQueue that remembers what it was given and
@@ -259,7 +259,7 @@ func TestAPIExperiencesUnavailable(t *testing.T) {
 // answered.
 func TestAPIStoreNotOpenYet(t *testing.T) {
 	ctx := context.Background()
-	p := store.NewPending(embed.NewLocal(0))
+	p := store.NewPending(embedder.NewLocal(0))
 	c := startServer(t, &Server{Store: p, StoreName: "weaviate"})
 	_, err := c.Search(ctx, hindsight.Query{Text: "upload", K: 3})
 	var ae *APIError
@@ -286,7 +286,7 @@ func TestAPIStoreNotOpenYet(t *testing.T) {
 
 func openEmbedded(t *testing.T) hindsight.ExperienceStore {
 	t.Helper()
-	st, err := embedded.Open(t.TempDir(), embed.NewLocal(0), embedded.Options{Logger: quiet})
+	st, err := embedded.Open(t.TempDir(), embedder.NewLocal(0), embedded.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +399,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // is refused as bad input, and nothing of it is stored; a truthful one
 // after them on a new connection is stored.
 func TestStepsBodyLengthLies(t *testing.T) {
-	st := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
+	st := openTestStore(t, t.TempDir(), tasktest.NewClock(t0))
 	defer st.Close()
 	c := startServer(t, &Server{Traces: st})
 	body, err := json.Marshal(StepBatch{Steps: []hindsight.Step{stdio(step("fs", 1, 0), "s1", 100), stdio(step("fs", 2, time.Second), "s1", 100)}})

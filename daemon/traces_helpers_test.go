@@ -9,26 +9,26 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/traces"
-	"github.com/hindsight-proxy/hindsight/traces/tracestest"
 )
 
 // The step builders and the clock of tracestest, under the short names
 // the tests use.
 var (
-	t0          = tracestest.T0
-	step        = tracestest.Step
-	stdio       = tracestest.Stdio
-	httpStep    = tracestest.HTTP
-	explicit    = tracestest.Explicit
-	goldenSteps = tracestest.GoldenSteps
-	compactStep = tracestest.CompactStep
-	benchBatch  = tracestest.Batch
+	t0          = tasktest.T0
+	step        = tasktest.Step
+	stdio       = tasktest.Stdio
+	httpStep    = tasktest.HTTP
+	explicit    = tasktest.Explicit
+	goldenSteps = tasktest.GoldenSteps
+	compactStep = tasktest.CompactStep
+	benchBatch  = tasktest.Batch
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func openTestStore(t testing.TB, dir string, clk *tracestest.Clock) *traces.Store {
+func openTestStore(t testing.TB, dir string, clk *tasktest.Clock) *traces.Store {
 	t.Helper()
 	st, err := traces.Open(dir, traces.Options{IdleGap: 10 * time.Minute, Logger: quiet, Now: clk.Now})
 	if err != nil {

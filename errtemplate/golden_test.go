@@ -2,16 +2,15 @@ package errtemplate
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/golden/templates.golden")
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+)
 
 // goldenCase is one line of testdata/golden/input.txt.
 type goldenCase struct {
@@ -79,18 +78,7 @@ func TestGolden(t *testing.T) {
 		}
 	}
 	path := filepath.Join("testdata", "golden", "templates.golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run TestGolden -update)", err)
-	}
-	if got := b.String(); got != string(want) {
-		t.Errorf("golden differs; run go test -run TestGolden -update and review the diff\ngot:\n%s", got)
-	}
+	testkit.Golden(t, path, b.String())
 
 	id := func(tool, text string) string {
 		t.Helper()

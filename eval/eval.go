@@ -31,8 +31,8 @@ import (
 	"github.com/hindsight-proxy/hindsight/inject"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/hindsight-proxy/hindsight/reflect"
-	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 )
 
 // Options tune a run. The zero value learns from the first half.
@@ -120,7 +120,7 @@ func Run(ctx context.Context, steps []hindsight.Step, labels map[StepRef]string,
 	}
 	defer os.RemoveAll(dir)
 	now := lastTime(tasks)
-	st, err := embedded.Open(dir, embed.NewLocal(0), embedded.Options{Now: func() time.Time { return now }})
+	st, err := embedded.Open(dir, embedder.NewLocal(0), embedded.Options{Now: func() time.Time { return now }})
 	if err != nil {
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}

@@ -2,18 +2,16 @@ package inject
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/tidwall/gjson"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // TestGoldenTexts pins what the agent reads on each channel, so a change of
 // wording is a reviewed change: go test ./inject -run Golden -update.
@@ -22,7 +20,7 @@ func TestGoldenTexts(t *testing.T) {
 	src := &fakeSearcher{list: append(lessons(), long)}
 	var b strings.Builder
 	section := func(name, text string) {
-		b.WriteString("=== " + name + " (" + itoa(CountTokens(text)) + " tokens)\n" + text + "\n\n")
+		b.WriteString("=== " + name + " (" + strconv.Itoa(CountTokens(text)) + " tokens)\n" + text + "\n\n")
 	}
 	h := newHarness(t, &Injector{Source: src})
 	instr := gjson.GetBytes(h.roundTrip(initReq, initResp(`,"instructions":"Billing API."`)), "result.instructions").String()
@@ -41,30 +39,5 @@ func TestGoldenTexts(t *testing.T) {
 	h = newHarness(t, &Injector{Source: &fakeSearcher{err: fmt.Errorf("daemon: %w (status 503)", hindsight.ErrStoreUnavailable)}})
 	section("query_hindsight, store unavailable", answerText(t, h.local(callReq(5, "About to fetch", "fetch_report"))))
 	path := filepath.Join("testdata", "channels.golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(want) != b.String() {
-		t.Errorf("texts differ from %s (run with -update if intended):\n%s", path, b.String())
-	}
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var d []byte
-	for ; n > 0; n /= 10 {
-		d = append([]byte{byte('0' + n%10)}, d...)
-	}
-	return string(d)
+	testkit.Golden(t, path, b.String())
 }

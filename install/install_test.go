@@ -2,15 +2,14 @@ package install
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+)
 
 const testExe = "/usr/local/bin/hindsight"
 
@@ -41,28 +40,6 @@ func fixtures(t *testing.T, dir string) []string {
 		t.Fatalf("no fixtures in %s", dir)
 	}
 	return out
-}
-
-// golden compares got with testdata/golden/name, or writes it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./install -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n%s", name, diff(name, want, got))
-	}
 }
 
 func serversText(r Result) []byte {
@@ -97,9 +74,9 @@ func TestInstallGolden(t *testing.T) {
 			if out == nil {
 				out = src
 			}
-			golden(t, name+".installed", out)
-			golden(t, name+".diff", []byte(r.Diff))
-			golden(t, name+".servers", serversText(r))
+			testkit.Golden(t, filepath.Join("testdata", "golden", name+".installed"), out)
+			testkit.Golden(t, filepath.Join("testdata", "golden", name+".diff"), []byte(r.Diff))
+			testkit.Golden(t, filepath.Join("testdata", "golden", name+".servers"), serversText(r))
 
 			// The result parses, every stdio server in it is wrapped,
 			// and a second install is a no-op.

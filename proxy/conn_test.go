@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -551,14 +552,14 @@ func TestConnConcurrent(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := 0; i < n; i++ {
-			c.FromClient([]byte(`{"jsonrpc":"2.0","id":` + itoa(int64(i)) + `,"method":"tools/call","params":{"_meta":{"progressToken":` + itoa(int64(i)) + `}}}`))
+			c.FromClient([]byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/call","params":{"_meta":{"progressToken":` + strconv.Itoa(i) + `}}}`))
 		}
 	}()
 	go func() {
 		defer wg.Done()
 		for i := 0; i < n; i++ {
-			c.FromServer([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":` + itoa(int64(i)) + `}}`))
-			c.FromServer([]byte(`{"jsonrpc":"2.0","id":` + itoa(int64(i)) + `,"result":{}}`))
+			c.FromServer([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":` + strconv.Itoa(i) + `}}`))
+			c.FromServer([]byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"result":{}}`))
 		}
 	}()
 	wg.Wait()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -49,7 +50,7 @@ func readAllLines(t *testing.T, lr *LineReader) []string {
 		var tooLong *LineTooLongError
 		switch {
 		case errors.As(err, &tooLong):
-			got = append(got, "!"+itoa(tooLong.Size))
+			got = append(got, "!"+strconv.FormatInt(tooLong.Size, 10))
 			continue
 		case errors.Is(err, io.EOF):
 			return got
@@ -59,8 +60,6 @@ func readAllLines(t *testing.T, lr *LineReader) []string {
 		got = append(got, string(line))
 	}
 }
-
-func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 // TestLineReaderLarge reads lines far beyond bufio's buffer, one byte at a
 // time as well as at once, and drops one over the limit without losing the

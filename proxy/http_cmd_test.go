@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/internal/fakeserver"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/fakeserver"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/tidwall/gjson"
 )

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -308,7 +309,7 @@ func TestHTTPLargeBodies(t *testing.T) {
 	rec := &recorder{answer: func(body []byte) (int, string, []byte) {
 		id := gjson.GetBytes(body, "id").Raw
 		n := len(gjson.GetBytes(body, "params.arguments.blob").Str)
-		return 200, "text/event-stream", []byte(`data: {"jsonrpc":"2.0","id":` + id + `,"result":{"n":` + itoa(n) + `,"content":[{"type":"text","text":"` + big + `"}]}}` + "\n\n")
+		return 200, "text/event-stream", []byte(`data: {"jsonrpc":"2.0","id":` + id + `,"result":{"n":` + strconv.Itoa(n) + `,"content":[{"type":"text","text":"` + big + `"}]}}` + "\n\n")
 	}}
 	url := sidecar(t, rec, nil)
 	sid := initialize(t, url, nil)
@@ -322,8 +323,6 @@ func TestHTTPLargeBodies(t *testing.T) {
 		t.Fatalf("request or result cut: n=%d, text=%d bytes (%d bytes of body)", r.Get("result.n").Int(), len(r.Get("result.content.0.text").Str), len(body))
 	}
 }
-
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // TestHTTPIdleSession ends a session the agent left without DELETE, and
 // ends the upstream session with it.

@@ -3,7 +3,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,11 +15,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/internal/fakeserver"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/fakeserver"
 )
 
 // TestStdioFakeServer is not a test: it is the fake MCP server the stdio
@@ -298,32 +297,6 @@ func TestStdioStartFailure(t *testing.T) {
 	}
 }
 
-// processGone reports whether pid has exited (a zombie counts as gone).
-func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return errors.Is(err, os.ErrNotExist)
-	}
-	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
-		return b[i+2] == 'Z'
-	}
-	return false
-}
-
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !processGone(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still alive", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func pidsOf(t *testing.T, path string, n int) []int {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -366,7 +339,7 @@ func TestStdioStop(t *testing.T) {
 				t.Fatalf("Run: %v", err)
 			}
 			for _, p := range pids {
-				waitGone(t, p)
+				testkit.WaitGone(t, p)
 			}
 			// The request in flight was answered before Run returned
 			// (and closed its output, which ends a.lines).

@@ -4,14 +4,14 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 )
 
 // The merge tests also run against the real embedded backend (Badger on
 // disk) with its default local embedder.
 func init() {
-	emb := embed.NewLocal(0)
+	emb := embedder.NewLocal(0)
 	extraBackends = append(extraBackends, backend{
 		name: "embedded",
 		emb:  emb,

@@ -4,16 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/hindsight-proxy/hindsight/internal/tasktest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // TestRulesGolden runs the rule-based reflector on recorded traces and
 // compares its experiences, after validation, with the golden files.
@@ -47,18 +44,7 @@ func TestRulesGolden(t *testing.T) {
 			}
 			got = append(got, '\n')
 			golden := filepath.Join("testdata", "rules", name+".golden.json")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestRulesGolden -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("experiences differ from %s (rerun with -update if intended)\ngot:\n%s", golden, got)
-			}
+			testkit.Golden(t, golden, got)
 		})
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/weaviatetest"
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/weaviatetest"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
 )
 
@@ -15,7 +15,7 @@ import (
 // Weaviate backend, one collection per test.
 func TestMergeWeaviate(t *testing.T) {
 	srv := weaviatetest.Start(t)
-	emb := embed.NewLocal(0)
+	emb := embedder.NewLocal(0)
 	n := 0
 	runMergeTests(t, backend{
 		name: "weaviate",

@@ -8,8 +8,8 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/store"
-	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 )
 
 // TestPending: before Set every call fails with ErrStoreUnavailable
@@ -17,7 +17,7 @@ import (
 // calls reach the store (a real embedded one on disk) and Ready is closed.
 func TestPending(t *testing.T) {
 	ctx := context.Background()
-	emb := embed.NewLocal(0)
+	emb := embedder.NewLocal(0)
 	p := store.NewPending(emb)
 	p.Failed(errors.New("dial tcp 127.0.0.1:8080: connection refused"))
 	e := &hindsight.Experience{ID: "p1", Server: "files", Tool: "upload", Lesson: "retry the upload with a smaller chunk size",
@@ -65,7 +65,7 @@ func TestPending(t *testing.T) {
 // TestPendingClosedFirst: a store opened after Close is refused, so the
 // opener closes it.
 func TestPendingClosedFirst(t *testing.T) {
-	emb := embed.NewLocal(0)
+	emb := embedder.NewLocal(0)
 	p := store.NewPending(emb)
 	if err := p.Close(); err != nil {
 		t.Fatal(err)

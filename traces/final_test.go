@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/traces/tracestest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 )
 
 // TestMarkFinal: a task the agent says is finished is final at once; a
@@ -16,7 +16,7 @@ import (
 // before reopens it, and the next pass makes it final again.
 func TestMarkFinal(t *testing.T) {
 	ctx := context.Background()
-	clk := tracestest.NewClock(t0.Add(time.Minute))
+	clk := tasktest.NewClock(t0.Add(time.Minute))
 	st := openTestStore(t, t.TempDir(), clk)
 	defer st.Close()
 	ingest(t, st, stdio(step("a", 1, 0), "s1", 7), stdio(step("a", 2, time.Second), "s1", 7))

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/traces/tracestest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 )
 
 // stepBatch is the body of a step batch, decoded as encoding/json does.
@@ -23,7 +23,7 @@ func FuzzIngest(f *testing.F) {
 	f.Add([]byte(`{"steps":[{"source":"a","seq":1},{"source":"a","seq":1},{"source":"b","seq":0,"session_id":"s","explicit_task":"x/y"}]}`))
 	f.Add([]byte(`{"steps":[{"source":"a","seq":18446744073709551615,"host_pid":-3,"started_at":"0001-01-01T00:00:00Z","ended_at":"9999-12-31T23:59:59Z"}]}`))
 	f.Add([]byte(`{"steps":[{"source":"","seq":1}]}`))
-	st := openTestStore(f, f.TempDir(), tracestest.NewClock(t0))
+	st := openTestStore(f, f.TempDir(), tasktest.NewClock(t0))
 	defer st.Close()
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, data []byte) {

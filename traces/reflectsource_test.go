@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/traces/tracestest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 )
 
 // TestReflectionSourceCapsLongTasks: a task within the bound is read
@@ -14,7 +14,7 @@ import (
 // ones.
 func TestReflectionSourceCapsLongTasks(t *testing.T) {
 	ctx := context.Background()
-	ts := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
+	ts := openTestStore(t, t.TempDir(), tasktest.NewClock(t0))
 	var steps []hindsight.Step
 	failures := map[int]bool{300: true, 3000: true, 5000: true}
 	for i := range 6000 {

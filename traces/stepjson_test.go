@@ -17,7 +17,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/traces/tracestest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 )
 
 // batchJSON encodes steps as a step batch, whole.
@@ -48,7 +48,7 @@ func encodeBatch(t testing.TB, steps []hindsight.Step, enc func(*hindsight.Step,
 
 // richSteps are steps with every field of a Step set.
 func richSteps() []hindsight.Step {
-	s := goldenSteps()
+	s := tasktest.GoldenSteps()
 	s[0].Error = &hindsight.RPCError{Code: -32000, Message: "boom <&>", Data: json.RawMessage(`{"why":"x"}`)}
 	s[0].Injected = []hindsight.Injection{{Channel: "instructions", ExperienceIDs: []string{"e1", "e2"}, Tokens: 12}}
 	s[0].Truncated = []hindsight.Truncation{{Field: "result", OriginalSize: 99999, SHA256: "ab"}}
@@ -245,7 +245,7 @@ func TestRedeliveryOfPartlyStoredBatch(t *testing.T) {
 		return buf.String(), tasks
 	}
 
-	once := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
+	once := openTestStore(t, t.TempDir(), tasktest.NewClock(t0))
 	defer once.Close()
 	if res := postSteps(t, once, batch); res.Accepted != len(batch) {
 		t.Fatalf("one delivery: %+v", res)
@@ -253,7 +253,7 @@ func TestRedeliveryOfPartlyStoredBatch(t *testing.T) {
 	wantExport, wantTasks := export(t, once)
 
 	for _, cut := range []int{1, 17, 39, 40} {
-		srv := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
+		srv := openTestStore(t, t.TempDir(), tasktest.NewClock(t0))
 		if res := postSteps(t, srv, batch[:cut]); res.Accepted != cut {
 			t.Fatalf("cut %d: first part: %+v", cut, res)
 		}
@@ -491,7 +491,7 @@ func TestSpecial8(t *testing.T) {
 func TestIngestRunsOfSeqs(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	st := openTestStore(t, dir, tracestest.NewClock(t0))
+	st := openTestStore(t, dir, tasktest.NewClock(t0))
 	seqs := func(from, to uint64) []hindsight.Step {
 		var out []hindsight.Step
 		for q := from; q <= to; q++ {
@@ -515,7 +515,7 @@ func TestIngestRunsOfSeqs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st = openTestStore(t, dir, tracestest.NewClock(t0))
+	st = openTestStore(t, dir, tasktest.NewClock(t0))
 	defer st.Close()
 	check(t, st, seqs(1, 14), 1, 13)
 	// One batch with a step twice, a redelivered one and new ones.
@@ -575,7 +575,7 @@ func TestIngestRunsOfSeqs(t *testing.T) {
 
 func TestIngestRaw(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
+	st := openTestStore(t, t.TempDir(), tasktest.NewClock(t0))
 	defer st.Close()
 	var raws []json.RawMessage
 	for _, s := range richSteps() {
@@ -614,7 +614,7 @@ func TestIngestRaw(t *testing.T) {
 // latest task of each group between batches).
 func TestIngestSeesTaskUpdates(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
+	st := openTestStore(t, t.TempDir(), tasktest.NewClock(t0))
 	defer st.Close()
 	ingest(t, st, stdio(step("fs", 1, 0), "s1", 100), stdio(step("fs", 2, time.Second), "s1", 100))
 	taskOf := func(key string) string { return placement(t, st)[key][0].(string) }
@@ -640,7 +640,7 @@ func TestIngestSeesTaskUpdates(t *testing.T) {
 // time and in chunks all read back in index order.
 func TestChunks(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
+	st := openTestStore(t, t.TempDir(), tasktest.NewClock(t0))
 	defer st.Close()
 	body := json.RawMessage(`{"text":"` + strings.Repeat("c", maxChunk/20) + `"}`)
 	var batch []hindsight.Step
@@ -702,7 +702,7 @@ func TestChunks(t *testing.T) {
 // stored and read back (through encoding/json).
 func TestDeepStep(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
+	st := openTestStore(t, t.TempDir(), tasktest.NewClock(t0))
 	defer st.Close()
 	deep := json.RawMessage(strings.Repeat(`{"a":[`, 600) + `1` + strings.Repeat(`]}`, 600))
 	batch := []hindsight.Step{step("d", 1, 0), step("d", 2, time.Second), step("d", 3, 2*time.Second)}

@@ -11,11 +11,11 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/traces/tracestest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 )
 
 func TestIngestIsIdempotent(t *testing.T) {
-	clk := tracestest.NewClock(t0)
+	clk := tasktest.NewClock(t0)
 	st := openTestStore(t, t.TempDir(), clk)
 	defer st.Close()
 	batch := []hindsight.Step{
@@ -62,7 +62,7 @@ func TestIngestIsIdempotent(t *testing.T) {
 }
 
 func TestIngestRejectsBadInput(t *testing.T) {
-	st := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
+	st := openTestStore(t, t.TempDir(), tasktest.NewClock(t0))
 	defer st.Close()
 	for _, bad := range [][]hindsight.Step{
 		{step("", 1, 0)},
@@ -157,7 +157,7 @@ func TestSegmentation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
+			st := openTestStore(t, t.TempDir(), tasktest.NewClock(t0))
 			defer st.Close()
 			for _, b := range tc.batches {
 				ingest(t, st, b...)
@@ -209,7 +209,7 @@ func TestFinality(t *testing.T) {
 	}
 
 	t.Run("all sessions closed", func(t *testing.T) {
-		clk := tracestest.NewClock(t0)
+		clk := tasktest.NewClock(t0)
 		st := openTestStore(t, t.TempDir(), clk)
 		defer st.Close()
 		ingest(t, st, stdio(step("fs", 1, 0), "s1", 100), stdio(step("git", 1, 0), "s2", 100))
@@ -236,7 +236,7 @@ func TestFinality(t *testing.T) {
 	})
 
 	t.Run("idle past the gap", func(t *testing.T) {
-		clk := tracestest.NewClock(t0)
+		clk := tasktest.NewClock(t0)
 		st := openTestStore(t, t.TempDir(), clk)
 		defer st.Close()
 		ingest(t, st, stdio(step("fs", 1, 0), "s1", 100))
@@ -254,7 +254,7 @@ func TestFinality(t *testing.T) {
 	t.Run("late delivery counts as activity", func(t *testing.T) {
 		// Steps buffered for an hour in an outbox arrive now: the task is
 		// not final until the gap has passed since they arrived.
-		clk := tracestest.NewClock(t0.Add(time.Hour))
+		clk := tasktest.NewClock(t0.Add(time.Hour))
 		st := openTestStore(t, t.TempDir(), clk)
 		defer st.Close()
 		ingest(t, st, stdio(step("fs", 1, 0), "s1", 100))
@@ -268,7 +268,7 @@ func TestFinality(t *testing.T) {
 	})
 
 	t.Run("a close waits for the session's last step", func(t *testing.T) {
-		clk := tracestest.NewClock(t0)
+		clk := tasktest.NewClock(t0)
 		st := openTestStore(t, t.TempDir(), clk)
 		defer st.Close()
 		ingest(t, st, stdio(step("fs", 1, 0), "s1", 100))
@@ -288,7 +288,7 @@ func TestFinality(t *testing.T) {
 	})
 
 	t.Run("a late step reopens a final task", func(t *testing.T) {
-		clk := tracestest.NewClock(t0)
+		clk := tasktest.NewClock(t0)
 		st := openTestStore(t, t.TempDir(), clk)
 		defer st.Close()
 		ingest(t, st, stdio(step("fs", 1, 0), "s1", 100), stdio(step("git", 1, 0), "s2", 100))
@@ -316,7 +316,7 @@ func TestFinality(t *testing.T) {
 func TestStoreSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	clk := tracestest.NewClock(t0)
+	clk := tasktest.NewClock(t0)
 	st := openTestStore(t, dir, clk)
 	ingest(t, st, stdio(step("fs", 1, 0), "s1", 100), stdio(step("fs", 2, time.Second), "s1", 100),
 		httpStep(step("web", 1, 0), "h1"))
@@ -354,7 +354,7 @@ func TestStoreSurvivesRestart(t *testing.T) {
 }
 
 func TestTaskNotFound(t *testing.T) {
-	st := openTestStore(t, t.TempDir(), tracestest.NewClock(t0))
+	st := openTestStore(t, t.TempDir(), tasktest.NewClock(t0))
 	defer st.Close()
 	if _, err := st.Task(context.Background(), "nope"); !errors.Is(err, hindsight.ErrNotFound) {
 		t.Fatalf("Task(nope) = %v, want ErrNotFound", err)
@@ -368,7 +368,7 @@ func TestIngestBatchLargerThanATransaction(t *testing.T) {
 	// A task's steps of one batch are stored under one key, and their
 	// bodies in the value log: a batch is too large for one transaction
 	// when it has many tasks and the memtable is small.
-	st, err := Open(t.TempDir(), Options{Logger: quiet, Now: (tracestest.NewClock(t0)).Now,
+	st, err := Open(t.TempDir(), Options{Logger: quiet, Now: (tasktest.NewClock(t0)).Now,
 		Badger: func(o *badger.Options) { o.MemTableSize = 256 << 10 }})
 	if err != nil {
 		t.Fatal(err)
@@ -415,7 +415,7 @@ func TestIngestBatchLargerThanATransaction(t *testing.T) {
 // restart that empties the in-memory marks.
 func TestIngestOutOfOrder(t *testing.T) {
 	dir := t.TempDir()
-	clk := tracestest.NewClock(t0)
+	clk := tasktest.NewClock(t0)
 	st := openTestStore(t, dir, clk)
 	at := func(seq uint64) hindsight.Step {
 		return stdio(step("a", seq, time.Duration(seq)*time.Second), "s1", 100)

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/traces/tracestest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,7 +42,7 @@ func rssFile(t *testing.T) int64 {
 func TestTrimMappedGivesBackStepPages(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	ts := openTestStore(t, dir, tracestest.NewClock(t0))
+	ts := openTestStore(t, dir, tasktest.NewClock(t0))
 	big := json.RawMessage(`{"text":"` + strings.Repeat("x", 8<<10) + `"}`)
 	var steps []hindsight.Step
 	for i := range 4000 { // about 32 MB of value log

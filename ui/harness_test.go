@@ -12,8 +12,8 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
-	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	tracestore "github.com/hindsight-proxy/hindsight/traces"
 )
 
@@ -41,7 +41,7 @@ func startDaemon(t *testing.T) *daemon.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { traces.Close() })
-	st, err := embedded.Open(filepath.Join(dir, "exp"), embed.NewLocal(0), embedded.Options{Logger: quiet})
+	st, err := embedded.Open(filepath.Join(dir, "exp"), embedder.NewLocal(0), embedded.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

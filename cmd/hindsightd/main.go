@@ -13,7 +13,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/internal/cli"
 	"github.com/hindsight-proxy/hindsight/reflect"
 	"github.com/hindsight-proxy/hindsight/reflect/llm"
-	"github.com/hindsight-proxy/hindsight/store/embed/openaiembed"
+	"github.com/hindsight-proxy/hindsight/store/embedder/openaiembed"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
 )
 

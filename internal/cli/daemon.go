@@ -18,8 +18,8 @@ import (
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/internal/erase"
 	storepkg "github.com/hindsight-proxy/hindsight/store"
-	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	tracestore "github.com/hindsight-proxy/hindsight/traces"
 	"github.com/hindsight-proxy/hindsight/ui"
 	"github.com/prometheus/client_golang/prometheus"
@@ -141,14 +141,11 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 	}
 
 	var queue daemon.ReflectionQueue
-	if reflectionQueue != nil {
-		q, closer, err := reflectionQueue(ctx, g, traces, store, logger)
-		if err != nil {
-			logger.Error("reflection unavailable", "err", err)
-		} else {
-			queue = q
-			closers = append(closers, namedCloser{"reflection queue", closer})
-		}
+	if q, closer, err := newReflectionQueue(ctx, g, traces, store, logger); err != nil {
+		logger.Error("reflection unavailable", "err", err)
+	} else {
+		queue = q
+		closers = append(closers, namedCloser{"reflection queue", closer})
 	}
 
 	// Metrics at GET /metrics on the socket: the daemon's own, the Go
@@ -379,7 +376,7 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 // everything with another embedder.
 func newEmbedder(ctx context.Context, g *globals) (hindsight.Embedder, error) {
 	if g.config.LLM.EmbedModel == "" {
-		return embed.NewLocal(0), nil
+		return embedder.NewLocal(0), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -392,13 +389,6 @@ func newEmbedder(ctx context.Context, g *globals) (hindsight.Embedder, error) {
 	}
 	return emb, nil
 }
-
-// reflectionQueue, when set (by the reflection wiring, in a file of its
-// own), builds and starts the daemon's reflection queue over the trace
-// store and the experience store (which may be nil); the daemon closes it
-// before the stores. Unset, the daemon does not reflect and final tasks
-// wait for a daemon that does.
-var reflectionQueue func(ctx context.Context, g *globals, traces *tracestore.Store, store hindsight.ExperienceStore, logger *slog.Logger) (daemon.ReflectionQueue, io.Closer, error)
 
 // orphanDrainInterval spaces the daemon's sweeps for outboxes of dead
 // sidecars.

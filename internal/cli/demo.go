@@ -10,7 +10,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/demo"
-	"github.com/hindsight-proxy/hindsight/internal/exampleserver"
+	"github.com/hindsight-proxy/hindsight/internal/demo/exampleserver"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight/install"
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 )
 
 // installTree lays out a home and a project with the install package's

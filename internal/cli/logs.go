@@ -10,7 +10,7 @@ import (
 	"runtime/debug"
 
 	"github.com/hindsight-proxy/hindsight/capture"
-	"github.com/hindsight-proxy/hindsight/internal/safelog"
+	"github.com/hindsight-proxy/hindsight/internal/cli/safelog"
 )
 
 // logCloser flushes a log's pending summaries and closes its file.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 )
 
 // TestWrapLogsNoSecrets runs a real `hindsight wrap` in front of a server

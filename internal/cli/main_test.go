@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"flag"
 	"io"
 	"os"
 	"os/exec"
@@ -14,30 +13,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 	"golang.org/x/term"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (run with -update if the change is meant):\ngot:\n%s\nwant:\n%s", name, got, want)
-	}
-}
 
 // runCLI runs the command line in this process and returns its exit
 // status, stdout and stderr. Only commands that start no daemon run here.
@@ -94,7 +73,7 @@ func TestHelp(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("help: exit %d", code)
 	}
-	golden(t, "help.txt", out)
+	testkit.Golden(t, filepath.Join("testdata", "help.txt"), out)
 	if strings.Contains(out, "example-server") {
 		t.Error("help lists the hidden example-server")
 	}
@@ -102,7 +81,7 @@ func TestHelp(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("help experiences search: exit %d", code)
 	}
-	golden(t, "help-experiences-search.txt", out)
+	testkit.Golden(t, filepath.Join("testdata", "help-experiences-search.txt"), out)
 	// Hidden is not gone.
 	if code, _, errOut := runCLI(t, "example-server", "extra"); code != 2 || !strings.Contains(errOut, "example-server takes no arguments") {
 		t.Errorf("example-server extra: exit %d, %q", code, errOut)
@@ -134,7 +113,7 @@ func TestCompletion(t *testing.T) {
 		return names
 	}
 	top := complete("")
-	golden(t, "complete-top.txt", strings.Join(top, "\n")+"\n")
+	testkit.Golden(t, filepath.Join("testdata", "complete-top.txt"), strings.Join(top, "\n")+"\n")
 	for _, want := range []string{"wrap", "serve", "traces", "experiences", "completion", "daemon"} {
 		if !slices.Contains(top, want) {
 			t.Errorf("completions %q lack %s", top, want)

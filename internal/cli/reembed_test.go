@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 )
 
 // TestReembedAfterEmbedderChange opens a real embedded store with one
@@ -19,7 +19,7 @@ func TestReembedAfterEmbedderChange(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := embedded.Open(dir, embed.NewLocal(256), embedded.Options{Logger: quiet})
+	st, err := embedded.Open(dir, embedder.NewLocal(256), embedded.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,14 +30,14 @@ func TestReembedAfterEmbedderChange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := reembed(ctx, st, embed.NewLocal(256), quiet, true); err != nil || n != 0 {
+	if n, err := reembed(ctx, st, embedder.NewLocal(256), quiet, true); err != nil || n != 0 {
 		t.Fatalf("same embedder: re-embedded %d, %v; want 0, nil", n, err)
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	other := embed.NewLocal(128)
+	other := embedder.NewLocal(128)
 	st, err = embedded.Open(dir, other, embedded.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/capture"
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/inject"
 	"github.com/hindsight-proxy/hindsight/reflect"
@@ -22,22 +21,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-func init() { reflectionQueue = newReflectionQueue }
-
 // newReflectionQueue builds the daemon's reflection: the LLM reflector when
 // a model is configured (with the rule-based one as its cross-check), else
 // the rule-based reflector alone; validation with the capture redactor;
 // merging into store; and the queue in the trace store's database,
-// started. The daemon closes the queue before the trace store.
+// started. The daemon closes the queue before the trace store and the
+// experience store; with no experience store (nil) it fails.
 func newReflectionQueue(ctx context.Context, g *globals, traces *tracestore.Store, store hindsight.ExperienceStore, logger *slog.Logger) (daemon.ReflectionQueue, io.Closer, error) {
 	if store == nil {
 		return nil, nil, fmt.Errorf("start reflection: no experience store")
 	}
-	rc := capture.RedactorConfig{Keys: g.config.Capture.Redact.Keys}
-	for _, p := range g.config.Capture.Redact.Patterns {
-		rc.Patterns = append(rc.Patterns, capture.Pattern{Name: p.Name, Regex: p.Regex})
-	}
-	red, err := capture.NewRedactor(rc)
+	red, err := newRedactor(g)
 	if err != nil {
 		return nil, nil, fmt.Errorf("start reflection: %w", err)
 	}

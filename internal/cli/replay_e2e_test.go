@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/daemon"
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 )
 
 // hs runs the hindsight binary in home and returns its stdout.
@@ -26,17 +26,6 @@ func hs(t *testing.T, home string, args ...string) string {
 		t.Fatalf("hindsight %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
 	}
 	return out.String()
-}
-
-func newHome(t *testing.T) string {
-	t.Helper()
-	home, err := os.MkdirTemp("", "hs-") // short: the daemon's socket lives in it
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	testbin.StopDaemon(t, home)
-	return home
 }
 
 // waitReflected waits until the daemon of home has reflected n tasks.
@@ -73,13 +62,13 @@ func TestImportAndReflectReplay(t *testing.T) {
 	}
 	steps := bytes.Count(b, []byte("\n"))
 
-	home := newHome(t)
-	if out := hs(t, home, "traces", "import", corpus); !strings.Contains(out, "imported "+itoa(steps)+" steps (0 already present)") {
+	home := testbin.Home(t)
+	if out := hs(t, home, "traces", "import", corpus); !strings.Contains(out, "imported "+strconv.Itoa(steps)+" steps (0 already present)") {
 		t.Fatalf("first import: %s", out)
 	}
 	tasks := hs(t, home, "traces", "list", "--json")
 	exportA := hs(t, home, "traces", "export")
-	if out := hs(t, home, "traces", "import", corpus); !strings.Contains(out, "imported 0 steps ("+itoa(steps)+" already present)") {
+	if out := hs(t, home, "traces", "import", corpus); !strings.Contains(out, "imported 0 steps ("+strconv.Itoa(steps)+" already present)") {
 		t.Fatalf("second import: %s", out)
 	}
 	if again := hs(t, home, "traces", "list", "--json"); !sameTasks(t, tasks, again) {
@@ -87,7 +76,7 @@ func TestImportAndReflectReplay(t *testing.T) {
 	}
 
 	// Another machine: export → import → export.
-	other := newHome(t)
+	other := testbin.Home(t)
 	exportFile := filepath.Join(t.TempDir(), "a.jsonl")
 	if err := os.WriteFile(exportFile, []byte(exportA), 0o600); err != nil {
 		t.Fatal(err)
@@ -133,8 +122,6 @@ func TestImportAndReflectReplay(t *testing.T) {
 		t.Fatalf("--since in the future: %v\n%s", err, out)
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // sameTasks compares two `traces list --json` outputs, ignoring the
 // reflection state (the daemon reflects meanwhile).

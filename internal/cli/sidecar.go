@@ -353,9 +353,6 @@ func (s *sidecar) startCapture(g *globals, name string, logger *slog.Logger) (*c
 // their sums at GET /metrics (see daemon.SidecarReport); a daemon that
 // does not answer in reportTimeout misses this report, not the next.
 func (s *sidecar) postCounters(name string, st capture.Stats) {
-	if s.client == nil {
-		return
-	}
 	calls, failures := s.recorder.Calls()
 	rep := daemon.SidecarReport{Source: s.recorder.Source(), Server: name, PID: os.Getpid(),
 		Steps: st.Captured, Spilled: st.Spilled, Dropped: st.Dropped, Redactions: st.Redactions, Failures: failures}

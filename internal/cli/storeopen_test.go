@@ -12,8 +12,8 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/store"
-	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 )
 
 // TestOpenOrPending: a store that is unreachable at start is stood for by
@@ -22,7 +22,7 @@ import (
 func TestOpenOrPending(t *testing.T) {
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	emb := embed.NewLocal(0)
+	emb := embedder.NewLocal(0)
 	down := fmt.Errorf("open weaviate store: %w: connection refused", hindsight.ErrStoreUnavailable)
 	var tries atomic.Int32
 	open := func(context.Context) (hindsight.ExperienceStore, error) {

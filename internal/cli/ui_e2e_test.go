@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"os"
@@ -17,19 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 )
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // metricValue returns the value of the sample whose name and labels start
 // with prefix (e.g. `hindsight_sidecar_calls_total{server="example",tool="login"}`).
@@ -52,8 +41,8 @@ func TestMetricsAndUI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the hindsight binary")
 	}
-	home := shortHome(t)
-	port := freePort(t)
+	home := testbin.Home(t)
+	port := testkit.FreePort(t)
 	cfg := fmt.Sprintf("daemon:\n  metrics_listen: 127.0.0.1:%d\n", port)
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -195,7 +184,7 @@ func TestMetricsListenLoopbackOnly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the hindsight binary")
 	}
-	home := shortHome(t)
+	home := testbin.Home(t)
 	_, stderr, code := runHindsight(t, home, home, "daemon", "--metrics-listen", "0.0.0.0:9464")
 	if code != 2 || !strings.Contains(stderr, "not a loopback address") {
 		t.Errorf("exit %d, stderr %q; want 2 and a refusal", code, stderr)
@@ -203,7 +192,7 @@ func TestMetricsListenLoopbackOnly(t *testing.T) {
 
 	// From the configuration (a daemon a sidecar starts has no flags): the
 	// daemon logs the refusal and serves on.
-	home = shortHome(t)
+	home = testbin.Home(t)
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("daemon:\n  metrics_listen: 0.0.0.0:9464\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -214,19 +203,6 @@ func TestMetricsListenLoopbackOnly(t *testing.T) {
 	if !strings.Contains(string(log), "no metrics over TCP") || !strings.Contains(string(log), "not a loopback address") {
 		t.Errorf("the daemon's log does not say it refused the address:\n%s", log)
 	}
-}
-
-// shortHome is a fresh home with a path short enough for the daemon's
-// socket; its daemon is stopped at the end.
-func shortHome(t *testing.T) string {
-	t.Helper()
-	home, err := os.MkdirTemp("", "hs-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	testbin.StopDaemon(t, home)
-	return home
 }
 
 // hsOut runs the hindsight binary in home and returns its stdout.
@@ -258,7 +234,7 @@ func TestPinCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the hindsight binary")
 	}
-	home := shortHome(t)
+	home := testbin.Home(t)
 	pack := filepath.Join(home, "pack.jsonl")
 	line := `{"id":"p1","server":"fs","tool":"read_file","situation":"reading a missing file","lesson":"List the directory first.","confidence":0.3}` + "\n"
 	if err := os.WriteFile(pack, []byte(line), 0o600); err != nil {

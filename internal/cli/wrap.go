@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hindsight-proxy/hindsight/internal/cli/safelog"
 	"github.com/hindsight-proxy/hindsight/internal/profile"
-	"github.com/hindsight-proxy/hindsight/internal/safelog"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"

@@ -15,8 +15,8 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
-	"github.com/hindsight-proxy/hindsight/internal/exampleserver"
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/demo/exampleserver"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 	"github.com/hindsight-proxy/hindsight/reflect"
 	"github.com/mark3labs/mcp-go/client"
 )

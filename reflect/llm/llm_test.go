@@ -20,10 +20,10 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
-	"github.com/hindsight-proxy/hindsight/internal/tasktest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/reflect"
-	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 )
 
 // reply is one scripted answer of the fake LLM endpoint.
@@ -479,7 +479,7 @@ func openStore(t *testing.T) *embedded.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := embedded.New(db, embed.NewLocal(0), embedded.Options{})
+	st, err := embedded.New(db, embedder.NewLocal(0), embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

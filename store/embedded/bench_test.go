@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 )
 
@@ -42,7 +43,7 @@ func loadStore(b *testing.B, n int) *benchStore {
 		b.Fatal(err)
 	}
 	now := func() time.Time { return benchset.RefTime }
-	s, err := Open(dir, embed.NewLocal(0), Options{Now: now})
+	s, err := Open(dir, embedder.NewLocal(0), Options{Now: now})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func loadStore(b *testing.B, n int) *benchStore {
 	// Measure a fresh daemon: reopen rebuilds the indexes from Badger.
 	runtime.GC()
 	start = time.Now()
-	s, err = Open(dir, embed.NewLocal(0), Options{Now: now})
+	s, err = Open(dir, embedder.NewLocal(0), Options{Now: now})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -126,12 +127,12 @@ func BenchmarkSearch(b *testing.B) {
 					if filtered {
 						q.Tool, q.ErrorCode = bq.Tool, bq.ErrorCode
 					}
-					start, cpu0 := time.Now(), processCPU()
+					start, cpu0 := time.Now(), testkit.ProcessCPU()
 					if _, err := bs.s.Search(ctx, q); err != nil {
 						b.Fatal(err)
 					}
 					lat = append(lat, time.Since(start))
-					cpu = append(cpu, processCPU()-cpu0)
+					cpu = append(cpu, testkit.ProcessCPU()-cpu0)
 				}
 				reportLatency(b, lat, "")
 				reportLatency(b, cpu, "cpu-")
@@ -163,7 +164,7 @@ func reportLatency(b *testing.B, lat []time.Duration, prefix string) {
 // update) per experience into a store that grows as it runs.
 func BenchmarkPut(b *testing.B) {
 	exps, _ := benchset.Synthetic(20_000, 0)
-	s, err := Open(b.TempDir(), embed.NewLocal(0), Options{})
+	s, err := Open(b.TempDir(), embedder.NewLocal(0), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestBuildBenchStore(t *testing.T) {
 		n = 100_000
 	}
 	exps, _ := benchset.Synthetic(n, 0)
-	s, err := Open(dir, embed.NewLocal(0), Options{Now: func() time.Time { return benchset.RefTime }})
+	s, err := Open(dir, embedder.NewLocal(0), Options{Now: func() time.Time { return benchset.RefTime }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func BenchmarkOpen(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				start := time.Now()
-				s, err := Open(dir, embed.NewLocal(0), Options{Now: func() time.Time { return benchset.RefTime }})
+				s, err := Open(dir, embedder.NewLocal(0), Options{Now: func() time.Time { return benchset.RefTime }})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 )
 
 // TestOpenDaemonOptions: the store the daemon opens has the daemon's small
@@ -15,7 +15,7 @@ import (
 // compactors of Badger's own (a badgerdb.Compactor, which Close stops).
 func TestOpenDaemonOptions(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := OpenDaemon(t.TempDir(), embed.NewLocal(0), Options{Logger: quiet})
+	s, err := OpenDaemon(t.TempDir(), embedder.NewLocal(0), Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 )
 
@@ -14,7 +14,7 @@ import (
 // candidates, and holds it to a floor.
 func TestPreselectRecall(t *testing.T) {
 	exps, qs := benchset.Synthetic(12_000, 200)
-	emb := embed.NewLocal(0)
+	emb := embedder.NewLocal(0)
 	x := newIndex(emb.Dim())
 	ctx := context.Background()
 	texts := make([]string, len(exps))

@@ -11,15 +11,16 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 	"github.com/hindsight-proxy/hindsight/store/rank"
 )
 
-var (
-	update = flag.Bool("update", false, "rewrite store/testdata/retrieval from the generator")
-	sweep  = flag.Bool("sweep", false, "TestRetrievalWeights: print hit rates over a grid of arm weights")
-)
+// sweep makes TestRetrievalWeights print hit rates over a grid of arm
+// weights; -update (testkit's) rewrites store/testdata/retrieval from the
+// generator.
+var sweep = flag.Bool("sweep", false, "TestRetrievalWeights: print hit rates over a grid of arm weights")
 
 const benchDir = "../testdata/retrieval"
 
@@ -49,7 +50,7 @@ func TestRetrievalData(t *testing.T) {
 	for _, set := range benchSets {
 		t.Run(set.name, func(t *testing.T) {
 			exps, qs := set.generate()
-			if *update {
+			if testkit.Update() {
 				if err := benchset.WriteSet(benchDir, set.prefix, exps, qs); err != nil {
 					t.Fatal(err)
 				}
@@ -180,7 +181,7 @@ func openBench(t testing.TB, set benchSet) (*Store, []hindsight.Experience, []be
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(t.TempDir(), embed.NewLocal(0), Options{Now: func() time.Time { return benchset.RefTime }})
+	s, err := Open(t.TempDir(), embedder.NewLocal(0), Options{Now: func() time.Time { return benchset.RefTime }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 )
 
@@ -14,7 +14,7 @@ import (
 // index of n synthetic experiences.
 func encodeSmall(t testing.TB, n int, gen []byte) []byte {
 	exps, _ := benchset.Synthetic(n, 0)
-	emb := embed.NewLocal(64)
+	emb := embedder.NewLocal(64)
 	id := "hindsight-hash-v1/64"
 	x := newIndex(emb.Dim())
 	for i := range exps {

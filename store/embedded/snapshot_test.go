@@ -12,7 +12,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 )
 
@@ -22,7 +22,7 @@ func benchOptions() Options { return Options{Now: func() time.Time { return benc
 // updates and forgets a few (leaving dead slots), and closes it.
 func fillStore(t testing.TB, dir string, n int) []benchset.Query {
 	exps, qs := benchset.Synthetic(n, 40)
-	s, err := Open(dir, embed.NewLocal(0), benchOptions())
+	s, err := Open(dir, embedder.NewLocal(0), benchOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func sameAnswers(t *testing.T, want, got []string) {
 
 func reopen(t *testing.T, dir string) *Store {
 	t.Helper()
-	s, err := Open(dir, embed.NewLocal(0), benchOptions())
+	s, err := Open(dir, embedder.NewLocal(0), benchOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,13 +8,13 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/store"
-	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/storetest"
 )
 
 func TestConformance(t *testing.T) {
-	emb := embed.NewLocal(0)
+	emb := embedder.NewLocal(0)
 	dirs := map[hindsight.ExperienceStore]string{}
 	storetest.Run(t, storetest.Backend{
 		Embedder: emb,
@@ -47,7 +47,7 @@ func TestConformance(t *testing.T) {
 func TestReembed(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	old := embed.NewLocal(256)
+	old := embedder.NewLocal(256)
 	s, err := embedded.Open(dir, old, embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func TestReembed(t *testing.T) {
 	}
 	s.Close()
 
-	nw := embed.NewLocal(512)
+	nw := embedder.NewLocal(512)
 	s, err = embedded.Open(dir, nw, embedded.Options{})
 	if err != nil {
 		t.Fatal(err)

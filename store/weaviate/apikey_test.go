@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/weaviatetest"
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/weaviatetest"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestAPIKey(t *testing.T) {
 	const key = "hs-test-key-5b1f"
 	srv := weaviatetest.StartWithAPIKey(t, key)
-	emb := embed.NewLocal(0)
+	emb := embedder.NewLocal(0)
 	for _, tc := range []struct {
 		name string
 		key  string

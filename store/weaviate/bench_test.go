@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/weaviatetest"
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/weaviatetest"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
 )
@@ -21,7 +21,7 @@ func BenchmarkSearch(b *testing.B) {
 	ctx := context.Background()
 	for _, n := range []int{10_000} {
 		exps, qs := benchset.Synthetic(n, 500)
-		s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: fmt.Sprintf("Bench%d", n), Now: refClock}, embed.NewLocal(0))
+		s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: fmt.Sprintf("Bench%d", n), Now: refClock}, embedder.NewLocal(0))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func BenchmarkSearch(b *testing.B) {
 func BenchmarkEdit(b *testing.B) {
 	srv := weaviatetest.Start(b)
 	ctx := context.Background()
-	emb := embed.NewLocal(0)
+	emb := embedder.NewLocal(0)
 	open := func() *weaviate.Store {
 		s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: "BenchEdit"}, emb)
 		if err != nil {

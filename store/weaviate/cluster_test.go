@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/weaviatetest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/weaviatetest"
 	"github.com/hindsight-proxy/hindsight/reflect"
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/storetest"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
 )
@@ -31,7 +31,7 @@ func TestCluster(t *testing.T) {
 	start := time.Now()
 	c := weaviatetest.StartCluster(t, 3)
 	t.Logf("3-node cluster ready in %v", time.Since(start).Round(time.Millisecond))
-	emb := embed.NewLocal(0)
+	emb := embedder.NewLocal(0)
 	open := func(t *testing.T, node int, class string) *weaviate.Store {
 		t.Helper()
 		n := c.Nodes[node]

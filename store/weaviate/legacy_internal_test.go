@@ -8,9 +8,9 @@ import (
 
 	"github.com/go-openapi/strfmt"
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/weaviatetest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/weaviatetest"
 	"github.com/hindsight-proxy/hindsight/store"
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/weaviate/weaviate/entities/models"
 )
 
@@ -20,7 +20,7 @@ import (
 func TestEditLegacyObject(t *testing.T) {
 	srv := weaviatetest.Start(t)
 	ctx := context.Background()
-	emb := embed.NewLocal(0)
+	emb := embedder.NewLocal(0)
 	open := func() *Store {
 		s, err := Open(ctx, Config{URL: srv.URL, GRPC: srv.GRPC, Class: "Legacy"}, emb)
 		if err != nil {

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/weaviatetest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/weaviatetest"
 	"github.com/hindsight-proxy/hindsight/store"
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 	"github.com/hindsight-proxy/hindsight/store/rank"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
@@ -49,7 +49,7 @@ func TestRetrieval(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: set.class, Now: refClock}, embed.NewLocal(0))
+		s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: set.class, Now: refClock}, embedder.NewLocal(0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +62,7 @@ func TestRetrieval(t *testing.T) {
 		}
 		rates := map[string][2]float64{}
 		for _, m := range modes {
-			s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: set.class, Now: refClock, Rank: m.opt}, embed.NewLocal(0))
+			s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: set.class, Now: refClock, Rank: m.opt}, embedder.NewLocal(0))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,7 +125,7 @@ func TestMigrate(t *testing.T) {
 	if err := c.Schema().ClassCreator().WithClass(old).Do(ctx); err != nil {
 		t.Fatal(err)
 	}
-	emb := embed.NewLocal(0)
+	emb := embedder.NewLocal(0)
 	s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, Class: "OldExperiences"}, emb)
 	if err != nil {
 		t.Fatalf("open v0 collection: %v", err)
@@ -161,7 +161,7 @@ func TestMigrate(t *testing.T) {
 	}
 
 	// Another embedder: lexical search still works, writes are refused.
-	s2, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, Class: "OldExperiences"}, embed.NewLocal(256))
+	s2, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, Class: "OldExperiences"}, embedder.NewLocal(256))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestMigrate(t *testing.T) {
 	// Re-embedding rebuilds the collection for the new embedder and keeps
 	// the experience as it was.
 	var last int
-	if err := s2.Reembed(ctx, embed.NewLocal(256), func(done, total int) { last = done }); err != nil {
+	if err := s2.Reembed(ctx, embedder.NewLocal(256), func(done, total int) { last = done }); err != nil {
 		t.Fatal(err)
 	}
 	if last != 1 || s2.NeedsReembed() != 0 {

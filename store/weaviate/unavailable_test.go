@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/weaviatetest"
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/weaviatetest"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
 )
 
@@ -23,7 +23,7 @@ import (
 func TestUnreachableIsStoreUnavailable(t *testing.T) {
 	srv := weaviatetest.Start(t)
 	ctx := context.Background()
-	s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: "Unreachable", RetryFor: 300 * time.Millisecond}, embed.NewLocal(0))
+	s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: "Unreachable", RetryFor: 300 * time.Millisecond}, embedder.NewLocal(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestUnreachableIsStoreUnavailable(t *testing.T) {
 func TestBreakerFailsFastWhileDown(t *testing.T) {
 	srv := weaviatetest.Start(t)
 	ctx := context.Background()
-	s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: "Breaker", RetryFor: time.Hour}, embed.NewLocal(0))
+	s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: "Breaker", RetryFor: time.Hour}, embedder.NewLocal(0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/weaviatetest"
-	"github.com/hindsight-proxy/hindsight/store/embed"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/weaviatetest"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/storetest"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
 )
 
 func TestConformance(t *testing.T) {
 	srv := weaviatetest.Start(t)
-	emb := embed.NewLocal(0)
+	emb := embedder.NewLocal(0)
 	n := 0
 	classes := map[hindsight.ExperienceStore]string{}
 	open := func(t *testing.T, class string) *weaviate.Store {
@@ -44,7 +44,7 @@ func TestConformance(t *testing.T) {
 // edit one experience at once; every edit is kept.
 func TestTwoStoresConcurrentEdits(t *testing.T) {
 	srv := weaviatetest.Start(t)
-	emb := embed.NewLocal(0)
+	emb := embedder.NewLocal(0)
 	var stores []*weaviate.Store
 	for range 2 {
 		s, err := weaviate.Open(context.Background(), weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: "TwoStores"}, emb)
@@ -62,7 +62,7 @@ func TestTwoStoresConcurrentEdits(t *testing.T) {
 // server is back.
 func TestStoreDown(t *testing.T) {
 	srv := weaviatetest.Start(t)
-	emb := embed.NewLocal(0)
+	emb := embedder.NewLocal(0)
 	ctx := context.Background()
 	s, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: "StoreDown", RetryFor: time.Minute}, emb)
 	if err != nil {

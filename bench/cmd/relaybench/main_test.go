@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 )
 
 // TestMain lets the test binary stand in for relaybench itself when the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hindsight-proxy/hindsight/internal/testbin"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 )
 
 // TestSmokeScale runs the benchmark end to end at a tiny size: a real

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/store/embed"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 )
 
@@ -51,7 +51,7 @@ func options() embedded.Options {
 func build(dir string, n int) error {
 	os.RemoveAll(dir)
 	exps, qs := benchset.Synthetic(n, 500)
-	s, err := embedded.Open(dir, embed.NewLocal(0), options())
+	s, err := embedded.Open(dir, embedder.NewLocal(0), options())
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func measure(dir string, n, queries, warmup int, cpuProf, memProf string, out io
 	}
 	ctx := context.Background()
 	start := time.Now()
-	s, err := embedded.Open(dir, embed.NewLocal(0), options())
+	s, err := embedded.Open(dir, embedder.NewLocal(0), options())
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,137 @@
+//go:build unix
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
+)
+
+// leaked is a secret the redactor cannot recognise (a random value under an
+// innocent key): the case purge exists for.
+const leaked = "zq7-leaked-Kp4vN9xW2mQ8"
+
+// filesHolding returns the files under root whose bytes contain s.
+func filesHolding(t *testing.T, root, s string) []string {
+	t.Helper()
+	var hits []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Type()&os.ModeSocket != 0 {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil // a file Badger removed meanwhile
+		}
+		if bytes.Contains(b, []byte(s)) {
+			rel, _ := filepath.Rel(root, p)
+			hits = append(hits, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hits
+}
+
+// TestPurgeErasesFromDisk plants a secret that escaped redaction in a
+// trace (in a small step and in one large enough for Badger's value log)
+// and in an experience of a real daemon, purges both with the CLI, and
+// finds the secret in no file under the home (Badger's tables, value logs
+// and memtable logs included): at once, but for the value-log file being
+// appended to, and after a restart of the daemon in none; the other task
+// (whose id extends a purged one's) and experience are intact.
+func TestPurgeErasesFromDisk(t *testing.T) {
+	home := hindsight.Home(testkit.ShortTempDir(t))
+	testbin.StopDaemon(t, string(home))
+	ctx := context.Background()
+	daemon, c := startDaemon(t, home)
+	var steps []hindsight.Step
+	for i, task := range []string{"leaky-task", "leaky-task-2", "leaky-task-clean"} {
+		s := tasktest.Explicit(tasktest.Stdio(tasktest.Step("src", uint64(i+1), time.Duration(i)*time.Second), "s1", 100), task)
+		s.Arguments = json.RawMessage(`{"path":"/data/x","note":"` + leaked + `"}`)
+		if task == "leaky-task-clean" {
+			s.Arguments = json.RawMessage(`{"path":"/data/y"}`)
+		}
+		steps = append(steps, s)
+	}
+	// A step above the trace store's value threshold: its value goes to
+	// the value log.
+	big := tasktest.Explicit(tasktest.Stdio(tasktest.Step("src", 4, 4*time.Second), "s1", 100), "leaky-task")
+	big.Result = json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("row of data ", 2000) + leaked + `"}]}`)
+	steps = append(steps, big)
+	if err := c.Deliver(ctx, steps); err != nil {
+		t.Fatal(err)
+	}
+	pack := filepath.Join(testkit.ShortTempDir(t), "pack.jsonl")
+	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	// A long lesson: a record above Badger's default value threshold.
+	lines := tasktest.ExperienceLine("leaky", "read_file", "Pass note="+leaked+" to read_file."+strings.Repeat(" Then check the result.", 100), day) +
+		tasktest.ExperienceLine("clean", "read_file", "Call read_file with an absolute path under /data.", day) +
+		// Learnt from a leaky task: `traces purge --with-experiences` takes it.
+		strings.Replace(tasktest.ExperienceLine("derived", "read_file", "Send note "+leaked+" along.", day),
+			`"source_task":"t-1"`, `"source_task":"leaky-task"`, 1)
+	if err := os.WriteFile(pack, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testbin.Run(t, string(home), false, "experiences", "import", pack)
+	if hits := filesHolding(t, string(home), leaked); len(hits) == 0 {
+		t.Fatal("the planted secret is on no file before the purge: the test proves nothing")
+	}
+
+	out := testbin.Run(t, string(home), false, "traces", "purge", "leaky-task", "leaky-task-2", "no-such-task", "--with-experiences")
+	if !strings.Contains(out, "purged 2 task(s)") || !strings.Contains(out, "purged 1 experience(s) learnt from them: derived") {
+		t.Errorf("traces purge said %q", out)
+	}
+	out = testbin.Run(t, string(home), false, "experiences", "purge", "leaky")
+	if !strings.Contains(out, "purged 1 experience(s)") {
+		t.Errorf("experiences purge said %q", out)
+	}
+	// At once, it is gone everywhere but from the value-log file the
+	// trace store appends to (Badger never rewrites that one)...
+	for _, f := range filesHolding(t, string(home), leaked) {
+		if !strings.HasPrefix(f, filepath.Join("daemon", "traces")) || !strings.HasSuffix(f, ".vlog") {
+			t.Errorf("the secret is still in %s after the purge", f)
+		}
+	}
+	// ... and from there once the daemon restarts (a new value-log file
+	// is opened, and the old one collected).
+	daemon.cmd.Process.Signal(syscall.SIGTERM)
+	if err := daemon.wait(t, time.Minute); err != nil {
+		t.Fatalf("daemon stop: %v\n%s", err, daemon.stderr)
+	}
+	_, c = startDaemon(t, home)
+	if hits := filesHolding(t, string(home), leaked); len(hits) > 0 {
+		t.Errorf("the secret is still on disk after the purge and a restart, in %v", hits)
+	}
+	if _, err := c.Task(ctx, "leaky-task"); err == nil {
+		t.Error("a purged task is still listed")
+	}
+	if task, err := c.Task(ctx, "leaky-task-clean"); err != nil || len(task.Steps) != 1 {
+		t.Errorf("the clean task after the purge: %+v, %v", task, err)
+	}
+	if e, err := c.Experience(ctx, "", "clean"); err != nil || e.Lesson == "" {
+		t.Errorf("the clean experience after the purge: %+v, %v", e, err)
+	}
+	// The daemon keeps working: a new step of the purged source is taken.
+	s := tasktest.Explicit(tasktest.Stdio(tasktest.Step("src", 9, 9*time.Second), "s1", 100), "after-purge")
+	if err := c.Deliver(ctx, []hindsight.Step{s}); err != nil {
+		t.Errorf("deliver after purge: %v", err)
+	}
+	if _, err := c.Task(ctx, "after-purge"); err != nil {
+		t.Errorf("a task after the purge: %v", err)
+	}
+}
