@@ -11,6 +11,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // typicalPayloads are tools/call traffic of the sizes agents produce: a
@@ -37,7 +38,7 @@ func defaultRedactor(b *testing.B) *Redactor {
 	return r
 }
 
-func quote(s string) string { return string(appendJSONString(nil, s)) }
+func quote(s string) string { return string(wire.AppendPlainString(nil, s)) }
 
 // BenchmarkRedact measures the redactor on typical payloads against a
 // baseline in the same run: json.Valid over the same bytes (the least any
@@ -112,7 +113,7 @@ func BenchmarkRecorder(b *testing.B) {
 		for b.Loop() {
 			st := BuildStep(mk(), red, 0)
 			var err error
-			if buf, err = st.AppendCompactJSON(buf[:0]); err != nil {
+			if buf, err = wire.AppendCompactStep(buf[:0], &st); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/internal/badgerlog"
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // A Deliverer sends steps to the daemon. Deliver must be idempotent per
@@ -515,7 +516,7 @@ func (o *Outbox) Append(steps []hindsight.Step) {
 	for i := range steps {
 		steps[i].Source, steps[i].Seq = o.id, o.next
 		s := &steps[i]
-		raw, err := s.AppendCompactJSON(nil)
+		raw, err := wire.AppendCompactStep(nil, s)
 		if err != nil {
 			// Not numbered: the daemon must see no gap in the seqs.
 			steps[i].Seq = 0
@@ -1049,7 +1050,7 @@ func (o *Outbox) send(ctx context.Context, batch []entry) (err error) {
 	}
 	steps := make([]hindsight.Step, len(batch))
 	for i, e := range batch {
-		if err := hindsight.UnmarshalCompactJSON(e.raw, &steps[i]); err != nil {
+		if err := wire.UnmarshalCompact(e.raw, &steps[i]); err != nil {
 			return fmt.Errorf("%w: decode step %d: %v", ErrRejected, e.seq, err)
 		}
 	}
@@ -1320,13 +1321,13 @@ func (o *Outbox) exportRejected() error {
 
 // appendLine appends a stored step as one line of JSON: whole (a step's
 // compact encoding gets its derived bodies back) and compacted, since
-// Step.AppendJSON keeps the bodies' whitespace (newlines included); an
+// wire.AppendStep keeps the bodies' whitespace (newlines included); an
 // object encoding/json cannot read as it is, without its newlines; or as a
 // JSON string when it is not JSON at all.
 func appendLine(lines, v []byte) []byte {
 	var s hindsight.Step
-	if hindsight.UnmarshalCompactJSON(v, &s) == nil {
-		if full, err := s.AppendJSON(nil); err == nil {
+	if wire.UnmarshalCompact(v, &s) == nil {
+		if full, err := wire.AppendStep(nil, &s); err == nil {
 			v = full
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // benchBatch is a batch of n realistic steps (about 1 KiB of arguments and
@@ -99,7 +100,7 @@ func BenchmarkIngestHTTP(b *testing.B) {
 
 // BenchmarkIngestCompact is BenchmarkIngestHTTP for what a sidecar sends
 // today: POST /v1/steps/compact with the steps in their compact encoding
-// (hindsight.Step.AppendCompactJSON), into a real Badger on disk; batches
+// (wire.AppendCompactStep), into a real Badger on disk; batches
 // of 64 (relaybench's 64 calls in flight) and of 1.
 func BenchmarkIngestCompact(b *testing.B) {
 	benchIngest(b, "/v1/steps/compact", []int{64, 1}, compactBodies)
@@ -151,7 +152,7 @@ func compactBodies(b *testing.B, seq uint64, batch, n int) [][]byte {
 				body = append(body, ',')
 			}
 			var err error
-			if body, err = s.AppendCompactJSON(body); err != nil {
+			if body, err = wire.AppendCompactStep(body, &s); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -193,7 +194,7 @@ func benchBodies(b *testing.B, seq uint64, batch, n int) [][]byte {
 				body = append(body, ',')
 			}
 			var err error
-			if body, err = s.AppendJSON(body); err != nil {
+			if body, err = wire.AppendStep(body, &s); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -203,16 +204,17 @@ func benchBodies(b *testing.B, seq uint64, batch, n int) [][]byte {
 	return out
 }
 
-// BenchmarkScanStepBatch measures the fast path decoding a batch of 64
-// steps (what ingest reads of each, and the check that the rest decodes).
+// BenchmarkScanStepBatch measures wire.DecodeBatch's fast path decoding a
+// batch of 64 steps (what ingest reads of each, and the check that the
+// rest decodes).
 func BenchmarkScanStepBatch(b *testing.B) {
 	const batch = 64
 	body := benchBodies(b, 1, batch, 1)[0]
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if steps, ok := scanStepBatch(body); !ok || len(steps) != batch {
-			b.Fatalf("scan: %d steps, %v", len(steps), ok)
+		if steps, err := wire.DecodeBatch(body); err != nil || len(steps) != batch {
+			b.Fatalf("scan: %d steps, %v", len(steps), err)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/step")

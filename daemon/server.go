@@ -21,6 +21,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/profile"
+	"github.com/hindsight-proxy/hindsight/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -395,13 +396,17 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
-// readSteps reads and decodes a step batch (see decodeStepBatch).
-func readSteps(w http.ResponseWriter, r *http.Request) ([]rawStep, error) {
+// readSteps reads and decodes a step batch (see wire.DecodeBatch).
+func readSteps(w http.ResponseWriter, r *http.Request) ([]wire.Raw, error) {
 	body, err := readBody(w, r)
 	if err != nil {
 		return nil, err
 	}
-	return decodeStepBatch(body)
+	steps, err := wire.DecodeBatch(body)
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
+	return steps, nil
 }
 
 // readBody reads a request's body, up to maxBody bytes.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // DefaultIdleGap ends a task after this much quiet.
@@ -453,7 +454,7 @@ func validateStep(i int, source string) error {
 	return nil
 }
 
-func validateRaw(steps []rawStep) error {
+func validateRaw(steps []wire.Raw) error {
 	for i := range steps {
 		if err := validateStep(i, steps[i].Source); err != nil {
 			return err
@@ -476,7 +477,7 @@ func (t *TraceStore) Ingest(ctx context.Context, steps []hindsight.Step) (Ingest
 	if err := ValidateSteps(steps); err != nil {
 		return IngestResult{}, fmt.Errorf("validate steps: %w: %w", ErrRejected, err)
 	}
-	raws, err := encodeSteps(steps)
+	raws, err := wire.EncodeSteps(steps)
 	if err != nil {
 		return IngestResult{}, fmt.Errorf("validate steps: %w: %w", ErrRejected, err)
 	}
@@ -487,7 +488,7 @@ func (t *TraceStore) Ingest(ctx context.Context, steps []hindsight.Step) (Ingest
 // hindsight.Step). What decodes is stored as it was encoded; a step that
 // does not decode is refused with an error wrapping ErrRejected.
 func (t *TraceStore) IngestRaw(ctx context.Context, steps []json.RawMessage) (IngestResult, error) {
-	raws, err := decodeRawSteps(steps)
+	raws, err := wire.DecodeRaws(steps)
 	if err != nil {
 		return IngestResult{}, fmt.Errorf("decode steps: %w: %w", ErrRejected, err)
 	}
@@ -498,7 +499,7 @@ func (t *TraceStore) IngestRaw(ctx context.Context, steps []json.RawMessage) (In
 }
 
 // ingestRaw is Ingest for validated steps.
-func (t *TraceStore) ingestRaw(ctx context.Context, steps []rawStep) (IngestResult, error) {
+func (t *TraceStore) ingestRaw(ctx context.Context, steps []wire.Raw) (IngestResult, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.ingest(ctx, steps)
@@ -506,7 +507,7 @@ func (t *TraceStore) ingestRaw(ctx context.Context, steps []rawStep) (IngestResu
 
 // ingest stores steps in one transaction, or halves them when they do not
 // fit in one. t.mu is held.
-func (t *TraceStore) ingest(ctx context.Context, steps []rawStep) (IngestResult, error) {
+func (t *TraceStore) ingest(ctx context.Context, steps []wire.Raw) (IngestResult, error) {
 	res, err := t.ingestOnce(ctx, steps)
 	if !errors.Is(err, badger.ErrTxnTooBig) || len(steps) < 2 {
 		return res, err
@@ -520,7 +521,7 @@ func (t *TraceStore) ingest(ctx context.Context, steps []rawStep) (IngestResult,
 	return IngestResult{Accepted: a.Accepted + b.Accepted, Duplicates: a.Duplicates + b.Duplicates}, err
 }
 
-func (t *TraceStore) ingestOnce(ctx context.Context, steps []rawStep) (IngestResult, error) {
+func (t *TraceStore) ingestOnce(ctx context.Context, steps []wire.Raw) (IngestResult, error) {
 	var res IngestResult
 	w := t.newIngestTxn()
 	defer w.txn.Discard()
@@ -808,7 +809,7 @@ func (w *ingestTxn) closeOf(id string) (*closeState, error) {
 }
 
 // add stores one step. It reports true for a step stored before.
-func (w *ingestTxn) add(s *rawStep) (dup bool, err error) {
+func (w *ingestTxn) add(s *wire.Raw) (dup bool, err error) {
 	hw, err := w.mark(s.Source)
 	if err != nil {
 		return false, err
@@ -820,7 +821,7 @@ func (w *ingestTxn) add(s *rawStep) (dup bool, err error) {
 			return seen, err
 		}
 	}
-	rec, err := w.segment(&s.stepMeta)
+	rec, err := w.segment(&s.Meta)
 	if err != nil {
 		return false, err
 	}
@@ -829,10 +830,10 @@ func (w *ingestTxn) add(s *rawStep) (dup bool, err error) {
 	if err := w.putStep(rec.ID, idx, s); err != nil {
 		return false, err
 	}
-	if err := w.noteSeq(&s.stepMeta, hw); err != nil {
+	if err := w.noteSeq(&s.Meta, hw); err != nil {
 		return false, err
 	}
-	return false, w.account(rec, &s.stepMeta)
+	return false, w.account(rec, &s.Meta)
 }
 
 // stepChunk is steps of one task with consecutive indices, to be written
@@ -863,7 +864,7 @@ func (c *stepChunk) value() []byte {
 
 // putStep adds s, the step of task id with index idx, to what the
 // transaction writes.
-func (w *ingestTxn) putStep(id string, idx int, s *rawStep) error {
+func (w *ingestTxn) putStep(id string, idx int, s *wire.Raw) error {
 	c := w.chunks[id]
 	if c != nil && (c.first+c.n != idx || len(c.value())+len(s.JSON) > maxChunk) {
 		if err := w.flushChunk(id, c); err != nil {
@@ -873,13 +874,13 @@ func (w *ingestTxn) putStep(id string, idx int, s *rawStep) error {
 	}
 	switch {
 	case c == nil:
-		c = &stepChunk{first: idx, src: s.src, start: s.off, end: s.off + len(s.JSON)}
-		if s.src == nil {
+		c = &stepChunk{first: idx, src: s.Src, start: s.Off, end: s.Off + len(s.JSON)}
+		if s.Src == nil {
 			c.src, c.start, c.end = s.JSON, 0, len(s.JSON)
 		}
 		w.chunks[id] = c
-	case c.buf == nil && s.src != nil && unsafe.SliceData(c.src) == unsafe.SliceData(s.src) && separator(c.src, c.end, s.off):
-		c.end = s.off + len(s.JSON) // next in the body
+	case c.buf == nil && s.Src != nil && unsafe.SliceData(c.src) == unsafe.SliceData(s.Src) && separator(c.src, c.end, s.Off):
+		c.end = s.Off + len(s.JSON) // next in the body
 	default:
 		if c.buf == nil {
 			v := c.value()
@@ -918,7 +919,7 @@ func (w *ingestTxn) flushChunk(id string, c *stepChunk) error {
 }
 
 // account adds s to its task's record.
-func (w *ingestTxn) account(rec *taskRec, s *stepMeta) error {
+func (w *ingestTxn) account(rec *taskRec, s *wire.Meta) error {
 	rec.StepCount++
 	if s.Failed {
 		rec.FailureCount++
@@ -968,7 +969,7 @@ func (w *ingestTxn) account(rec *taskRec, s *stepMeta) error {
 
 // noteSeq raises the source's high-water mark and applies a close that
 // was waiting for this step. hw is the mark before s.
-func (w *ingestTxn) noteSeq(s *stepMeta, hw highWater) error {
+func (w *ingestTxn) noteSeq(s *wire.Meta, hw highWater) error {
 	if hw.ok && s.Seq <= hw.seq {
 		// A seq below the mark, missing until now: a run of its own.
 		w.runs[s.Source] = append(w.runs[s.Source], seqRun{first: s.Seq, last: s.Seq})
@@ -1002,7 +1003,7 @@ func (w *ingestTxn) noteSeq(s *stepMeta, hw highWater) error {
 
 // stepTimes returns when a step started and ended, falling back on now for
 // a step that carries no time.
-func stepTimes(s *stepMeta, now time.Time) (start, end time.Time) {
+func stepTimes(s *wire.Meta, now time.Time) (start, end time.Time) {
 	start, end = s.StartedAt, s.EndedAt
 	if start.IsZero() {
 		start = end
@@ -1025,7 +1026,7 @@ type groupInputs struct {
 // groupOf names the segmentation group of a step: the explicit task, the
 // agent host process of a stdio sidecar, the HTTP session, or, lacking
 // all, the sidecar that sent it.
-func groupOf(s *stepMeta) (group string, explicit bool) {
+func groupOf(s *wire.Meta) (group string, explicit bool) {
 	switch {
 	case s.ExplicitTask != "" && validID(s.ExplicitTask):
 		return "explicit:" + s.ExplicitTask, true
@@ -1038,7 +1039,7 @@ func groupOf(s *stepMeta) (group string, explicit bool) {
 }
 
 // segment finds or creates the task of s and returns its record.
-func (w *ingestTxn) segment(s *stepMeta) (*taskRec, error) {
+func (w *ingestTxn) segment(s *wire.Meta) (*taskRec, error) {
 	in := groupInputs{s.ExplicitTask, s.Transport, s.SessionID, s.Source, s.HostPID}
 	if w.group == "" || in != w.groupOf {
 		w.group, w.explicit = groupOf(s)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
@@ -454,7 +455,7 @@ func TestIngestBatchLargerThanATransaction(t *testing.T) {
 		batch[i].Arguments, batch[i].Result, batch[i].Response = big, big, big
 	}
 	batch[700].Result = huge
-	raws, err := encodeSteps(batch)
+	raws, err := wire.EncodeSteps(batch)
 	if err != nil {
 		t.Fatal(err)
 	}
