@@ -186,7 +186,7 @@ var ErrBadValue = errors.New("bad value")
 // Its error for a bad value wraps ErrBadValue and says the byte where it
 // found it; fn's errors are returned as they are.
 func EachValue(b []byte, fn func(raw []byte) error) error {
-	sc := scanner{b: b, depth: 10001} // what encoding/json accepts
+	sc := scanner{b: b, depth: MaxNesting + 1} // what encoding/json accepts
 	sc.ws()
 	for {
 		start := sc.i

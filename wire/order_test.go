@@ -94,3 +94,25 @@ func FuzzKeyOrder(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeStep holds DecodeStep to encoding/json (UnmarshalCompact) on
+// any input: the same error or none, the same step.
+func FuzzDecodeStep(f *testing.F) {
+	for _, s := range richSteps() {
+		b, err := AppendStep(nil, &s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	c := compactStep("ob-d", 1, 0)
+	b, err := AppendCompactStep(nil, &c)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte(`{"source":"a","SEQ":1,"tool":"\u00e9","derived":["result"],"response":{"result":null}}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkDecode(t, raw)
+	})
+}
