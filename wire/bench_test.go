@@ -11,24 +11,17 @@ import (
 func BenchmarkAppendStep(b *testing.B) {
 	s := compactStep("bench", 1, 0)
 	buf := make([]byte, 0, 4096)
-	b.Run("full", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			var err error
-			if buf, err = AppendStep(buf[:0], &s); err != nil {
-				b.Fatal(err)
+	for name, enc := range map[string]func([]byte, *hindsight.Step) ([]byte, error){"full": AppendStep, "compact": AppendCompactStep} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				if buf, err = enc(buf[:0], &s); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("compact", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			var err error
-			if buf, err = AppendCompactStep(buf[:0], &s); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+	}
 	b.Run("decode", func(b *testing.B) {
 		raw, err := AppendStep(nil, &s)
 		if err != nil {
