@@ -12,6 +12,7 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/hindsight-proxy/hindsight/spool"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // typicalPayloads are tools/call traffic of the sizes agents produce: a
@@ -38,7 +39,7 @@ func defaultRedactor(b *testing.B) *Redactor {
 	return r
 }
 
-func quote(s string) string { return string(appendJSONString(nil, s)) }
+func quote(s string) string { return string(wire.AppendPlainString(nil, s)) }
 
 // BenchmarkRedact measures the redactor on typical payloads against a
 // baseline in the same run: json.Valid over the same bytes (the least any
@@ -113,7 +114,7 @@ func BenchmarkRecorder(b *testing.B) {
 		for b.Loop() {
 			st := BuildStep(mk(), red, 0)
 			var err error
-			if buf, err = st.AppendCompactJSON(buf[:0]); err != nil {
+			if buf, err = wire.AppendCompactStep(buf[:0], &st); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // A keywordIndex finds which of a fixed set of keywords occur in a text,
@@ -122,7 +124,7 @@ func (x *keywordIndex) findASCII(s string, stop uint64) uint64 {
 	}
 	var found uint64
 	g := &x.grams
-	b := bytesView(s)
+	b := wire.BytesView(s)
 	i := 0
 	for ; i+4 <= len(b); i++ {
 		h := gramHash((binary.LittleEndian.Uint32(b[i:i+4]) | fold4) & 0xffffff)
@@ -164,7 +166,7 @@ func (x *keywordIndex) at(s string, found uint64) uint64 {
 func isASCII(s string) bool {
 	i := 0
 	for ; i+8 <= len(s); i += 8 {
-		if binary.LittleEndian.Uint64(bytesView(s[i:]))&0x8080808080808080 != 0 {
+		if binary.LittleEndian.Uint64(wire.BytesView(s[i:]))&0x8080808080808080 != 0 {
 			return false
 		}
 	}

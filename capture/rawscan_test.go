@@ -3,6 +3,8 @@ package capture
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // decodingRedactor is r with cleanJSON made to decode every escaped
@@ -53,7 +55,7 @@ func TestCleanJSONRawSearch(t *testing.T) {
 		docs = append(docs, p)
 	}
 	for _, d := range docs {
-		if !validJSON(d) {
+		if !wire.Valid(d) {
 			t.Fatalf("not JSON: %s", d)
 		}
 		got, want := r.cleanJSON(d, 0, false), ref.cleanJSON(d, 0, false)
@@ -84,7 +86,7 @@ func FuzzCleanJSONRawSearch(f *testing.F) {
 	}
 	ref := decodingRedactor(r)
 	f.Fuzz(func(t *testing.T, doc string) {
-		if !validJSON([]byte(doc)) {
+		if !wire.Valid([]byte(doc)) {
 			return
 		}
 		if tok := []byte(doc); tok[0] == '"' {

@@ -10,9 +10,8 @@ import (
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
-	"unsafe"
 
-	"github.com/tidwall/gjson"
+	"github.com/hindsight-proxy/hindsight/wire"
 	"github.com/zricethezav/gitleaks/v8/config"
 )
 
@@ -170,27 +169,6 @@ func NewRedactor(cfg RedactorConfig) (*Redactor, error) {
 	return r, nil
 }
 
-// validJSON reports whether data is valid JSON, as json.Valid does
-// (FuzzValidJSON holds them to the same answers), in a third of its time:
-// gjson's validator. It recurses once per level of nesting, so documents
-// over gjsonValidMax bytes that hold more than gjsonOpenMax brackets and
-// braces, which could nest deeply enough to grow the stack by megabytes,
-// take json.Valid.
-func validJSON(data []byte) bool {
-	if len(data) > gjsonValidMax && bytes.Count(data, []byte{'{'})+bytes.Count(data, []byte{'['}) > gjsonOpenMax {
-		return json.Valid(data)
-	}
-	return gjson.ValidBytes(data)
-}
-
-const (
-	gjsonValidMax = 16 << 10
-	gjsonOpenMax  = 1 << 10
-)
-
-// bytesView views s as bytes without copying; they must not be modified.
-func bytesView(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
-
 // maxJSONDepth bounds the recursion into strings holding JSON documents.
 const maxJSONDepth = 4
 
@@ -203,7 +181,7 @@ const maxJSONDepth = 4
 // value under an innocent key.
 func (r *Redactor) Redact(data []byte) ([]byte, int) {
 	seen := found{}
-	if validJSON(data) {
+	if wire.Valid(data) {
 		if len(r.patterns) == 0 && r.cleanJSON(data, 0, false) {
 			return data, 0
 		}
@@ -295,7 +273,7 @@ func propagateJSON(out []byte, n int, seen found) ([]byte, int) {
 			}
 			// A replacement that would break the JSON (a "secret" that
 			// spans a quote or an escape) is skipped, not the others.
-			if next := strings.ReplaceAll(s, form, ph); validJSON([]byte(next)) {
+			if next := strings.ReplaceAll(s, form, ph); wire.Valid([]byte(next)) {
 				s, n = next, n+c
 			}
 		}
@@ -304,7 +282,7 @@ func propagateJSON(out []byte, n int, seen found) ([]byte, int) {
 }
 
 func escapeJSON(s string) string {
-	b := appendJSONString(nil, s)
+	b := wire.AppendPlainString(nil, s)
 	return string(b[1 : len(b)-1])
 }
 
@@ -459,7 +437,7 @@ func (r *Redactor) cleanJSON(doc []byte, depth int, searched bool) bool {
 		if kind == escapedText && !key {
 			// Searched as it stands (see escapedText), and decoded only
 			// if it may hold a document.
-			if r.keywords.findASCII(bytesString(doc[i+1:end]), 0) != 0 {
+			if r.keywords.findASCII(wire.StringView(doc[i+1:end]), 0) != 0 {
 				return false
 			}
 			if !mayHoldJSON(doc[i+1 : end]) {
@@ -470,7 +448,7 @@ func (r *Redactor) cleanJSON(doc []byte, depth int, searched bool) bool {
 		plain := kind == plainText
 		var s string
 		if plain {
-			s = bytesString(doc[i+1 : end])
+			s = wire.StringView(doc[i+1 : end])
 		} else {
 			s = decodeJSONString(doc[i : end+1])
 		}
@@ -487,7 +465,7 @@ func (r *Redactor) cleanJSON(doc []byte, depth int, searched bool) bool {
 			return false
 		}
 		if t := strings.TrimSpace(s); depth < maxJSONDepth && len(t) > 1 && (t[0] == '{' || t[0] == '[') &&
-			validJSON(bytesView(t)) && !r.cleanJSON(bytesView(t), depth+1, true) {
+			wire.Valid(wire.BytesView(t)) && !r.cleanJSON(wire.BytesView(t), depth+1, true) {
 			return false
 		}
 	}
@@ -574,7 +552,7 @@ func (r *Redactor) redactJSON(doc []byte, depth int, seen found) ([]byte, int) {
 			out = make([]byte, 0, len(doc)+64)
 		}
 		out = append(out, doc[last:l.start]...)
-		out = appendJSONString(out, repl)
+		out = wire.AppendPlainString(out, repl)
 		last = l.end
 		total += n
 	}
@@ -614,7 +592,7 @@ func fragSize(leaves []leaf) int {
 // object or array, else as text. A finding that spans more than the string
 // (its key was part of the match) replaces the whole string.
 func (r *Redactor) redactValue(v string, secrets []finding, depth int, seen found, present uint64) (string, int) {
-	if t := strings.TrimSpace(v); depth < maxJSONDepth && len(t) > 1 && (t[0] == '{' || t[0] == '[') && validJSON(bytesView(t)) {
+	if t := strings.TrimSpace(v); depth < maxJSONDepth && len(t) > 1 && (t[0] == '{' || t[0] == '[') && wire.Valid(wire.BytesView(t)) {
 		out, n := r.redactJSON([]byte(v), depth+1, seen)
 		return string(out), n
 	}
@@ -754,7 +732,7 @@ func decodeJSONString(raw []byte) string {
 		// A view of the document, which is never modified while it is
 		// redacted (a request or response as relayed, or a copy made for
 		// a document nested in a string); nothing outlives it but copies.
-		return bytesString(body)
+		return wire.StringView(body)
 	}
 	b := make([]byte, 0, len(body))
 	for i := 0; i < len(body); i++ {
@@ -794,7 +772,7 @@ func decodeJSONString(raw []byte) string {
 		}
 	}
 	// b is not written again: the string may share its bytes.
-	return unsafe.String(unsafe.SliceData(b), len(b))
+	return wire.StringView(b)
 }
 
 // decodeEscapedRune decodes \uXXXX (and a following low surrogate) at the
@@ -836,42 +814,4 @@ func hex4(s []byte) rune {
 		r = r<<4 | rune(c)
 	}
 	return r
-}
-
-// appendJSONString appends s as a JSON string without HTML escaping.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c == '\n':
-				dst = append(dst, '\\', 'n')
-			case c == '\r':
-				dst = append(dst, '\\', 'r')
-			case c == '\t':
-				dst = append(dst, '\\', 't')
-			case c < 0x20 || c == 0x7f:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				dst = append(dst, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			dst = append(dst, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(dst, '"')
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 type corpusCase struct {
@@ -245,7 +247,7 @@ func FuzzRedact(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, doc, key string) {
-		if validJSON([]byte(doc)) && plain.cleanJSON([]byte(doc), 0, false) {
+		if wire.Valid([]byte(doc)) && plain.cleanJSON([]byte(doc), 0, false) {
 			if _, n := plain.redactJSON([]byte(doc), 0, found{}); n > 0 {
 				t.Fatalf("cleanJSON passed a document redactJSON changes %d times: %s", n, doc)
 			}
@@ -281,42 +283,4 @@ func FuzzDecodeJSONString(f *testing.F) {
 			t.Fatalf("decode %q = %q, want %q", tok, got, want)
 		}
 	})
-}
-
-// FuzzValidJSON holds validJSON to json.Valid's answers.
-func FuzzValidJSON(f *testing.F) {
-	for _, s := range []string{`{}`, `[1,2.5e-3,-0,"a\u00e9\n"]`, `{"a":{"b":[true,false,null]}}`, `01`, `1.`, `"\x"`, `"a` + "\x01" + `"`,
-		` {"a" : 1 } `, `{"a":1,}`, `[`, `"\ud800"`, "\"\xff\"", `-`, `1e+`, `tru`, `{"a":"b"}x`, ``} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validJSON(b), json.Valid(b); got != want {
-			t.Fatalf("validJSON(%q) = %v, json.Valid %v", b, got, want)
-		}
-	})
-}
-
-// TestValidJSONLarge holds validJSON to json.Valid on documents over
-// gjsonValidMax bytes, on both sides of gjsonOpenMax.
-func TestValidJSONLarge(t *testing.T) {
-	text := strings.Repeat("words and \\\"quotes\\\" {[", 1000)
-	deep := strings.Repeat("[", gjsonOpenMax) + `"` + strings.Repeat("x", gjsonValidMax) + `"` + strings.Repeat("]", gjsonOpenMax)
-	deeper := strings.Repeat("[", 10*gjsonOpenMax) + strings.Repeat("]", 10*gjsonOpenMax)
-	for _, d := range []string{
-		`{"text":"` + text + `"}`,
-		`{"text":"` + text + `"`,
-		`{"text":"` + text + "\x01" + `"}`,
-		`{"text":"` + strings.Repeat("words \\\"quoted\\\"\\n", 1000) + `"}`,
-		`{"text":"` + strings.Repeat("words \\\"quoted\\\"\\n", 1000) + `\x"}`,
-		`[` + strings.Repeat(`{"a":1},`, 3000) + `{"b":2}]`,
-		`[` + strings.Repeat(`{"a":1},`, 3000) + `]`,
-		deep, deep[1:], deeper, deeper + "]",
-	} {
-		if len(d) <= gjsonValidMax {
-			t.Fatalf("a test document of %d bytes", len(d))
-		}
-		if got, want := validJSON([]byte(d)), json.Valid([]byte(d)); got != want {
-			t.Errorf("validJSON(%.40q…) = %v, json.Valid %v", d, got, want)
-		}
-	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/hindsight-proxy/hindsight/wire"
 	"github.com/tidwall/gjson"
 )
 
@@ -75,7 +76,7 @@ func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
 	if reqCut == nil {
 		// One pass over params' members instead of a search per path;
 		// the first of duplicate members wins, as with a search.
-		params := gjson.Get(bytesString(req), "params")
+		params := gjson.Get(wire.StringView(req), "params")
 		var seen [3]bool
 		if ex.Method != "tools/call" && params.Exists() {
 			s.Arguments = rawIn(req, params)
@@ -106,7 +107,7 @@ func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
 	}
 	if respCut == nil && len(resp) > 0 {
 		var res [2]gjson.Result // result, error: one pass over the members
-		gjson.Parse(bytesString(resp)).ForEach(func(k, v gjson.Result) bool {
+		gjson.Parse(wire.StringView(resp)).ForEach(func(k, v gjson.Result) bool {
 			switch {
 			case k.Str == "result" && !res[0].Exists():
 				res[0] = v
@@ -165,7 +166,7 @@ func redactBody(r *Redactor, raw []byte, maxBody int) ([]byte, int, *hindsight.T
 	}
 	sum := sha256.Sum256(raw)
 	text, n := r.RedactString(validPrefix(raw, maxBody))
-	return appendJSONString(nil, text+"…"), n, &hindsight.Truncation{OriginalSize: len(raw), SHA256: hex.EncodeToString(sum[:])}
+	return wire.AppendPlainString(nil, text+"…"), n, &hindsight.Truncation{OriginalSize: len(raw), SHA256: hex.EncodeToString(sum[:])}
 }
 
 // truncateField returns body, or a JSON string holding its first maxBody
@@ -245,7 +246,7 @@ func tooDeep(b []byte, limit int) bool {
 // preview is the first max bytes of b (cut at a rune boundary) as a JSON
 // string, so a truncated body is still valid JSON.
 func preview(b []byte, max int) json.RawMessage {
-	return appendJSONString(nil, validPrefix(b, max)+"…")
+	return wire.AppendPlainString(nil, validPrefix(b, max)+"…")
 }
 
 func validPrefix(b []byte, max int) string {
@@ -391,10 +392,6 @@ func baseTag(s *hindsight.Step, ex *proxy.Exchange) hindsight.CausalTag {
 	}
 	return hindsight.TagSuccess
 }
-
-// bytesString views b as a string without copying; b must not change while
-// the string is used, and nothing kept may point into it.
-func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // rawIn returns r, found by gjson in body, as a slice of body (capacity
 // capped, so appending to it cannot write into body), or a copy when gjson

@@ -15,6 +15,7 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // trafficLine is one recorded exchange in testdata/traffic/*.jsonl.
@@ -72,7 +73,7 @@ func loadTraffic(t testing.TB, path string) []*proxy.Exchange {
 			Request: l.Request, Started: l.Start, Ended: l.Start.Add(time.Duration(l.LatencyMS * float64(time.Millisecond))),
 			Cancelled: l.Cancelled, Failure: l.Failure, Notifications: l.Notifications, Local: l.Local, Injected: l.Injected}
 		if len(l.Response) > 0 && string(l.Response) != "null" {
-			ex.Response = bytes.Replace(l.Response, []byte(`"BIG"`), appendJSONString(nil, bigText), 1)
+			ex.Response = bytes.Replace(l.Response, []byte(`"BIG"`), wire.AppendPlainString(nil, bigText), 1)
 		}
 		out = append(out, ex)
 	}
@@ -193,7 +194,7 @@ func TestBuildStepDeepBody(t *testing.T) {
 	if !fields["arguments"] || !fields["request"] || s.Tool != "deep" {
 		t.Fatalf("truncated %+v, tool %q", s.Truncated, s.Tool)
 	}
-	b, err := s.AppendJSON(nil)
+	b, err := wire.AppendStep(nil, &s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestBuildStepInvalidUTF8(t *testing.T) {
 	if s.Redactions != 3 {
 		t.Errorf("redactions %d, want 3 (two runs in the request, one in the response)", s.Redactions)
 	}
-	b, err := s.AppendCompactJSON(nil)
+	b, err := wire.AppendCompactStep(nil, &s)
 	if err != nil {
 		t.Fatal(err)
 	}

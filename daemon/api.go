@@ -25,7 +25,7 @@ import (
 //	GET  /v1/health                      Health
 //	GET  /v1/status                      Status
 //	POST /v1/steps                       StepBatch → IngestResult
-//	POST /v1/steps/compact               the same; steps may be compact (hindsight.Step.AppendCompactJSON)
+//	POST /v1/steps/compact               the same; steps may be compact (wire.AppendCompactStep)
 //	POST /v1/sessions/close              SessionClose → SessionCloseResult
 //	GET  /v1/tasks?final=&limit=         []hindsight.Task (no steps), newest first
 //	POST /v1/tasks/final                 FinalRequest → FinalResult (the agent says a task is finished)

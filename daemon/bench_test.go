@@ -17,6 +17,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/traces"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // BenchmarkIngest measures the trace store's ingest (dedupe, segmentation,
@@ -89,7 +90,7 @@ func BenchmarkIngestHTTP(b *testing.B) {
 
 // BenchmarkIngestCompact is BenchmarkIngestHTTP for what a sidecar sends
 // today: POST /v1/steps/compact with the steps in their compact encoding
-// (hindsight.Step.AppendCompactJSON), into a real Badger on disk; batches
+// (wire.AppendCompactStep), into a real Badger on disk; batches
 // of 64 (relaybench's 64 calls in flight) and of 1.
 func BenchmarkIngestCompact(b *testing.B) {
 	benchIngest(b, "/v1/steps/compact", []int{64, 1}, compactBodies)
@@ -141,7 +142,7 @@ func compactBodies(b *testing.B, seq uint64, batch, n int) [][]byte {
 				body = append(body, ',')
 			}
 			var err error
-			if body, err = s.AppendCompactJSON(body); err != nil {
+			if body, err = wire.AppendCompactStep(body, &s); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -183,7 +184,7 @@ func benchBodies(b *testing.B, seq uint64, batch, n int) [][]byte {
 				body = append(body, ',')
 			}
 			var err error
-			if body, err = s.AppendJSON(body); err != nil {
+			if body, err = wire.AppendStep(body, &s); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -193,8 +194,9 @@ func benchBodies(b *testing.B, seq uint64, batch, n int) [][]byte {
 	return out
 }
 
-// BenchmarkScanStepBatch measures the fast path decoding a batch of 64
-// steps (what ingest reads of each, and the check that the rest decodes).
+// BenchmarkScanStepBatch measures wire.DecodeBatch's fast path decoding a
+// batch of 64 steps (what ingest reads of each, and the check that the
+// rest decodes).
 func BenchmarkScanStepBatch(b *testing.B) {
 	const batch = 64
 	body := benchBodies(b, 1, batch, 1)[0]

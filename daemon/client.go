@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // Client speaks to the daemon over its Unix socket. It is safe for
@@ -164,7 +165,7 @@ func (c *Client) DeliverRaw(ctx context.Context, steps []json.RawMessage) error 
 // encoded again: the daemon refuses a batch that does not decode, with an
 // error wrapping ErrRejected.
 //
-// Steps may be in their compact encoding (hindsight.Step.AppendCompactJSON,
+// Steps may be in their compact encoding (wire.AppendCompactStep,
 // as capture's outbox stores them). A daemon older than this client does
 // not know it: it answers 404 to POST /v1/steps/compact, and the steps are
 // then sent whole, decoded and encoded again, to POST /v1/steps.
@@ -179,10 +180,10 @@ func (c *Client) IngestRaw(ctx context.Context, steps []json.RawMessage) (Ingest
 	whole := make([]json.RawMessage, len(steps))
 	for i, raw := range steps {
 		var s hindsight.Step
-		if err := hindsight.UnmarshalCompactJSON(raw, &s); err != nil {
+		if err := wire.UnmarshalCompact(raw, &s); err != nil {
 			return IngestResult{}, fmt.Errorf("%w: decode step %d: %v", ErrRejected, i, err)
 		}
-		b, err := s.AppendJSON(nil)
+		b, err := wire.AppendStep(nil, &s)
 		if err != nil {
 			return IngestResult{}, fmt.Errorf("%w: encode step %d: %v", ErrRejected, i, err)
 		}

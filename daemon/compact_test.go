@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // TestCompactStepsRoundTrip: compact steps posted to the daemon, over both
@@ -29,7 +30,7 @@ func TestCompactStepsRoundTrip(t *testing.T) {
 	for i := range 4 {
 		s := compactStep("ob-c", uint64(i), time.Duration(i)*time.Second)
 		want = append(want, s)
-		b, err := s.AppendCompactJSON(nil)
+		b, err := wire.AppendCompactStep(nil, &s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +85,7 @@ func TestCompactStepsRefused(t *testing.T) {
 	c := startServer(t, &Server{Queue: &recordingQueue{}})
 	for _, d := range []string{`["request"]`, `"arguments"`, `[1]`, `["arguments",]`} {
 		s := compactStep("ob-r", 0, 0)
-		b, _ := s.AppendJSON(nil)
+		b, _ := wire.AppendStep(nil, &s)
 		raw := append(b[:len(b)-1:len(b)-1], `,"derived":`+d+`}`...)
 		_, err := c.IngestRaw(context.Background(), []json.RawMessage{raw})
 		if !errors.Is(err, ErrRejected) {
@@ -125,7 +126,7 @@ func TestClientOlderDaemon(t *testing.T) {
 
 	c := NewClient(sock)
 	s := compactStep("ob-o", 0, 0)
-	raw, _ := s.AppendCompactJSON(nil)
+	raw, _ := wire.AppendCompactStep(nil, &s)
 	for range 2 {
 		if _, err := c.IngestRaw(context.Background(), []json.RawMessage{raw}); err != nil {
 			t.Fatal(err)
@@ -136,7 +137,7 @@ func TestClientOlderDaemon(t *testing.T) {
 	if want := []string{"/v1/steps/compact", "/v1/steps", "/v1/steps"}; strings.Join(paths, " ") != strings.Join(want, " ") {
 		t.Errorf("paths %v, want %v", paths, want)
 	}
-	whole, _ := s.AppendJSON(nil)
+	whole, _ := wire.AppendStep(nil, &s)
 	for _, b := range bodies {
 		if b != `{"steps":[`+string(whole)+`]}` {
 			t.Errorf("an older daemon got %s, want the whole step %s", b, whole)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"unsafe"
+	"github.com/hindsight-proxy/hindsight/wire"
 
 	"github.com/tidwall/gjson"
 )
@@ -115,11 +115,11 @@ func (c *Conn) fromClientAt(raw []byte, now time.Time) Action {
 			}
 		}
 		if meta := m.member(m.meta); bytes.Contains(meta, progressTokenMember) {
-			if tok := gjson.Get(rawString(meta), "progressToken"); tok.Exists() {
+			if tok := gjson.Get(wire.StringView(meta), "progressToken"); tok.Exists() {
 				ex.progressToken = tok.Raw // aliases raw, which is never modified
 			}
 		}
-		ex.key = rawString(m.ID) // raw is never modified: a key that aliases it is stable
+		ex.key = wire.StringView(m.ID) // raw is never modified: a key that aliases it is stable
 		c.mu.Lock()
 		c.track(&c.fromClient, ex.key, ex)
 		if ex.progressToken != "" {
@@ -179,7 +179,7 @@ func (c *Conn) fromServerAt(raw []byte, now time.Time) (out []byte, done *Exchan
 	switch m.Kind {
 	case KindRequest:
 		ex := &Exchange{Session: c.Session, Direction: hindsight.ServerToClient, Method: m.Method,
-			ID: m.ID, Request: m.Raw, Started: now, key: rawString(m.ID)}
+			ID: m.ID, Request: m.Raw, Started: now, key: wire.StringView(m.ID)}
 		c.mu.Lock()
 		c.track(&c.fromServer, ex.key, ex)
 		c.mu.Unlock()
@@ -187,7 +187,7 @@ func (c *Conn) fromServerAt(raw []byte, now time.Time) (out []byte, done *Exchan
 		switch m.Method {
 		case "notifications/progress":
 			// tok aliases raw: it is only looked up, never kept.
-			if tok := gjson.Get(rawString(m.Raw), "params.progressToken"); tok.Exists() {
+			if tok := gjson.Get(wire.StringView(m.Raw), "params.progressToken"); tok.Exists() {
 				c.mu.Lock()
 				if ex := c.progress[tok.Raw]; ex != nil {
 					ex.Notifications++
@@ -271,7 +271,7 @@ func (c *Conn) localToolCall(m *Message, ex *Exchange) (Action, bool) {
 	}
 	ex.Local = true
 	lc := &localCall{ex: ex}
-	key, id := rawString(m.ID), m.ID // the closure must not capture m: it would go to the heap on every call
+	key, id := wire.StringView(m.ID), m.ID // the closure must not capture m: it would go to the heap on every call
 	c.mu.Lock()
 	if c.local == nil {
 		c.local = make(map[string]*localCall)
@@ -314,10 +314,6 @@ func (c *Conn) askToolCall(h *Hooks, name string, params json.RawMessage) (handl
 	}()
 	return h.ToolCall(c.Session, name, params)
 }
-
-// rawString views b as a string without copying, for gjson: what gjson
-// returns aliases b and must be copied before b could change.
-func rawString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // runLocal runs a local handler and encodes its answer. A handler that
 // panics or returns something that is not JSON gets an internal error.
@@ -454,7 +450,7 @@ func (c *Conn) runHook(ctx context.Context, h *Hooks, ex *Exchange, result json.
 		return nil
 	}
 	out = compact(out)
-	if !validJSON(out) {
+	if !wire.Valid(out) {
 		c.logger().Error("hook returned invalid JSON; relaying unchanged", "method", ex.Method)
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/hindsight-proxy/hindsight/wire"
 	"github.com/tidwall/gjson"
 )
 
@@ -78,13 +79,13 @@ var ErrInvalid = errors.New("invalid request: not a JSON-RPC 2.0 message")
 func Parse(raw []byte) (Message, error) {
 	raw = bytes.TrimRight(raw, "\r\n \t")
 	m := Message{Raw: raw}
-	i := skipSpace(raw, 0)
+	i := wire.SkipSpace(raw, 0)
 	if i == len(raw) {
 		return m, ErrParse
 	}
 	if raw[i] != '{' {
-		end, ok := skipValue(raw, i, 0)
-		if !ok || skipSpace(raw, end) != len(raw) {
+		end, ok := wire.SkipValue(raw, i, 0)
+		if !ok || wire.SkipSpace(raw, end) != len(raw) {
 			return m, ErrParse
 		}
 		if raw[i] == '[' {
@@ -96,7 +97,7 @@ func Parse(raw []byte) (Message, error) {
 	// One pass over the top-level members, validating as it goes; values
 	// are skipped, not decoded.
 	var id, method, version span
-	i = skipSpace(raw, i+1)
+	i = wire.SkipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
 		i++
 	} else {
@@ -104,16 +105,16 @@ func Parse(raw []byte) (Message, error) {
 			if i >= len(raw) || raw[i] != '"' {
 				return m, ErrParse
 			}
-			kEnd, kEsc, ok := skipString(raw, i)
+			kEnd, kEsc, ok := wire.SkipString(raw, i)
 			if !ok {
 				return m, ErrParse
 			}
 			key := raw[i+1 : kEnd-1]
-			i = skipSpace(raw, kEnd)
+			i = wire.SkipSpace(raw, kEnd)
 			if i >= len(raw) || raw[i] != ':' {
 				return m, ErrParse
 			}
-			vStart := skipSpace(raw, i+1)
+			vStart := wire.SkipSpace(raw, i+1)
 			if kEsc {
 				key = unescapeKey(key)
 			}
@@ -121,7 +122,7 @@ func Parse(raw []byte) (Message, error) {
 			if string(key) == "params" && !m.params.ok() && vStart < len(raw) && raw[vStart] == '{' {
 				vEnd, ok = m.skipParams(raw, vStart)
 			} else {
-				vEnd, ok = skipValue(raw, vStart, 1)
+				vEnd, ok = wire.SkipValue(raw, vStart, 1)
 			}
 			if !ok {
 				return m, ErrParse
@@ -144,9 +145,9 @@ func Parse(raw []byte) (Message, error) {
 			if dst != nil && !dst.ok() { // the first of duplicate members wins
 				*dst = span{vStart, vEnd}
 			}
-			i = skipSpace(raw, vEnd)
+			i = wire.SkipSpace(raw, vEnd)
 			if i < len(raw) && raw[i] == ',' {
-				i = skipSpace(raw, i+1)
+				i = wire.SkipSpace(raw, i+1)
 				continue
 			}
 			if i < len(raw) && raw[i] == '}' {
@@ -156,7 +157,7 @@ func Parse(raw []byte) (Message, error) {
 			return m, ErrParse
 		}
 	}
-	if skipSpace(raw, i) != len(raw) {
+	if wire.SkipSpace(raw, i) != len(raw) {
 		return m, ErrParse
 	}
 	m.hasID, m.hasMethod = id.ok(), method.ok()
@@ -192,7 +193,7 @@ func Parse(raw []byte) (Message, error) {
 // skipParams validates the params object starting at raw[i], as skipValue
 // does, and notes where its "name" and "_meta" members' values are.
 func (m *Message) skipParams(raw []byte, i int) (int, bool) {
-	i = skipSpace(raw, i+1)
+	i = wire.SkipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
 		return i + 1, true
 	}
@@ -200,17 +201,17 @@ func (m *Message) skipParams(raw []byte, i int) (int, bool) {
 		if i >= len(raw) || raw[i] != '"' {
 			return i, false
 		}
-		kEnd, kEsc, ok := skipString(raw, i)
+		kEnd, kEsc, ok := wire.SkipString(raw, i)
 		if !ok {
 			return i, false
 		}
 		key := raw[i+1 : kEnd-1]
-		i = skipSpace(raw, kEnd)
+		i = wire.SkipSpace(raw, kEnd)
 		if i >= len(raw) || raw[i] != ':' {
 			return i, false
 		}
-		vStart := skipSpace(raw, i+1)
-		vEnd, ok := skipValue(raw, vStart, 2) // inside the message and params
+		vStart := wire.SkipSpace(raw, i+1)
+		vEnd, ok := wire.SkipValue(raw, vStart, 2) // inside the message and params
 		if !ok {
 			return vEnd, false
 		}
@@ -227,9 +228,9 @@ func (m *Message) skipParams(raw []byte, i int) (int, bool) {
 		if dst != nil && !dst.ok() { // the first of duplicate members wins, as with gjson
 			*dst = span{vStart, vEnd}
 		}
-		i = skipSpace(raw, vEnd)
+		i = wire.SkipSpace(raw, vEnd)
 		if i < len(raw) && raw[i] == ',' {
-			i = skipSpace(raw, i+1)
+			i = wire.SkipSpace(raw, i+1)
 			continue
 		}
 		if i < len(raw) && raw[i] == '}' {
@@ -248,9 +249,9 @@ func (m *Message) paramString(s span) string {
 	}
 	v := m.Raw[s.start:s.end]
 	if v[0] == '"' && bytes.IndexByte(v, '\\') < 0 {
-		return rawString(v[1 : len(v)-1])
+		return wire.StringView(v[1 : len(v)-1])
 	}
-	return gjson.Parse(rawString(v)).String()
+	return gjson.Parse(wire.StringView(v)).String()
 }
 
 // member returns the value at s in Raw, capped so that appending to it

@@ -9,6 +9,7 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // writer serialises the changes of which steps are on disk (journal
@@ -67,7 +68,7 @@ func (o *Spool) Append(steps []hindsight.Step) {
 	for i := range steps {
 		steps[i].Source, steps[i].Seq = o.id, o.next
 		s := &steps[i]
-		raw, err := s.AppendCompactJSON(nil)
+		raw, err := wire.AppendCompactStep(nil, s)
 		if err != nil {
 			// Not numbered: the daemon must see no gap in the seqs.
 			steps[i].Seq = 0

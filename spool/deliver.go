@@ -12,6 +12,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // A Deliverer sends steps to the daemon. Deliver must be idempotent per
@@ -196,7 +197,7 @@ func (o *Spool) send(ctx context.Context, batch []entry) (err error) {
 	}
 	steps := make([]hindsight.Step, len(batch))
 	for i, e := range batch {
-		if err := hindsight.UnmarshalCompactJSON(e.raw, &steps[i]); err != nil {
+		if err := wire.UnmarshalCompact(e.raw, &steps[i]); err != nil {
 			return fmt.Errorf("%w: decode step %d: %v", ErrRejected, e.seq, err)
 		}
 	}

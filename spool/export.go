@@ -9,6 +9,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // exportRejected writes the steps the daemon refused to
@@ -49,8 +50,8 @@ func (o *Spool) exportRejected() error {
 // JSON string when it is not JSON at all.
 func appendLine(lines, v []byte) []byte {
 	var s hindsight.Step
-	if hindsight.UnmarshalCompactJSON(v, &s) == nil {
-		if full, err := s.AppendJSON(nil); err == nil {
+	if wire.UnmarshalCompact(v, &s) == nil {
+		if full, err := wire.AppendStep(nil, &s); err == nil {
 			v = full
 		}
 	}

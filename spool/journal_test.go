@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // TestParseJournal: records come back as written, up to a torn or corrupt
@@ -114,7 +115,7 @@ func TestDrainOrphanJournal(t *testing.T) {
 	for seq := uint64(1); seq <= 3; seq++ {
 		at := time.Date(2026, 11, 30, 9, 0, 0, 123456789, time.UTC).Add(time.Duration(seq-1) * time.Second) // as checkInOrder wants
 		s := hindsight.Step{Source: "dead", Seq: seq, Method: "tools/call", StartedAt: at, EndedAt: at}
-		raw, err := s.AppendCompactJSON(nil)
+		raw, err := wire.AppendCompactStep(nil, &s)
 		if err != nil {
 			t.Fatal(err)
 		}

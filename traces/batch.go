@@ -1,17 +1,24 @@
 package traces
 
-import "context"
+import (
+	"context"
+
+	"github.com/hindsight-proxy/hindsight/wire"
+)
 
 // Batch is a step batch decoded for ingest: each step's JSON as it was
 // delivered, with what ingest reads of it.
-type Batch struct{ steps []rawStep }
+type Batch struct{ steps []wire.Raw }
 
 // DecodeBatch decodes the body of a step batch ({"steps": [...]}, each
 // step whole or compact); an error wraps ErrBadRequest. The steps may be
 // views of body, which must not change until the batch is ingested.
 func DecodeBatch(body []byte) (Batch, error) {
-	steps, err := decodeStepBatch(body)
-	return Batch{steps}, err
+	steps, err := wire.DecodeBatch(body)
+	if err != nil {
+		return Batch{}, badRequest("%v", err)
+	}
+	return Batch{steps}, nil
 }
 
 // Len is the number of steps in b.

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // ImportSource names the source of an imported step that carries none
@@ -33,7 +34,7 @@ func ImportSource(taskID string) string { return "import-" + taskID }
 // The stored step is the exported one: the task id used for segmentation
 // is not written into its explicit_task.
 func (t *Store) Import(ctx context.Context, steps []hindsight.Step) (IngestResult, error) {
-	raws := make([]rawStep, len(steps))
+	raws := make([]wire.Raw, len(steps))
 	var sessions []string
 	for i := range steps {
 		s := steps[i] // a copy: the caller's steps stay as they were
@@ -43,15 +44,15 @@ func (t *Store) Import(ctx context.Context, steps []hindsight.Step) (IngestResul
 		if err := validateStep(i, s.Source); err != nil {
 			return IngestResult{}, fmt.Errorf("import steps: %w: %w", ErrRejected, err)
 		}
-		b, err := s.AppendJSON(nil)
+		b, err := wire.AppendStep(nil, &s)
 		if err != nil {
 			return IngestResult{}, fmt.Errorf("import steps: %w: step %d: %w", ErrRejected, i, err)
 		}
-		m := metaOf(&s)
+		m := wire.MetaOf(&s)
 		if m.ExplicitTask == "" && ValidID(s.TaskID) {
 			m.ExplicitTask = s.TaskID
 		}
-		raws[i] = rawStep{stepMeta: m, JSON: b}
+		raws[i] = wire.Raw{Meta: m, JSON: b}
 		if s.SessionID != "" && !slices.Contains(sessions, s.SessionID) {
 			sessions = append(sessions, s.SessionID)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // IngestResult says what became of a batch.
@@ -61,7 +62,7 @@ func validateStep(i int, source string) error {
 	return nil
 }
 
-func validateRaw(steps []rawStep) error {
+func validateRaw(steps []wire.Raw) error {
 	for i := range steps {
 		if err := validateStep(i, steps[i].Source); err != nil {
 			return err
@@ -85,7 +86,7 @@ func (t *Store) Ingest(ctx context.Context, steps []hindsight.Step) (IngestResul
 	if err := validateSteps(steps); err != nil {
 		return IngestResult{}, fmt.Errorf("validate steps: %w: %w", ErrRejected, err)
 	}
-	raws, err := encodeSteps(steps)
+	raws, err := wire.EncodeSteps(steps)
 	if err != nil {
 		return IngestResult{}, fmt.Errorf("validate steps: %w: %w", ErrRejected, err)
 	}
@@ -96,7 +97,7 @@ func (t *Store) Ingest(ctx context.Context, steps []hindsight.Step) (IngestResul
 // hindsight.Step). What decodes is stored as it was encoded; a step that
 // does not decode is refused with an error wrapping ErrRejected.
 func (t *Store) IngestRaw(ctx context.Context, steps []json.RawMessage) (IngestResult, error) {
-	raws, err := decodeRawSteps(steps)
+	raws, err := wire.DecodeRaws(steps)
 	if err != nil {
 		return IngestResult{}, fmt.Errorf("decode steps: %w: %w", ErrRejected, err)
 	}
@@ -107,7 +108,7 @@ func (t *Store) IngestRaw(ctx context.Context, steps []json.RawMessage) (IngestR
 }
 
 // ingestRaw is Ingest for validated steps.
-func (t *Store) ingestRaw(ctx context.Context, steps []rawStep) (IngestResult, error) {
+func (t *Store) ingestRaw(ctx context.Context, steps []wire.Raw) (IngestResult, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.ingest(ctx, steps)
@@ -115,7 +116,7 @@ func (t *Store) ingestRaw(ctx context.Context, steps []rawStep) (IngestResult, e
 
 // ingest stores steps in one transaction, or halves them when they do not
 // fit in one. t.mu is held.
-func (t *Store) ingest(ctx context.Context, steps []rawStep) (IngestResult, error) {
+func (t *Store) ingest(ctx context.Context, steps []wire.Raw) (IngestResult, error) {
 	res, err := t.ingestOnce(ctx, steps)
 	if !errors.Is(err, badger.ErrTxnTooBig) || len(steps) < 2 {
 		return res, err
@@ -129,7 +130,7 @@ func (t *Store) ingest(ctx context.Context, steps []rawStep) (IngestResult, erro
 	return IngestResult{Accepted: a.Accepted + b.Accepted, Duplicates: a.Duplicates + b.Duplicates}, err
 }
 
-func (t *Store) ingestOnce(ctx context.Context, steps []rawStep) (IngestResult, error) {
+func (t *Store) ingestOnce(ctx context.Context, steps []wire.Raw) (IngestResult, error) {
 	var res IngestResult
 	w := t.newIngestTxn()
 	defer w.txn.Discard()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // ingestTxn is one write transaction of Ingest, with what it read and
@@ -275,7 +276,7 @@ func (w *ingestTxn) closeOf(id string) (*closeState, error) {
 }
 
 // add stores one step. It reports true for a step stored before.
-func (w *ingestTxn) add(s *rawStep) (dup bool, err error) {
+func (w *ingestTxn) add(s *wire.Raw) (dup bool, err error) {
 	hw, err := w.mark(s.Source)
 	if err != nil {
 		return false, err
@@ -287,7 +288,7 @@ func (w *ingestTxn) add(s *rawStep) (dup bool, err error) {
 			return seen, err
 		}
 	}
-	rec, err := w.segment(&s.stepMeta)
+	rec, err := w.segment(&s.Meta)
 	if err != nil {
 		return false, err
 	}
@@ -296,10 +297,10 @@ func (w *ingestTxn) add(s *rawStep) (dup bool, err error) {
 	if err := w.putStep(rec.ID, idx, s); err != nil {
 		return false, err
 	}
-	if err := w.noteSeq(&s.stepMeta, hw); err != nil {
+	if err := w.noteSeq(&s.Meta, hw); err != nil {
 		return false, err
 	}
-	return false, w.account(rec, &s.stepMeta)
+	return false, w.account(rec, &s.Meta)
 }
 
 // stepChunk is steps of one task with consecutive indices, to be written
@@ -330,7 +331,7 @@ func (c *stepChunk) value() []byte {
 
 // putStep adds s, the step of task id with index idx, to what the
 // transaction writes.
-func (w *ingestTxn) putStep(id string, idx int, s *rawStep) error {
+func (w *ingestTxn) putStep(id string, idx int, s *wire.Raw) error {
 	c := w.chunks[id]
 	if c != nil && (c.first+c.n != idx || len(c.value())+len(s.JSON) > maxChunk) {
 		if err := w.flushChunk(id, c); err != nil {
@@ -340,13 +341,13 @@ func (w *ingestTxn) putStep(id string, idx int, s *rawStep) error {
 	}
 	switch {
 	case c == nil:
-		c = &stepChunk{first: idx, src: s.src, start: s.off, end: s.off + len(s.JSON)}
-		if s.src == nil {
+		c = &stepChunk{first: idx, src: s.Src, start: s.Off, end: s.Off + len(s.JSON)}
+		if s.Src == nil {
 			c.src, c.start, c.end = s.JSON, 0, len(s.JSON)
 		}
 		w.chunks[id] = c
-	case c.buf == nil && s.src != nil && unsafe.SliceData(c.src) == unsafe.SliceData(s.src) && separator(c.src, c.end, s.off):
-		c.end = s.off + len(s.JSON) // next in the body
+	case c.buf == nil && s.Src != nil && unsafe.SliceData(c.src) == unsafe.SliceData(s.Src) && separator(c.src, c.end, s.Off):
+		c.end = s.Off + len(s.JSON) // next in the body
 	default:
 		if c.buf == nil {
 			v := c.value()
@@ -385,7 +386,7 @@ func (w *ingestTxn) flushChunk(id string, c *stepChunk) error {
 }
 
 // account adds s to its task's record.
-func (w *ingestTxn) account(rec *taskRec, s *stepMeta) error {
+func (w *ingestTxn) account(rec *taskRec, s *wire.Meta) error {
 	rec.StepCount++
 	if s.Failed {
 		rec.FailureCount++
@@ -435,7 +436,7 @@ func (w *ingestTxn) account(rec *taskRec, s *stepMeta) error {
 
 // noteSeq raises the source's high-water mark and applies a close that
 // was waiting for this step. hw is the mark before s.
-func (w *ingestTxn) noteSeq(s *stepMeta, hw highWater) error {
+func (w *ingestTxn) noteSeq(s *wire.Meta, hw highWater) error {
 	if hw.ok && s.Seq <= hw.seq {
 		// A seq below the mark, missing until now: a run of its own.
 		w.runs[s.Source] = append(w.runs[s.Source], seqRun{first: s.Seq, last: s.Seq})

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // TestTaskRecUpdate checks that a cached record updated to a later state
@@ -12,7 +13,7 @@ import (
 // that state's strings were views of.
 func TestTaskRecUpdate(t *testing.T) {
 	body := []byte("s1s2srvBgrp2")
-	view := func(i, j int) string { return bytesString(body[i:j]) }
+	view := func(i, j int) string { return wire.StringView(body[i:j]) }
 	cases := map[string]func(rec *taskRec){
 		"unchanged":      func(rec *taskRec) {},
 		"new session":    func(rec *taskRec) { rec.Sessions[view(2, 4)] = false },

@@ -13,6 +13,7 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // TaskFilter selects tasks to list.
@@ -211,7 +212,7 @@ func stepsOf(txn *badger.Txn, id string, fn func(*hindsight.Step) error) error {
 		err := item.Value(func(b []byte) error {
 			return eachStored(b, func(raw []byte) error {
 				steps = append(steps, hindsight.Step{})
-				return decodeStep(raw, &steps[len(steps)-1])
+				return wire.DecodeStep(raw, &steps[len(steps)-1])
 			})
 		})
 		if err != nil {
@@ -234,26 +235,11 @@ func stepsOf(txn *badger.Txn, id string, fn func(*hindsight.Step) error) error {
 // eachStored calls fn with each step's JSON in a stored value: one step,
 // or a chunk of them, comma-separated.
 func eachStored(b []byte, fn func(raw []byte) error) error {
-	sc := scanner{b: b, depth: 10001} // what encoding/json accepted
-
-	sc.ws()
-	for {
-		start := sc.i
-		if !sc.skip(1) {
-			return fmt.Errorf("read stored steps: bad value at byte %d", sc.i)
-		}
-		if err := fn(b[start:sc.i]); err != nil {
-			return err
-		}
-		sc.ws()
-		if sc.i == len(b) {
-			return nil
-		}
-		if !sc.byte(',') {
-			return fmt.Errorf("read stored steps: bad value at byte %d", sc.i)
-		}
-		sc.ws()
+	err := wire.EachValue(b, fn)
+	if errors.Is(err, wire.ErrBadValue) {
+		return fmt.Errorf("read stored steps: %w", err)
 	}
+	return err
 }
 
 // Stats summarizes the trace store.

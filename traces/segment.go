@@ -10,11 +10,12 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // stepTimes returns when a step started and ended, falling back on now for
 // a step that carries no time.
-func stepTimes(s *stepMeta, now time.Time) (start, end time.Time) {
+func stepTimes(s *wire.Meta, now time.Time) (start, end time.Time) {
 	start, end = s.StartedAt, s.EndedAt
 	if start.IsZero() {
 		start = end
@@ -37,7 +38,7 @@ type groupInputs struct {
 // groupOf names the segmentation group of a step: the explicit task, the
 // agent host process of a stdio sidecar, the HTTP session, or, lacking
 // all, the sidecar that sent it.
-func groupOf(s *stepMeta) (group string, explicit bool) {
+func groupOf(s *wire.Meta) (group string, explicit bool) {
 	switch {
 	case s.ExplicitTask != "" && ValidID(s.ExplicitTask):
 		return "explicit:" + s.ExplicitTask, true
@@ -50,7 +51,7 @@ func groupOf(s *stepMeta) (group string, explicit bool) {
 }
 
 // segment finds or creates the task of s and returns its record.
-func (w *ingestTxn) segment(s *stepMeta) (*taskRec, error) {
+func (w *ingestTxn) segment(s *wire.Meta) (*taskRec, error) {
 	in := groupInputs{s.ExplicitTask, s.Transport, s.SessionID, s.Source, s.HostPID}
 	if w.group == "" || in != w.groupOf {
 		w.group, w.explicit = groupOf(s)

@@ -5,7 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"time"
+
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // appendJSON appends r encoded as json.Marshal encodes it, byte for byte,
@@ -17,11 +18,11 @@ func (r *taskRec) appendJSON(b []byte) ([]byte, error) {
 		return append(b, j...), err
 	}
 	var err error
-	b = appendJSONString(append(b, `{"id":`...), r.ID)
-	if b, err = appendJSONTime(append(b, `,"started_at":`...), r.StartedAt); err != nil {
+	b = wire.AppendString(append(b, `{"id":`...), r.ID)
+	if b, err = wire.AppendTime(append(b, `,"started_at":`...), r.StartedAt); err != nil {
 		return nil, err
 	}
-	if b, err = appendJSONTime(append(b, `,"ended_at":`...), r.EndedAt); err != nil {
+	if b, err = wire.AppendTime(append(b, `,"ended_at":`...), r.EndedAt); err != nil {
 		return nil, err
 	}
 	b = strconv.AppendBool(append(b, `,"final":`...), r.Final)
@@ -34,20 +35,20 @@ func (r *taskRec) appendJSON(b []byte) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, s)
+			b = wire.AppendString(b, s)
 		}
 		b = append(b, ']')
 	}
 	b = strconv.AppendInt(append(b, `,"step_count":`...), int64(r.StepCount), 10)
 	b = strconv.AppendInt(append(b, `,"failure_count":`...), int64(r.FailureCount), 10)
 	if r.Reflection != "" {
-		b = appendJSONString(append(b, `,"reflection":`...), r.Reflection)
+		b = wire.AppendString(append(b, `,"reflection":`...), r.Reflection)
 	}
-	b = appendJSONString(append(b, `,"group":`...), r.Group)
-	if b, err = appendJSONTime(append(b, `,"last_at":`...), r.LastAt); err != nil {
+	b = wire.AppendString(append(b, `,"group":`...), r.Group)
+	if b, err = wire.AppendTime(append(b, `,"last_at":`...), r.LastAt); err != nil {
 		return nil, err
 	}
-	if b, err = appendJSONTime(append(b, `,"ingested_at":`...), r.IngestedAt); err != nil {
+	if b, err = wire.AppendTime(append(b, `,"ingested_at":`...), r.IngestedAt); err != nil {
 		return nil, err
 	}
 	b = append(b, `,"sessions":`...)
@@ -57,7 +58,7 @@ func (r *taskRec) appendJSON(b []byte) ([]byte, error) {
 	case len(r.Sessions) == 1: // most tasks: no keys to sort
 		b = append(b, '{')
 		for k, v := range r.Sessions {
-			b = strconv.AppendBool(append(appendJSONString(b, k), ':'), v)
+			b = strconv.AppendBool(append(wire.AppendString(b, k), ':'), v)
 		}
 		b = append(b, '}')
 	default:
@@ -66,37 +67,14 @@ func (r *taskRec) appendJSON(b []byte) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = strconv.AppendBool(append(appendJSONString(b, k), ':'), r.Sessions[k])
+			b = strconv.AppendBool(append(wire.AppendString(b, k), ':'), r.Sessions[k])
 		}
 		b = append(b, '}')
 	}
 	if !r.FinalAt.IsZero() {
-		if b, err = appendJSONTime(append(b, `,"final_at":`...), r.FinalAt); err != nil {
+		if b, err = wire.AppendTime(append(b, `,"final_at":`...), r.FinalAt); err != nil {
 			return nil, err
 		}
 	}
 	return append(b, '}'), nil
-}
-
-// appendJSONTime appends t as json.Marshal encodes it (time.Time's
-// MarshalJSON), with its error for a time it cannot encode.
-func appendJSONTime(b []byte, t time.Time) ([]byte, error) {
-	b, err := t.AppendText(append(b, '"'))
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '"'), nil
-}
-
-// appendJSONString appends s as json.Marshal encodes it: quoted, with
-// json.Marshal itself for any string that needs an escape (HTML
-// characters included) or is not ASCII.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			j, _ := json.Marshal(s) // a string always encodes
-			return append(b, j...)
-		}
-	}
-	return append(append(append(b, '"'), s...), '"')
 }

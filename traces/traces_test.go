@@ -12,6 +12,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 func TestIngestIsIdempotent(t *testing.T) {
@@ -383,7 +384,7 @@ func TestIngestBatchLargerThanATransaction(t *testing.T) {
 		batch[i].Arguments, batch[i].Result, batch[i].Response = big, big, big
 	}
 	batch[700].Result = huge
-	raws, err := encodeSteps(batch)
+	raws, err := wire.EncodeSteps(batch)
 	if err != nil {
 		t.Fatal(err)
 	}

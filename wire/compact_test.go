@@ -1,20 +1,22 @@
-package hindsight
+package wire
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/hindsight-proxy/hindsight"
 )
 
 // compactCases are steps as capture builds them, and some it does not.
 func compactCases() map[string]struct {
-	step    Step
+	step    hindsight.Step
 	derived string // the "derived" member expected, "" for none
 } {
 	call := fullStep()
 	call.Request = json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/tmp/a\u00e9","n":[1,2]}}}`)
 	call.Response = json.RawMessage(`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
-	list := Step{Method: "tools/list", Source: "s", Seq: 2,
+	list := hindsight.Step{Method: "tools/list", Source: "s", Seq: 2,
 		Request:   json.RawMessage(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"c"}}`),
 		Arguments: json.RawMessage(`{"cursor":"c"}`),
 		Response:  json.RawMessage(`{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"x"}}`)}
@@ -25,7 +27,7 @@ func compactCases() map[string]struct {
 	dup := call
 	dup.Request = json.RawMessage(`{"params":{"arguments":{"a":1},"arguments":{"path":"/tmp/a\u00e9","n":[1,2]}}}`)
 	return map[string]struct {
-		step    Step
+		step    hindsight.Step
 		derived string
 	}{
 		"tools/call":         {call, `"derived":["arguments","result"]`},
@@ -33,26 +35,26 @@ func compactCases() map[string]struct {
 		"request cut":        {cut, `"derived":["result"]`},
 		"result not derived": {other, `"derived":["arguments"]`},
 		"second duplicate":   {dup, `"derived":["result"]`},
-		"no bodies":          {Step{Method: "ping", Source: "s", Seq: 1}, ""},
+		"no bodies":          {hindsight.Step{Method: "ping", Source: "s", Seq: 1}, ""},
 	}
 }
 
-// TestStepCompactJSON: the compact encoding leaves out exactly the bodies
-// that can be derived, and decoding it gives back the step AppendJSON
+// TestCompactStep: the compact encoding leaves out exactly the bodies
+// that can be derived, and decoding it gives back the step AppendStep
 // encodes.
-func TestStepCompactJSON(t *testing.T) {
+func TestCompactStep(t *testing.T) {
 	for name, tc := range compactCases() {
 		t.Run(name, func(t *testing.T) {
-			full, err := tc.step.AppendJSON(nil)
+			full, err := AppendStep(nil, &tc.step)
 			if err != nil {
 				t.Fatal(err)
 			}
-			compact, err := tc.step.AppendCompactJSON([]byte("x"))
+			compact, err := AppendCompactStep([]byte("x"), &tc.step)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if compact[0] != 'x' {
-				t.Fatal("AppendCompactJSON did not append")
+				t.Fatal("AppendCompactStep did not append")
 			}
 			compact = compact[1:]
 			if !json.Valid(compact) {
@@ -64,11 +66,11 @@ func TestStepCompactJSON(t *testing.T) {
 			if tc.derived != "" && len(compact) >= len(full) {
 				t.Errorf("compact encoding (%d bytes) no shorter than the full one (%d)", len(compact), len(full))
 			}
-			var back Step
-			if err := UnmarshalCompactJSON(compact, &back); err != nil {
+			var back hindsight.Step
+			if err := UnmarshalCompact(compact, &back); err != nil {
 				t.Fatal(err)
 			}
-			again, err := back.AppendJSON(nil)
+			again, err := AppendStep(nil, &back)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,23 +127,23 @@ func TestDerivedBodiesAlias(t *testing.T) {
 }
 
 func TestStepDeriveUnknown(t *testing.T) {
-	var s Step
-	if err := s.Derive([]string{"request"}); err == nil {
+	var s hindsight.Step
+	if err := Derive(&s, []string{"request"}); err == nil {
 		t.Error("Derive accepted an unknown body")
 	}
-	if err := UnmarshalCompactJSON([]byte(`{"method":"x","derived":["nope"]}`), &s); err == nil {
-		t.Error("UnmarshalCompactJSON accepted an unknown body")
+	if err := UnmarshalCompact([]byte(`{"method":"x","derived":["nope"]}`), &s); err == nil {
+		t.Error("UnmarshalCompact accepted an unknown body")
 	}
 }
 
-// FuzzStepCompactJSON: whatever the bodies, the compact encoding decodes
+// FuzzCompactStep: whatever the bodies, the compact encoding decodes
 // to the step the full one decodes to.
-func FuzzStepCompactJSON(f *testing.F) {
+func FuzzCompactStep(f *testing.F) {
 	f.Add("tools/call", `{"params":{"arguments":{"a":1}}}`, `{"a":1}`, `{"result":[1]}`, `[1]`)
 	f.Add("x", `{"params":[1]}`, `[1]`, `{"result":{},"result":1}`, `{}`)
 	f.Add("tools/call", `"cut"`, `{}`, `null`, `null`)
 	f.Fuzz(func(t *testing.T, method, req, args, resp, res string) {
-		s := Step{Method: method}
+		s := hindsight.Step{Method: method}
 		for _, b := range []struct {
 			dst *json.RawMessage
 			v   string
@@ -150,23 +152,23 @@ func FuzzStepCompactJSON(f *testing.F) {
 				*b.dst = json.RawMessage(b.v)
 			}
 		}
-		full, err := s.AppendJSON(nil)
+		full, err := AppendStep(nil, &s)
 		if err != nil || !json.Valid(full) {
-			return // bodies AppendJSON cannot carry (whitespace around them is kept, so still valid)
+			return // bodies AppendStep cannot carry (whitespace around them is kept, so still valid)
 		}
-		compact, err := s.AppendCompactJSON(nil)
+		compact, err := AppendCompactStep(nil, &s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var want, got Step
+		var want, got hindsight.Step
 		if err := json.Unmarshal(full, &want); err != nil {
 			t.Fatal(err)
 		}
-		if err := UnmarshalCompactJSON(compact, &got); err != nil {
+		if err := UnmarshalCompact(compact, &got); err != nil {
 			t.Fatalf("decode %s: %v", compact, err)
 		}
-		a, _ := got.AppendJSON(nil)
-		b, _ := want.AppendJSON(nil)
+		a, _ := AppendStep(nil, &got)
+		b, _ := AppendStep(nil, &want)
 		if string(a) != string(b) {
 			t.Fatalf("compact %s decodes to\n%s\nthe full encoding to\n%s", compact, a, b)
 		}

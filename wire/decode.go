@@ -1,4 +1,4 @@
-package traces
+package wire
 
 import (
 	"bytes"
@@ -9,20 +9,20 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 )
 
-// decodeStep decodes a step's JSON (of a hindsight.Step) into a zero s, as
+// DecodeStep decodes a step's JSON (of a hindsight.Step) into a zero s, as
 // json.Unmarshal does, in one pass for the encodings sidecars send, with
 // json.Unmarshal for anything else. s shares no memory with raw.
-func decodeStep(raw []byte, s *hindsight.Step) error {
+func DecodeStep(raw []byte, s *hindsight.Step) error {
 	// One copy of raw; the bodies are slices of it.
 	sc := scanner{b: bytes.Clone(raw)}
 	sc.ws()
 	if sc.fill(s) {
 		if sc.ws(); sc.i == len(sc.b) {
-			return s.Derive(sc.names)
+			return Derive(s, sc.names)
 		}
 	}
 	*s = hindsight.Step{}
-	return hindsight.UnmarshalCompactJSON(raw, s)
+	return UnmarshalCompact(raw, s)
 }
 
 // stringValue consumes a string, or null ("").
@@ -43,7 +43,7 @@ func (sc *scanner) stringValue() (string, bool) {
 }
 
 // fill consumes a step's JSON object into s, reporting false for what it
-// does not take (see step).
+// does not take (see step). Keys may come in any order.
 func (sc *scanner) fill(s *hindsight.Step) bool {
 	if !sc.byte('{') {
 		return false
@@ -58,7 +58,7 @@ func (sc *scanner) fill(s *hindsight.Step) bool {
 		if !ok || !plain {
 			return false
 		}
-		f := stepKey(bytesString(k))
+		f := stepKey(StringView(k))
 		if f < 0 || seen&(1<<f) != 0 {
 			return false
 		}
@@ -148,9 +148,9 @@ func (sc *scanner) field(f int, s *hindsight.Step) (ok bool) {
 		}
 		var err error
 		if f == kSeq {
-			s.Seq, err = strconv.ParseUint(bytesString(n), 10, 64)
+			s.Seq, err = strconv.ParseUint(StringView(n), 10, 64)
 		} else {
-			s.LatencyMS, err = strconv.ParseFloat(bytesString(n), 64)
+			s.LatencyMS, err = strconv.ParseFloat(StringView(n), 64)
 		}
 		return err == nil
 	case kIsError, kLocal:

@@ -1,4 +1,4 @@
-package hindsight
+package wire
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/hindsight-proxy/hindsight"
 	"github.com/tidwall/gjson"
 )
 
@@ -22,7 +23,7 @@ const (
 // members the first counts. The result is a slice of request, not a copy
 // (its capacity is capped, so appending to it never writes into request).
 func RequestArguments(method string, request json.RawMessage) json.RawMessage {
-	params := gjson.Get(view(request), "params")
+	params := gjson.Get(StringView(request), "params")
 	if method == "tools/call" {
 		return within(request, params.Get("arguments"))
 	}
@@ -33,7 +34,7 @@ func RequestArguments(method string, request json.RawMessage) json.RawMessage {
 // none or is not a JSON object. Like RequestArguments, it returns a slice
 // of response.
 func ResponseResult(response json.RawMessage) json.RawMessage {
-	return within(response, gjson.Get(view(response), "result"))
+	return within(response, gjson.Get(StringView(response), "result"))
 }
 
 // within returns the text of r, which gjson found in body, as a slice of
@@ -52,17 +53,14 @@ func within(body []byte, r gjson.Result) json.RawMessage {
 	return json.RawMessage(r.Raw)
 }
 
-// view is b as a string without copying; b is not changed while it is used.
-func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
-// AppendCompactJSON appends s encoded as AppendJSON does, but without its
+// AppendCompactStep appends s encoded as AppendStep does, but without its
 // arguments and result when they are exactly what RequestArguments and
 // ResponseResult find in its request and response, which is how capture
 // builds them: the bodies are then sent and stored once, not twice. A
 // "derived" member, last, names what was left out; Derive puts it back.
 // A step whose bodies are not derivable (cut, or built otherwise) is
 // encoded whole, with no "derived" member.
-func (s *Step) AppendCompactJSON(b []byte) ([]byte, error) {
+func AppendCompactStep(b []byte, s *hindsight.Step) ([]byte, error) {
 	c := *s
 	var derived []string
 	if len(c.Arguments) > 0 && bytes.Equal(RequestArguments(c.Method, c.Request), c.Arguments) {
@@ -74,7 +72,7 @@ func (s *Step) AppendCompactJSON(b []byte) ([]byte, error) {
 		derived = append(derived, DerivedResult)
 	}
 	start := len(b)
-	b, err := c.AppendJSON(b)
+	b, err := AppendStep(b, &c)
 	if err != nil || len(derived) == 0 {
 		return b, err
 	}
@@ -86,14 +84,14 @@ func (s *Step) AppendCompactJSON(b []byte) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, d)
+		b = AppendString(b, d)
 	}
 	return append(b, "]}"...), nil
 }
 
-// Derive puts back the bodies a compact encoding left out, named by its
-// "derived" member.
-func (s *Step) Derive(derived []string) error {
+// Derive puts back into s the bodies a compact encoding left out, named by
+// its "derived" member.
+func Derive(s *hindsight.Step, derived []string) error {
 	for _, d := range derived {
 		switch d {
 		case DerivedArguments:
@@ -107,17 +105,18 @@ func (s *Step) Derive(derived []string) error {
 	return nil
 }
 
-// UnmarshalCompactJSON decodes a step encoded by AppendJSON or
-// AppendCompactJSON into s, deriving what the latter left out.
-func UnmarshalCompactJSON(data []byte, s *Step) error {
+// UnmarshalCompact decodes a step encoded by AppendStep or
+// AppendCompactStep into s with encoding/json, deriving what the latter
+// left out.
+func UnmarshalCompact(data []byte, s *hindsight.Step) error {
 	var w struct {
-		Step
+		hindsight.Step
 		Derived []string `json:"derived"`
 	}
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	if err := w.Step.Derive(w.Derived); err != nil {
+	if err := Derive(&w.Step, w.Derived); err != nil {
 		return err
 	}
 	*s = w.Step

@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bytes"
@@ -6,25 +6,23 @@ import (
 	"math/bits"
 )
 
-// maxNesting is encoding/json's limit on nested arrays and objects; deeper
-// input is not valid JSON to it, and so not to the proxy.
-const maxNesting = 10000
+// MaxNesting is encoding/json's limit on nested arrays and objects; deeper
+// input is not valid JSON to it, and so not to Valid.
+const MaxNesting = 10000
 
-// maxFastNesting is kept for the tests of deep input: every level up to
-// maxNesting is validated without recursion.
-const maxFastNesting = maxNesting
-
-// validJSON reports whether raw is one JSON value, as encoding/json.Valid
-// does (FuzzFraming and TestValidJSONAgreesWithEncodingJSON check that they
+// Valid reports whether raw is one JSON value, as encoding/json.Valid
+// does (FuzzValidJSON and TestValidAgreesWithEncodingJSON check that they
 // agree), in one pass, without recursion and without allocating for input
 // nested less than 32 levels deep.
-func validJSON(raw []byte) bool {
-	i := skipSpace(raw, 0)
-	end, ok := skipValue(raw, i, 0)
-	return ok && skipSpace(raw, end) == len(raw)
+func Valid(raw []byte) bool {
+	i := SkipSpace(raw, 0)
+	end, ok := SkipValue(raw, i, 0)
+	return ok && SkipSpace(raw, end) == len(raw)
 }
 
-func skipSpace(b []byte, i int) int {
+// SkipSpace returns the index of the first byte of b at or after i that
+// is not JSON white space (len(b) if none).
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) {
 		switch b[i] {
 		case ' ', '\t', '\n', '\r':
@@ -36,9 +34,10 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// skipValue validates the JSON value starting at b[i], nested depth levels
-// deep, and returns the index just after it.
-func skipValue(b []byte, i, depth int) (int, bool) {
+// SkipValue validates the JSON value starting at b[i], nested depth levels
+// deep, and returns the index just after it; false, with the index where
+// it stopped, for what is not valid.
+func SkipValue(b []byte, i, depth int) (int, bool) {
 	var stackBuf [32]byte
 	stack := stackBuf[:0] // the open containers: '{' or '['
 	var ok bool
@@ -49,10 +48,10 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 		}
 		switch c := b[i]; c {
 		case '{', '[':
-			if depth+len(stack)+1 > maxNesting {
+			if depth+len(stack)+1 > MaxNesting {
 				return i, false
 			}
-			i = skipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 			if i < len(b) && b[i] == c+2 { // '}' and ']' follow '{' and '[' by two
 				i++
 				break
@@ -65,7 +64,7 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 			}
 			continue
 		case '"':
-			if i, _, ok = skipString(b, i); !ok {
+			if i, _, ok = SkipString(b, i); !ok {
 				return i, false
 			}
 		case 't':
@@ -93,7 +92,7 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 			if len(stack) == 0 {
 				return i, true
 			}
-			i = skipSpace(b, i)
+			i = SkipSpace(b, i)
 			if i >= len(b) {
 				return i, false
 			}
@@ -106,7 +105,7 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 			if b[i] != ',' {
 				return i, false
 			}
-			i = skipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 			if top == '{' {
 				if i, ok = skipKey(b, i); !ok {
 					return i, false
@@ -123,15 +122,15 @@ func skipKey(b []byte, i int) (int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return i, false
 	}
-	i, _, ok := skipString(b, i)
+	i, _, ok := SkipString(b, i)
 	if !ok {
 		return i, false
 	}
-	i = skipSpace(b, i)
+	i = SkipSpace(b, i)
 	if i >= len(b) || b[i] != ':' {
 		return i, false
 	}
-	return skipSpace(b, i+1), true
+	return SkipSpace(b, i+1), true
 }
 
 // plain marks the bytes that stand for themselves in a JSON string.
@@ -142,10 +141,10 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
-// skipString validates the string starting at b[i] (a quote) and returns
+// SkipString validates the string starting at b[i] (a quote) and returns
 // the index after its closing quote and whether it holds escapes. Like
 // encoding/json, it accepts invalid UTF-8.
-func skipString(b []byte, i int) (end int, escaped, ok bool) {
+func SkipString(b []byte, i int) (end int, escaped, ok bool) {
 	i++
 	for {
 		// Eight bytes at a time while none is special; the first special

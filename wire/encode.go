@@ -1,4 +1,4 @@
-package hindsight
+package wire
 
 import (
 	"encoding/json"
@@ -7,16 +7,18 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/hindsight-proxy/hindsight"
 )
 
-// AppendJSON appends the JSON encoding of s to b: the same fields, names
-// and order as json.Marshal's, but the json.RawMessage fields (the bodies)
+// AppendStep appends the JSON encoding of s to b: the same fields, names
+// and order as json.Marshal's (stepKeys lists them; the ingest scanner
+// reads them fastest in that order), but the json.RawMessage fields (the bodies)
 // are copied as they are instead of being scanned and compacted again,
 // which is most of the cost of encoding a step. So the bodies must be
 // valid JSON, as they are in a Step decoded from JSON or built by capture
 // from bodies the redactor parsed; their whitespace is kept.
-func (s *Step) AppendJSON(b []byte) ([]byte, error) {
+func AppendStep(b []byte, s *hindsight.Step) ([]byte, error) {
 	if math.IsNaN(s.LatencyMS) || math.IsInf(s.LatencyMS, 0) {
 		return b, errors.New("encode step: latency is not a number")
 	}
@@ -27,11 +29,11 @@ func (s *Step) AppendJSON(b []byte) ([]byte, error) {
 	}
 	b = slices.Grow(b, sizeHint(s))
 	b = append(b, `{"task_id":`...)
-	b = appendString(b, s.TaskID)
+	b = AppendString(b, s.TaskID)
 	b = append(b, `,"session_id":`...)
-	b = appendString(b, s.SessionID)
+	b = AppendString(b, s.SessionID)
 	b = append(b, `,"server":`...)
-	b = appendString(b, s.Server)
+	b = AppendString(b, s.Server)
 	b = append(b, `,"step_index":`...)
 	b = strconv.AppendInt(b, int64(s.StepIndex), 10)
 	b = append(b, `,"started_at":"`...)
@@ -41,12 +43,12 @@ func (s *Step) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, `","latency_ms":`...)
 	b = appendFloat(b, s.LatencyMS)
 	b = append(b, `,"direction":`...)
-	b = appendString(b, string(s.Direction))
+	b = AppendString(b, string(s.Direction))
 	b = append(b, `,"method":`...)
-	b = appendString(b, s.Method)
+	b = AppendString(b, s.Method)
 	if s.Tool != "" {
 		b = append(b, `,"tool":`...)
-		b = appendString(b, s.Tool)
+		b = AppendString(b, s.Tool)
 	}
 	b = appendRaw(b, `,"arguments":`, s.Arguments)
 	b = appendRaw(b, `,"result":`, s.Result)
@@ -56,16 +58,16 @@ func (s *Step) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"error":{"code":`...)
 		b = strconv.AppendInt(b, int64(e.Code), 10)
 		b = append(b, `,"message":`...)
-		b = appendString(b, e.Message)
+		b = AppendString(b, e.Message)
 		b = appendRaw(b, `,"data":`, e.Data)
 		b = append(b, '}')
 	}
 	if s.ErrorCode != "" {
 		b = append(b, `,"error_code":`...)
-		b = appendString(b, s.ErrorCode)
+		b = AppendString(b, s.ErrorCode)
 	}
 	b = append(b, `,"causal_tag":`...)
-	b = appendString(b, string(s.CausalTag))
+	b = AppendString(b, string(s.CausalTag))
 	b = append(b, `,"redactions":`...)
 	b = strconv.AppendInt(b, int64(s.Redactions), 10)
 	if len(s.Injected) > 0 {
@@ -75,14 +77,14 @@ func (s *Step) AppendJSON(b []byte) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"channel":`...)
-			b = appendString(b, in.Channel)
+			b = AppendString(b, in.Channel)
 			if len(in.ExperienceIDs) > 0 {
 				b = append(b, `,"experience_ids":[`...)
 				for j, id := range in.ExperienceIDs {
 					if j > 0 {
 						b = append(b, ',')
 					}
-					b = appendString(b, id)
+					b = AppendString(b, id)
 				}
 				b = append(b, ']')
 			}
@@ -101,11 +103,11 @@ func (s *Step) AppendJSON(b []byte) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"field":`...)
-			b = appendString(b, t.Field)
+			b = AppendString(b, t.Field)
 			b = append(b, `,"original_size":`...)
 			b = strconv.AppendInt(b, int64(t.OriginalSize), 10)
 			b = append(b, `,"sha256":`...)
-			b = appendString(b, t.SHA256)
+			b = AppendString(b, t.SHA256)
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -125,7 +127,7 @@ func (s *Step) AppendJSON(b []byte) ([]byte, error) {
 	}
 	b = appendOpt(b, `,"transport":`, s.Transport)
 	b = append(b, `,"source":`...)
-	b = appendString(b, s.Source)
+	b = AppendString(b, s.Source)
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendUint(b, s.Seq, 10)
 	b = appendOpt(b, `,"error_template":`, s.ErrorTemplate)
@@ -133,10 +135,10 @@ func (s *Step) AppendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// sizeHint is about the length of s's encoding, so that AppendJSON
+// sizeHint is about the length of s's encoding, so that AppendStep
 // allocates once: the keys and numbers (~700 bytes with every optional
 // key), the strings and the bodies.
-func sizeHint(s *Step) int {
+func sizeHint(s *hindsight.Step) int {
 	n := 768 + len(s.TaskID) + len(s.SessionID) + len(s.Server) + len(s.Direction) + len(s.Method) + len(s.Tool) +
 		len(s.Arguments) + len(s.Result) + len(s.ErrorCode) + len(s.CausalTag) + len(s.ClientName) + len(s.ClientVersion) +
 		len(s.ProtocolVersion) + len(s.Request) + len(s.Response) + len(s.ExplicitTask) + len(s.Transport) + len(s.Source) + len(s.ErrorTemplate) + len(s.Namespace)
@@ -162,7 +164,7 @@ func appendOpt(b []byte, key, s string) []byte {
 	if s == "" {
 		return b
 	}
-	return appendString(append(b, key...), s)
+	return AppendString(append(b, key...), s)
 }
 
 // appendFloat appends f as encoding/json does.
@@ -180,59 +182,4 @@ func appendFloat(b []byte, f float64) []byte {
 		}
 	}
 	return b
-}
-
-// appendString appends s as a JSON string, escaped as encoding/json does
-// (HTML characters included; invalid UTF-8 becomes U+FFFD).
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

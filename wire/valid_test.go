@@ -1,0 +1,107 @@
+package wire
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math/bits"
+	"strings"
+	"testing"
+)
+
+func TestSpecial8Words(t *testing.T) {
+	// naive returns the index of the first special byte, or 8.
+	naive := func(b []byte) int {
+		for i, c := range b {
+			if c < 0x20 || c == '"' || c == '\\' {
+				return i
+			}
+		}
+		return 8
+	}
+	cases := []string{"abcdefgh", "abcdefg\"", "\\bcdefgh", "abc\x1fefgh", "\xff\xfe\x80\x7f !#[", "        ",
+		"\x20\x21\x5b\x5d\xc3\xa9\xe2\x82", "aaaa\x00aaa", "\"\"\"\"\"\"\"\"", "\x21\x21\x21\x21\x21\x21\x21\x1f"}
+	for c := range 256 { // every byte in every position, alone and before others
+		for pos := range 8 {
+			b := []byte("abcdefgh")
+			b[pos] = byte(c)
+			cases = append(cases, string(b))
+			for _, after := range []byte{0, '"', '\\', 0x1f, 0x21, 0xff} {
+				for q := pos + 1; q < 8; q++ {
+					b2 := []byte(string(b))
+					b2[q] = after
+					cases = append(cases, string(b2))
+				}
+			}
+		}
+	}
+	for _, c := range cases {
+		// The lowest flagged byte is the first special one.
+		m := special8(binary.LittleEndian.Uint64([]byte(c)))
+		got := 8
+		if m != 0 {
+			got = bits.TrailingZeros64(m) >> 3
+		}
+		if want := naive([]byte(c)); got != want {
+			t.Errorf("special8(%q) flags byte %d first, want %d", c, got, want)
+		}
+	}
+}
+
+// FuzzValidJSON checks Valid against encoding/json.Valid.
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range []string{`{"a":[1,{"b":"\u00e9 long enough to take the fast path"}]}`, `[1 2]`, `{"a":1 "b":2}`,
+		`{"a"}`, `[-]`, `[1e+]`, `-01`, `"abcdefgh\"ijklmnop"`, "\"abcdefghij\x01klmnop\"", `[[[[{}]]]]`, `{"":""}`,
+		strings.Repeat("[", 40) + strings.Repeat("]", 40),
+		`{}`, `[1,2.5e-3,-0,"a\u00e9\n"]`, `{"a":{"b":[true,false,null]}}`, `01`, `1.`, `"\x"`, `"a` + "\x01" + `"`,
+		` {"a" : 1 } `, `{"a":1,}`, `[`, `"\ud800"`, "\"\xff\"", `-`, `1e+`, `tru`, `{"a":"b"}x`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if got, want := Valid(data), json.Valid(data); got != want {
+			t.Fatalf("Valid(%q) = %v, encoding/json says %v", data, got, want)
+		}
+	})
+}
+
+func TestValidAgreesWithEncodingJSON(t *testing.T) {
+	for _, in := range []string{
+		`0`, `-0`, `01`, `1.`, `.5`, `1e5`, `1E+5`, `1e`, `-`, `+1`, `1.5e-3`, `0x10`, `NaN`, `Infinity`,
+		`"\u00e9"`, `"\u00G9"`, `"\x"`, `"\/"`, "\"\t\"", "\"\x01\"", "\"\xff\xfe\"", `"\ud800"`,
+		`true`, `tru`, `null`, `nul`, `[1,]`, `[,1]`, `{"a":1,}`, `{"a" 1}`, `{a:1}`, `{"a":1}{"b":2}`,
+		" \t\r\n{} ", "\v{}", "{}\x00", `[[[]]]`, `[[[]]`, `{"a":[{"b":{"c":[]}}]}`, `""`, `"`, ``, ` `,
+	} {
+		if got, want := Valid([]byte(in)), json.Valid([]byte(in)); got != want {
+			t.Errorf("Valid(%q) = %v, encoding/json says %v", in, got, want)
+		}
+	}
+}
+
+// TestValidLarge holds Valid to json.Valid on documents over 16 KiB, with
+// a thousand levels of nesting and ten thousand (capture validated these
+// with gjson below such sizes and json.Valid above them).
+func TestValidLarge(t *testing.T) {
+	const (
+		size  = 16 << 10
+		depth = 1 << 10
+	)
+	text := strings.Repeat("words and \\\"quotes\\\" {[", 1000)
+	deep := strings.Repeat("[", depth) + `"` + strings.Repeat("x", size) + `"` + strings.Repeat("]", depth)
+	deeper := strings.Repeat("[", 10*depth) + strings.Repeat("]", 10*depth)
+	for _, d := range []string{
+		`{"text":"` + text + `"}`,
+		`{"text":"` + text + `"`,
+		`{"text":"` + text + "\x01" + `"}`,
+		`{"text":"` + strings.Repeat("words \\\"quoted\\\"\\n", 1000) + `"}`,
+		`{"text":"` + strings.Repeat("words \\\"quoted\\\"\\n", 1000) + `\x"}`,
+		`[` + strings.Repeat(`{"a":1},`, 3000) + `{"b":2}]`,
+		`[` + strings.Repeat(`{"a":1},`, 3000) + `]`,
+		deep, deep[1:], deeper, deeper + "]",
+	} {
+		if len(d) <= size {
+			t.Fatalf("a test document of %d bytes", len(d))
+		}
+		if got, want := Valid([]byte(d)), json.Valid([]byte(d)); got != want {
+			t.Errorf("Valid(%.40q…) = %v, json.Valid %v", d, got, want)
+		}
+	}
+}
