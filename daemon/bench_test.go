@@ -15,6 +15,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/traces"
 	"github.com/hindsight-proxy/hindsight/wire"
@@ -27,14 +28,14 @@ import (
 func BenchmarkIngest(b *testing.B) {
 	const batch = 256
 	b.Run("store", func(b *testing.B) {
-		st := openTestStore(b, b.TempDir(), tasktest.NewClock(t0))
+		st := openTestStore(b, b.TempDir(), tasktest.NewClock(tasktest.T0))
 		defer st.Close()
 		ctx := context.Background()
 		seq := uint64(1)
 		b.ReportAllocs()
-		cpu0 := cpuTime(b)
+		cpu0 := testkit.ProcessCPU()
 		for b.Loop() {
-			if _, err := st.Ingest(ctx, benchBatch("bench", seq, batch)); err != nil {
+			if _, err := st.Ingest(ctx, tasktest.Batch("bench", seq, batch)); err != nil {
 				b.Fatal(err)
 			}
 			seq += batch
@@ -51,9 +52,9 @@ func BenchmarkIngest(b *testing.B) {
 		defer badgerdb.StartCompactor(db, quiet).Stop() // the daemon's options run none of Badger's
 		seq := uint64(1)
 		b.ReportAllocs()
-		cpu0 := cpuTime(b)
+		cpu0 := testkit.ProcessCPU()
 		for b.Loop() {
-			steps := benchBatch("bench", seq, batch)
+			steps := tasktest.Batch("bench", seq, batch)
 			err := db.Update(func(txn *badger.Txn) error {
 				for i := range steps {
 					v, err := json.Marshal(&steps[i])
@@ -101,20 +102,20 @@ func BenchmarkIngestCompact(b *testing.B) {
 func benchIngest(b *testing.B, path string, batches []int, bodiesOf func(*testing.B, uint64, int, int) [][]byte) {
 	for _, batch := range batches {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			st := openTestStore(b, b.TempDir(), tasktest.NewClock(t0))
+			st := openTestStore(b, b.TempDir(), tasktest.NewClock(tasktest.T0))
 			defer st.Close()
 			srv := &Server{Traces: st, Logger: quiet}
 			seq := uint64(1)
 			var bodies [][]byte
 			var encoding time.Duration // CPU time spent encoding bodies
 			b.ReportAllocs()
-			cpu0 := cpuTime(b)
+			cpu0 := testkit.ProcessCPU()
 			for b.Loop() {
 				if len(bodies) == 0 {
 					b.StopTimer()
-					c0 := cpuTime(b)
+					c0 := testkit.ProcessCPU()
 					bodies = bodiesOf(b, seq, batch, max(1, 4096/batch))
-					encoding += cpuTime(b) - c0
+					encoding += testkit.ProcessCPU() - c0
 					b.StartTimer()
 				}
 				req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(bodies[0]))
@@ -162,7 +163,7 @@ func echoBatch(source string, seq uint64, n int) []hindsight.Step {
 	out := make([]hindsight.Step, n)
 	for i := range out {
 		id := strconv.FormatUint(seq+uint64(i), 10)
-		s := stdio(step(source, seq+uint64(i), time.Duration(seq+uint64(i))*time.Millisecond), "s1", 100)
+		s := tasktest.Stdio(tasktest.Step(source, seq+uint64(i), time.Duration(seq+uint64(i))*time.Millisecond), "s1", 100)
 		s.Server, s.Tool, s.LatencyMS = "echo", "echo", 0.061
 		s.Arguments, s.Result = json.RawMessage(args), json.RawMessage(result)
 		s.Request = json.RawMessage(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":` + args + `}}`)
@@ -212,17 +213,17 @@ func BenchmarkScanStepBatch(b *testing.B) {
 
 // reportCPU reports the process's CPU time since cpu0 per step.
 func reportCPU(b *testing.B, cpu0 time.Duration, steps int) {
-	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(steps), "cpu-ns/step")
+	b.ReportMetric(float64(testkit.ProcessCPU()-cpu0)/float64(steps), "cpu-ns/step")
 }
 
 // BenchmarkTaskRead measures reading a task of 256 steps back (what
 // reflection and `traces show` do).
 func BenchmarkTaskRead(b *testing.B) {
 	const steps = 256
-	st := openTestStore(b, b.TempDir(), tasktest.NewClock(t0))
+	st := openTestStore(b, b.TempDir(), tasktest.NewClock(tasktest.T0))
 	defer st.Close()
 	ctx := context.Background()
-	if _, err := st.Ingest(ctx, benchBatch("bench", 1, steps)); err != nil {
+	if _, err := st.Ingest(ctx, tasktest.Batch("bench", 1, steps)); err != nil {
 		b.Fatal(err)
 	}
 	tasks, err := st.Tasks(ctx, TaskFilter{})
@@ -230,7 +231,7 @@ func BenchmarkTaskRead(b *testing.B) {
 		b.Fatalf("tasks: %v, %v", tasks, err)
 	}
 	b.ReportAllocs()
-	cpu0 := cpuTime(b)
+	cpu0 := testkit.ProcessCPU()
 	for b.Loop() {
 		task, err := st.Task(ctx, tasks[0].ID)
 		if err != nil || len(task.Steps) != steps {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/wire"
 )
 
@@ -28,7 +30,7 @@ func TestCompactStepsRoundTrip(t *testing.T) {
 	var want []hindsight.Step
 	var raws []json.RawMessage
 	for i := range 4 {
-		s := compactStep("ob-c", uint64(i), time.Duration(i)*time.Second)
+		s := tasktest.CompactStep("ob-c", uint64(i), time.Duration(i)*time.Second)
 		want = append(want, s)
 		b, err := wire.AppendCompactStep(nil, &s)
 		if err != nil {
@@ -84,7 +86,7 @@ func TestCompactStepsRoundTrip(t *testing.T) {
 func TestCompactStepsRefused(t *testing.T) {
 	c := startServer(t, &Server{Queue: &recordingQueue{}})
 	for _, d := range []string{`["request"]`, `"arguments"`, `[1]`, `["arguments",]`} {
-		s := compactStep("ob-r", 0, 0)
+		s := tasktest.CompactStep("ob-r", 0, 0)
 		b, _ := wire.AppendStep(nil, &s)
 		raw := append(b[:len(b)-1:len(b)-1], `,"derived":`+d+`}`...)
 		_, err := c.IngestRaw(context.Background(), []json.RawMessage{raw})
@@ -98,7 +100,7 @@ func TestCompactStepsRefused(t *testing.T) {
 // 404 to their path; the client then sends them whole, and keeps doing so
 // for a while without asking again.
 func TestClientOlderDaemon(t *testing.T) {
-	dir := shortTempDir(t)
+	dir := testkit.ShortTempDir(t)
 	sock := filepath.Join(dir, "d.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -125,7 +127,7 @@ func TestClientOlderDaemon(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 
 	c := NewClient(sock)
-	s := compactStep("ob-o", 0, 0)
+	s := tasktest.CompactStep("ob-o", 0, 0)
 	raw, _ := wire.AppendCompactStep(nil, &s)
 	for range 2 {
 		if _, err := c.IngestRaw(context.Background(), []json.RawMessage{raw}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 )
 
 // TestEnsureRunningSaysWhyAtOnce: a daemon that fails to start (here a
@@ -19,7 +20,7 @@ import (
 // needs hindsightd) is reported with its own words as soon as it exits,
 // not after StartTimeout with a pointer to a log it never opened.
 func TestEnsureRunningSaysWhyAtOnce(t *testing.T) {
-	dir := shortTempDir(t)
+	dir := testkit.ShortTempDir(t)
 	exe := filepath.Join(dir, "fake-hindsight")
 	script := "#!/bin/sh\necho 'hindsight: configuration needs hindsightd (install it: go install …/cmd/hindsightd)' >&2\nexit 1\n"
 	if err := os.WriteFile(exe, []byte(script), 0o700); err != nil {

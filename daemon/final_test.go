@@ -11,6 +11,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 )
 
 // TestAPIFinal: POST /v1/tasks/final by task and by session, with and
@@ -20,9 +21,9 @@ func TestAPIFinal(t *testing.T) {
 	q := &recordingQueue{}
 	c := startServer(t, &Server{Queue: q, Tick: time.Hour, ReflectFallback: 10 * time.Millisecond})
 	now := time.Now()
-	s1 := stdio(step("a", 1, 0), "s1", 11)
+	s1 := tasktest.Stdio(tasktest.Step("a", 1, 0), "s1", 11)
 	s1.StartedAt, s1.EndedAt = now, now
-	s2 := explicit(step("b", 1, 0), "job-1")
+	s2 := tasktest.Explicit(tasktest.Step("b", 1, 0), "job-1")
 	s2.StartedAt, s2.EndedAt = now, now
 	if err := c.Deliver(ctx, []hindsight.Step{s1, s2}); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/traces"
 )
 
@@ -12,8 +13,8 @@ import (
 // never panics.
 func FuzzParseExperiences(f *testing.F) {
 	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	f.Add([]byte(experienceLine("e1", "read_file", "Call read_file with an absolute path.", day)))
-	f.Add([]byte(experienceLine("e1", "a", "b", day) + "\n\n" + experienceLine("e2", "c", "d", day)))
+	f.Add([]byte(tasktest.ExperienceLine("e1", "read_file", "Call read_file with an absolute path.", day)))
+	f.Add([]byte(tasktest.ExperienceLine("e1", "a", "b", day) + "\n\n" + tasktest.ExperienceLine("e2", "c", "d", day)))
 	f.Add([]byte(`{"id":"x","lesson":""}`))
 	f.Add([]byte(`{"id":"a/b","lesson":"l"}`))
 	f.Add([]byte("{not json\n"))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 )
 
 // replayQueue is a recordingQueue that can replay reflection.
@@ -34,7 +35,7 @@ func TestAPIReflectReplay(t *testing.T) {
 
 	q := &replayQueue{}
 	c := startServer(t, &Server{Queue: q, Tick: time.Hour})
-	steps := []hindsight.Step{stdio(step("a", 1, 0), "s1", 1), stdio(step("b", 1, 24*time.Hour), "s2", 2), stdio(step("c", 1, 48*time.Hour), "s3", 3)}
+	steps := []hindsight.Step{tasktest.Stdio(tasktest.Step("a", 1, 0), "s1", 1), tasktest.Stdio(tasktest.Step("b", 1, 24*time.Hour), "s2", 2), tasktest.Stdio(tasktest.Step("c", 1, 48*time.Hour), "s3", 3)}
 	if err := c.Deliver(ctx, steps); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestAPIReflectReplay(t *testing.T) {
 		t.Fatalf("tasks %+v", tasks)
 	}
 	var progress []int
-	since := t0.Add(12 * time.Hour)
+	since := tasktest.T0.Add(12 * time.Hour)
 	plan, err := c.ReflectReplay(ctx, ReflectReplayRequest{Since: &since, DryRun: true}, func(done, total int) { progress = append(progress, done) })
 	if err != nil || !plan.DryRun || plan.Tasks != 2 || len(plan.Changes) != 1 {
 		t.Fatalf("plan %+v, %v", plan, err)

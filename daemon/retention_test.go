@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 )
 
 func taskIDs(t *testing.T, c *Client) []string {
@@ -27,7 +28,7 @@ func taskIDs(t *testing.T, c *Client) []string {
 
 func TestRetentionPass(t *testing.T) {
 	ctx := context.Background()
-	now := t0.Add(40 * 24 * time.Hour)
+	now := tasktest.T0.Add(40 * 24 * time.Hour)
 	for _, tc := range []struct {
 		name string
 		ret  Retention
@@ -42,7 +43,7 @@ func TestRetentionPass(t *testing.T) {
 			c := startServer(t, s)
 			var steps []hindsight.Step
 			for i, at := range map[string]time.Duration{"old": 0, "mid": 15 * 24 * time.Hour, "new": 39 * 24 * time.Hour} {
-				steps = append(steps, explicit(stdio(step("src", uint64(len(steps)+1), at), "s-"+i, 100), i))
+				steps = append(steps, tasktest.Explicit(tasktest.Stdio(tasktest.Step("src", uint64(len(steps)+1), at), "s-"+i, 100), i))
 			}
 			if err := c.Deliver(ctx, steps); err != nil {
 				t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/store"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
@@ -72,7 +72,7 @@ func (q *recordingQueue) RunNow(ctx context.Context, ids []string, pending bool,
 // client for it.
 func startServer(t *testing.T, s *Server) *Client {
 	t.Helper()
-	home := hindsight.Home(shortTempDir(t))
+	home := hindsight.Home(testkit.ShortTempDir(t))
 	s.Home = home
 	if s.Logger == nil {
 		s.Logger = quiet
@@ -106,26 +106,14 @@ func startServer(t *testing.T, s *Server) *Client {
 	return NewClient(home.Socket())
 }
 
-// shortTempDir is a temporary directory with a path short enough for a
-// Unix socket inside it (t.TempDir's can be too long).
-func shortTempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "hs-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
 func TestAPITraces(t *testing.T) {
 	ctx := context.Background()
 	q := &recordingQueue{}
 	c := startServer(t, &Server{Queue: q, Tick: 20 * time.Millisecond})
 
 	steps := []hindsight.Step{
-		stdio(step("fs", 1, 0), "s1", 100),
-		stdio(step("fs", 2, time.Second), "s1", 100),
+		tasktest.Stdio(tasktest.Step("fs", 1, 0), "s1", 100),
+		tasktest.Stdio(tasktest.Step("fs", 2, time.Second), "s1", 100),
 	}
 	steps[1].CausalTag, steps[1].IsError = hindsight.TagFailure, true
 	if err := c.Deliver(ctx, steps); err != nil {
@@ -172,7 +160,7 @@ func TestAPITraces(t *testing.T) {
 		t.Fatalf("CloseSession = %v, %v", final, err)
 	}
 	// The queue takes the task, then the store records it as queued.
-	waitFor(t, func() bool {
+	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool {
 		task, _ = c.Task(ctx, id)
 		return slices.Contains(q.ids(), id) && task != nil && task.Reflection != ""
 	})
@@ -201,7 +189,7 @@ func TestAPIQueueDownKeepsFinalTasks(t *testing.T) {
 	ctx := context.Background()
 	q := &recordingQueue{fail: true}
 	c := startServer(t, &Server{Queue: q, Tick: 20 * time.Millisecond})
-	if err := c.Deliver(ctx, []hindsight.Step{httpStep(step("web", 1, 0), "h1")}); err != nil {
+	if err := c.Deliver(ctx, []hindsight.Step{tasktest.HTTP(tasktest.Step("web", 1, 0), "h1")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.CloseSession(ctx, "h1", "", nil); err != nil {
@@ -215,7 +203,7 @@ func TestAPIQueueDownKeepsFinalTasks(t *testing.T) {
 	q.mu.Lock()
 	q.fail = false
 	q.mu.Unlock()
-	waitFor(t, func() bool { return len(q.ids()) == 1 })
+	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool { return len(q.ids()) == 1 })
 }
 
 func TestAPIReflect(t *testing.T) {
@@ -294,33 +282,24 @@ func openEmbedded(t *testing.T) hindsight.ExperienceStore {
 	return st
 }
 
-func experienceLine(id, tool, lesson string, updated time.Time) string {
-	e := hindsight.Experience{ID: id, Namespace: "default", Server: "fs", Tool: tool, ErrorCode: "ENOENT",
-		Situation: "reading a file that does not exist", Action: "called " + tool + " with a relative path",
-		Result: "ENOENT", Lesson: lesson, Confidence: 0.9, SourceTask: "t-1", SourceSteps: []int{0, 1},
-		EvidenceCount: 1, CreatedAt: updated, UpdatedAt: updated}
-	b, _ := json.Marshal(e)
-	return string(b) + "\n"
-}
-
 func TestAPIExperiences(t *testing.T) {
 	ctx := context.Background()
 	c := startServer(t, &Server{Store: openEmbedded(t), StoreName: "embedded"})
 	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	pack := experienceLine("e1", "read_file", "Call read_file with an absolute path under /data; relative paths fail with ENOENT.", day) +
-		experienceLine("e2", "list_directory", "Call list_directory on /data before read_file to learn the file names.", day)
+	pack := tasktest.ExperienceLine("e1", "read_file", "Call read_file with an absolute path under /data; relative paths fail with ENOENT.", day) +
+		tasktest.ExperienceLine("e2", "list_directory", "Call list_directory on /data before read_file to learn the file names.", day)
 
 	res, err := c.Import(ctx, strings.NewReader(pack))
 	if err != nil || res.Imported != 2 {
 		t.Fatalf("Import = %+v, %v", res, err)
 	}
 	// Importing again skips; a copy changed after our import updates.
-	res, err = c.Import(ctx, strings.NewReader(pack+experienceLine("e1", "read_file", "Call read_file with an absolute path under /data.", time.Now().Add(time.Minute))))
+	res, err = c.Import(ctx, strings.NewReader(pack+tasktest.ExperienceLine("e1", "read_file", "Call read_file with an absolute path under /data.", time.Now().Add(time.Minute))))
 	if err != nil || res.Imported != 0 || res.Skipped != 2 || res.Updated != 1 {
 		t.Fatalf("re-import = %+v, %v", res, err)
 	}
 	// A malformed file imports nothing.
-	if _, err := c.Import(ctx, strings.NewReader(experienceLine("e3", "x", "Call x.", day)+"{not json\n")); !errors.Is(err, ErrRejected) {
+	if _, err := c.Import(ctx, strings.NewReader(tasktest.ExperienceLine("e3", "x", "Call x.", day)+"{not json\n")); !errors.Is(err, ErrRejected) {
 		t.Fatalf("malformed import err = %v, want 400", err)
 	}
 	if _, err := c.Experience(ctx, "", "e3"); !errors.Is(err, hindsight.ErrNotFound) {
@@ -382,27 +361,16 @@ func TestAPIExperiences(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestStepsBodyLengthLies: a step batch whose Content-Length is shorter
 // than its body (the body is cut there), longer than it (the sender
 // closes early), or past the body limit (no buffer of that size is made)
 // is refused as bad input, and nothing of it is stored; a truthful one
 // after them on a new connection is stored.
 func TestStepsBodyLengthLies(t *testing.T) {
-	st := openTestStore(t, t.TempDir(), tasktest.NewClock(t0))
+	st := openTestStore(t, t.TempDir(), tasktest.NewClock(tasktest.T0))
 	defer st.Close()
 	c := startServer(t, &Server{Traces: st})
-	body, err := json.Marshal(StepBatch{Steps: []hindsight.Step{stdio(step("fs", 1, 0), "s1", 100), stdio(step("fs", 2, time.Second), "s1", 100)}})
+	body, err := json.Marshal(StepBatch{Steps: []hindsight.Step{tasktest.Stdio(tasktest.Step("fs", 1, 0), "s1", 100), tasktest.Stdio(tasktest.Step("fs", 2, time.Second), "s1", 100)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,14 +413,14 @@ func TestStepsBodyLengthLies(t *testing.T) {
 		if got := post(c.length, body); !strings.HasPrefix(got, `400 {"error":"`+c.want) {
 			t.Errorf("%s Content-Length: %s; want 400 %s…", c.name, got, c.want)
 		}
-		if n := len(placement(t, st)); n != 0 {
+		if n := storedSteps(t, st); n != 0 {
 			t.Fatalf("%s Content-Length: %d steps stored", c.name, n)
 		}
 	}
 	if got := post(int64(len(body)), body); !strings.HasPrefix(got, "200 ") {
 		t.Fatalf("truthful Content-Length: %s", got)
 	}
-	if n := len(placement(t, st)); n != 2 {
+	if n := storedSteps(t, st); n != 2 {
 		t.Fatalf("%d steps stored; want 2", n)
 	}
 }

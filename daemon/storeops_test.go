@@ -16,6 +16,8 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/traces"
 )
 
@@ -238,9 +240,9 @@ func TestStoreOpsRunAppliesWhenBack(t *testing.T) {
 	go func() { defer close(done); o.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	enqueue(t, o, StoreOp{Kind: OpHits, IDs: []string{"a"}}, StoreOp{Kind: OpForget, IDs: []string{"a"}})
-	waitFor(t, func() bool { return o.Stats().LastError != "" })
+	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool { return o.Stats().LastError != "" })
 	r.down.Store(false)
-	waitFor(t, func() bool { return o.Depth() == 0 })
+	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool { return o.Depth() == 0 })
 	if got := r.applied(); !slices.Equal(got, []string{"hits [a]", "forget [a]"}) {
 		t.Fatalf("applied %q", got)
 	}
@@ -273,7 +275,7 @@ func TestStoreOpsBackoffCapped(t *testing.T) {
 // real embedded store.
 func TestAPIStoreWritesQueued(t *testing.T) {
 	ctx := context.Background()
-	home := hindsight.Home(shortTempDir(t))
+	home := hindsight.Home(testkit.ShortTempDir(t))
 	traces, err := traces.Open(home.Path("traces"), traces.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -296,7 +298,7 @@ func TestAPIStoreWritesQueued(t *testing.T) {
 	}
 	c := startServer(t, srv)
 	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	if _, err := c.Import(ctx, strings.NewReader(experienceLine("e1", "read_file", "Call read_file with an absolute path under /data.", day))); err != nil {
+	if _, err := c.Import(ctx, strings.NewReader(tasktest.ExperienceLine("e1", "read_file", "Call read_file with an absolute path under /data.", day))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ops.Enqueue(StoreOp{Kind: OpHits, IDs: []string{"e1"}}); err != nil {
@@ -334,7 +336,7 @@ func TestAPIStoreWritesQueued(t *testing.T) {
 	}
 	down.Store(false)
 	ops.Kick()
-	waitFor(t, func() bool { return ops.Depth() == 0 })
+	testkit.WaitFor(t, "the condition", 10*time.Second, func() bool { return ops.Depth() == 0 })
 	e, err = c.Experience(ctx, "", "e1")
 	if err != nil || !e.Deleted || e.HitCount != 2 || e.Origin != EditOrigin || e.Lesson != "Use absolute paths under /data with read_file." {
 		t.Fatalf("after the drain: %+v, %v", e, err)

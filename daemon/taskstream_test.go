@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 )
 
 // TestShowTaskStreams: GET /v1/tasks/{id}, written step by step, answers
@@ -24,7 +25,7 @@ func TestShowTaskStreams(t *testing.T) {
 	ctx := context.Background()
 	var steps []hindsight.Step
 	for i := range 250 {
-		st := step("src", uint64(i+1), 0)
+		st := tasktest.Step("src", uint64(i+1), 0)
 		st.ExplicitTask = "big"
 		st.Arguments = json.RawMessage(fmt.Sprintf(`{"q":"<a&b> %d"}`, i))
 		if i == 7 {
@@ -32,7 +33,7 @@ func TestShowTaskStreams(t *testing.T) {
 		}
 		steps = append(steps, st)
 	}
-	one := step("src2", 1, 0)
+	one := tasktest.Step("src2", 1, 0)
 	one.ExplicitTask = "small"
 	for i := 0; i < len(steps); i += 40 { // many batches: many chunks
 		if _, err := c.Ingest(ctx, steps[i:min(i+40, len(steps))]); err != nil {

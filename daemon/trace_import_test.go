@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/traces"
 )
 
@@ -33,14 +34,14 @@ func decodeExport(t *testing.T, b []byte) []hindsight.Step {
 func TestImportRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	a := startServer(t, &Server{Tick: time.Hour})
-	failed := stdio(step("fs", 2, time.Second), "s1", 100)
+	failed := tasktest.Stdio(tasktest.Step("fs", 2, time.Second), "s1", 100)
 	failed.CausalTag, failed.IsError = hindsight.TagFailure, true
 	recorded := []hindsight.Step{
-		stdio(step("fs", 1, 0), "s1", 100),
+		tasktest.Stdio(tasktest.Step("fs", 1, 0), "s1", 100),
 		failed,
-		httpStep(step("web", 1, time.Hour), "h1"),
-		httpStep(step("web", 2, time.Hour+time.Second), "h1"),
-		explicit(step("web", 3, 2*time.Hour), "my-task"),
+		tasktest.HTTP(tasktest.Step("web", 1, time.Hour), "h1"),
+		tasktest.HTTP(tasktest.Step("web", 2, time.Hour+time.Second), "h1"),
+		tasktest.Explicit(tasktest.Step("web", 3, 2*time.Hour), "my-task"),
 	}
 	if err := a.Deliver(ctx, recorded); err != nil {
 		t.Fatal(err)
@@ -113,9 +114,9 @@ func ids(tasks []hindsight.Task) []string {
 func TestImportWithoutSource(t *testing.T) {
 	ctx := context.Background()
 	c := startServer(t, &Server{Tick: time.Hour})
-	s0 := step("", 0, 0)
+	s0 := tasktest.Step("", 0, 0)
 	s0.TaskID, s0.StepIndex = "t-old", 0
-	s1 := step("", 0, time.Second)
+	s1 := tasktest.Step("", 0, time.Second)
 	s1.TaskID, s1.StepIndex = "t-old", 1
 	for i := 0; i < 2; i++ {
 		res, err := c.ImportSteps(ctx, []hindsight.Step{s0, s1})
@@ -128,7 +129,7 @@ func TestImportWithoutSource(t *testing.T) {
 		t.Fatalf("task = %+v, %v", task, err)
 	}
 	// Neither a source nor a task id: refused as bad input.
-	if _, err := c.ImportSteps(ctx, []hindsight.Step{step("", 0, 0)}); !errors.Is(err, ErrRejected) {
+	if _, err := c.ImportSteps(ctx, []hindsight.Step{tasktest.Step("", 0, 0)}); !errors.Is(err, ErrRejected) {
 		t.Fatalf("err = %v, want ErrRejected", err)
 	}
 }

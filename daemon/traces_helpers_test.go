@@ -2,32 +2,18 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/traces"
 )
 
-// The step builders and the clock of tracestest, under the short names
-// the tests use.
-var (
-	t0          = tasktest.T0
-	step        = tasktest.Step
-	stdio       = tasktest.Stdio
-	httpStep    = tasktest.HTTP
-	explicit    = tasktest.Explicit
-	goldenSteps = tasktest.GoldenSteps
-	compactStep = tasktest.CompactStep
-	benchBatch  = tasktest.Batch
-)
-
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
+// openTestStore opens a trace store in dir whose time is clk's.
 func openTestStore(t testing.TB, dir string, clk *tasktest.Clock) *traces.Store {
 	t.Helper()
 	st, err := traces.Open(dir, traces.Options{IdleGap: 10 * time.Minute, Logger: quiet, Now: clk.Now})
@@ -37,25 +23,12 @@ func openTestStore(t testing.TB, dir string, clk *tasktest.Clock) *traces.Store 
 	return st
 }
 
-func ingest(t *testing.T, st *traces.Store, steps ...hindsight.Step) traces.IngestResult {
+// storedSteps is how many steps st holds.
+func storedSteps(t *testing.T, st *traces.Store) int {
 	t.Helper()
-	res, err := st.Ingest(context.Background(), steps)
+	stats, err := st.Stats(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res
-}
-
-// placement maps each ingested step (by source/seq) to its task and index.
-func placement(t *testing.T, st *traces.Store) map[string][2]any {
-	t.Helper()
-	out := map[string][2]any{}
-	err := st.Steps(context.Background(), nil, func(s *hindsight.Step) error {
-		out[fmt.Sprintf("%s/%d", s.Source, s.Seq)] = [2]any{s.TaskID, s.StepIndex}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return stats.Steps
 }

@@ -2,10 +2,7 @@
 
 package testkit
 
-import (
-	"os"
-	"time"
-)
+import "os"
 
 // ProcessGone reports whether process pid has exited, as far as the
 // system lets it be found.
@@ -18,5 +15,3 @@ func ProcessGone(pid int) bool {
 	return false
 }
 
-// ProcessCPU is not measured on this system: it returns 0.
-func ProcessCPU() time.Duration { return 0 }
