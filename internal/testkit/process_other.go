@@ -14,4 +14,3 @@ func ProcessGone(pid int) bool {
 	p.Release()
 	return false
 }
-
