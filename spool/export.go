@@ -45,7 +45,7 @@ func (o *Spool) exportRejected() error {
 
 // appendLine appends a stored step as one line of JSON: whole (a step's
 // compact encoding gets its derived bodies back) and compacted, since
-// Step.AppendJSON keeps the bodies' whitespace (newlines included); an
+// wire.AppendStep keeps the bodies' whitespace (newlines included); an
 // object encoding/json cannot read as it is, without its newlines; or as a
 // JSON string when it is not JSON at all.
 func appendLine(lines, v []byte) []byte {
