@@ -52,10 +52,12 @@
 // # Durability and back-pressure
 //
 // Recorder.Hook only queues; the queue is handed to the workers in batches,
-// 20 ms after the first exchange of a batch. Workers redact in parallel;
-// one committer tags, numbers (Source = outbox id, Seq gap-free from 1)
-// and hands batches to the outbox, which writes them to its journal (one write per
-// batch: safe from SIGKILL once it returns) and delivers them to the
+// a short linger after the first exchange of a batch (or at once when a
+// batch is full or Sync asks). Workers redact in parallel; one committer
+// restores the order the exchanges completed in, tags, numbers (Source =
+// outbox id, Seq gap-free from 1) and hands batches to the outbox, which
+// writes them to its journal (one write per batch: safe from SIGKILL once
+// it returns) and delivers them to the
 // daemon from memory every quarter of a second. A step the daemon has not
 // acknowledged 5 s after its exchange ended (or any step while the daemon
 // is unreachable, or with no daemon) is written to the outbox's Badger,
@@ -73,21 +75,20 @@
 // The hindsight_capture_commit_delay_seconds histogram shows how long
 // after an exchange ends its step reaches the outbox.
 //
-// The queue is bounded (4 MiB, built steps included), and while the
-// daemon is behind the outbox holds the committer back once half its
-// memory bound (2 MiB) is taken, so a flood backs up into the queue
-// rather than into the outbox's database (see MemoryBudget). Unredacted
-// data may not reach disk readable and the relay may not wait, so when
-// the queue is full
-// exchanges spill: they are sealed with AES-256-GCM under a key that
+// The queue is bounded (Options.MaxQueueBytes, built steps included), and
+// while the daemon is behind the outbox holds the committer back once half
+// its memory bound is taken, so a flood backs up into the queue rather
+// than into the outbox's database (see MemoryBudget). Unredacted data may
+// not reach disk readable and the relay may not wait, so when the queue is
+// full exchanges spill: they are sealed with AES-256-GCM under a key that
 // exists only in the sidecar's memory, appended to files under the
 // outbox's spill/ directory, and read back, in order, redacted and
 // recorded as capture catches up (hindsight_capture_spilled_total,
 // _unspilled_total, a log line at most every ten seconds). A crash loses
 // what is spilled; the next sidecar or the daemon deletes it unread and
 // counts it (hindsight_capture_spill_lost_total). Past the spill's bound
-// (1 GiB) exchanges are dropped and counted (Stats.Dropped,
-// hindsight_capture_dropped_total). Built steps wait on disk for the
+// (Options.MaxSpillBytes) exchanges are dropped and counted
+// (Stats.Dropped, hindsight_capture_dropped_total). Built steps wait on disk for the
 // daemon as long as needed (hindsight_outbox_spilled_total counts the
 // steps written to disk), up to the retention period (default 7 days; a
 // warning at 80%). A disk that cannot be written (full, corrupt) is
