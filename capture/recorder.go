@@ -70,6 +70,9 @@ type Options struct {
 //     queue);
 //   - the spiller, which takes the exchanges that find the queue full.
 //
+// What is lost on the way in is counted and logged by drops, and the loss
+// ledger is written every ledgerInterval.
+//
 // The queue is bounded by MaxQueueBytes, built steps included. Redacting
 // on the caller's goroutine would stall the relay, so when the queue is
 // full exchanges spill to disk: a background writer seals each one with
