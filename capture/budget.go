@@ -9,24 +9,22 @@ import (
 // a stdio sidecar: past it the collector runs regardless of GOGC. Under a
 // flood of calls capture's share of the heap is bounded by design:
 //
-//   - the capture queue, DefaultMaxQueueBytes (4 MiB, built steps
-//     included; beyond it exchanges spill to disk, sealed);
-//   - the spill writer's intake (at most 16 MiB, beyond which exchanges
+//   - the capture queue, DefaultMaxQueueBytes (built steps included;
+//     beyond it exchanges spill to disk, sealed);
+//   - the spill writer's intake (spillQueueBytes, beyond which exchanges
 //     are dropped; in practice near empty, as sealing and appending an
 //     exchange costs far less than relaying it);
-//   - the outbox's steps in memory, DefaultMaxMemBytes (2 MiB; while the
-//     daemon is behind, capture waits once they take half of it);
-//   - the redactor's rules (~4.5 MB once gitleaks is loaded).
+//   - the outbox's steps in memory, DefaultMaxMemBytes (while the daemon
+//     is behind, capture waits once they take half of it);
+//   - the redactor's rules, once gitleaks is loaded.
 //
 // The rest of a sidecar's heap is the relay's buffers, the runtime, and
-// the injector's tokenizer (~10 MB live once an initialize result is
-// counted, ~25 MB of RSS). The limit sits well above their sum: a limit
-// near the live heap makes the collector run without pause (at 40 MiB a
-// capturing sidecar under relaybench's flood spent more than half its
-// CPU marking; at 48 MiB it peaked ~15 MB lower for ~20% more CPU per
-// call), so it trims the collector's headroom under a flood rather than
-// the heap itself. A live heap above it (a huge message) is not an error:
-// the collector then runs more often and the heap grows as it must.
+// the injector's tokenizer. The limit sits well above their sum: a limit
+// near the live heap makes the collector run without pause (bench/README.md
+// has the figures), so it trims the collector's headroom under a flood
+// rather than the heap itself. A live heap above it (a huge message) is not
+// an error: the collector then runs more often and the heap grows as it
+// must.
 const MemoryBudget = 64 << 20
 
 // SetMemoryLimit sets MemoryBudget as the process's soft memory limit

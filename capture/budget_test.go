@@ -30,7 +30,7 @@ func TestFloodStaysWithinBudget(t *testing.T) {
 		if i%256 == 0 {
 			// Faster than any relay: let the spill writer keep up, or
 			// exchanges are dropped (another bound, tested elsewhere).
-			waitFor(t, "the spill writer", func() bool { return len(rec.spillIn) == 0 })
+			waitFor(t, "the spill writer", func() bool { return len(rec.spill.in) == 0 })
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

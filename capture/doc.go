@@ -53,27 +53,28 @@
 // # Durability and back-pressure
 //
 // Recorder.Hook only queues; the queue is handed to the workers in batches,
-// 20 ms after the first exchange of a batch. Workers redact in parallel;
-// one committer tags, numbers (Source = outbox id, Seq gap-free from 1)
-// and hands batches to the sidecar's outbox (package spool), which
-// journals them, delivers them to the daemon and writes to its Badger what
-// the daemon does not take in time; see spool for its timings and what a
-// SIGKILL may lose. The hindsight_capture_commit_delay_seconds histogram
-// shows how long after an exchange ends its step reaches the outbox.
+// a short linger after the first exchange of a batch (or at once when a
+// batch is full or Sync asks). Workers redact in parallel; one committer
+// restores the order the exchanges completed in, tags, numbers (Source =
+// outbox id, Seq gap-free from 1) and hands batches to the sidecar's
+// outbox (package spool), which journals them, delivers them to the daemon
+// and writes to its Badger what the daemon does not take in time; see
+// spool for its timings and what a SIGKILL may lose. The
+// hindsight_capture_commit_delay_seconds histogram shows how long after an
+// exchange ends its step reaches the outbox.
 //
-// The queue is bounded (4 MiB, built steps included), and while the
-// daemon is behind the outbox holds the committer back once half its
-// memory bound (2 MiB) is taken, so a flood backs up into the queue
-// rather than into the outbox's database (see MemoryBudget). Unredacted
-// data may not reach disk readable and the relay may not wait, so when
-// the queue is full
-// exchanges spill: they are sealed with AES-256-GCM under a key that
+// The queue is bounded (Options.MaxQueueBytes, built steps included), and
+// while the daemon is behind the outbox holds the committer back once half
+// its memory bound is taken, so a flood backs up into the queue rather
+// than into the outbox's database (see MemoryBudget). Unredacted data may
+// not reach disk readable and the relay may not wait, so when the queue is
+// full exchanges spill: they are sealed with AES-256-GCM under a key that
 // exists only in the sidecar's memory, appended to files under the
 // outbox's spill/ directory, and read back, in order, redacted and
 // recorded as capture catches up (hindsight_capture_spilled_total,
 // _unspilled_total, a log line at most every ten seconds). A crash loses
 // what is spilled; the next sidecar or the daemon deletes it unread and
 // counts it (hindsight_capture_spill_lost_total). Past the spill's bound
-// (1 GiB) exchanges are dropped and counted (Stats.Dropped,
-// hindsight_capture_dropped_total).
+// (Options.MaxSpillBytes) exchanges are dropped and counted
+// (Stats.Dropped, hindsight_capture_dropped_total).
 package capture

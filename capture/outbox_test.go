@@ -328,7 +328,7 @@ func TestRecorderHandsOffInBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.handOff = time.Hour
+	r.in.handOff = time.Hour
 	exs := exchanges(handOffBatch + 10)
 	for _, ex := range exs[:handOffBatch-1] {
 		r.Hook(ex)
@@ -363,7 +363,7 @@ func TestRecorderHandsOffInBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close(context.Background())
-	r.handOff = time.Hour
+	r.in.handOff = time.Hour
 	for _, ex := range exchanges(5) {
 		r.Hook(ex)
 	}

@@ -152,7 +152,7 @@ func TestRecorderSpillsWhenQueueFull(t *testing.T) {
 	t.Logf("%d of %d exchanges spilled", st.ExchangesSpilled, n)
 	waitFor(t, "delivery", func() bool { return r.Stats().Delivered == n })
 	// Capture caught up: new exchanges take the queue again.
-	if r.spilling.Load() {
+	if r.spill.active() {
 		t.Error("still spilling after the spill was read back")
 	}
 	if err := r.Close(context.Background()); err != nil {
