@@ -170,7 +170,7 @@ func (s *Server) handleSidecarReport(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequest("a sidecar report needs its source"))
 		return
 	}
-	s.sidecars.put(rep)
+	s.m.sidecars.put(rep)
 	writeJSON(w, http.StatusOK, struct{}{})
 }
 

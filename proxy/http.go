@@ -1,11 +1,8 @@
 package proxy
 
 import (
-	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -15,7 +12,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -89,14 +85,7 @@ type HTTPHandler struct {
 	// Sessionless (2026-07-28) requests do not call it.
 	SessionEnded func(s *Session)
 
-	mu          sync.Mutex
-	open        int // sessions holding a slot (see reserve)
-	sessions    map[string]*httpSession
-	sessionless *httpSession
-	closed      bool
-	ending      sync.WaitGroup // sessions ending in the background
-	janitor     sync.Once
-	stop        chan struct{} // closed by Close; stops the janitor
+	table sessionTable // the open sessions
 }
 
 // DefaultIdleTimeout is HTTPHandler.IdleTimeout's default.
@@ -221,221 +210,6 @@ func loopbackOrigin(origin string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-func newSessionID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// newSession opens a session and its upstream session.
-func (h *HTTPHandler) newSession(ctx context.Context, transport string, hdr http.Header, announce bool) (*httpSession, error) {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return nil, errors.New("sidecar is shutting down")
-	}
-	h.mu.Unlock()
-	// Sessions the agent holds, and any that costs a process, take a slot;
-	// a sessionless request in front of an HTTP server ends with it.
-	counted := announce || h.costlySessions()
-	if counted {
-		if err := h.reserve(); err != nil {
-			return nil, err
-		}
-	}
-	id := newSessionID()
-	h.janitor.Do(h.startJanitor)
-	s := &httpSession{
-		h: h, id: id, transport: transport, done: make(chan struct{}), lastActive: time.Now(),
-		waiters: make(map[string]*waiter), progress: make(map[string]*waiter), counted: counted,
-	}
-	s.conn = &Conn{
-		Hooks:       h.Hooks,
-		Session:     &Session{ID: id, Server: h.Server, Transport: transport, TaskID: h.TaskID},
-		Logger:      h.logger(),
-		HookTimeout: h.HookTimeout,
-	}
-	s.announced = announce
-	up, err := h.Upstream.Dial(ctx, hdr, UpstreamSink{
-		Message: s.fromServer,
-		Closed: func(err error) {
-			h.endSessionLater(s, err.Error())
-		},
-	})
-	if err != nil {
-		if counted {
-			h.release()
-		}
-		return nil, err
-	}
-	s.up = up
-	if announce {
-		h.mu.Lock()
-		if h.closed { // Close ran meanwhile and did not see this one
-			h.mu.Unlock()
-			s.end("the sidecar is shutting down")
-			return nil, errors.New("sidecar is shutting down")
-		}
-		if h.sessions == nil {
-			h.sessions = make(map[string]*httpSession)
-		}
-		h.sessions[id] = s
-		h.mu.Unlock()
-	}
-	h.logger().Log(ctx, s.logLevel(), "session opened", "session", id, "transport", transport)
-	return s, nil
-}
-
-// costlySessions reports whether an upstream session costs a process.
-func (h *HTTPHandler) costlySessions() bool {
-	_, ok := h.Upstream.(*CommandUpstream)
-	return ok
-}
-
-func (h *HTTPHandler) session(id string) *httpSession {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.sessions[id]
-}
-
-// shared returns the session of sessionless requests, opening it once.
-func (h *HTTPHandler) shared(ctx context.Context, hdr http.Header) (*httpSession, error) {
-	h.mu.Lock()
-	if s := h.sessionless; s != nil {
-		h.mu.Unlock()
-		return s, nil
-	}
-	h.mu.Unlock()
-	s, err := h.newSession(ctx, TransportStreamable, hdr, false)
-	if err != nil {
-		return nil, err
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.sessionless != nil { // lost a race: keep the first
-		h.ending.Add(1)
-		go func() {
-			defer h.ending.Done()
-			s.end("duplicate")
-		}()
-		return h.sessionless, nil
-	}
-	h.sessionless = s
-	return s, nil
-}
-
-// forget drops s from the handler's tables; h.mu is held.
-func (h *HTTPHandler) forget(s *httpSession) {
-	if h.sessions[s.id] == s {
-		delete(h.sessions, s.id)
-	}
-	if h.sessionless == s {
-		h.sessionless = nil
-	}
-}
-
-// endSession forgets s, fails its pending requests and closes its upstream.
-func (h *HTTPHandler) endSession(s *httpSession, reason string) {
-	h.mu.Lock()
-	h.forget(s)
-	h.mu.Unlock()
-	if s.end(reason) {
-		h.logger().Log(context.Background(), s.logLevel(), "session ended", "session", s.id, "reason", reason)
-		if s.announced && h.SessionEnded != nil {
-			h.SessionEnded(s.conn.Session)
-		}
-	}
-}
-
-// endSessionLater forgets s at once and ends it in the background: closing
-// an upstream session can take a child's grace period. Close waits for it.
-func (h *HTTPHandler) endSessionLater(s *httpSession, reason string) {
-	h.mu.Lock()
-	h.forget(s)
-	if h.closed {
-		h.mu.Unlock()
-		h.endSession(s, reason) // Close is waiting for it anyway
-		return
-	}
-	h.ending.Add(1)
-	h.mu.Unlock()
-	go func() {
-		defer h.ending.Done()
-		h.endSession(s, reason)
-	}()
-}
-
-// Close ends every session, closing their upstream sessions (children are
-// stopped), and refuses new ones. Streams to agents end.
-func (h *HTTPHandler) Close() error {
-	h.janitor.Do(func() {}) // no janitor from now on
-	h.mu.Lock()
-	if h.stop != nil && !h.closed {
-		close(h.stop)
-	}
-	h.closed = true
-	all := make([]*httpSession, 0, len(h.sessions)+1)
-	for _, s := range h.sessions {
-		all = append(all, s)
-	}
-	if h.sessionless != nil {
-		all = append(all, h.sessionless)
-	}
-	h.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, s := range all {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			h.endSession(s, "the sidecar is shutting down")
-		}()
-	}
-	wg.Wait()
-	h.ending.Wait()
-	return nil
-}
-
-// startJanitor ends idle sessions until Close.
-func (h *HTTPHandler) startJanitor() {
-	idle := h.IdleTimeout
-	if idle == 0 {
-		idle = DefaultIdleTimeout
-	}
-	if idle < 0 {
-		return
-	}
-	h.mu.Lock()
-	h.stop = make(chan struct{})
-	stop := h.stop
-	h.mu.Unlock()
-	every := min(max(idle/4, 10*time.Millisecond), time.Minute)
-	go func() {
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case now := <-tick.C:
-				h.mu.Lock()
-				var expired []*httpSession
-				for _, s := range h.sessions {
-					if s.idle(now, idle) {
-						expired = append(expired, s)
-					}
-				}
-				if s := h.sessionless; s != nil && s.idle(now, idle) {
-					expired = append(expired, s)
-				}
-				h.mu.Unlock()
-				for _, s := range expired {
-					h.endSessionLater(s, "idle for "+idle.String())
-				}
-			}
-		}
-	}()
 }
 
 // readBody reads a POST body up to the limit, answering the agent itself

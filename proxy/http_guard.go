@@ -56,24 +56,24 @@ func (h *HTTPHandler) sessionLimit() int {
 // reserve takes a session slot, or fails with ErrSessionLimit.
 func (h *HTTPHandler) reserve() error {
 	limit := h.sessionLimit()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if limit > 0 && h.open >= limit {
+	h.table.mu.Lock()
+	defer h.table.mu.Unlock()
+	if limit > 0 && h.table.open >= limit {
 		what := "sessions"
 		if h.costlySessions() {
 			what = "sessions (each runs a server process)"
 		}
-		return fmt.Errorf("%w: %d %s are open; end one (DELETE) or raise --max-sessions/--max-children", ErrSessionLimit, h.open, what)
+		return fmt.Errorf("%w: %d %s are open; end one (DELETE) or raise --max-sessions/--max-children", ErrSessionLimit, h.table.open, what)
 	}
-	h.open++
+	h.table.open++
 	return nil
 }
 
 // release gives back a slot taken by reserve.
 func (h *HTTPHandler) release() {
-	h.mu.Lock()
-	h.open--
-	h.mu.Unlock()
+	h.table.mu.Lock()
+	h.table.open--
+	h.table.mu.Unlock()
 }
 
 // hostAllowed checks the request's Host header, the guard against DNS

@@ -1,0 +1,310 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// relay is the state of one Stdio.Run: it carries the agent's messages to
+// the current child and the child's messages to the agent.
+type relay struct {
+	s     *Stdio
+	name  string
+	log   *slog.Logger
+	grace time.Duration
+	conn  *Conn
+
+	agent  agentLink     // the agent's end
+	route  childRoute    // the child that takes the agent's traffic
+	locals localCalls    // requests the sidecar answers itself
+	inMu   sync.Mutex    // serializes the agent's messages with reap
+	stopCh chan struct{} // closed when the sidecar stops
+
+	// starts counts the children started; only start touches it, on
+	// Run's goroutine first and then on supervise's.
+	starts   int
+	crashLog rateLimit // crash and restart failures
+	startLog rateLimit // restarts
+}
+
+// agentLink writes to the agent; its first failure stops the sidecar.
+type agentLink struct {
+	w    *LineWriter
+	gone chan struct{} // closed when writing to the agent failed
+	once sync.Once
+	err  error // why; set before gone is closed
+}
+
+// write writes one message to the agent.
+func (a *agentLink) write(msg []byte) { a.failed(a.w.WriteMessage(msg)) }
+
+// buffer adds one message to what flush writes.
+func (a *agentLink) buffer(msg []byte) { a.failed(a.w.Buffer(msg)) }
+
+// flush writes out what buffer added.
+func (a *agentLink) flush() { a.failed(a.w.Flush()) }
+
+func (a *agentLink) failed(err error) {
+	if err != nil {
+		a.once.Do(func() {
+			a.err = err
+			close(a.gone)
+		})
+	}
+}
+
+// childRoute says which child takes the agent's traffic: the current
+// child, whether it is ready for it, the agent's messages held until it
+// is, and the replayed initialize it must answer first.
+type childRoute struct {
+	mu       sync.Mutex
+	cur      *child      // nil while no child runs
+	ready    bool        // cur takes the agent's traffic
+	held     [][]byte    // the agent's messages while no child is ready
+	replayID []byte      // the id of the replayed initialize awaiting its answer
+	replay   atomic.Bool // replayID is set: readChild looks for its answer
+	seq      int         // replays so far, numbering their ids
+}
+
+// localCalls runs the handlers of the requests the sidecar answers itself,
+// until Run stops taking new ones.
+type localCalls struct {
+	mu      sync.Mutex
+	stopped bool // no new ones: WaitGroup.Add must not race Wait
+	wg      sync.WaitGroup
+}
+
+// spawn runs f on a goroutine of its own, unless stop was called.
+func (l *localCalls) spawn(f func()) {
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return // Run is returning; the agent has gone
+	}
+	l.wg.Add(1)
+	l.mu.Unlock()
+	go func() {
+		defer l.wg.Done()
+		f()
+	}()
+}
+
+// stop refuses new handlers and returns a channel closed once the running
+// ones returned.
+func (l *localCalls) stop() <-chan struct{} {
+	l.mu.Lock()
+	l.stopped = true
+	l.mu.Unlock()
+	done := make(chan struct{})
+	go func() { l.wg.Wait(); close(done) }()
+	return done
+}
+
+func (s *Stdio) newRelay(agentOut io.Writer) *relay {
+	name := s.Server
+	if name == "" {
+		name = s.Command
+	}
+	log := s.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	sess := s.Session
+	if sess == nil {
+		sess = NewStdioSession(name)
+	}
+	grace := s.GracePeriod
+	if grace <= 0 {
+		grace = DefaultGracePeriod
+	}
+	return &relay{
+		s: s, name: name, log: log, grace: grace,
+		conn:   &Conn{Hooks: s.Hooks, Session: sess, Logger: log, HookTimeout: s.HookTimeout},
+		agent:  agentLink{w: NewLineWriter(agentOut), gone: make(chan struct{})},
+		stopCh: make(chan struct{}),
+		crashLog: rateLimit{burst: 5, every: 30 * time.Second, flush: func(dropped int) {
+			log.Error("server keeps exiting; restarting it with backoff", "server", name, "starts", s.Starts(), "crashes", s.Crashes(), "suppressed", dropped)
+		}},
+		startLog: rateLimit{burst: 5, every: 30 * time.Second, flush: func(dropped int) {
+			log.Info("server restarted", "server", name, "starts", s.Starts(), "suppressed", dropped)
+		}},
+	}
+}
+
+// readAgent relays the agent's messages until agentIn ends. It returns nil
+// at EOF.
+func (r *relay) readAgent(ctx context.Context, agentIn io.Reader) error {
+	lr := NewLineReader(agentIn, r.s.MaxLineBytes)
+	var now time.Time
+	waited := true
+	for {
+		line, err := lr.ReadLine()
+		if waited {
+			// Messages of one burst arrived with one read: they share
+			// its time (time.Now is not free on every machine).
+			now = time.Now()
+		}
+		var tooLong *LineTooLongError
+		switch {
+		case err == nil:
+			if !blank(line) {
+				r.fromAgent(ctx, line, now)
+			}
+		case errors.As(err, &tooLong):
+			// Never silence: the agent is told, with the id when the
+			// message's first bytes show it (a notification is
+			// answered too, with a null id: its method cannot be read).
+			r.log.Error("agent message too long; skipped", "server", r.name, "err", err)
+			r.agent.write(ErrorResponse(tooLong.ID(), CodeInvalidRequest, "Invalid Request: "+err.Error()))
+		case errors.Is(err, io.EOF):
+			return nil
+		default:
+			return err
+		}
+		// A burst of messages goes to the server in one write; flush
+		// before waiting for more.
+		if waited = !lr.Pending(); waited {
+			r.flushChild()
+		}
+	}
+}
+
+// fromAgent relays one message from the agent. It holds inMu, so that a
+// request is either failed by reap or held for the next child, never both.
+func (r *relay) fromAgent(ctx context.Context, line []byte, now time.Time) {
+	r.inMu.Lock()
+	defer r.inMu.Unlock()
+	a := r.conn.fromClientAt(line, now)
+	switch {
+	case a.Forward != nil:
+		r.send(a.Forward)
+	case a.Reply != nil:
+		r.agent.write(a.Reply)
+	case a.Local != nil:
+		r.locals.spawn(func() {
+			if out := a.Local(ctx); out != nil {
+				r.agent.write(out)
+			}
+		})
+	}
+}
+
+// send buffers a message from the agent for the child (readAgent flushes),
+// or holds it until a child is ready.
+func (r *relay) send(msg []byte) {
+	r.route.mu.Lock()
+	if r.route.cur == nil || !r.route.ready {
+		r.route.held = append(r.route.held, msg)
+		r.route.mu.Unlock()
+		return
+	}
+	ch := r.route.cur
+	r.route.mu.Unlock()
+	if err := ch.in.Buffer(msg); err != nil {
+		// The child is gone; its exit fails the request.
+		r.log.Debug("write to server failed", "server", r.name, "err", err)
+	}
+}
+
+// flushChild writes out what send buffered for the current child.
+func (r *relay) flushChild() {
+	r.route.mu.Lock()
+	ch := r.route.cur
+	r.route.mu.Unlock()
+	if ch != nil {
+		if err := ch.in.Flush(); err != nil {
+			r.log.Debug("write to server failed", "server", r.name, "err", err)
+		}
+	}
+}
+
+// readChild relays the child's stdout to the agent.
+func (r *relay) readChild(ch *child) {
+	defer close(ch.outDone)
+	lr := NewLineReader(ch.stdout, r.s.MaxLineBytes)
+	var now time.Time
+	var done []*Exchange // completed, to be emitted once relayed
+	waited := true
+	for {
+		line, err := lr.ReadLine()
+		if waited {
+			now = time.Now() // the time of the read, as in readAgent
+		}
+		var tooLong *LineTooLongError
+		switch {
+		case err == nil:
+			if !blank(line) {
+				if ex := r.fromChild(ch, line, now); ex != nil {
+					done = append(done, ex)
+				}
+			}
+		case errors.As(err, &tooLong):
+			r.log.Error("server message too long; skipped", "server", r.name, "err", err)
+			// An answer the agent awaits (an id, no method) is replaced
+			// by an error for the same id, so the request ends.
+			if id := tooLong.ID(); id != nil && !gjson.GetBytes(tooLong.Head, "method").Exists() {
+				resp := ErrorResponse(id, CodeInternalError, "the server's answer was dropped: "+err.Error())
+				if ex := r.fromChild(ch, resp, now); ex != nil {
+					done = append(done, ex)
+				}
+			}
+		default:
+			r.flushAgent(done) // nothing is left: a burst ends before a wait
+			return
+		}
+		// A burst of messages goes to the agent in one write; flush
+		// before waiting for more. The Exchange hook sees the exchanges
+		// the burst completed after that: the agent does not wait for it.
+		if waited = !lr.Pending() || len(done) >= maxUnflushed; waited {
+			done = r.flushAgent(done)
+		}
+	}
+}
+
+// flushAgent writes out what was buffered for the agent, then emits the
+// exchanges in done; it returns done emptied.
+func (r *relay) flushAgent(done []*Exchange) []*Exchange {
+	r.agent.flush()
+	for i, ex := range done {
+		r.conn.emit(ex)
+		done[i] = nil
+	}
+	return done[:0]
+}
+
+// maxUnflushed bounds the exchanges a burst of the child's messages
+// completes before readChild flushes them to the agent and emits them.
+const maxUnflushed = 256
+
+// fromChild relays one message from the child to the agent's buffer and
+// returns the exchange it completed, for the caller to emit, if any.
+func (r *relay) fromChild(ch *child, line []byte, now time.Time) *Exchange {
+	if r.route.replay.Load() && r.isReplayAnswer(line) {
+		if bytes.Contains(line, []byte(`"error"`)) {
+			r.log.Warn("restarted server rejected the replayed initialize", "server", r.name, "response", truncate(string(line), 300))
+		}
+		_, initialized := r.conn.Handshake()
+		go r.becomeReady(ch, initialized)
+		return nil
+	}
+	out, ex := r.conn.fromServerAt(line, now)
+	if out != nil {
+		r.agent.buffer(out)
+	}
+	return ex
+}
+
+func blank(line []byte) bool {
+	if len(line) > 0 && line[0] > ' ' {
+		return false // every message but a whitespace-led one
+	}
+	return len(bytes.TrimSpace(line)) == 0
+}
