@@ -301,6 +301,7 @@ func (q *Queue) process(loopCtx, workCtx context.Context, id string, force bool)
 	return &taskError{recErr}
 }
 
+// retryDelay grows exponentially from RetryBase, capped at RetryMax, with
 // jitter so tasks failing together do not retry together.
 func (q *Queue) retryDelay(attempts int) time.Duration {
 	base, cap := q.RetryBase, q.RetryMax

@@ -118,5 +118,3 @@ func (q *Queue) waitForStore(ctx context.Context, pending bool) (time.Duration, 
 	}
 	return 0, false // the task's success or failure settles the wait
 }
-
-// retryDelay grows exponentially from RetryBase, capped at RetryMax, with
