@@ -238,6 +238,13 @@ func (q *Queue) process(loopCtx, workCtx context.Context, id string, force bool)
 		q.status.lastErr = "" // the store is back: its wait is no longer news
 		q.status.mu.Unlock()
 	}
+	return q.record(workCtx, id, out, credited, err)
+}
+
+// record writes the outcome of a task's reflection on its entry: done
+// (err nil), or pending for a retry, or failed after MaxAttempts.
+func (q *Queue) record(ctx context.Context, id string, out *Outcome, credited bool, err error) error {
+	m := q.metrics()
 	var recErr error
 	var failed bool
 	uerr := q.update(func(txn *badger.Txn) error {
@@ -284,7 +291,7 @@ func (q *Queue) process(loopCtx, workCtx context.Context, id string, force bool)
 	}
 	if err == nil {
 		m.task(StateDone)
-		q.notify(workCtx, id, StateDone)
+		q.notify(ctx, id, StateDone)
 		return nil
 	}
 	q.status.mu.Lock()
@@ -292,7 +299,7 @@ func (q *Queue) process(loopCtx, workCtx context.Context, id string, force bool)
 	q.status.mu.Unlock()
 	if failed {
 		m.task(StateFailed)
-		q.notify(workCtx, id, StateFailed)
+		q.notify(ctx, id, StateFailed)
 		q.logger().Error("reflect: task marked failed", "task", id, "err", err)
 	} else {
 		m.task("retry")
