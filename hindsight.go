@@ -60,6 +60,9 @@ type Injection struct {
 // sidecar's outbox id, Seq a gap-free counter within it. TaskID and StepIndex
 // are assigned by the daemon when it segments steps into tasks, unless the
 // agent named the task explicitly (ExplicitTask).
+//
+// Step is a data record with one field per member of its JSON form (the
+// wire format), so it is wide and flat.
 type Step struct {
 	TaskID          string          `json:"task_id"`
 	SessionID       string          `json:"session_id"`
@@ -125,7 +128,9 @@ type Task struct {
 	Steps        []Step    `json:"steps,omitempty"`
 }
 
-// Experience is a reusable lesson distilled from a task.
+// Experience is a reusable lesson distilled from a task. It is a data
+// record with one field per member of its JSON form (stored, exported and
+// served), so it is wide and flat.
 type Experience struct {
 	ID            string     `json:"id"`
 	Version       int        `json:"version"`

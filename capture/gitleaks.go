@@ -2,6 +2,7 @@ package capture
 
 import (
 	"fmt"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -236,3 +237,24 @@ func (r *Redactor) detector() *gitleaksRules {
 	}
 	return set
 }
+
+// gitleaksBit marks the gitleaks keywords in a keywordIndex.
+const gitleaksBit = 1 << 63
+
+// gitleaksKeywords are the keywords of the gitleaks default rules, read
+// from the rule file compiled into gitleaks without compiling the rules
+// (checkKeywords holds them to the compiled rules).
+var gitleaksKeywords = func() []string {
+	var out []string
+	for _, m := range keywordsLine.FindAllStringSubmatch(config.DefaultConfig, -1) {
+		for _, q := range tomlString.FindAllStringSubmatch(m[1], -1) {
+			out = append(out, q[1]+q[2])
+		}
+	}
+	return out
+}()
+
+var (
+	keywordsLine = regexp.MustCompile(`(?m)^\s*keywords\s*=\s*\[([^\]]*)\]`)
+	tomlString   = regexp.MustCompile(`"([^"\\]*)"|'([^']*)'`)
+)

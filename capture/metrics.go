@@ -8,7 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Stats is a snapshot of a Recorder's counters.
+// Stats is a snapshot of a Recorder's counters. It is a flat report with
+// one field per counter that status and metrics show, so it is wide.
 type Stats struct {
 	Captured    int64 // steps built and handed to the outbox
 	Queued      int64 // exchanges waiting for the worker now

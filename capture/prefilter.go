@@ -2,7 +2,9 @@ package capture
 
 import (
 	"encoding/binary"
+	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hindsight-proxy/hindsight/wire"
@@ -199,4 +201,39 @@ func (x *keywordIndex) findText(s string, ascii bool) uint64 {
 		return x.findASCII(s, 0)
 	}
 	return x.find(s, 0)
+}
+
+// keywordsIndex indexes the gitleaks keywords (gitleaksBit) and those of
+// the built-in text rules (bit i: builtinText[i]).
+var keywordsIndex = sync.OnceValues(func() (*keywordIndex, error) {
+	x := &keywordIndex{}
+	for _, k := range gitleaksKeywords {
+		if len(k) < minKeyword {
+			return nil, fmt.Errorf("load gitleaks rules: keyword %q shorter than %d bytes", k, minKeyword)
+		}
+		if !keywordInLeaf(k) {
+			return nil, fmt.Errorf("load gitleaks rules: keyword %q could span two strings of a document; cleanJSON cannot look for it", k)
+		}
+		x.add(k, gitleaksBit)
+	}
+	if len(gitleaksKeywords) < 100 {
+		return nil, fmt.Errorf("load gitleaks rules: only %d keywords read from its rule file", len(gitleaksKeywords))
+	}
+	for i, rule := range builtinText {
+		for _, k := range rule.keywords {
+			if !keywordInLeaf(k) {
+				return nil, fmt.Errorf("redact rule %s: keyword %q could span two strings of a document", rule.id, k)
+			}
+			x.add(k, 1<<i)
+		}
+	}
+	return x, nil
+})
+
+// keywordInLeaf reports whether keyword k can only occur in the "key:
+// value" lines that redactJSON scans within one key or one value: it holds
+// no line break and no ": ", does not begin with a space and does not end
+// with a colon.
+func keywordInLeaf(k string) bool {
+	return !strings.Contains(k, "\n") && !strings.Contains(k, ": ") && !strings.HasPrefix(k, " ") && !strings.HasSuffix(k, ":")
 }

@@ -12,10 +12,7 @@ package inject
 import (
 	"context"
 	"log/slog"
-	"runtime"
-	"sync"
 	"time"
-	"weak"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/proxy"
@@ -79,6 +76,10 @@ const (
 // An Injector adds Hindsight's lessons to one sidecar's traffic. Set its
 // fields before Install; the zero value of every field but Source is a
 // working default with all channels on.
+//
+// Its exported fields are settings only (a switch per channel, a cap or gate
+// each, with its default), so there are many; its state is in sessions and
+// lessons.
 type Injector struct {
 	// Source answers searches; usually the daemon's client.
 	Source Searcher
@@ -115,32 +116,8 @@ type Injector struct {
 
 	Logger *slog.Logger // nil: slog.Default()
 
-	mu       sync.Mutex
-	sessions map[weak.Pointer[proxy.Session]]*session
-	lessons  map[string]*lessonsFetch // by server
-}
-
-// session is what the Injector keeps per proxy session.
-type session struct {
-	mu       sync.Mutex
-	spent    int             // tokens injected so far
-	toolName string          // this session's name for query_hindsight
-	endTool  bool            // trigger_hindsight was listed
-	seen     map[string]bool // upstream tool names of the listing in progress
-	// pending holds injections made by hooks that do not see the
-	// Exchange, to be recorded on it by the Exchange hook: the
-	// instructions, keyed by method, and query_hindsight answers, keyed
-	// by their params.
-	pending map[string][]hindsight.Injection
-}
-
-// lessonsFetch is one search for a server's top lessons.
-type lessonsFetch struct {
-	done    chan struct{} // closed when the search ended
-	at      time.Time
-	list    []hindsight.ScoredExperience
-	err     error
-	refresh bool // a refresh is under way
+	sessions sessionTable // what the Injector keeps per proxy session
+	lessons  lessonsCache // the top lessons, by server
 }
 
 // Install sets the Injector's hooks on h: Initialize, ToolsList, ToolCall
@@ -179,194 +156,6 @@ func (in *Injector) namespace() string {
 		return in.Namespace
 	}
 	return hindsight.DefaultNamespace
-}
-
-// state returns the Injector's record of s, creating it. Records go away
-// with their sessions.
-func (in *Injector) state(s *proxy.Session) *session {
-	key := weak.Make(s)
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if st := in.sessions[key]; st != nil {
-		return st
-	}
-	if in.sessions == nil {
-		in.sessions = make(map[weak.Pointer[proxy.Session]]*session)
-	}
-	st := &session{toolName: QueryToolName}
-	in.sessions[key] = st
-	runtime.AddCleanup(s, func(k weak.Pointer[proxy.Session]) {
-		in.mu.Lock()
-		delete(in.sessions, k)
-		in.mu.Unlock()
-	}, key)
-	return st
-}
-
-// Spent returns the tokens injected so far in session s.
-func (in *Injector) Spent(s *proxy.Session) int {
-	st := in.state(s)
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.spent
-}
-
-// remaining returns the session's unspent budget.
-func (st *session) remaining(budget int) int {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return budget - st.spent
-}
-
-// spend charges n tokens to the session if they fit, and reports whether
-// they did.
-func (st *session) spend(n, budget int) bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.spent+n > budget {
-		return false
-	}
-	st.spent += n
-	return true
-}
-
-func (st *session) queryTool() string {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.toolName
-}
-
-func (st *session) addPending(key string, inj hindsight.Injection) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.pending == nil {
-		st.pending = make(map[string][]hindsight.Injection)
-	}
-	st.pending[key] = append(st.pending[key], inj)
-}
-
-func (st *session) takePending(key string) (hindsight.Injection, bool) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	q := st.pending[key]
-	if len(q) == 0 {
-		return hindsight.Injection{}, false
-	}
-	inj := q[0]
-	if len(q) == 1 {
-		delete(st.pending, key)
-	} else {
-		st.pending[key] = q[1:]
-	}
-	return inj, true
-}
-
-// Record adds to ex.Injected what the Initialize and query_hindsight hooks
-// injected for it. Install calls it from the Exchange hook.
-func (in *Injector) Record(ex *proxy.Exchange) {
-	if ex == nil || ex.Session == nil {
-		return
-	}
-	var key string
-	switch {
-	case ex.Method == "initialize" || ex.Method == "server/discover":
-		key = "init"
-	case ex.Method == "tools/call" && ex.Local:
-		key = "call:" + paramsKey(ex.Request)
-	default:
-		return
-	}
-	if inj, ok := in.state(ex.Session).takePending(key); ok {
-		ex.Injected = append(ex.Injected, inj)
-	}
-}
-
-// Prefetch searches the top lessons of in.Server now, so the first
-// initialize does not wait for the daemon. Run it on a goroutine when the
-// sidecar starts.
-func (in *Injector) Prefetch(ctx context.Context) {
-	if in.NoInstructions || in.Source == nil {
-		return
-	}
-	in.lessonsFor(ctx, in.Server)
-}
-
-// lessonsFor returns the top lessons for server: fresh ones from the cache,
-// or those of a search it starts or joins, waiting at most until ctx ends;
-// then stale ones, if any.
-func (in *Injector) lessonsFor(ctx context.Context, server string) ([]hindsight.ScoredExperience, error) {
-	ttl := orDefault(in.LessonsTTL, DefaultLessonsTTL)
-	in.mu.Lock()
-	if in.lessons == nil {
-		in.lessons = make(map[string]*lessonsFetch)
-	}
-	f := in.lessons[server]
-	switch {
-	case f == nil:
-		f = &lessonsFetch{done: make(chan struct{})}
-		in.lessons[server] = f
-		go in.fetchLessons(server, f, nil)
-	case isDone(f.done) && !f.refresh && (time.Since(f.at) > ttl || (f.err != nil && time.Since(f.at) > retryFailed)):
-		// Stale: refresh in the background and wait for it like a first
-		// fetch, falling back to what we had.
-		f.refresh = true
-		nf := &lessonsFetch{done: make(chan struct{})}
-		go in.fetchLessons(server, nf, f)
-		f = nf
-	}
-	in.mu.Unlock()
-	select {
-	case <-f.done:
-		return f.list, f.err
-	case <-ctx.Done():
-		in.mu.Lock()
-		old := in.lessons[server]
-		in.mu.Unlock()
-		if old != nil && old != f && isDone(old.done) {
-			return old.list, old.err
-		}
-		return nil, ctx.Err()
-	}
-}
-
-// fetchLessons runs one search for server's top lessons into f, and makes f
-// the cached fetch when it succeeded (or when there was none before).
-func (in *Injector) fetchLessons(server string, f, prev *lessonsFetch) {
-	ctx, cancel := context.WithTimeout(context.Background(), orDefault(in.QueryTimeout, DefaultQueryTimeout))
-	defer cancel()
-	n := orDefault(in.MaxInstructionLessons, DefaultMaxInstructionLessons)
-	list, err := in.Source.Search(ctx, hindsight.Query{
-		Text:      "", // no text: the store's best by confidence, evidence, hits and age
-		Namespace: in.namespace(),
-		Server:    server,
-		K:         2 * n,
-		NoHit:     true,
-		// Pinned lessons first, whatever their rank (see
-		// instructionsBlock).
-		IncludePinned: true,
-	})
-	f.list, f.err, f.at = list, err, time.Now()
-	if err != nil {
-		in.logger().Warn("prefetch lessons", "server", server, "err", err)
-	}
-	close(f.done)
-	in.mu.Lock()
-	if prev != nil {
-		prev.refresh = false
-	}
-	if err == nil || prev == nil {
-		in.lessons[server] = f
-	}
-	in.mu.Unlock()
-}
-
-func isDone(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }
 
 // paramsKey identifies a tools/call request's params, to match a local

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -31,12 +30,6 @@ const (
 	DefaultPollInterval = 30 * time.Minute
 	DefaultDrainTimeout = 10 * time.Second
 )
-
-// keyPrefix namespaces the queue's keys in a Badger database it may share
-// with the daemon's trace store.
-const keyPrefix = "reflectq/"
-
-func stateKey(state, id string) []byte { return []byte(keyPrefix + state + "/" + id) }
 
 // Entry is one task in the reflection queue.
 type Entry struct {
@@ -136,32 +129,42 @@ type Queue struct {
 	Logger  *slog.Logger
 	Metrics *Metrics // nil: a fresh one
 
-	db    *badger.DB
-	ownDB bool
-	now   func() time.Time
+	entries queueDB
+	now     func() time.Time
+	worker  queueWorker
+	status  queueStatus
+	// sw is the wait for an unreachable experience store, made on first
+	// need from StoreWaitBase and StoreWaitMax.
+	sw struct {
+		once sync.Once
+		wait *storeWait
+	}
+}
 
-	swOnce sync.Once
-	sw     *storeWait
-	procMu sync.Mutex // one reflection at a time
-	// updMu serializes the queue's read-modify-write transactions: in a
-	// database without conflict detection (the daemon's trace store)
-	// Badger would not catch two of them crossing.
-	updMu   sync.Mutex
+// queueWorker is the background worker's lifecycle: it reflects on one
+// task at a time, is woken by Enqueue and stopped by Close.
+type queueWorker struct {
+	procMu  sync.Mutex // one reflection at a time
 	running atomic.Int32
 	wake    chan struct{}
 	stop    context.CancelFunc
 	done    chan struct{}
+}
 
-	mu        sync.Mutex
-	lastRun   time.Time
-	lastErr   string
-	lastLog   time.Time
-	suppessed int
+// queueStatus is what Stats reports of the last reflection, and the rate
+// limit of the queue's error log. Its mu also guards the Queue's Metrics
+// while they are made on first use.
+type queueStatus struct {
+	mu         sync.Mutex
+	lastRun    time.Time
+	lastErr    string
+	lastLog    time.Time
+	suppressed int
 }
 
 // NewQueue returns a queue kept in db, which the caller owns.
 func NewQueue(db *badger.DB, src TaskSource, p *Pipeline) *Queue {
-	return &Queue{db: db, Source: src, Pipeline: p, wake: make(chan struct{}, 1), now: time.Now}
+	return &Queue{entries: queueDB{db: db}, Source: src, Pipeline: p, worker: queueWorker{wake: make(chan struct{}, 1)}, now: time.Now}
 }
 
 // OpenQueue opens (creating it) a Badger database in dir for the queue
@@ -172,7 +175,7 @@ func OpenQueue(dir string, src TaskSource, p *Pipeline) (*Queue, error) {
 		return nil, fmt.Errorf("open reflection queue: %w", err)
 	}
 	q := NewQueue(db, src, p)
-	q.ownDB = true
+	q.entries.own = true
 	return q, nil
 }
 
@@ -184,8 +187,8 @@ func (q *Queue) logger() *slog.Logger {
 }
 
 func (q *Queue) metrics() *Metrics {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	q.status.mu.Lock()
+	defer q.status.mu.Unlock()
 	if q.Metrics == nil {
 		q.Metrics = NewMetrics()
 	}
@@ -226,7 +229,7 @@ func (q *Queue) Enqueue(ctx context.Context, taskID string) error {
 	if added {
 		q.notify(ctx, taskID, StatePending)
 		select {
-		case q.wake <- struct{}{}:
+		case q.worker.wake <- struct{}{}:
 		default:
 		}
 	}
@@ -247,7 +250,7 @@ func (q *Queue) notify(ctx context.Context, id, state string) {
 // hindsight.ErrNotFound.
 func (q *Queue) Entry(ctx context.Context, taskID string) (*Entry, error) {
 	var e *Entry
-	err := q.db.View(func(txn *badger.Txn) error {
+	err := q.entries.db.View(func(txn *badger.Txn) error {
 		var err error
 		e, err = q.get(txn, taskID)
 		return err
@@ -277,7 +280,7 @@ func (q *Queue) State(ctx context.Context, taskID string) (string, error) {
 // List returns the entries in state, oldest first.
 func (q *Queue) List(ctx context.Context, state string) ([]Entry, error) {
 	var out []Entry
-	err := q.db.View(func(txn *badger.Txn) error {
+	err := q.entries.db.View(func(txn *badger.Txn) error {
 		prefix := stateKey(state, "")
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 64})
 		defer it.Close()
@@ -328,7 +331,7 @@ func (q *Queue) Stats(ctx context.Context) (QueueStats, error) {
 			s.Retrying++
 		}
 	}
-	err = q.db.View(func(txn *badger.Txn) error {
+	err = q.entries.db.View(func(txn *badger.Txn) error {
 		for _, c := range []struct {
 			state string
 			n     *int
@@ -345,11 +348,11 @@ func (q *Queue) Stats(ctx context.Context) (QueueStats, error) {
 		return s, fmt.Errorf("count queue: %w", err)
 	}
 	m := q.metrics()
-	s.Running = int(q.running.Load())
+	s.Running = int(q.worker.running.Load())
 	s.Dropped, s.Merged = m.Dropped(), m.Merged()
-	q.mu.Lock()
-	s.LastRun, s.LastError = q.lastRun, q.lastErr
-	q.mu.Unlock()
+	q.status.mu.Lock()
+	s.LastRun, s.LastError = q.status.lastRun, q.status.lastErr
+	q.status.mu.Unlock()
 	if q.Pipeline != nil {
 		if b, ok := q.Pipeline.Reflector.(interface{ Budget() *Budget }); ok {
 			s.LLMCallsLastHour, s.LLMTokensLastHour = b.Budget().Used()
@@ -401,413 +404,4 @@ func (q *Queue) RunNow(ctx context.Context, ids []string, pending bool, progress
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Start runs the worker in the background until Close.
-func (q *Queue) Start(ctx context.Context) {
-	loopCtx, stop := context.WithCancel(ctx)
-	// The work context outlives the loop's by DrainTimeout, so a task in
-	// flight at shutdown can finish.
-	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	q.stop = stop
-	q.done = make(chan struct{})
-	go func() {
-		defer close(q.done)
-		defer cancelWork()
-		go func() {
-			<-loopCtx.Done()
-			drain := q.DrainTimeout
-			if drain <= 0 {
-				drain = DefaultDrainTimeout
-			}
-			t := time.NewTimer(drain)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				cancelWork()
-			case <-workCtx.Done():
-			}
-		}()
-		q.loop(loopCtx, workCtx)
-	}()
-}
-
-// Close stops the worker, letting a task in flight finish for up to
-// DrainTimeout (then it is cancelled and stays pending), and closes the
-// database if the queue opened it.
-func (q *Queue) Close() error {
-	if q.stop != nil {
-		q.stop()
-		<-q.done
-	}
-	if q.ownDB {
-		return q.db.Close()
-	}
-	return nil
-}
-
-// loop is the worker: it reflects on due pending tasks, then sleeps until
-// the next is due (at most the poll interval) or a task is enqueued; with
-// nothing pending, until a task is enqueued. Errors of the queue itself
-// back off exponentially, capped.
-func (q *Queue) loop(loopCtx, workCtx context.Context) {
-	poll := q.PollInterval
-	if poll <= 0 {
-		poll = DefaultPollInterval
-	}
-	failures := 0
-	for {
-		wait, err := q.work(loopCtx, workCtx)
-		switch {
-		case loopCtx.Err() != nil:
-			return
-		case err != nil:
-			failures++
-			wait = min(time.Duration(1<<min(failures, 10))*time.Second, 5*time.Minute)
-			q.logError("reflect: queue error", err, "retry_in", wait)
-		default:
-			failures = 0
-		}
-		if wait == idle { // nothing pending: only Enqueue has work
-			select {
-			case <-loopCtx.Done():
-				return
-			case <-q.wake:
-			}
-			continue
-		}
-		wait = min(max(wait, min(time.Second, poll)), poll)
-		t := time.NewTimer(wait)
-		select {
-		case <-loopCtx.Done():
-			t.Stop()
-			return
-		case <-q.wake:
-		case <-t.C:
-		}
-		t.Stop()
-	}
-}
-
-// idle is what work returns when no task is pending.
-const idle = time.Duration(-1 << 63)
-
-// work reflects on every due pending task and returns how long until the
-// next one is due (0: look again soon; idle: none is pending).
-func (q *Queue) work(loopCtx, workCtx context.Context) (time.Duration, error) {
-	entries, err := q.List(loopCtx, StatePending)
-	if err != nil {
-		return 0, err
-	}
-	if wait, ok := q.waitForStore(loopCtx, len(entries) > 0); ok {
-		return wait, nil
-	}
-	var next time.Time
-	retried := false // a task failed: it waits for a retry not in next
-	for _, e := range entries {
-		if loopCtx.Err() != nil {
-			return 0, nil
-		}
-		now := q.now()
-		if e.NextAttempt.After(now) {
-			if next.IsZero() || e.NextAttempt.Before(next) {
-				next = e.NextAttempt
-			}
-			continue
-		}
-		err := q.process(loopCtx, workCtx, e.TaskID, false)
-		var be *BudgetError
-		if errors.As(err, &be) {
-			return be.Until.Sub(q.now()), nil
-		}
-		if storeUnavailable(err) {
-			wait, _ := q.storeWait().state(q.now())
-			return wait, nil
-		}
-		if err != nil && !isTaskError(err) {
-			return 0, err
-		}
-		retried = retried || err != nil
-	}
-	switch {
-	case retried:
-		return 0, nil // look again soon (the loop waits at least a second, or the poll interval)
-	case next.IsZero():
-		return idle, nil
-	}
-	return next.Sub(q.now()), nil
-}
-
-// credit gives the lessons that helped task their hits, unless an earlier
-// reflection of the task already did. It reports whether the task's hits
-// are now counted. A failure is logged, not retried: the lessons are
-// stored, and a lost hit only lowers a rank.
-//
-// An unreachable store is returned instead: the task waits for it, so
-// that its hits are counted late rather than never.
-func (q *Queue) credit(ctx context.Context, task *hindsight.Task) (bool, error) {
-	if e, err := q.Entry(ctx, task.ID); err == nil && e.Credited {
-		return true, nil
-	}
-	if err := q.Pipeline.Credit(ctx, task); err != nil {
-		if storeUnavailable(err) {
-			return false, err
-		}
-		q.logger().Warn("reflect: credit lessons", "task", task.ID, "err", err)
-		return false, nil
-	}
-	return true, nil
-}
-
-// taskError marks an error that concerns one task and is already recorded
-// on its entry, as opposed to an error of the queue itself.
-type taskError struct{ err error }
-
-func (e *taskError) Error() string { return e.err.Error() }
-func (e *taskError) Unwrap() error { return e.err }
-
-func isTaskError(err error) bool {
-	var te *taskError
-	return errors.As(err, &te)
-}
-
-// process reflects on one task and records the outcome. Cancellation and
-// an exhausted budget leave the task pending without counting an attempt.
-//
-// Unless force is set (RunNow), a task that is no longer due when its turn
-// comes (RunNow got to it first) is skipped.
-func (q *Queue) process(loopCtx, workCtx context.Context, id string, force bool) error {
-	q.procMu.Lock()
-	defer q.procMu.Unlock()
-	if err := loopCtx.Err(); err != nil {
-		return err
-	}
-	if !force {
-		e, err := q.Entry(loopCtx, id)
-		if err != nil {
-			return err
-		}
-		if e.State != StatePending || e.NextAttempt.After(q.now()) {
-			return nil
-		}
-	}
-	m := q.metrics()
-	q.running.Add(1)
-	defer q.running.Add(-1)
-	task, err := q.Source.Task(workCtx, id)
-	var out *Outcome
-	credited := false
-	if err == nil {
-		out, err = q.Pipeline.Process(workCtx, task)
-		if err == nil {
-			credited, err = q.credit(workCtx, task)
-		}
-	} else {
-		err = fmt.Errorf("load task %s: %w", id, err)
-	}
-	q.mu.Lock()
-	q.lastRun = q.now().UTC()
-	q.mu.Unlock()
-	switch {
-	case err == nil:
-	case workCtx.Err() != nil:
-		q.logger().Info("reflect: task interrupted; stays pending", "task", id)
-		return workCtx.Err()
-	case errors.Is(err, ErrBudget):
-		q.logger().Warn("reflect: hourly LLM budget reached; task waits", "task", id, "err", err)
-		return err
-	case storeUnavailable(err):
-		wait := q.storeWait().down(q.now())
-		q.mu.Lock()
-		q.lastErr = fmt.Sprintf("task %s waits for the experience store (next try in %s): %v", id, wait.Round(time.Second), err)
-		q.mu.Unlock()
-		m.task("store_wait")
-		q.logger().Warn("reflect: experience store unreachable; task waits without counting an attempt", "task", id, "retry_in", wait, "err", err)
-		return err
-	}
-	if q.storeWait().up() {
-		q.mu.Lock()
-		q.lastErr = "" // the store is back: its wait is no longer news
-		q.mu.Unlock()
-	}
-	var recErr error
-	var failed bool
-	uerr := q.update(func(txn *badger.Txn) error {
-		e, gerr := q.get(txn, id)
-		if gerr != nil {
-			return gerr
-		}
-		now := q.now().UTC()
-		if e == nil {
-			e = &Entry{TaskID: id, EnqueuedAt: now}
-		}
-		old := e.State
-		e.UpdatedAt = now
-		if err == nil {
-			e.State, e.LastError, e.NextAttempt = StateDone, "", time.Time{}
-			e.Credited = e.Credited || credited
-			e.Experiences = nil
-			e.Rejected = rejections(out.Dropped)
-			for _, r := range out.Merged {
-				if r.Outcome != DropStale && r.Outcome != DropContested {
-					e.Experiences = append(e.Experiences, r.ID)
-				}
-			}
-			return q.put(txn, old, e)
-		}
-		e.Attempts++
-		e.LastError = err.Error()
-		max := q.MaxAttempts
-		if max <= 0 {
-			max = DefaultMaxAttempts
-		}
-		failed = e.Attempts >= max
-		if failed {
-			e.State, e.NextAttempt = StateFailed, time.Time{}
-			recErr = fmt.Errorf("task %s failed after %d attempts: %w", id, e.Attempts, err)
-		} else {
-			e.State, e.NextAttempt = StatePending, now.Add(q.retryDelay(e.Attempts))
-			recErr = fmt.Errorf("task %s (attempt %d of %d, next at %s): %w", id, e.Attempts, max, e.NextAttempt.Format(time.RFC3339), err)
-		}
-		return q.put(txn, old, e)
-	})
-	if uerr != nil {
-		return fmt.Errorf("record reflection of task %s: %w", id, uerr)
-	}
-	if err == nil {
-		m.task(StateDone)
-		q.notify(workCtx, id, StateDone)
-		return nil
-	}
-	q.mu.Lock()
-	q.lastErr = recErr.Error()
-	q.mu.Unlock()
-	if failed {
-		m.task(StateFailed)
-		q.notify(workCtx, id, StateFailed)
-		q.logger().Error("reflect: task marked failed", "task", id, "err", err)
-	} else {
-		m.task("retry")
-		q.logger().Warn("reflect: task reflection failed; will retry", "task", id, "err", recErr)
-	}
-	return &taskError{recErr}
-}
-
-// storeWait returns the queue's wait for an unreachable store.
-func (q *Queue) storeWait() *storeWait {
-	q.swOnce.Do(func() {
-		base, max := q.StoreWaitBase, q.StoreWaitMax
-		if base <= 0 {
-			base = DefaultStoreWaitBase
-		}
-		if max <= 0 {
-			max = DefaultStoreWaitMax
-		}
-		q.sw = newStoreWait(base, max)
-	})
-	return q.sw
-}
-
-// waitForStore reports, when the store was unreachable last time, how
-// long the worker still waits: the rest of the backoff, else (with tasks
-// pending) until a probe of the store answers.
-func (q *Queue) waitForStore(ctx context.Context, pending bool) (time.Duration, bool) {
-	sw := q.storeWait()
-	wait, down := sw.state(q.now())
-	switch {
-	case !down:
-		return 0, false
-	case wait > 0:
-		return wait, true
-	case !pending:
-		return 0, false
-	}
-	if err := q.probeStore(ctx); err != nil {
-		return sw.down(q.now()), true
-	}
-	return 0, false // the task's success or failure settles the wait
-}
-
-// retryDelay grows exponentially from RetryBase, capped at RetryMax, with
-// jitter so tasks failing together do not retry together.
-func (q *Queue) retryDelay(attempts int) time.Duration {
-	base, cap := q.RetryBase, q.RetryMax
-	if base <= 0 {
-		base = DefaultRetryBase
-	}
-	if cap <= 0 {
-		cap = DefaultRetryMax
-	}
-	d := base << min(attempts-1, 20)
-	if d <= 0 || d > cap {
-		d = cap
-	}
-	return d - time.Duration(rand.Int64N(int64(d)/5+1))
-}
-
-// logError logs queue errors at most once per 30 seconds, saying how many
-// were suppressed in between.
-func (q *Queue) logError(msg string, err error, args ...any) {
-	q.mu.Lock()
-	now := q.now()
-	if !q.lastLog.IsZero() && now.Sub(q.lastLog) < 30*time.Second {
-		q.suppessed++
-		q.mu.Unlock()
-		return
-	}
-	n := q.suppessed
-	q.suppessed, q.lastLog = 0, now
-	q.mu.Unlock()
-	q.logger().Error(msg, append([]any{"err", err, "suppressed", n}, args...)...)
-}
-
-// get returns the entry of id in any state, or nil.
-func (q *Queue) get(txn *badger.Txn, id string) (*Entry, error) {
-	for _, st := range []string{StatePending, StateDone, StateFailed} {
-		item, err := txn.Get(stateKey(st, id))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		var e Entry
-		if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &e) }); err != nil {
-			return nil, fmt.Errorf("decode queue entry %s: %w", id, err)
-		}
-		e.State = st
-		return &e, nil
-	}
-	return nil, nil
-}
-
-// put writes e under its state, removing it from oldState.
-func (q *Queue) put(txn *badger.Txn, oldState string, e *Entry) error {
-	if oldState != "" && oldState != e.State {
-		if err := txn.Delete(stateKey(oldState, e.TaskID)); err != nil {
-			return err
-		}
-	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	return txn.Set(stateKey(e.State, e.TaskID), b)
-}
-
-// update runs fn in a read-write transaction, one at a time, retrying on
-// conflicts.
-func (q *Queue) update(fn func(txn *badger.Txn) error) error {
-	q.updMu.Lock()
-	defer q.updMu.Unlock()
-	var err error
-	for range 5 {
-		if err = q.db.Update(fn); !errors.Is(err, badger.ErrConflict) {
-			break
-		}
-	}
-	if err == nil && q.Written != nil {
-		q.Written()
-	}
-	return err
 }

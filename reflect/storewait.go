@@ -83,3 +83,38 @@ func (q *Queue) probeStore(ctx context.Context) error {
 	}
 	return nil
 }
+
+// storeWait returns the queue's wait for an unreachable store.
+func (q *Queue) storeWait() *storeWait {
+	q.sw.once.Do(func() {
+		base, max := q.StoreWaitBase, q.StoreWaitMax
+		if base <= 0 {
+			base = DefaultStoreWaitBase
+		}
+		if max <= 0 {
+			max = DefaultStoreWaitMax
+		}
+		q.sw.wait = newStoreWait(base, max)
+	})
+	return q.sw.wait
+}
+
+// waitForStore reports, when the store was unreachable last time, how
+// long the worker still waits: the rest of the backoff, else (with tasks
+// pending) until a probe of the store answers.
+func (q *Queue) waitForStore(ctx context.Context, pending bool) (time.Duration, bool) {
+	sw := q.storeWait()
+	wait, down := sw.state(q.now())
+	switch {
+	case !down:
+		return 0, false
+	case wait > 0:
+		return wait, true
+	case !pending:
+		return 0, false
+	}
+	if err := q.probeStore(ctx); err != nil {
+		return sw.down(q.now()), true
+	}
+	return 0, false // the task's success or failure settles the wait
+}

@@ -46,6 +46,8 @@ const MaxTemperature = 0.2
 
 // Config configures the LLM reflector. BaseURL, APIKey and Model come
 // from the configuration file or HINDSIGHT_LLM_*; the rest has defaults.
+// It has one field per setting (llm.* in the configuration), each with
+// its default, so it is wide and flat.
 type Config struct {
 	BaseURL string // an OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1
 	APIKey  string

@@ -77,7 +77,7 @@ func (s *Store) migrateDeltas(ctx context.Context) error {
 		Vectorizer:         "none",
 		VectorIndexConfig:  map[string]any{"skip": true},
 		MultiTenancyConfig: &models.MultiTenancyConfig{Enabled: true, AutoTenantCreation: true, AutoTenantActivation: true},
-		ReplicationConfig:  &models.ReplicationConfig{Factor: int64(max(s.factor, 1)), AsyncEnabled: s.factor > 1},
+		ReplicationConfig:  &models.ReplicationConfig{Factor: int64(max(s.repl.factor, 1)), AsyncEnabled: s.repl.factor > 1},
 	}
 	if err := s.c.Schema().ClassCreator().WithClass(class).Do(ctx); err != nil {
 		if err2 := exists(); err2 != nil || !ok { // another process may have made it
@@ -91,9 +91,7 @@ func (s *Store) migrateDeltas(ctx context.Context) error {
 func (s *Store) ensureDeltaTenant(ctx context.Context, ns string) error {
 	t := Tenant(ns)
 	key := "delta\x00" + t
-	s.tmu.Lock()
-	known := s.tenants[key]
-	s.tmu.Unlock()
+	known := s.tenants.has(key)
 	if known {
 		return nil
 	}
@@ -114,9 +112,7 @@ func (s *Store) ensureDeltaTenant(ctx context.Context, ns string) error {
 			return fmt.Errorf("create delta tenant %s: %w", t, err)
 		}
 	}
-	s.tmu.Lock()
-	s.tenants[key] = true
-	s.tmu.Unlock()
+	s.tenants.add(key)
 	return nil
 }
 
@@ -143,8 +139,8 @@ func (s *Store) deltaIDs(ctx context.Context, ns, id string) ([]string, error) {
 	err := s.retry(ctx, func() (err error) {
 		d := s.c.Batch().ObjectsBatchDeleter().WithClassName(s.deltaClass()).WithTenant(Tenant(ns)).
 			WithWhere(byID(id)).WithDryRun(true).WithOutput("verbose")
-		if s.cl != "" {
-			d = d.WithConsistencyLevel(s.cl)
+		if s.repl.cl != "" {
+			d = d.WithConsistencyLevel(s.repl.cl)
 		}
 		res, err = d.Do(ctx)
 		return err
@@ -245,8 +241,8 @@ func (s *Store) dropDeltas(ctx context.Context, ns, id string) error {
 	}
 	return s.retry(ctx, func() error {
 		d := s.c.Batch().ObjectsBatchDeleter().WithClassName(s.deltaClass()).WithTenant(Tenant(ns)).WithWhere(byID(id))
-		if s.cl != "" {
-			d = d.WithConsistencyLevel(s.cl)
+		if s.repl.cl != "" {
+			d = d.WithConsistencyLevel(s.repl.cl)
 		}
 		_, err := d.Do(ctx)
 		return err

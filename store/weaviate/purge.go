@@ -40,8 +40,8 @@ func (s *Store) Purge(ctx context.Context, namespace string, ids []string) (int,
 		err = s.retry(ctx, func() error {
 			d := s.c.Data().Deleter().WithClassName(s.class).WithID(objectID(namespace, id)).
 				WithTenant(Tenant(namespace))
-			if s.cl != "" {
-				d = d.WithConsistencyLevel(s.cl)
+			if s.repl.cl != "" {
+				d = d.WithConsistencyLevel(s.repl.cl)
 			}
 			if err := d.Do(ctx); err != nil && !notFound(err) {
 				return err

@@ -207,8 +207,8 @@ func encode(view, base *hindsight.Experience, epoch string) (map[string]any, err
 func (s *Store) write(ctx context.Context, objs ...*models.Object) error {
 	return s.retry(ctx, func() error {
 		b := s.c.Batch().ObjectsBatcher().WithObjects(objs...)
-		if s.cl != "" {
-			b = b.WithConsistencyLevel(s.cl)
+		if s.repl.cl != "" {
+			b = b.WithConsistencyLevel(s.repl.cl)
 		}
 		res, err := b.Do(ctx)
 		if err != nil {
@@ -229,7 +229,7 @@ func (s *Store) write(ctx context.Context, objs ...*models.Object) error {
 // down that fails at once and they are written at the store's level (the
 // node catches up by asynchronous replication when it is back).
 func (s *Store) writeView(ctx context.Context, objs ...*models.Object) error {
-	if s.factor > 1 && s.cl != ConsistencyAll {
+	if s.repl.factor > 1 && s.repl.cl != ConsistencyAll {
 		b := s.c.Batch().ObjectsBatcher().WithObjects(objs...).WithConsistencyLevel(ConsistencyAll)
 		if res, err := b.Do(ctx); err == nil && !slices.ContainsFunc(res, func(r models.ObjectsGetResponse) bool {
 			return r.Result != nil && r.Result.Errors != nil && len(r.Result.Errors.Error) > 0
@@ -262,8 +262,8 @@ func (s *Store) getObject(ctx context.Context, class, ns, oid string, withVector
 		if withVector {
 			g = g.WithVector()
 		}
-		if s.cl != "" {
-			g = g.WithConsistencyLevel(s.cl)
+		if s.repl.cl != "" {
+			g = g.WithConsistencyLevel(s.repl.cl)
 		}
 		objs, err = g.Do(ctx)
 		if notFound(err) {

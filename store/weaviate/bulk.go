@@ -1,0 +1,169 @@
+package weaviate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/google/uuid"
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/store"
+	"github.com/weaviate/weaviate/entities/models"
+)
+
+// Import writes experiences in batches of 100 (one request each) for
+// loading packs and benchmarks. Each is written as given — id (generated
+// when empty), version (1 when 0), timestamps (now when zero) — replacing
+// any stored experience with the same id without a version check; missing
+// vectors are embedded in batches.
+func (s *Store) Import(ctx context.Context, exps []*hindsight.Experience) error {
+	if s.stale {
+		return fmt.Errorf("import experiences: collection holds another embedder's vectors; re-embed first: %w", store.ErrDimension)
+	}
+	const batch = 100
+	now := s.now().UTC()
+	for i := 0; i < len(exps); i += batch {
+		part := exps[i:min(i+batch, len(exps))]
+		var texts []string
+		var need []int
+		for j, e := range part {
+			if e.Namespace == "" {
+				e.Namespace = hindsight.DefaultNamespace
+			}
+			if e.ID == "" {
+				e.ID = uuid.NewString()
+			}
+			if err := store.Validate(e); err != nil {
+				return fmt.Errorf("import experience %q: %w", e.ID, err)
+			}
+			if len(e.Vector) > 0 && (len(e.Vector) != s.emb.Dim() || (e.Embedder != "" && e.Embedder != s.embID)) {
+				return fmt.Errorf("import experience %q: %w", e.ID, store.ErrDimension)
+			}
+			if len(e.Vector) == 0 {
+				texts = append(texts, store.Text(e))
+				need = append(need, j)
+			}
+			if _, err := s.hasTenant(ctx, e.Namespace, true); err != nil {
+				return fmt.Errorf("import experiences: %w", err)
+			}
+		}
+		if len(texts) > 0 {
+			vs, err := s.emb.Embed(ctx, texts)
+			if err != nil {
+				return fmt.Errorf("import experiences: embed: %w", err)
+			}
+			for k, j := range need {
+				part[j].Vector = vs[k]
+			}
+		}
+		objs := make([]*models.Object, len(part))
+		for j, e := range part {
+			if e.Version == 0 {
+				e.Version = 1
+			}
+			if e.CreatedAt.IsZero() {
+				e.CreatedAt = now
+			}
+			if e.UpdatedAt.IsZero() {
+				e.UpdatedAt = now
+			}
+			e.Embedder = s.embID
+			vec := e.Vector
+			e.Vector = nil
+			obj, err := s.object(e, e, uuid.NewString(), vec)
+			e.Vector = vec
+			if err != nil {
+				return fmt.Errorf("import experience %q: %w", e.ID, err)
+			}
+			objs[j] = obj
+		}
+		if err := s.writeView(ctx, objs...); err != nil {
+			return fmt.Errorf("import experiences: %w", err)
+		}
+	}
+	return nil
+}
+
+// NeedsReembed returns how many experiences hold vectors of another
+// embedder than the configured one (all of them, or none: a collection
+// has one embedder).
+func (s *Store) NeedsReembed() int {
+	if !s.stale {
+		return 0
+	}
+	all, err := s.List(context.Background(), hindsight.ListOptions{IncludeSuperseded: true, IncludeDeleted: true})
+	if err != nil {
+		return 1
+	}
+	return len(all)
+}
+
+// Reembed rebuilds the collection with emb's vectors: it reads every
+// experience, embeds them (progress is called after each batch), drops the
+// collection, creates it again for emb and writes them back. A Weaviate
+// collection's vector dimension cannot change in place. Meanwhile a copy
+// of every experience is kept in a 0600 JSONL file in the temporary
+// directory (logged); it is removed on success and names the way back
+// (hindsight experiences import) if the process dies half way.
+func (s *Store) Reembed(ctx context.Context, emb hindsight.Embedder, progress func(done, total int)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all, err := s.List(ctx, hindsight.ListOptions{IncludeSuperseded: true, IncludeDeleted: true})
+	if err != nil {
+		return fmt.Errorf("re-embed experiences: %w", err)
+	}
+	backup, err := os.CreateTemp("", "hindsight-reembed-*.jsonl")
+	if err != nil {
+		return fmt.Errorf("re-embed experiences: backup: %w", err)
+	}
+	enc := json.NewEncoder(backup)
+	for i := range all {
+		if err := enc.Encode(&all[i]); err != nil {
+			backup.Close()
+			return fmt.Errorf("re-embed experiences: backup: %w", err)
+		}
+	}
+	if err := backup.Close(); err != nil {
+		return fmt.Errorf("re-embed experiences: backup: %w", err)
+	}
+	s.log.Info("re-embedding weaviate collection; a copy of every experience is kept until done",
+		"collection", s.class, "count", len(all), "backup", backup.Name())
+	ptrs := make([]*hindsight.Experience, len(all))
+	newID := store.EmbedderID(emb)
+	const batch = 64
+	for i := 0; i < len(all); i += batch {
+		part := all[i:min(i+batch, len(all))]
+		texts := make([]string, len(part))
+		for j := range part {
+			texts[j] = store.Text(&part[j])
+		}
+		vs, err := emb.Embed(ctx, texts)
+		if err != nil {
+			return fmt.Errorf("re-embed experiences: %w", err)
+		}
+		for j := range part {
+			if len(vs[j]) != emb.Dim() {
+				return fmt.Errorf("re-embed experiences: %w", store.ErrDimension)
+			}
+			part[j].Vector, part[j].Embedder = vs[j], newID
+			ptrs[i+j] = &part[j]
+		}
+		if progress != nil {
+			progress(i+len(part), len(all))
+		}
+	}
+	if err := s.retry(ctx, func() error { return s.c.Schema().ClassDeleter().WithClassName(s.class).Do(ctx) }); err != nil {
+		return fmt.Errorf("re-embed experiences: drop collection: %w", err)
+	}
+	s.emb, s.embID, s.stale = emb, store.EmbedderID(emb), false
+	s.tenants.reset()
+	if err := s.migrate(ctx); err != nil {
+		return fmt.Errorf("re-embed experiences (backup in %s): %w", backup.Name(), err)
+	}
+	if err := s.Import(ctx, ptrs); err != nil {
+		return fmt.Errorf("re-embed experiences (backup in %s): %w", backup.Name(), err)
+	}
+	os.Remove(backup.Name())
+	return nil
+}
