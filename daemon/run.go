@@ -316,9 +316,8 @@ func startError(errPath string, home hindsight.Home) string {
 // steps every few milliseconds while an agent calls tools) and waiting.
 // With more, each batch hands goroutines (the connection's, Badger's
 // writer's) from thread to thread, and the runtime wakes idle threads to
-// look for work: on a 2-core machine that cost the daemon more CPU than
-// ingest itself, taken from the relay beside it (relaybench's daemon CPU
-// per call fell by about a fifth with one).
+// look for work: on a small machine that costs the daemon more CPU than
+// ingest itself, taken from the relay beside it (bench/README.md).
 func daemonEnv(env []string, home hindsight.Home) []string {
 	env = append(env[:len(env):len(env)], "HINDSIGHT_HOME="+string(home))
 	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GOMAXPROCS=") }) {

@@ -84,10 +84,10 @@ func runWrap(ctx context.Context, g *globals, fs *pflag.FlagSet, cmdline []strin
 	}
 
 	if os.Getenv("GOGC") == "" && !g.config.captureEnabled() {
-		// Relaying only, the live heap is ~2 MB and the collector's
+		// Relaying only, the live heap is small and the collector's
 		// minimum target makes it run every few thousand calls: twice the
-		// headroom costs ~4 MB and saves ~15% of the relay's CPU. With
-		// capture the heap is larger and the default serves better.
+		// headroom costs a few MB and saves relay CPU (bench/README.md).
+		// With capture the heap is larger and the default serves better.
 		debug.SetGCPercent(200)
 	}
 
