@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/spool/spooltest"
 )
 
 // syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
@@ -34,7 +35,7 @@ func (s *syncBuffer) String() string {
 // to, with an uptime of 2562047h: an overflow).
 func TestDrainNoFalseClockJump(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	dead, err := New(Options{Home: home, Redactor: testRedactor(t), Logger: quietLogger()})
+	dead, err := New(Options{Home: home, Redactor: testRedactor(t), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestDrainNoFalseClockJump(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs syncBuffer
-	d := &collector{}
+	d := &spooltest.Collector{}
 	n, err := drainOrphans(context.Background(), home, d, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil || n != 5 {
 		t.Fatalf("drained %d, %v", n, err)
