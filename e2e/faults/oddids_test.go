@@ -48,8 +48,8 @@ func TestOddIDs(t *testing.T) {
 		{`17`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`},
 		{`{"jsonrpc":"2.0","id":3,"method":`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,`},
 	} {
-		a.send(tt.send)
-		if got := a.recv(); !strings.HasPrefix(got, tt.want) {
+		a.Send(tt.send)
+		if got := a.Recv(); !strings.HasPrefix(got, tt.want) {
 			t.Errorf("%s answered %s, want %s…", tt.send, got, tt.want)
 		}
 	}

@@ -22,7 +22,7 @@ func TestStatusDeadDaemon(t *testing.T) {
 	a := wrapFake(t, home)
 	a.initialize()
 	a.echoCalls("x", 0, 1, 10, 1)
-	a.in.Close()
+	a.CloseInput()
 	if err := a.cmd.Wait(); err != nil {
 		t.Fatalf("hindsight wrap exited with %v", err)
 	}

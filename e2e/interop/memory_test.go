@@ -21,6 +21,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -262,11 +263,7 @@ func TestMemoryServerRawJSONRPC(t *testing.T) {
 	home, _ := memHome(t)
 	cmd := exec.Command(testbin.Hindsight(t), "mcp")
 	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+string(home))
-	stdin, err := cmd.StdinPipe()
-	must(t, "stdin", err)
-	stdout, err := cmd.StdoutPipe()
-	must(t, "stdout", err)
-	must(t, "start", cmd.Start())
+	stdin, stdout := testkit.StartPiped(t, cmd)
 	defer func() { stdin.Close(); cmd.Wait() }()
 	lines := bufio.NewScanner(stdout)
 	lines.Buffer(nil, 1<<20)
