@@ -235,16 +235,7 @@ func everythingConversation(t *testing.T, transport mcp.Transport, version strin
 	must(t, "long operation", err)
 	tr.add(t, "tools/call long operation", res)
 	// The client may handle the last notification after the result.
-	var got []string
-	for len(got) < 4 {
-		select {
-		case n := <-progress:
-			got = append(got, fmt.Sprintf("%v %v/%v", n.ProgressToken, n.Progress, n.Total))
-			continue
-		case <-time.After(5 * time.Second):
-		}
-		break
-	}
+	got := progressOf(progress, 4)
 	tr.add(t, "progress notifications", got)
 	if len(got) != 4 {
 		t.Errorf("progress notifications: %q, want 4", got)
@@ -279,6 +270,22 @@ func everythingConversation(t *testing.T, transport mcp.Transport, version strin
 		t.Errorf("get-roots-list did not see the client's root: %s", textOf(res))
 	}
 	return tr
+}
+
+// progressOf returns up to n progress notifications from progress, as
+// "token progress/total", giving up when none comes for 5 s.
+func progressOf(progress <-chan *mcp.ProgressNotificationParams, n int) []string {
+	var got []string
+	for len(got) < n {
+		select {
+		case p := <-progress:
+			got = append(got, fmt.Sprintf("%v %v/%v", p.ProgressToken, p.Progress, p.Total))
+			continue
+		case <-time.After(5 * time.Second):
+		}
+		break
+	}
+	return got
 }
 
 func must(t *testing.T, what string, err error) {
