@@ -419,15 +419,10 @@ func TestEndToEndCaps(t *testing.T) {
 func TestEndToEndDaemonDown(t *testing.T) {
 	skipShort(t)
 	exe := testbin.Hindsight(t)
-	dir, err := os.MkdirTemp("", "hs-down-")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Cleanups run last first: the sidecar stops (e.connect), then any
 	// daemon it managed to start, then the home goes. (A home removed
 	// under a running sidecar is recreated by it, with a daemon.)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	testbin.StopDaemon(t, dir)
+	dir := testbin.Home(t)
 	// The sidecar would start a daemon: point it at a binary that cannot.
 	e := &env{home: hindsight.Home(dir), exe: exe}
 	cmd := exec.Command(exe, "wrap", "--name", "example", "--", exe, "example-server")

@@ -6,7 +6,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -27,16 +26,7 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 
 func TestServeDeleteEndsTask(t *testing.T) {
 	up := startEverything(t, "streamableHttp")
-	home, err := os.MkdirTemp("", "hs-serve-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	testbin.StopDaemon(t, home)
-	cfg := relayOnly + "daemon:\n  idle_gap: 10m\n"
-	if err := os.WriteFile(home+"/config.yaml", []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	home := testbin.HomeWith(t, relayOnly+"daemon:\n  idle_gap: 10m\n")
 	side := serveIn(t, home, "--upstream", up+"/mcp")
 
 	post := func(sid, body string) (*http.Response, string) {
@@ -76,7 +66,7 @@ func TestServeDeleteEndsTask(t *testing.T) {
 
 	req, _ := http.NewRequest(http.MethodDelete, side+"/mcp", nil)
 	req.Header.Set("Mcp-Session-Id", sid)
-	resp, err = testClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

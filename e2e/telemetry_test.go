@@ -41,15 +41,7 @@ type agent struct {
 func sidecar(t *testing.T, config string, env []string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
 	bin := testbin.Hindsight(t)
-	home, err := os.MkdirTemp("", "hs-") // short: the daemon's socket lives here
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	testbin.StopDaemon(t, home)
-	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	home := testbin.HomeWith(t, config)
 	args = append(append(args, "--", os.Args[0]), fakeserver.Args("TestTelemetryFakeServer")...)
 	cmd := exec.Command(bin, args...)
 	for _, kv := range os.Environ() {

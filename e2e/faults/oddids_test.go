@@ -3,7 +3,6 @@
 package faults
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -17,20 +16,10 @@ func plainHome(t *testing.T) hindsight.Home {
 	if testing.Short() {
 		t.Skip("starts processes; not in -short mode")
 	}
-	dir, err := os.MkdirTemp("", "hs-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	home := hindsight.Home(dir)
+	home := hindsight.Home(testbin.HomeWith(t, "inject:\n  instructions: false\n  error_results: false\n  query_tool: false\n"))
 	if err := home.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	cfg := "inject:\n  instructions: false\n  error_results: false\n  query_tool: false\n"
-	if err := os.WriteFile(home.Path("config.yaml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	testbin.StopDaemon(t, dir)
 	return home
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -35,5 +36,15 @@ func Home(t testing.TB) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(home) })
 	StopDaemon(t, home)
+	return home
+}
+
+// HomeWith is Home with config.yaml holding config.
+func HomeWith(t testing.TB, config string) string {
+	t.Helper()
+	home := Home(t)
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(config), 0o600); err != nil {
+		t.Fatalf("write config: %v", err)
+	}
 	return home
 }
