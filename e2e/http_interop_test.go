@@ -438,44 +438,18 @@ func alive(pid int) bool {
 func TestServeDeleteSession(t *testing.T) {
 	up := startEverything(t, "streamableHttp")
 	side := startServe(t, "--upstream", up+"/mcp")
-	post := func(sid, body string) *http.Response {
-		req, _ := http.NewRequest(http.MethodPost, side+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
-	resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	url := side + "/mcp"
+	resp, body := mcpPost(t, http.DefaultClient, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	sid := resp.Header.Get("Mcp-Session-Id")
-	if resp.StatusCode != 200 || sid == "" || !strings.Contains(string(body), `"serverInfo"`) {
+	if resp.StatusCode != 200 || sid == "" || !strings.Contains(body, `"serverInfo"`) {
 		t.Fatalf("initialize: %d sid=%q %s", resp.StatusCode, sid, body)
 	}
-	resp = post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	resp.Body.Close()
+	resp, _ = mcpPost(t, http.DefaultClient, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("initialized: %d", resp.StatusCode)
 	}
-	req, _ := http.NewRequest(http.MethodDelete, side+"/mcp", nil)
-	req.Header.Set("Mcp-Session-Id", sid)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("DELETE: %d", resp.StatusCode)
-	}
-	resp = post(sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	resp.Body.Close()
+	mcpDelete(t, http.DefaultClient, url, sid)
+	resp, _ = mcpPost(t, http.DefaultClient, url, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("tools/list after DELETE: status %d, want 404", resp.StatusCode)
 	}
