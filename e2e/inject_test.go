@@ -41,22 +41,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	skipShort(t)
 	exe := testbin.Hindsight(t)
-	dir, err := os.MkdirTemp("", "hs-e2e-") // short: the socket path is limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	home := hindsight.Home(dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := daemon.EnsureRunning(ctx, home, exe)
-	if err != nil {
-		os.RemoveAll(dir)
-		t.Fatalf("start daemon: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	// Runs first: the daemon (whichever holds the lock by then) stops
-	// before its home goes.
-	testbin.StopDaemon(t, dir)
+	home, c := daemonHome(t, exe, 30*time.Second)
 	return &env{home: home, exe: exe, client: c}
 }
 

@@ -22,19 +22,10 @@ import (
 func TestSidecarNamespace(t *testing.T) {
 	t.Setenv("HINDSIGHT_LLM_MODEL", "") // rule-based reflection
 	exe := testbin.HindsightFull(t)
-	dir, err := os.MkdirTemp("", "hs-ns-") // short: the socket path is limited
-	if err != nil {
-		t.Fatal(err)
-	}
+	home, client := daemonHome(t, exe, 2*time.Minute)
+	dir := string(home)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	client, err := daemon.EnsureRunning(ctx, hindsight.Home(dir), exe)
-	if err != nil {
-		os.RemoveAll(dir)
-		t.Fatalf("start daemon: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	testbin.StopDaemon(t, dir)
 
 	learn := []toolCall{
 		{"fetch_report", map[string]any{"month": "2026-03"}},

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -70,23 +69,11 @@ func TestEndToEnd(t *testing.T) {
 // endToEnd drives one task through the programs and returns the one
 // experience listed afterwards.
 func endToEnd(t *testing.T) hindsight.Experience {
-	exe := testbin.HindsightFull(t)        // the daemon with an LLM is hindsightd
-	dir, err := os.MkdirTemp("", "hs-rf-") // short: the socket path is limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	home := hindsight.Home(dir)
+	exe := testbin.HindsightFull(t) // the daemon with an LLM is hindsightd
+	home, client := daemonHome(t, exe, 2*time.Minute)
+	dir := string(home)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	client, err := daemon.EnsureRunning(ctx, home, exe)
-	if err != nil {
-		os.RemoveAll(dir)
-		t.Fatalf("start daemon: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	// Runs first: the daemon (whichever holds the lock by then) stops
-	// before its home goes.
-	testbin.StopDaemon(t, dir)
 
 	const task = "e2e-reflect"
 	cmd := exec.Command(exe, "wrap", "--name", "example", "--", exe, "example-server")
