@@ -1,34 +1,15 @@
 package capture
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/spool/spooltest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDrainNoFalseClockJump: draining a dead sidecar's outbox, whose age
 // the drainer cannot know, does not warn that the clock jumped (it used
@@ -45,7 +26,7 @@ func TestDrainNoFalseClockJump(t *testing.T) {
 	if err := dead.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	d := &spooltest.Collector{}
 	n, err := drainOrphans(context.Background(), home, d, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil || n != 5 {

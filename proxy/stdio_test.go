@@ -29,14 +29,14 @@ func TestStdioFakeServer(t *testing.T) { fakeserver.Main() }
 // fakeStdio returns a Stdio running the fake server in mode, with short
 // delays, logging to the returned buffer. The fake server's received lines
 // go to record and its pids to pids (files in a temp dir).
-func fakeStdio(t *testing.T, mode string) (st *Stdio, logs *syncBuffer, record, pids string) {
+func fakeStdio(t *testing.T, mode string) (st *Stdio, logs *testkit.SyncBuffer, record, pids string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts server processes; not in -short mode")
 	}
 	dir := t.TempDir()
 	record, pids = filepath.Join(dir, "record"), filepath.Join(dir, "pids")
-	logs = &syncBuffer{}
+	logs = &testkit.SyncBuffer{}
 	st = &Stdio{
 		Command:         os.Args[0],
 		Args:            fakeserver.Args("TestStdioFakeServer"),
