@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -103,15 +102,6 @@ func (a *stdioAgent) initialize() {
 	a.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 }
 
-func readLines(t *testing.T, path string) []string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-}
-
 // TestStdioRelaysBytes checks that unknown methods and members pass both
 // ways byte for byte, and that stderr goes to the log.
 func TestStdioRelaysBytes(t *testing.T) {
@@ -157,7 +147,7 @@ func TestStdioRelaysBytes(t *testing.T) {
 	if err := a.stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	rec := readLines(t, record)
+	rec := fakeserver.Recorded(t, record)
 	found := false
 	for _, l := range rec {
 		found = found || l == answer
@@ -210,7 +200,7 @@ func TestStdioCrash(t *testing.T) {
 	if err := a.stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	rec := readLines(t, record)
+	rec := fakeserver.Recorded(t, record)
 	var inits, initialized []string
 	for _, l := range rec {
 		if strings.Contains(l, `"method":"initialize"`) {
@@ -243,7 +233,7 @@ func TestStdioCrashLoop(t *testing.T) {
 	if err := a.stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	starts := len(readLines(t, pids))
+	starts := len(fakeserver.Recorded(t, pids))
 	// 5ms, 10ms, 20ms, then 40ms: at most ~30 starts in a second, even
 	// with jitter; a spinning loop would start hundreds.
 	if starts < 3 || starts > 60 {
@@ -270,7 +260,7 @@ func pidsOf(t *testing.T, path string, n int) []int {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var pids []int
-		for _, l := range readLines(t, path) {
+		for _, l := range fakeserver.Recorded(t, path) {
 			if p, err := strconv.Atoi(l); err == nil {
 				pids = append(pids, p)
 			}
@@ -432,7 +422,7 @@ func TestStdioLocalCall(t *testing.T) {
 		t.Fatalf("local call: %s", got)
 	}
 	a.stop()
-	if strings.Contains(strings.Join(readLines(t, record), "\n"), "query_hindsight") {
+	if strings.Contains(strings.Join(fakeserver.Recorded(t, record), "\n"), "query_hindsight") {
 		t.Errorf("the local call reached the server")
 	}
 }

@@ -98,17 +98,7 @@ func wrapFake(t *testing.T, home hindsight.Home) *agent {
 
 // alive reports whether the sidecar still runs.
 func (a *agent) alive() bool {
-	return a.cmd.Process.Signal(syscall.Signal(0)) == nil && !exited(a.cmd.Process.Pid)
-}
-
-// exited reports whether pid is gone or a zombie.
-func exited(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z'
+	return a.cmd.Process.Signal(syscall.Signal(0)) == nil && !testkit.ProcessGone(a.cmd.Process.Pid)
 }
 
 func (a *agent) initialize() {
@@ -284,7 +274,7 @@ func TestDiskFull(t *testing.T) {
 	if !a.alive() {
 		t.Fatal("the sidecar died while the disk was full")
 	}
-	if exited(daemonPID) {
+	if testkit.ProcessGone(daemonPID) {
 		t.Fatal("the daemon died while the disk was full")
 	}
 	// What could not be held is counted durably, while the disk is full.
@@ -368,7 +358,7 @@ func TestDiskFullDaemonRestart(t *testing.T) {
 	if err := syscall.Kill(h.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitFor(t, "the daemon to die", time.Minute, func() bool { return exited(h.PID) })
+	testkit.WaitFor(t, "the daemon to die", time.Minute, func() bool { return testkit.ProcessGone(h.PID) })
 	a.echoCalls("full", 5, calls, 4096, 8)
 	if !a.alive() {
 		t.Fatal("the sidecar died while the disk was full")

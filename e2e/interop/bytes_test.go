@@ -66,15 +66,6 @@ func (a *rawAgent) close() error {
 	return a.cmd.Wait()
 }
 
-func recorded(t *testing.T, path string) []string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-}
-
 // TestWrapBytes checks, through the real binary, that unknown methods and
 // unknown members survive both ways byte for byte: in requests, responses,
 // notifications, _meta, a root anyOf in a tool's schema, and batches.
@@ -150,7 +141,7 @@ func TestWrapBytes(t *testing.T) {
 		t.Fatalf("hindsight wrap exited with %v", err)
 	}
 
-	got := recorded(t, record)
+	got := fakeserver.Recorded(t, record)
 	want := append(fromAgent[:3:3], odd...)
 	want = append(want, fromAgent[3:]...)
 	for i := range want {
@@ -175,7 +166,7 @@ func TestWrapCrashAndRestart(t *testing.T) {
 		t.Fatalf("hindsight wrap exited with %v", err)
 	}
 	n := 0
-	for _, l := range recorded(t, record) {
+	for _, l := range fakeserver.Recorded(t, record) {
 		if strings.Contains(l, `"method":"initialize"`) {
 			n++
 		}

@@ -328,17 +328,6 @@ func wrapBilling(t *testing.T, home hindsight.Home, task string) *mcp.ClientSess
 	return cs
 }
 
-func waitUntil(t *testing.T, what string, d time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestMemoryServerEndToEnd: an agent records three steps outside MCP with
 // store_episode, makes two MCP calls through a sidecar in the same task,
 // and ends it with trigger_hindsight: the task is reflected at once (no
@@ -392,7 +381,7 @@ func TestMemoryServerEndToEnd(t *testing.T) {
 	episode("fetch_report", "HTTP 401 Unauthorized: no active session. Call login first.", true, map[string]any{"month": "2026-03"})
 	mcpCall("login", map[string]any{"user": "ada", "password": "pw"})
 	mcpCall("fetch_report", map[string]any{"month": "2026-03"})
-	waitUntil(t, "the sidecar's steps", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "the sidecar's steps", 30*time.Second, func() bool {
 		_, err := os.Stat(home.Socket())
 		return err == nil && page.Total >= 0 && mcpCalls() == 2
 	})
@@ -483,7 +472,7 @@ func TestFinalMetaEndsTask(t *testing.T) {
 	must(t, "fetch_report, final", err)
 
 	var task *hindsight.Task
-	waitUntil(t, "the task reflected", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "the task reflected", 30*time.Second, func() bool {
 		tasks, err := c.Tasks(ctx, daemon.TaskFilter{})
 		if err != nil || len(tasks) != 1 {
 			return false
@@ -505,7 +494,7 @@ func TestFinalMetaEndsTask(t *testing.T) {
 	// The next request of the same agent starts a new task.
 	_, err = agent.CallTool(ctx, &mcp.CallToolParams{Name: "fetch_report", Arguments: map[string]any{"month": "2026-04"}})
 	must(t, "fetch_report after the end", err)
-	waitUntil(t, "a second task", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "a second task", 30*time.Second, func() bool {
 		tasks, err := c.Tasks(ctx, daemon.TaskFilter{})
 		return err == nil && len(tasks) == 2
 	})
@@ -594,7 +583,7 @@ func TestSidecarTriggerEndsTask(t *testing.T) {
 	if res.IsError || !strings.Contains(resultText(res), "Task ended") {
 		t.Fatalf("trigger_hindsight = %v %q", res.IsError, resultText(res))
 	}
-	waitUntil(t, "the task reflected", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "the task reflected", 30*time.Second, func() bool {
 		tasks, err := c.Tasks(ctx, daemon.TaskFilter{})
 		return err == nil && len(tasks) == 1 && tasks[0].Final && tasks[0].Reflection == "done"
 	})
