@@ -339,11 +339,7 @@ func TestInteropStreamableHTTP(t *testing.T) {
 	hooked, _ := startServeProc(t, "", "--upstream", up+"/mcp")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: hooked + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := connectStreamable(ctx, t, hooked+"/mcp")
 	defer cs.Close()
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil || !testkit.HasTool(tools, "query_hindsight") || !testkit.HasTool(tools, "echo") {
@@ -377,11 +373,7 @@ func TestInteropCommandUpstream(t *testing.T) {
 	// A session left open holds a child; SIGTERM ends it with the sidecar.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: side + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := connectStreamable(ctx, t, side+"/mcp")
 	defer cs.Close()
 	kids := serverChildren(serve.cmd.Process.Pid)
 	if len(kids) == 0 {
@@ -397,10 +389,22 @@ func TestInteropCommandUpstream(t *testing.T) {
 		t.Errorf("exit status %d after SIGTERM, want 0", code)
 	}
 	for _, pid := range kids {
-		if alive(pid) {
+		if !testkit.ProcessGone(pid) {
 			t.Errorf("server child %d outlived the sidecar", pid)
 		}
 	}
+}
+
+// connectStreamable connects an MCP client to the Streamable HTTP
+// endpoint url.
+func connectStreamable(ctx context.Context, t *testing.T, url string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }
 
 // serverChildren lists the child processes of pid (started from any
@@ -420,17 +424,6 @@ func serverChildren(pid int) []int {
 		}
 	}
 	return out
-}
-
-// alive reports whether pid runs (a zombie does not count).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 // TestServeDeleteSession ends a session with DELETE: the sidecar forgets it

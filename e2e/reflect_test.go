@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -76,14 +75,7 @@ func endToEnd(t *testing.T) hindsight.Experience {
 	defer cancel()
 
 	const task = "e2e-reflect"
-	cmd := exec.Command(exe, "wrap", "--name", "example", "--", exe, "example-server")
-	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+dir, "HINDSIGHT_TASK_ID="+task)
-	cmd.Stderr = os.Stderr
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).
-		Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
+	cs := wrapExample(ctx, t, exe, dir, task)
 	calls := []struct {
 		tool    string
 		args    map[string]any
@@ -106,6 +98,7 @@ func endToEnd(t *testing.T) hindsight.Experience {
 
 	// The session closed: the task becomes final once its steps arrived.
 	var tk *hindsight.Task
+	var err error
 	for {
 		tk, err = client.Task(ctx, task)
 		if err == nil && tk.Final && len(tk.Steps) >= 3 {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 )
 
 // Run runs `hindsight args…` (the lean build) with HINDSIGHT_HOME=home,
@@ -30,11 +32,7 @@ func Run(t testing.TB, home string, wantErr bool, args ...string) string {
 // its daemon, if one was started, is stopped (StopDaemon).
 func Home(t testing.TB) string {
 	t.Helper()
-	home, err := os.MkdirTemp("", "hs-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
+	home := testkit.ShortTempDir(t)
 	StopDaemon(t, home)
 	return home
 }
