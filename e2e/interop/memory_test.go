@@ -33,19 +33,13 @@ func memHome(t *testing.T) (hindsight.Home, *daemon.Client) {
 		t.Skip("starts the hindsight binary; skipped under -short")
 	}
 	exe := testbin.Hindsight(t)
-	dir, err := os.MkdirTemp("", "hs-mem-") // short: the socket path is limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	home := hindsight.Home(dir)
+	home := hindsight.Home(testbin.Home(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := daemon.EnsureRunning(ctx, home, exe)
 	if err != nil {
 		t.Fatalf("start daemon: %v", err)
 	}
-	testbin.StopDaemon(t, dir)
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, name := range []string{"mcp.log", "daemon.log", "wrap-billing.log"} {
