@@ -165,12 +165,7 @@ func everythingConversation(t *testing.T, transport mcp.Transport, version strin
 		}
 	}
 
-	prompts, err := cs.ListPrompts(ctx, nil)
-	must(t, "prompts/list", err)
-	tr.add(t, "prompts/list", prompts)
-	p, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "args-prompt", Arguments: map[string]string{"city": "Paris", "state": "Île-de-France"}})
-	must(t, "prompts/get", err)
-	tr.add(t, "prompts/get", p)
+	addPrompts(ctx, t, cs, tr)
 
 	resources, err := cs.ListResources(ctx, nil)
 	must(t, "resources/list", err)
@@ -270,6 +265,18 @@ func everythingConversation(t *testing.T, transport mcp.Transport, version strin
 		t.Errorf("get-roots-list did not see the client's root: %s", textOf(res))
 	}
 	return tr
+}
+
+// addPrompts lists the server's prompts and gets args-prompt, adding both
+// answers to tr.
+func addPrompts(ctx context.Context, t *testing.T, cs *mcp.ClientSession, tr *transcript) {
+	t.Helper()
+	prompts, err := cs.ListPrompts(ctx, nil)
+	must(t, "prompts/list", err)
+	tr.add(t, "prompts/list", prompts)
+	p, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "args-prompt", Arguments: map[string]string{"city": "Paris", "state": "Île-de-France"}})
+	must(t, "prompts/get", err)
+	tr.add(t, "prompts/get", p)
 }
 
 // progressOf returns up to n progress notifications from progress, as
