@@ -34,7 +34,7 @@ var layers = []struct {
 	{"programs", []string{"cmd/hindsight", "cmd/hindsightd", "bench", "bench/cmd/relaybench", "bench/cmd/scalebench",
 		"store/embedded/cmd/storebench", "store/internal/benchset", "store/storetest", "internal/platformcheck",
 		"internal/testkit", "internal/testkit/fakeserver", "internal/testkit/otlptest", "internal/testkit/tasktest",
-		"internal/testkit/testbin", "internal/testkit/weaviatetest", "e2e", "e2e/faults", "e2e/interop"}},
+		"internal/testkit/testbin", "internal/testkit/weaviatetest", "spool/spooltest", "e2e", "e2e/faults", "e2e/interop"}},
 }
 
 // TestLayers fails when a package imports one of a higher layer, or when a

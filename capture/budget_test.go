@@ -2,13 +2,16 @@ package capture
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/spool/spooltest"
 )
 
-// TestFloodStaysWithinBudget floods a Recorder whose daemon (a collector
+// TestFloodStaysWithinBudget floods a Recorder whose daemon (a SlowCollector
 // taking one batch every 100 ms) cannot keep up: the capture queue's
 // accounted bytes never pass MaxQueueBytes (the rest spills, sealed), the
 // outbox holds its batches back at MaxMemBytes instead of writing the
@@ -16,9 +19,9 @@ import (
 func TestFloodStaysWithinBudget(t *testing.T) {
 	const n, budget, outboxBudget = 4000, 64 << 10, 512 << 10
 	home := hindsight.Home(t.TempDir())
-	d := &slowCollector{delay: 100 * time.Millisecond}
+	d := spooltest.NewSlowCollector(100 * time.Millisecond)
 	rec, err := New(Options{Home: home, Server: "flood", Redactor: testRedactor(t), Deliverer: d,
-		Logger: quietLogger(), MaxQueueBytes: budget, MaxMemBytes: outboxBudget})
+		Logger: slog.New(slog.DiscardHandler), MaxQueueBytes: budget, MaxMemBytes: outboxBudget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +33,7 @@ func TestFloodStaysWithinBudget(t *testing.T) {
 		if i%256 == 0 {
 			// Faster than any relay: let the spill writer keep up, or
 			// exchanges are dropped (another bound, tested elsewhere).
-			waitFor(t, "the spill writer", func() bool { return len(rec.spill.in) == 0 })
+			testkit.WaitFor(t, "the spill writer", 20*time.Second, func() bool { return len(rec.spill.in) == 0 })
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -38,7 +41,7 @@ func TestFloodStaysWithinBudget(t *testing.T) {
 	if err := rec.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "every step delivered", func() bool { return d.count() == n })
+	testkit.WaitFor(t, "every step delivered", 20*time.Second, func() bool { return d.Count() == n })
 	st := rec.Stats()
 	if err := rec.Close(ctx); err != nil {
 		t.Fatal(err)

@@ -1,40 +1,22 @@
 package capture
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/spool/spooltest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDrainNoFalseClockJump: draining a dead sidecar's outbox, whose age
 // the drainer cannot know, does not warn that the clock jumped (it used
 // to, with an uptime of 2562047h: an overflow).
 func TestDrainNoFalseClockJump(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	dead, err := New(Options{Home: home, Redactor: testRedactor(t), Logger: quietLogger()})
+	dead, err := New(Options{Home: home, Redactor: testRedactor(t), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,8 +26,8 @@ func TestDrainNoFalseClockJump(t *testing.T) {
 	if err := dead.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
-	d := &collector{}
+	var logs testkit.SyncBuffer
+	d := &spooltest.Collector{}
 	n, err := drainOrphans(context.Background(), home, d, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil || n != 5 {
 		t.Fatalf("drained %d, %v", n, err)

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/hindsight-proxy/hindsight/spool/spooltest"
 )
 
 const (
@@ -67,7 +69,7 @@ func recordForever(home hindsight.Home, ack bool) {
 		w.Flush()
 		mu.Unlock()
 	}
-	opts := Options{Home: home, Logger: quietLogger()}
+	opts := Options{Home: home, Logger: slog.New(slog.DiscardHandler)}
 	if ack {
 		opts.Deliverer = slowDaemon{say: say}
 	}
@@ -111,12 +113,12 @@ func TestSIGKILLLosesNothingRelayed(t *testing.T) {
 			committed = l.n
 		}
 	}
-	d := &collector{}
+	d := &spooltest.Collector{}
 	n, err := DrainOrphans(context.Background(), hindsight.Home(home), d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := d.got()
+	steps := d.Got()
 	t.Logf("%d relayed more than 50 ms before the kill; %d reported committed; outbox held %d", relayedBefore, committed, n)
 	if int64(len(steps)) < committed {
 		t.Fatalf("lost committed steps: %d delivered, %d committed before SIGKILL", len(steps), committed)
@@ -157,12 +159,12 @@ func TestSIGKILLMemoryFirst(t *testing.T) {
 			acked[uint64(l.n)] = true
 		}
 	}
-	d := &collector{}
+	d := &spooltest.Collector{}
 	n, err := DrainOrphans(context.Background(), hindsight.Home(home), d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := d.got()
+	steps := d.Got()
 	t.Logf("%d relayed more than 50 ms before the kill; %d acknowledged; outbox held %d", relayedBefore, len(acked), n)
 	have := maps.Clone(acked)
 	for i, s := range steps {

@@ -8,79 +8,27 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/hindsight-proxy/hindsight/spool"
+	"github.com/hindsight-proxy/hindsight/spool/spooltest"
 	"github.com/prometheus/client_golang/prometheus"
 )
-
-// collector is a Deliverer standing in for the daemon client: it keeps
-// what it is given, and can be told to be down or to refuse steps.
-type collector struct {
-	mu     sync.Mutex
-	steps  []hindsight.Step
-	down   bool
-	refuse func(hindsight.Step) bool
-	calls  int
-}
-
-func (c *collector) Deliver(ctx context.Context, steps []hindsight.Step) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.calls++
-	if c.down {
-		return errors.New("dial unix hindsight.sock: connect: connection refused")
-	}
-	for _, s := range steps {
-		if c.refuse != nil && c.refuse(s) {
-			return errors.Join(spool.ErrRejected, errors.New("bad step"))
-		}
-	}
-	c.steps = append(c.steps, steps...)
-	return nil
-}
-
-func (c *collector) setDown(d bool) { c.mu.Lock(); c.down = d; c.mu.Unlock() }
-
-func (c *collector) got() []hindsight.Step {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]hindsight.Step(nil), c.steps...)
-}
-
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(ioDiscard{}, nil))
-}
-
-type ioDiscard struct{}
-
-func (ioDiscard) Write(p []byte) (int, error) { return len(p), nil }
-
-// waitFor polls cond for up to 20 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // exchanges returns n tools/call exchanges of one session.
 func exchanges(n int) []*proxy.Exchange {
 	sess := &proxy.Session{ID: "s1", Server: "fs", Transport: "stdio", HostPID: 99}
-	base := time.Date(2026, 11, 30, 9, 0, 0, 123456789, time.UTC)
+	base := spooltest.Base
 	var out []*proxy.Exchange
 	for i := range n {
-		req := `{"jsonrpc":"2.0","id":` + itoa(i) + `,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/p/` + itoa(i) + `","token":"tk-` + itoa(i) + `-secret"}}}`
-		resp := `{"jsonrpc":"2.0","id":` + itoa(i) + `,"result":{"content":[{"type":"text","text":"line ` + itoa(i) + `"}]}}`
+		req := `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/p/` + strconv.Itoa(i) + `","token":"tk-` + strconv.Itoa(i) + `-secret"}}}`
+		resp := `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"result":{"content":[{"type":"text","text":"line ` + strconv.Itoa(i) + `"}]}}`
 		out = append(out, &proxy.Exchange{Session: sess, Direction: hindsight.ClientToServer, Method: "tools/call",
 			Request: []byte(req), Response: []byte(resp),
 			Started: base.Add(time.Duration(i) * time.Second), Ended: base.Add(time.Duration(i)*time.Second + 1500*time.Microsecond)})
@@ -88,37 +36,18 @@ func exchanges(n int) []*proxy.Exchange {
 	return out
 }
 
-func checkInOrder(t *testing.T, got []hindsight.Step, n int, source string) {
-	t.Helper()
-	if len(got) != n {
-		t.Fatalf("delivered %d steps, want %d", len(got), n)
-	}
-	base := time.Date(2026, 11, 30, 9, 0, 0, 123456789, time.UTC)
-	for i, s := range got {
-		if s.Seq != uint64(i+1) || s.Source != source {
-			t.Fatalf("step %d: source %q seq %d, want %q %d", i, s.Source, s.Seq, source, i+1)
-		}
-		if !s.StartedAt.Equal(base.Add(time.Duration(i) * time.Second)) {
-			t.Fatalf("step %d: started_at %v lost its original timestamp", i, s.StartedAt)
-		}
-		if strings.Contains(string(s.Request), "-secret") {
-			t.Fatalf("step %d: token not redacted: %s", i, s.Request)
-		}
-	}
-}
-
 func TestRecorderDeliversInOrder(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	d := &collector{}
+	d := &spooltest.Collector{}
 	reg := prometheus.NewRegistry()
-	r, err := New(Options{Home: home, Server: "fs", Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger(), Registerer: reg})
+	r, err := New(Options{Home: home, Server: "fs", Redactor: testRedactor(t), Deliverer: d, Logger: slog.New(slog.DiscardHandler), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, ex := range exchanges(500) {
 		r.Hook(ex)
 	}
-	waitFor(t, "delivery", func() bool { return r.Stats().Delivered == 500 })
+	testkit.WaitFor(t, "delivery", 20*time.Second, func() bool { return r.Stats().Delivered == 500 })
 	st := r.Stats()
 	if st.Captured != 500 || st.Delivered != 500 || st.Redactions != 500 || st.Dropped != 0 || st.Depth != 0 {
 		t.Errorf("stats %+v", st)
@@ -131,7 +60,7 @@ func TestRecorderDeliversInOrder(t *testing.T) {
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	checkInOrder(t, d.got(), 500, r.Source())
+	spooltest.CheckInOrder(t, d.Got(), 500, r.Source())
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("emptied outbox not removed: %v", err)
 	}
@@ -145,8 +74,9 @@ func TestRecorderDeliversInOrder(t *testing.T) {
 // outbox and arrive exactly once, in order, with their timestamps.
 func TestOutboxOutage(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	d := &collector{down: true}
-	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger()})
+	d := &spooltest.Collector{}
+	d.SetDown(true)
+	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +87,7 @@ func TestOutboxOutage(t *testing.T) {
 	if err := r.Sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "failed attempts", func() bool { return r.Stats().DeliveryFailures >= 2 })
+	testkit.WaitFor(t, "failed attempts", 20*time.Second, func() bool { return r.Stats().DeliveryFailures >= 2 })
 	for _, ex := range exs[200:] {
 		r.Hook(ex)
 	}
@@ -165,31 +95,31 @@ func TestOutboxOutage(t *testing.T) {
 	if st := r.Stats(); st.Depth != 300 || st.Spilled == 0 {
 		t.Errorf("during outage: %+v", st)
 	}
-	d.setDown(false)
-	waitFor(t, "delivery after outage", func() bool { return r.Stats().Delivered == 300 })
+	d.SetDown(false)
+	testkit.WaitFor(t, "delivery after outage", 20*time.Second, func() bool { return r.Stats().Delivered == 300 })
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	checkInOrder(t, d.got(), 300, r.Source())
+	spooltest.CheckInOrder(t, d.Got(), 300, r.Source())
 }
 
 // TestOutboxRejected: a step the daemon refuses is set aside; the others
 // are delivered, in order, and the refused one is kept in a file.
 func TestOutboxRejected(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	d := &collector{refuse: func(s hindsight.Step) bool { return s.Seq == 7 }}
-	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger()})
+	d := &spooltest.Collector{Refuse: spooltest.Reject(spool.ErrRejected, func(s hindsight.Step) bool { return s.Seq == 7 })}
+	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, ex := range exchanges(20) {
 		r.Hook(ex)
 	}
-	waitFor(t, "delivery", func() bool { return r.Stats().Delivered == 19 && r.Stats().Rejected == 1 })
+	testkit.WaitFor(t, "delivery", 20*time.Second, func() bool { return r.Stats().Delivered == 19 && r.Stats().Rejected == 1 })
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for i, s := range d.got() {
+	for i, s := range d.Got() {
 		want := uint64(i + 1)
 		if want >= 7 {
 			want++
@@ -216,7 +146,7 @@ func TestOutboxRejected(t *testing.T) {
 // (value logs, tables, WAL) for each planted secret.
 func TestSecretsNeverReachDisk(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	r, err := New(Options{Home: home, Redactor: testRedactor(t), Logger: quietLogger()})
+	r, err := New(Options{Home: home, Redactor: testRedactor(t), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,11 +193,11 @@ func TestSecretsNeverReachDisk(t *testing.T) {
 		}
 	}
 	// The steps themselves are intact JSON.
-	d := &collector{}
+	d := &spooltest.Collector{}
 	if n, err := DrainOrphans(context.Background(), home, d); err != nil || n != len(cases) {
 		t.Fatalf("drained %d of %d: %v", n, len(cases), err)
 	}
-	for _, s := range d.got() {
+	for _, s := range d.Got() {
 		if !json.Valid(s.Request) || (len(s.Response) > 0 && !json.Valid(s.Response)) {
 			t.Errorf("step %d: invalid JSON", s.Seq)
 		}
@@ -287,8 +217,8 @@ func TestRecorderDropsWhenQueueFull(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home := hindsight.Home(t.TempDir())
-			d := &collector{}
-			r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger(),
+			d := &spooltest.Collector{}
+			r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: slog.New(slog.DiscardHandler),
 				MaxQueueBytes: 8 << 10, Workers: 1, MaxSpillBytes: tc.maxSpill})
 			if err != nil {
 				t.Fatal(err)
@@ -304,11 +234,11 @@ func TestRecorderDropsWhenQueueFull(t *testing.T) {
 			if st.Dropped == 0 || st.Captured+st.Dropped != 2000 || (tc.maxSpill > 0) != (st.ExchangesSpilled > 0) {
 				t.Fatalf("stats %+v", st)
 			}
-			waitFor(t, "delivery", func() bool { return r.Stats().Delivered == st.Captured })
+			testkit.WaitFor(t, "delivery", 20*time.Second, func() bool { return r.Stats().Delivered == st.Captured })
 			if err := r.Close(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			for i, s := range d.got() {
+			for i, s := range d.Got() {
 				if s.Seq != uint64(i+1) {
 					t.Fatalf("gap at %d: seq %d", i, s.Seq)
 				}
@@ -323,8 +253,8 @@ func TestRecorderDropsWhenQueueFull(t *testing.T) {
 // outbox cannot journal, and the hand-off comes after commitLinger.
 func TestRecorderHandsOffInBatches(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	d := &collector{}
-	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger()})
+	d := &spooltest.Collector{}
+	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +268,7 @@ func TestRecorderHandsOffInBatches(t *testing.T) {
 		t.Fatalf("%d steps captured before the linger or a full batch", st.Captured)
 	}
 	r.Hook(exs[handOffBatch-1])
-	waitFor(t, "a full batch handed over", func() bool { return r.Stats().Captured == handOffBatch })
+	testkit.WaitFor(t, "a full batch handed over", 20*time.Second, func() bool { return r.Stats().Captured == handOffBatch })
 	for _, ex := range exs[handOffBatch : handOffBatch+5] {
 		r.Hook(ex)
 	}
@@ -356,9 +286,9 @@ func TestRecorderHandsOffInBatches(t *testing.T) {
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	checkInOrder(t, d.got(), len(exs), r.Source())
+	spooltest.CheckInOrder(t, d.Got(), len(exs), r.Source())
 
-	r, err = New(Options{Home: hindsight.Home(t.TempDir()), Redactor: testRedactor(t), Logger: quietLogger()})
+	r, err = New(Options{Home: hindsight.Home(t.TempDir()), Redactor: testRedactor(t), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,31 +297,5 @@ func TestRecorderHandsOffInBatches(t *testing.T) {
 	for _, ex := range exchanges(5) {
 		r.Hook(ex)
 	}
-	waitFor(t, "steps handed over without a journal", func() bool { return r.Stats().Captured == 5 })
+	testkit.WaitFor(t, "steps handed over without a journal", 20*time.Second, func() bool { return r.Stats().Captured == 5 })
 }
-
-// slowCollector acknowledges every batch after its delay.
-type slowCollector struct {
-	mu    sync.Mutex
-	delay time.Duration
-	n     int
-}
-
-func (c *slowCollector) Deliver(ctx context.Context, steps []hindsight.Step) error {
-	c.mu.Lock()
-	d := c.delay
-	c.mu.Unlock()
-	select {
-	case <-time.After(d):
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.n += len(steps)
-	return nil
-}
-
-func (c *slowCollector) setDelay(d time.Duration) { c.mu.Lock(); c.delay = d; c.mu.Unlock() }
-
-func (c *slowCollector) count() int { c.mu.Lock(); defer c.mu.Unlock(); return c.n }

@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/hindsight-proxy/hindsight/spool/spooltest"
 )
 
 // plantedSecret is in every exchange of the spill tests.
@@ -49,7 +53,7 @@ func scanFor(t *testing.T, root, s string) []string {
 func TestSpillSealsAndReadsBackInOrder(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "spill")
 	c := &counters{}
-	sp, err := openSpill(dir, 1<<30, make(chan struct{}, 1), quietLogger(), c)
+	sp, err := openSpill(dir, 1<<30, make(chan struct{}, 1), slog.New(slog.DiscardHandler), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +111,7 @@ func TestSpillSealsAndReadsBackInOrder(t *testing.T) {
 
 // TestSpillBound: past MaxSpillBytes a spill refuses exchanges.
 func TestSpillBound(t *testing.T) {
-	sp, err := openSpill(filepath.Join(t.TempDir(), "spill"), 2000, make(chan struct{}, 1), quietLogger(), &counters{})
+	sp, err := openSpill(filepath.Join(t.TempDir(), "spill"), 2000, make(chan struct{}, 1), slog.New(slog.DiscardHandler), &counters{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +133,8 @@ func TestSpillBound(t *testing.T) {
 // with its original timestamps, redacted.
 func TestRecorderSpillsWhenQueueFull(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	d := &collector{}
-	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger(), MaxQueueBytes: 8 << 10, Workers: 1})
+	d := &spooltest.Collector{}
+	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: slog.New(slog.DiscardHandler), MaxQueueBytes: 8 << 10, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +142,7 @@ func TestRecorderSpillsWhenQueueFull(t *testing.T) {
 	for _, ex := range secretExchanges(n) {
 		r.Hook(ex)
 	}
-	waitFor(t, "a spilled exchange", func() bool { return r.Stats().ExchangesSpilled > 0 })
+	testkit.WaitFor(t, "a spilled exchange", 20*time.Second, func() bool { return r.Stats().ExchangesSpilled > 0 })
 	if hits := scanFor(t, string(home), plantedSecret); len(hits) > 0 {
 		t.Fatalf("planted secret readable in %v", hits)
 	}
@@ -150,7 +154,7 @@ func TestRecorderSpillsWhenQueueFull(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	t.Logf("%d of %d exchanges spilled", st.ExchangesSpilled, n)
-	waitFor(t, "delivery", func() bool { return r.Stats().Delivered == n })
+	testkit.WaitFor(t, "delivery", 20*time.Second, func() bool { return r.Stats().Delivered == n })
 	// Capture caught up: new exchanges take the queue again.
 	if r.spill.active() {
 		t.Error("still spilling after the spill was read back")
@@ -158,10 +162,10 @@ func TestRecorderSpillsWhenQueueFull(t *testing.T) {
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	got := d.got()
-	checkInOrder(t, got, n, r.Source())
+	got := d.Got()
+	spooltest.CheckInOrder(t, got, n, r.Source())
 	for i, s := range got {
-		if want := `"path":"/p/` + itoa(i) + `"`; !strings.Contains(string(s.Request), want) {
+		if want := `"path":"/p/` + strconv.Itoa(i) + `"`; !strings.Contains(string(s.Request), want) {
 			t.Fatalf("step %d out of order: %s", i, s.Request)
 		}
 		if strings.Contains(string(s.Request)+string(s.Response), plantedSecret) {
@@ -176,8 +180,8 @@ func TestRecorderSpillsWhenQueueFull(t *testing.T) {
 // TestRecorderSpillCloses: Close records what is still spilled.
 func TestRecorderSpillCloses(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	d := &collector{}
-	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: quietLogger(), MaxQueueBytes: 4 << 10, Workers: 1})
+	d := &spooltest.Collector{}
+	r, err := New(Options{Home: home, Redactor: testRedactor(t), Deliverer: d, Logger: slog.New(slog.DiscardHandler), MaxQueueBytes: 4 << 10, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +196,7 @@ func TestRecorderSpillCloses(t *testing.T) {
 	if st := r.Stats(); st.ExchangesSpilled == 0 || st.Dropped != 0 {
 		t.Errorf("stats %+v", st)
 	}
-	checkInOrder(t, d.got(), 500, r.Source())
+	spooltest.CheckInOrder(t, d.Got(), 500, r.Source())
 	if _, err := os.Stat(filepath.Join(home.Outboxes(), r.Source())); !os.IsNotExist(err) {
 		t.Errorf("outbox left after a clean close: %v", err)
 	}
@@ -203,7 +207,7 @@ func TestRecorderSpillCloses(t *testing.T) {
 // its exchanges and still delivers the outbox's steps.
 func TestDeadSpillDeletedAndCounted(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	dead, err := New(Options{Home: home, Redactor: testRedactor(t), Logger: quietLogger()})
+	dead, err := New(Options{Home: home, Redactor: testRedactor(t), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +221,7 @@ func TestDeadSpillDeletedAndCounted(t *testing.T) {
 	// What a sidecar killed while spilling leaves: sealed segments, one
 	// of them torn.
 	dir := dead.outbox.SpillDir()
-	sp, err := openSpill(dir, 1<<30, make(chan struct{}, 1), quietLogger(), &counters{})
+	sp, err := openSpill(dir, 1<<30, make(chan struct{}, 1), slog.New(slog.DiscardHandler), &counters{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +234,7 @@ func TestDeadSpillDeletedAndCounted(t *testing.T) {
 	sp.segs[0].w.Close()
 
 	before := SpillLost()
-	d := &collector{}
+	d := &spooltest.Collector{}
 	n, err := DrainOrphans(context.Background(), home, d)
 	if err != nil {
 		t.Fatal(err)

@@ -109,8 +109,6 @@ func TestStepsGolden(t *testing.T) {
 	}
 }
 
-func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
-
 // FuzzBuildStep checks that any request/response pair builds a step that
 // encodes as JSON (every raw field stays valid JSON, truncated or not).
 func FuzzBuildStep(f *testing.F) {

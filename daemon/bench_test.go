@@ -135,22 +135,7 @@ func benchIngest(b *testing.B, path string, batches []int, bodiesOf func(*testin
 
 // compactBodies is benchBodies with the steps in their compact encoding.
 func compactBodies(b *testing.B, seq uint64, batch, n int) [][]byte {
-	out := make([][]byte, n)
-	for j := range out {
-		body := []byte(`{"steps":[`)
-		for i, s := range echoBatch("bench", seq, batch) {
-			if i > 0 {
-				body = append(body, ',')
-			}
-			var err error
-			if body, err = wire.AppendCompactStep(body, &s); err != nil {
-				b.Fatal(err)
-			}
-		}
-		out[j] = append(body, "]}"...)
-		seq += uint64(batch)
-	}
-	return out
+	return encodeBodies(b, seq, batch, n, wire.AppendCompactStep)
 }
 
 // echoBatch is a batch of n steps of relaybench's call (bench.EchoTool
@@ -177,19 +162,14 @@ func echoBatch(source string, seq uint64, n int) []hindsight.Step {
 // benchBodies encodes n bodies of POST /v1/steps, each of batch steps of
 // echoBatch, with consecutive seqs from seq.
 func benchBodies(b *testing.B, seq uint64, batch, n int) [][]byte {
+	return encodeBodies(b, seq, batch, n, wire.AppendStep)
+}
+
+// encodeBodies is benchBodies with each step encoded by enc.
+func encodeBodies(b *testing.B, seq uint64, batch, n int, enc func([]byte, *hindsight.Step) ([]byte, error)) [][]byte {
 	out := make([][]byte, n)
 	for j := range out {
-		body := []byte(`{"steps":[`)
-		for i, s := range echoBatch("bench", seq, batch) {
-			if i > 0 {
-				body = append(body, ',')
-			}
-			var err error
-			if body, err = wire.AppendStep(body, &s); err != nil {
-				b.Fatal(err)
-			}
-		}
-		out[j] = append(body, "]}"...)
+		out[j] = tasktest.BatchJSON(b, echoBatch("bench", seq, batch), enc)
 		seq += uint64(batch)
 	}
 	return out

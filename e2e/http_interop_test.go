@@ -339,11 +339,7 @@ func TestInteropStreamableHTTP(t *testing.T) {
 	hooked, _ := startServeProc(t, "", "--upstream", up+"/mcp")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: hooked + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := connectStreamable(ctx, t, hooked+"/mcp")
 	defer cs.Close()
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil || !testkit.HasTool(tools, "query_hindsight") || !testkit.HasTool(tools, "echo") {
@@ -377,11 +373,7 @@ func TestInteropCommandUpstream(t *testing.T) {
 	// A session left open holds a child; SIGTERM ends it with the sidecar.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: side + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := connectStreamable(ctx, t, side+"/mcp")
 	defer cs.Close()
 	kids := serverChildren(serve.cmd.Process.Pid)
 	if len(kids) == 0 {
@@ -397,10 +389,22 @@ func TestInteropCommandUpstream(t *testing.T) {
 		t.Errorf("exit status %d after SIGTERM, want 0", code)
 	}
 	for _, pid := range kids {
-		if alive(pid) {
+		if !testkit.ProcessGone(pid) {
 			t.Errorf("server child %d outlived the sidecar", pid)
 		}
 	}
+}
+
+// connectStreamable connects an MCP client to the Streamable HTTP
+// endpoint url.
+func connectStreamable(ctx context.Context, t *testing.T, url string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }
 
 // serverChildren lists the child processes of pid (started from any
@@ -422,60 +426,23 @@ func serverChildren(pid int) []int {
 	return out
 }
 
-// alive reports whether pid runs (a zombie does not count).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
 // TestServeDeleteSession ends a session with DELETE: the sidecar forgets it
 // (404 after) and ends the upstream session too.
 func TestServeDeleteSession(t *testing.T) {
 	up := startEverything(t, "streamableHttp")
 	side := startServe(t, "--upstream", up+"/mcp")
-	post := func(sid, body string) *http.Response {
-		req, _ := http.NewRequest(http.MethodPost, side+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
-	resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	url := side + "/mcp"
+	resp, body := mcpPost(t, http.DefaultClient, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	sid := resp.Header.Get("Mcp-Session-Id")
-	if resp.StatusCode != 200 || sid == "" || !strings.Contains(string(body), `"serverInfo"`) {
+	if resp.StatusCode != 200 || sid == "" || !strings.Contains(body, `"serverInfo"`) {
 		t.Fatalf("initialize: %d sid=%q %s", resp.StatusCode, sid, body)
 	}
-	resp = post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	resp.Body.Close()
+	resp, _ = mcpPost(t, http.DefaultClient, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("initialized: %d", resp.StatusCode)
 	}
-	req, _ := http.NewRequest(http.MethodDelete, side+"/mcp", nil)
-	req.Header.Set("Mcp-Session-Id", sid)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("DELETE: %d", resp.StatusCode)
-	}
-	resp = post(sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	resp.Body.Close()
+	mcpDelete(t, http.DefaultClient, url, sid)
+	resp, _ = mcpPost(t, http.DefaultClient, url, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("tools/list after DELETE: status %d, want 404", resp.StatusCode)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/inject"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -40,22 +41,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	skipShort(t)
 	exe := testbin.Hindsight(t)
-	dir, err := os.MkdirTemp("", "hs-e2e-") // short: the socket path is limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	home := hindsight.Home(dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := daemon.EnsureRunning(ctx, home, exe)
-	if err != nil {
-		os.RemoveAll(dir)
-		t.Fatalf("start daemon: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	// Runs first: the daemon (whichever holds the lock by then) stops
-	// before its home goes.
-	testbin.StopDaemon(t, dir)
+	home, c := daemonHome(t, exe, 30*time.Second)
 	return &env{home: home, exe: exe, client: c}
 }
 
@@ -418,15 +404,10 @@ func TestEndToEndCaps(t *testing.T) {
 func TestEndToEndDaemonDown(t *testing.T) {
 	skipShort(t)
 	exe := testbin.Hindsight(t)
-	dir, err := os.MkdirTemp("", "hs-down-")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Cleanups run last first: the sidecar stops (e.connect), then any
 	// daemon it managed to start, then the home goes. (A home removed
 	// under a running sidecar is recreated by it, with a daemon.)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	testbin.StopDaemon(t, dir)
+	dir := testbin.Home(t)
 	// The sidecar would start a daemon: point it at a binary that cannot.
 	e := &env{home: hindsight.Home(dir), exe: exe}
 	cmd := exec.Command(exe, "wrap", "--name", "example", "--", exe, "example-server")
@@ -495,17 +476,7 @@ func TestEndToEndBytesOutsideInjection(t *testing.T) {
 func rawSession(t *testing.T, cmd *exec.Cmd, env []string, lines []string) [][]byte {
 	t.Helper()
 	cmd.Env = append(os.Environ(), env...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, out := testkit.StartPiped(t, cmd)
 	defer func() {
 		in.Close()
 		cmd.Wait()

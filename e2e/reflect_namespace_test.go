@@ -22,19 +22,10 @@ import (
 func TestSidecarNamespace(t *testing.T) {
 	t.Setenv("HINDSIGHT_LLM_MODEL", "") // rule-based reflection
 	exe := testbin.HindsightFull(t)
-	dir, err := os.MkdirTemp("", "hs-ns-") // short: the socket path is limited
-	if err != nil {
-		t.Fatal(err)
-	}
+	home, client := daemonHome(t, exe, 2*time.Minute)
+	dir := string(home)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	client, err := daemon.EnsureRunning(ctx, hindsight.Home(dir), exe)
-	if err != nil {
-		os.RemoveAll(dir)
-		t.Fatalf("start daemon: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	testbin.StopDaemon(t, dir)
 
 	learn := []toolCall{
 		{"fetch_report", map[string]any{"month": "2026-03"}},
@@ -87,18 +78,11 @@ type toolCall struct {
 // --namespace ns unless "") in front of the example server, as task.
 func session(ctx context.Context, t *testing.T, exe, dir, ns, task string, calls []toolCall) {
 	t.Helper()
-	args := []string{"wrap", "--name", "example"}
+	var extra []string
 	if ns != "" {
-		args = append(args, "--namespace", ns)
+		extra = []string{"--namespace", ns}
 	}
-	cmd := exec.Command(exe, append(args, "--", exe, "example-server")...)
-	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+dir, "HINDSIGHT_TASK_ID="+task)
-	cmd.Stderr = os.Stderr
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).
-		Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
+	cs := wrapExample(ctx, t, exe, dir, task, extra...)
 	defer cs.Close()
 	for _, c := range calls {
 		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args}); err != nil {
@@ -120,4 +104,20 @@ func final(ctx context.Context, t *testing.T, client *daemon.Client, task string
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// wrapExample connects an MCP client, as task, to `hindsight wrap --name
+// example [extra…] -- exe example-server` with its home in dir.
+func wrapExample(ctx context.Context, t *testing.T, exe, dir, task string, extra ...string) *mcp.ClientSession {
+	t.Helper()
+	args := append([]string{"wrap", "--name", "example"}, extra...)
+	cmd := exec.Command(exe, append(args, "--", exe, "example-server")...)
+	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+dir, "HINDSIGHT_TASK_ID="+task)
+	cmd.Stderr = os.Stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).
+		Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	return cs
 }

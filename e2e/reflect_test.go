@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -70,33 +68,14 @@ func TestEndToEnd(t *testing.T) {
 // endToEnd drives one task through the programs and returns the one
 // experience listed afterwards.
 func endToEnd(t *testing.T) hindsight.Experience {
-	exe := testbin.HindsightFull(t)        // the daemon with an LLM is hindsightd
-	dir, err := os.MkdirTemp("", "hs-rf-") // short: the socket path is limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	home := hindsight.Home(dir)
+	exe := testbin.HindsightFull(t) // the daemon with an LLM is hindsightd
+	home, client := daemonHome(t, exe, 2*time.Minute)
+	dir := string(home)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	client, err := daemon.EnsureRunning(ctx, home, exe)
-	if err != nil {
-		os.RemoveAll(dir)
-		t.Fatalf("start daemon: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	// Runs first: the daemon (whichever holds the lock by then) stops
-	// before its home goes.
-	testbin.StopDaemon(t, dir)
 
 	const task = "e2e-reflect"
-	cmd := exec.Command(exe, "wrap", "--name", "example", "--", exe, "example-server")
-	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+dir, "HINDSIGHT_TASK_ID="+task)
-	cmd.Stderr = os.Stderr
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).
-		Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
+	cs := wrapExample(ctx, t, exe, dir, task)
 	calls := []struct {
 		tool    string
 		args    map[string]any
@@ -119,6 +98,7 @@ func endToEnd(t *testing.T) hindsight.Experience {
 
 	// The session closed: the task becomes final once its steps arrived.
 	var tk *hindsight.Task
+	var err error
 	for {
 		tk, err = client.Task(ctx, task)
 		if err == nil && tk.Final && len(tk.Steps) >= 3 {

@@ -34,18 +34,10 @@ import (
 func TestNoSecretReachesHomeThroughRealSidecar(t *testing.T) {
 	everything := testbin.NPM(t, "mcp-server-everything")
 	bin := testbin.Hindsight(t)
-	dir, err := os.MkdirTemp("", "hs-") // short: the daemon's socket lives here
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	// Injection is not under test here.
+	dir := testbin.HomeWith(t, "inject:\n  instructions: false\n  error_results: false\n  query_tool: false\n")
 	home := hindsight.Home(dir)
 	if err := home.Ensure(); err != nil {
-		t.Fatal(err)
-	}
-	// Injection is not under test here.
-	cfg := "inject:\n  instructions: false\n  error_results: false\n  query_tool: false\n"
-	if err := os.WriteFile(home.Path("config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -4,9 +4,7 @@ package e2e
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -27,34 +25,12 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 
 func TestServeDeleteEndsTask(t *testing.T) {
 	up := startEverything(t, "streamableHttp")
-	home, err := os.MkdirTemp("", "hs-serve-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	testbin.StopDaemon(t, home)
-	cfg := relayOnly + "daemon:\n  idle_gap: 10m\n"
-	if err := os.WriteFile(home+"/config.yaml", []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	home := testbin.HomeWith(t, relayOnly+"daemon:\n  idle_gap: 10m\n")
 	side := serveIn(t, home, "--upstream", up+"/mcp")
 
 	post := func(sid, body string) (*http.Response, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, side+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-		}
-		resp, err := testClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp, string(b)
+		return mcpPost(t, testClient, side+"/mcp", sid, body)
 	}
 	resp, body := post("", initBody)
 	sid := resp.Header.Get("Mcp-Session-Id")
@@ -74,16 +50,7 @@ func TestServeDeleteEndsTask(t *testing.T) {
 		t.Fatalf("task %s final while its session is open", task.ID)
 	}
 
-	req, _ := http.NewRequest(http.MethodDelete, side+"/mcp", nil)
-	req.Header.Set("Mcp-Session-Id", sid)
-	resp, err = testClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("DELETE: %d", resp.StatusCode)
-	}
+	mcpDelete(t, testClient, side+"/mcp", sid)
 	final := waitTask(t, c, func(final bool, _ int) bool { return final })
 	if final.ID != task.ID {
 		t.Fatalf("task %s became final, want %s", final.ID, task.ID)

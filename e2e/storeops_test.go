@@ -90,17 +90,10 @@ func skipWithoutWeaviate(t *testing.T) {
 // last lines are store.weaviate's url and grpc.
 func weaviateHome(t *testing.T, wv *weaviatetest.Server, yaml ...string) hindsight.Home {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "hs-so-") // short: the socket path has a limit
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	cfg := fmt.Sprintf("store:\n  backend: weaviate\n  weaviate:\n    url: %s\n    grpc: %s\n", wv.URL, wv.GRPC) + strings.Join(yaml, "")
+	dir := testbin.HomeWith(t, cfg)
 	home := hindsight.Home(dir)
 	if err := home.Ensure(); err != nil {
-		t.Fatal(err)
-	}
-	cfg := fmt.Sprintf("store:\n  backend: weaviate\n  weaviate:\n    url: %s\n    grpc: %s\n", wv.URL, wv.GRPC) + strings.Join(yaml, "")
-	if err := os.WriteFile(home.Path("config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

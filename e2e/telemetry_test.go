@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/fakeserver"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/otlptest"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
@@ -40,15 +41,7 @@ type agent struct {
 func sidecar(t *testing.T, config string, env []string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
 	bin := testbin.Hindsight(t)
-	home, err := os.MkdirTemp("", "hs-") // short: the daemon's socket lives here
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	testbin.StopDaemon(t, home)
-	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	home := testbin.HomeWith(t, config)
 	args = append(append(args, "--", os.Args[0]), fakeserver.Args("TestTelemetryFakeServer")...)
 	cmd := exec.Command(bin, args...)
 	for _, kv := range os.Environ() {
@@ -67,17 +60,7 @@ func sidecar(t *testing.T, config string, env []string, args ...string) (*exec.C
 func wrap(t *testing.T, config string, env ...string) (*agent, string) {
 	t.Helper()
 	cmd, home := sidecar(t, config, env, "wrap", "--name", "fake")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, out := testkit.StartPiped(t, cmd)
 	a := &agent{t: t, cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	a.call(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"otel-test","version":"1"}}}`)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 )
 
 // exchangeLog collects the exchanges a Conn emits.
@@ -34,34 +35,17 @@ func (l *exchangeLog) all() []*Exchange {
 
 // connUnderTest returns a Conn with hooks h (Exchange recorded into the
 // returned log) and a logger writing into the returned buffer.
-func connUnderTest(h Hooks) (*Conn, *exchangeLog, *syncBuffer) {
+func connUnderTest(h Hooks) (*Conn, *exchangeLog, *testkit.SyncBuffer) {
 	log := &exchangeLog{}
 	if h.Exchange == nil {
 		h.Exchange = log.add
 	}
-	var buf syncBuffer
+	var buf testkit.SyncBuffer
 	return &Conn{
 		Hooks:   &h,
 		Session: &Session{ID: "s1", Server: "srv", Transport: "stdio"},
 		Logger:  slog.New(slog.NewTextHandler(&buf, nil)),
 	}, log, &buf
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func mustForward(t *testing.T, a Action, want string) {

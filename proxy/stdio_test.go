@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -29,14 +28,14 @@ func TestStdioFakeServer(t *testing.T) { fakeserver.Main() }
 // fakeStdio returns a Stdio running the fake server in mode, with short
 // delays, logging to the returned buffer. The fake server's received lines
 // go to record and its pids to pids (files in a temp dir).
-func fakeStdio(t *testing.T, mode string) (st *Stdio, logs *syncBuffer, record, pids string) {
+func fakeStdio(t *testing.T, mode string) (st *Stdio, logs *testkit.SyncBuffer, record, pids string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts server processes; not in -short mode")
 	}
 	dir := t.TempDir()
 	record, pids = filepath.Join(dir, "record"), filepath.Join(dir, "pids")
-	logs = &syncBuffer{}
+	logs = &testkit.SyncBuffer{}
 	st = &Stdio{
 		Command:         os.Args[0],
 		Args:            fakeserver.Args("TestStdioFakeServer"),
@@ -52,31 +51,20 @@ func fakeStdio(t *testing.T, mode string) (st *Stdio, logs *syncBuffer, record, 
 
 // stdioAgent plays the agent on the other end of a running Stdio.
 type stdioAgent struct {
-	t     *testing.T
-	in    *io.PipeWriter
-	lines chan []byte
-	done  chan error
+	*testkit.LineClient
+	t    *testing.T
+	in   *io.PipeWriter // for writes that are not whole lines
+	done chan error
 }
 
 func runStdio(t *testing.T, st *Stdio) *stdioAgent {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	a := &stdioAgent{t: t, in: inW, lines: make(chan []byte, 1024), done: make(chan error, 1)}
+	a := &stdioAgent{LineClient: testkit.NewLineClient(t, "the sidecar", inW, outR), t: t, in: inW, done: make(chan error, 1)}
 	go func() {
 		a.done <- st.Run(context.Background(), inR, outW)
 		outW.Close()
-	}()
-	go func() {
-		defer close(a.lines)
-		lr := NewLineReader(outR, 0)
-		for {
-			line, err := lr.ReadLine()
-			if err != nil {
-				return
-			}
-			a.lines <- line
-		}
 	}()
 	t.Cleanup(func() {
 		inW.Close()
@@ -87,27 +75,6 @@ func runStdio(t *testing.T, st *Stdio) *stdioAgent {
 		}
 	})
 	return a
-}
-
-func (a *stdioAgent) send(msg string) {
-	a.t.Helper()
-	if _, err := io.WriteString(a.in, msg+"\n"); err != nil {
-		a.t.Fatalf("write to sidecar: %v", err)
-	}
-}
-
-func (a *stdioAgent) recv() string {
-	a.t.Helper()
-	select {
-	case l, ok := <-a.lines:
-		if !ok {
-			a.t.Fatal("sidecar closed its output")
-		}
-		return string(l)
-	case <-time.After(30 * time.Second):
-		a.t.Fatal("no message from the sidecar in 30s")
-	}
-	return ""
 }
 
 // stop closes the agent's stdin and returns Run's result.
@@ -128,20 +95,11 @@ const fakeInit = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"proto
 
 func (a *stdioAgent) initialize() {
 	a.t.Helper()
-	a.send(fakeInit)
-	if got := a.recv(); !strings.Contains(got, `"serverInfo":{"name":"fakeserver"`) {
+	a.Send(fakeInit)
+	if got := a.Recv(); !strings.Contains(got, `"serverInfo":{"name":"fakeserver"`) {
 		a.t.Fatalf("initialize answered %s", got)
 	}
-	a.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-}
-
-func readLines(t *testing.T, path string) []string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	a.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 }
 
 // TestStdioRelaysBytes checks that unknown methods and members pass both
@@ -151,18 +109,18 @@ func TestStdioRelaysBytes(t *testing.T) {
 	a := runStdio(t, st)
 	a.initialize()
 
-	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"x-agent":[1,2]}}}`)
-	if got, want := a.recv(), `{"jsonrpc":"2.0","id":1,"result":`+fakeserver.ToolsList+`}`; got != want {
+	a.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"x-agent":[1,2]}}}`)
+	if got, want := a.Recv(), `{"jsonrpc":"2.0","id":1,"result":`+fakeserver.ToolsList+`}`; got != want {
 		t.Fatalf("tools/list\n got %s\nwant %s", got, want)
 	}
 	// Agent → server: the server echoes the exact line it received.
 	odd := `{ "id" : "ü-1", "jsonrpc":"2.0","method":"fake/echo","params":{"x-unknown":{"n":1.50e3,"s":"\u00fc\ud83d\ude00"},"_meta":{"vendor/k":null}},"x-top":true }`
-	a.send(odd)
+	a.Send(odd)
 	var echo struct {
 		ID     string
 		Result struct{ Line string }
 	}
-	if err := json.Unmarshal([]byte(a.recv()), &echo); err != nil || echo.Result.Line != odd || echo.ID != "ü-1" {
+	if err := json.Unmarshal([]byte(a.Recv()), &echo); err != nil || echo.Result.Line != odd || echo.ID != "ü-1" {
 		t.Fatalf("server received %q (%v), want %q", echo.Result.Line, err, odd)
 	}
 	// Server → agent: notifications, requests and responses of any shape.
@@ -173,23 +131,23 @@ func TestStdioRelaysBytes(t *testing.T) {
 		`{"method":"notifications/resources/updated","jsonrpc":"2.0","params":{"uri":"file:///x"}}`,
 	}
 	say, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "fake/say", "params": map[string]any{"lines": sent}})
-	a.send(string(say))
+	a.Send(string(say))
 	for _, want := range sent {
-		if got := a.recv(); got != want {
+		if got := a.Recv(); got != want {
 			t.Fatalf("agent got %s\nwant %s", got, want)
 		}
 	}
 	answer := `{"jsonrpc":"2.0","id":"srv-1","result":{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m","x-client":{"k":"v"}}}`
-	a.send(answer)
-	a.send(`{"jsonrpc":"2.0","method":"fake/stderr","params":{"lines":["a line on stderr"]}}`)
-	a.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
-	if got := a.recv(); got != `{"jsonrpc":"2.0","id":2,"result":{}}` {
+	a.Send(answer)
+	a.Send(`{"jsonrpc":"2.0","method":"fake/stderr","params":{"lines":["a line on stderr"]}}`)
+	a.Send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if got := a.Recv(); got != `{"jsonrpc":"2.0","id":2,"result":{}}` {
 		t.Fatalf("ping: %s", got)
 	}
 	if err := a.stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	rec := readLines(t, record)
+	rec := fakeserver.Recorded(t, record)
 	found := false
 	for _, l := range rec {
 		found = found || l == answer
@@ -209,8 +167,8 @@ func TestStdioCrash(t *testing.T) {
 	st, logs, record, _ := fakeStdio(t, fakeserver.ModeMCP)
 	a := runStdio(t, st)
 	a.initialize()
-	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000}}}`)
-	a.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"crash","arguments":{"status":3}}}`)
+	a.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000}}}`)
+	a.Send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"crash","arguments":{"status":3}}}`)
 	got := map[string]string{}
 	for range 2 {
 		var r struct {
@@ -220,7 +178,7 @@ func TestStdioCrash(t *testing.T) {
 				Message string
 			}
 		}
-		line := a.recv()
+		line := a.Recv()
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatal(err)
 		}
@@ -235,14 +193,14 @@ func TestStdioCrash(t *testing.T) {
 		}
 	}
 	// Sent at once after the crash: held until the new child is ready.
-	a.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"again"}}}`)
-	if got := a.recv(); got != `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"again"}]}}` {
+	a.Send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"again"}}}`)
+	if got := a.Recv(); got != `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"again"}]}}` {
 		t.Fatalf("call after the restart: %s (the replayed initialize's answer must not reach the agent)", got)
 	}
 	if err := a.stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	rec := readLines(t, record)
+	rec := fakeserver.Recorded(t, record)
 	var inits, initialized []string
 	for _, l := range rec {
 		if strings.Contains(l, `"method":"initialize"`) {
@@ -267,15 +225,15 @@ func TestStdioCrashLoop(t *testing.T) {
 	st, logs, _, pids := fakeStdio(t, fakeserver.ModeFailStart)
 	st.MinRestartDelay, st.MaxRestartDelay = 5*time.Millisecond, 40*time.Millisecond
 	a := runStdio(t, st)
-	a.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
-	if got := a.recv(); !strings.Contains(got, "exit status 1") {
+	a.Send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	if got := a.Recv(); !strings.Contains(got, "exit status 1") {
 		t.Fatalf("ping during a crash loop: %s", got)
 	}
 	time.Sleep(time.Second)
 	if err := a.stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	starts := len(readLines(t, pids))
+	starts := len(fakeserver.Recorded(t, pids))
 	// 5ms, 10ms, 20ms, then 40ms: at most ~30 starts in a second, even
 	// with jitter; a spinning loop would start hundreds.
 	if starts < 3 || starts > 60 {
@@ -302,7 +260,7 @@ func pidsOf(t *testing.T, path string, n int) []int {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var pids []int
-		for _, l := range readLines(t, path) {
+		for _, l := range fakeserver.Recorded(t, path) {
 			if p, err := strconv.Atoi(l); err == nil {
 				pids = append(pids, p)
 			}
@@ -334,7 +292,7 @@ func TestStdioStop(t *testing.T) {
 			st, logs, _, pidFile := fakeStdio(t, tt.mode)
 			a := runStdio(t, st)
 			pids := pidsOf(t, pidFile, tt.pids)
-			a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000}}}`)
+			a.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000}}}`)
 			if err := a.stop(); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -342,10 +300,10 @@ func TestStdioStop(t *testing.T) {
 				testkit.WaitGone(t, p)
 			}
 			// The request in flight was answered before Run returned
-			// (and closed its output, which ends a.lines).
+			// (and closed its output, which ends a.Lines()).
 			var out []string
-			for l := range a.lines {
-				out = append(out, string(l))
+			for l := range a.Lines() {
+				out = append(out, l)
 			}
 			if len(out) != 1 || !strings.Contains(out[0], `"id":1,"error"`) || !strings.Contains(out[0], "shutting down") {
 				t.Errorf("pending request answered %q", out)
@@ -365,36 +323,36 @@ func TestStdioBadInput(t *testing.T) {
 	st.MaxLineBytes = 4 << 10
 	a := runStdio(t, st)
 	a.initialize()
-	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call"`)
-	if got := a.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,`) {
+	a.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call"`)
+	if got := a.Recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,`) {
 		t.Fatalf("garbage answered %s", got)
 	}
-	a.send(`{"id":2,"method":"ping"}`)
-	if got := a.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":2,"error":{"code":-32600,`) {
+	a.Send(`{"id":2,"method":"ping"}`)
+	if got := a.Recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":2,"error":{"code":-32600,`) {
 		t.Fatalf("invalid request answered %s", got)
 	}
-	a.send("")
-	a.send("   ")
-	a.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 5<<10) + `"}}}`)
-	a.send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+	a.Send("")
+	a.Send("   ")
+	a.Send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 5<<10) + `"}}}`)
+	a.Send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
 	// The over-long request is answered, with the id its first bytes show.
-	if got := a.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"Invalid Request: message of `) {
+	if got := a.Recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"Invalid Request: message of `) {
 		t.Fatalf("over-long request answered %s", got)
 	}
-	if got := a.recv(); got != `{"jsonrpc":"2.0","id":4,"result":{}}` {
+	if got := a.Recv(); got != `{"jsonrpc":"2.0","id":4,"result":{}}` {
 		t.Fatalf("after bad input: %s", got)
 	}
 	if !strings.Contains(logs.String(), "exceeds the limit") {
 		t.Errorf("over-long line not logged:\n%s", logs)
 	}
 	// The server's over-long answer is dropped and logged too.
-	a.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"big","arguments":{"size":8192}}}`)
-	a.send(`{"jsonrpc":"2.0","method":"fake/say","params":{"lines":["not json at all"]}}`)
-	a.send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
-	if got := a.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":5,"error":{"code":-32603,"message":"the server's answer was dropped: message of `) {
+	a.Send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"big","arguments":{"size":8192}}}`)
+	a.Send(`{"jsonrpc":"2.0","method":"fake/say","params":{"lines":["not json at all"]}}`)
+	a.Send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+	if got := a.Recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":5,"error":{"code":-32603,"message":"the server's answer was dropped: message of `) {
 		t.Fatalf("the dropped answer was replaced by %s", got)
 	}
-	if got := a.recv(); got != `{"jsonrpc":"2.0","id":6,"result":{}}` {
+	if got := a.Recv(); got != `{"jsonrpc":"2.0","id":6,"result":{}}` {
 		t.Fatalf("after a dropped answer: %s", got)
 	}
 	if !strings.Contains(logs.String(), "server message too long") || !strings.Contains(logs.String(), "not json at all") {
@@ -408,13 +366,13 @@ func TestStdioBadInput(t *testing.T) {
 	}
 	// The over-long line is answered too (null id: none can be read),
 	// possibly before the ping's answer comes back from the server.
-	got := []string{a.recv(), a.recv()}
+	got := []string{a.Recv(), a.Recv()}
 	slices.Sort(got)
 	if got[0] != `{"jsonrpc":"2.0","id":7,"result":{}}` || !strings.HasPrefix(got[1], `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`) {
 		t.Fatalf("ping before an over-long line: %s", got)
 	}
-	a.send(`{"jsonrpc":"2.0","method":"fake/say","params":{"lines":["{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}"],"junk":5000}}`)
-	if got := a.recv(); got != `{"jsonrpc":"2.0","method":"notifications/x"}` {
+	a.Send(`{"jsonrpc":"2.0","method":"fake/say","params":{"lines":["{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}"],"junk":5000}}`)
+	if got := a.Recv(); got != `{"jsonrpc":"2.0","method":"notifications/x"}` {
 		t.Fatalf("notification before an over-long line: %s", got)
 	}
 }
@@ -425,15 +383,15 @@ func TestStdioLarge(t *testing.T) {
 	a := runStdio(t, st)
 	a.initialize()
 	const size = 20 << 20
-	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{"size":` + strconv.Itoa(size) + `}}}`)
+	a.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{"size":` + strconv.Itoa(size) + `}}}`)
 	want := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", size) + `"}]}}`
-	if got := a.recv(); got != want {
+	if got := a.Recv(); got != want {
 		t.Fatalf("20 MB result: got %d bytes, want %d", len(got), len(want))
 	}
 	req := `{"jsonrpc":"2.0","id":2,"method":"fake/digest","params":{"text":"` + strings.Repeat("0123456789", size/10) + `"}}`
 	sum := sha256.Sum256([]byte(req))
-	a.send(req)
-	if got, want := a.recv(), `{"jsonrpc":"2.0","id":2,"result":{"bytes":`+strconv.Itoa(len(req))+`,"sha256":"`+hex.EncodeToString(sum[:])+`"}}`; got != want {
+	a.Send(req)
+	if got, want := a.Recv(), `{"jsonrpc":"2.0","id":2,"result":{"bytes":`+strconv.Itoa(len(req))+`,"sha256":"`+hex.EncodeToString(sum[:])+`"}}`; got != want {
 		t.Fatalf("20 MB request: the server saw %s, want %s", got, want)
 	}
 }
@@ -453,18 +411,18 @@ func TestStdioLocalCall(t *testing.T) {
 	}}
 	a := runStdio(t, st)
 	a.initialize()
-	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"query_hindsight","arguments":{}}}`)
+	a.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"query_hindsight","arguments":{}}}`)
 	// The relay is not blocked by a slow local handler.
-	a.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
-	if got := a.recv(); got != `{"jsonrpc":"2.0","id":2,"result":{}}` {
+	a.Send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if got := a.Recv(); got != `{"jsonrpc":"2.0","id":2,"result":{}}` {
 		t.Fatalf("ping behind a local call: %s", got)
 	}
 	close(release)
-	if got := a.recv(); got != `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"local"}]}}` {
+	if got := a.Recv(); got != `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"local"}]}}` {
 		t.Fatalf("local call: %s", got)
 	}
 	a.stop()
-	if strings.Contains(strings.Join(readLines(t, record), "\n"), "query_hindsight") {
+	if strings.Contains(strings.Join(fakeserver.Recorded(t, record), "\n"), "query_hindsight") {
 		t.Errorf("the local call reached the server")
 	}
 }
@@ -495,12 +453,12 @@ func TestStdioBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 20; i++ {
-		if got, want := a.recv(), `{"jsonrpc":"2.0","id":`+strconv.Itoa(i)+`,"result":{}}`; got != want {
+		if got, want := a.Recv(), `{"jsonrpc":"2.0","id":`+strconv.Itoa(i)+`,"result":{}}`; got != want {
 			t.Fatalf("got %s, want %s", got, want)
 		}
 	}
-	a.send(`"method":"ping"}`)
-	if got := a.recv(); got != `{"jsonrpc":"2.0","id":21,"result":{}}` {
+	a.Send(`"method":"ping"}`)
+	if got := a.Recv(); got != `{"jsonrpc":"2.0","id":21,"result":{}}` {
 		t.Fatalf("got %s", got)
 	}
 }
@@ -513,21 +471,21 @@ func TestStdioCrashWhileHeld(t *testing.T) {
 	st.MinRestartDelay, st.MaxRestartDelay = 20*time.Millisecond, 40*time.Millisecond
 	a := runStdio(t, st)
 	a.initialize()
-	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"crash","arguments":{"status":3}}}`)
-	if got := a.recv(); !strings.Contains(got, "exit status 3") {
+	a.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"crash","arguments":{"status":3}}}`)
+	if got := a.Recv(); !strings.Contains(got, "exit status 3") {
 		t.Fatalf("crash answered %s", got)
 	}
-	a.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+	a.Send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
 	var answers []string
 	for {
-		got := a.recv()
+		got := a.Recv()
 		answers = append(answers, got)
 		if strings.Contains(got, `"id":6,"result"`) {
 			break
 		}
 		if strings.Contains(got, `"id":5,`) || strings.Contains(got, `"id":6,"error"`) {
 			// Ask until a server is up; each ask is answered once.
-			a.send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+			a.Send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
 		}
 	}
 	n5 := 0
@@ -579,8 +537,8 @@ func TestStdioExchangeAfterRelay(t *testing.T) {
 	}}
 	a := runStdio(t, st)
 	a.initialize()
-	a.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
-	if got := a.recv(); got != `{"jsonrpc":"2.0","id":1,"result":{}}` {
+	a.Send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	if got := a.Recv(); got != `{"jsonrpc":"2.0","id":1,"result":{}}` {
 		t.Fatalf("got %s", got)
 	}
 	close(received)

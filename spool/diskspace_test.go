@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/spool/spooltest"
 )
 
 // TestOutboxDiskShort: while the filesystem has less than the reserve free
@@ -21,8 +24,9 @@ import (
 func TestOutboxDiskShort(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
 	t.Setenv(diskspace.ReserveEnv, "1000000g")
-	d := &collector{down: true}
-	ob, err := open(Options{Home: home, Deliverer: d, Logger: quietLogger(), MaxHeld: 10}, &counters{})
+	d := &spooltest.Collector{}
+	d.SetDown(true)
+	ob, err := open(Options{Home: home, Deliverer: d, Logger: slog.New(slog.DiscardHandler), MaxHeld: 10}, &counters{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,11 +34,11 @@ func TestOutboxDiskShort(t *testing.T) {
 		return hindsight.Step{Method: "tools/call", Tool: "echo", Arguments: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), EndedAt: time.Now()}
 	}
 	ob.Append([]hindsight.Step{step(0)})
-	waitFor(t, "a failed delivery", func() bool { return ob.c.deliveryFailures.Load() >= 1 })
+	testkit.WaitFor(t, "a failed delivery", 20*time.Second, func() bool { return ob.c.deliveryFailures.Load() >= 1 })
 	for i := 1; i < 30; i++ {
 		ob.Append([]hindsight.Step{step(i)})
 	}
-	waitFor(t, "steps held and dropped", func() bool { return ob.c.held.Load() == 10 && ob.c.droppedFull.Load() == 20 })
+	testkit.WaitFor(t, "steps held and dropped", 20*time.Second, func() bool { return ob.c.held.Load() == 10 && ob.c.droppedFull.Load() == 20 })
 	if _, err := os.Stat(filepath.Join(ob.Dir(), dbName)); !os.IsNotExist(err) {
 		t.Fatalf("the database was opened on a short disk: %v", err)
 	}
@@ -44,13 +48,13 @@ func TestOutboxDiskShort(t *testing.T) {
 	// Room again: what is held is written (within persistLoop's second),
 	// then delivered once the daemon answers.
 	t.Setenv(diskspace.ReserveEnv, "1")
-	waitFor(t, "the held steps written", func() bool { return ob.c.held.Load() == 0 && ob.c.spilled.Load() >= 10 })
-	d.setDown(false)
-	waitFor(t, "delivery", func() bool { return ob.c.delivered.Load() == 10 })
+	testkit.WaitFor(t, "the held steps written", 20*time.Second, func() bool { return ob.c.held.Load() == 0 && ob.c.spilled.Load() >= 10 })
+	d.SetDown(false)
+	testkit.WaitFor(t, "delivery", 20*time.Second, func() bool { return ob.c.delivered.Load() == 10 })
 	if err := ob.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for i, s := range d.got() {
+	for i, s := range d.Got() {
 		if s.Seq != uint64(i+1) || string(s.Arguments) != fmt.Sprintf(`{"i":%d}`, i) {
 			t.Fatalf("delivered %d: seq %d arguments %s", i, s.Seq, s.Arguments)
 		}

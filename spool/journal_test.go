@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/spool/spooltest"
 	"github.com/hindsight-proxy/hindsight/wire"
 )
 
@@ -67,12 +70,12 @@ func TestJournalSegments(t *testing.T) {
 	if n := len(files()); n != 2 {
 		t.Fatalf("after release: %d segments, want 2", n)
 	}
-	got, paths := readJournal(dir, quietLogger())
+	got, paths := readJournal(dir, slog.New(slog.DiscardHandler))
 	if len(paths) != 2 || !slices.EqualFunc(got, []entry{{seq: 3}, {seq: 4}, {seq: 5}}, func(a, b entry) bool { return a.seq == b.seq }) {
 		t.Fatalf("left: %d paths, seqs %v", len(paths), got)
 	}
 	j.release(6)
-	got, _ = readJournal(dir, quietLogger())
+	got, _ = readJournal(dir, slog.New(slog.DiscardHandler))
 	if len(got) != 0 {
 		t.Fatalf("after releasing everything: %d steps", len(got))
 	}
@@ -113,7 +116,7 @@ func TestDrainOrphanJournal(t *testing.T) {
 	}
 	var seg []byte
 	for seq := uint64(1); seq <= 3; seq++ {
-		at := time.Date(2026, 11, 30, 9, 0, 0, 123456789, time.UTC).Add(time.Duration(seq-1) * time.Second) // as checkInOrder wants
+		at := spooltest.Base.Add(time.Duration(seq-1) * time.Second) // as CheckInOrder wants
 		s := hindsight.Step{Source: "dead", Seq: seq, Method: "tools/call", StartedAt: at, EndedAt: at}
 		raw, err := wire.AppendCompactStep(nil, &s)
 		if err != nil {
@@ -125,12 +128,12 @@ func TestDrainOrphanJournal(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, journalPrefix+"0000000000000001"+journalSuffix), seg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := &collector{}
+	d := &spooltest.Collector{}
 	n, err := DrainOrphans(context.Background(), home, d, DrainOptions{})
 	if err != nil || n != 3 {
 		t.Fatalf("drained %d, %v; want 3", n, err)
 	}
-	checkInOrder(t, d.got(), 3, "dead")
+	spooltest.CheckInOrder(t, d.Got(), 3, "dead")
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("drained outbox not removed: %v", err)
 	}
@@ -147,7 +150,7 @@ func TestOutboxJournalFails(t *testing.T) {
 	if o.journalOn.Load() || c.writeErrors.Load() != 1 {
 		t.Fatalf("journal on %v, write errors %d", o.journalOn.Load(), c.writeErrors.Load())
 	}
-	waitFor(t, "the steps on disk", func() bool { return c.spilled.Load() == 2 })
+	testkit.WaitFor(t, "the steps on disk", 20*time.Second, func() bool { return c.spilled.Load() == 2 })
 	if o.linger() != deliverLinger {
 		t.Errorf("linger %v without a journal", o.linger())
 	}

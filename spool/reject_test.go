@@ -3,10 +3,14 @@ package spool
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/spool/spooltest"
 )
 
 // TestOutboxRejectedStub: a step the daemon refuses is replaced by its stub
@@ -14,18 +18,18 @@ import (
 // seq of the source and a session's close waiting for it completes.
 func TestOutboxRejectedStub(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	d := &collector{refuse: func(s hindsight.Step) bool { return s.Seq == 7 && len(s.Arguments) > 0 }}
+	d := &spooltest.Collector{Refuse: spooltest.Reject(ErrRejected, func(s hindsight.Step) bool { return s.Seq == 7 && len(s.Arguments) > 0 })}
 	c := &counters{}
-	r, err := open(Options{Home: home, Deliverer: d, Logger: quietLogger()}, c)
+	r, err := open(Options{Home: home, Deliverer: d, Logger: slog.New(slog.DiscardHandler)}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Append(testSteps(20))
-	waitFor(t, "delivery", func() bool { return c.delivered.Load() == 19 && c.rejected.Load() == 1 })
+	testkit.WaitFor(t, "delivery", 20*time.Second, func() bool { return c.delivered.Load() == 19 && c.rejected.Load() == 1 })
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	got := d.got()
+	got := d.Got()
 	if len(got) != 20 {
 		t.Fatalf("delivered %d steps, want 19 and a stub", len(got))
 	}

@@ -10,72 +10,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/spool/spooltest"
 )
-
-// collector is a Deliverer standing in for the daemon client: it keeps
-// what it is given, and can be told to be down or to refuse steps.
-type collector struct {
-	mu     sync.Mutex
-	steps  []hindsight.Step
-	down   bool
-	refuse func(hindsight.Step) bool
-	calls  int
-}
-
-func (c *collector) Deliver(ctx context.Context, steps []hindsight.Step) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.calls++
-	if c.down {
-		return errors.New("dial unix hindsight.sock: connect: connection refused")
-	}
-	for _, s := range steps {
-		if c.refuse != nil && c.refuse(s) {
-			return errors.Join(ErrRejected, errors.New("bad step"))
-		}
-	}
-	c.steps = append(c.steps, steps...)
-	return nil
-}
-
-func (c *collector) setDown(d bool) { c.mu.Lock(); c.down = d; c.mu.Unlock() }
-
-func (c *collector) got() []hindsight.Step {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]hindsight.Step(nil), c.steps...)
-}
-
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(ioDiscard{}, nil))
-}
-
-type ioDiscard struct{}
-
-func (ioDiscard) Write(p []byte) (int, error) { return len(p), nil }
-
-// waitFor polls cond for up to 20 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // testSteps returns n tools/call steps of one session, a second apart,
 // as a Recorder builds them.
 func testSteps(n int) []hindsight.Step {
-	base := time.Date(2026, 11, 30, 9, 0, 0, 123456789, time.UTC)
+	base := spooltest.Base
 	out := make([]hindsight.Step, n)
 	for i := range out {
 		at := base.Add(time.Duration(i) * time.Second)
@@ -85,31 +33,12 @@ func testSteps(n int) []hindsight.Step {
 	return out
 }
 
-func checkInOrder(t *testing.T, got []hindsight.Step, n int, source string) {
-	t.Helper()
-	if len(got) != n {
-		t.Fatalf("delivered %d steps, want %d", len(got), n)
-	}
-	base := time.Date(2026, 11, 30, 9, 0, 0, 123456789, time.UTC)
-	for i, s := range got {
-		if s.Seq != uint64(i+1) || s.Source != source {
-			t.Fatalf("step %d: source %q seq %d, want %q %d", i, s.Source, s.Seq, source, i+1)
-		}
-		if !s.StartedAt.Equal(base.Add(time.Duration(i) * time.Second)) {
-			t.Fatalf("step %d: started_at %v lost its original timestamp", i, s.StartedAt)
-		}
-		if strings.Contains(string(s.Request), "-secret") {
-			t.Fatalf("step %d: token not redacted: %s", i, s.Request)
-		}
-	}
-}
-
 // TestDrainOrphans: an outbox left by a sidecar that could not deliver is
 // drained by the next one; a live sidecar's outbox is left alone; a
 // corrupt one is moved aside.
 func TestDrainOrphans(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	dead, err := Open(Options{Home: home, Logger: quietLogger()})
+	dead, err := Open(Options{Home: home, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +47,7 @@ func TestDrainOrphans(t *testing.T) {
 	dead.Close(ctx) // no deliverer: the steps stay
 	cancel()
 
-	live, err := Open(Options{Home: home, Logger: quietLogger()})
+	live, err := Open(Options{Home: home, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +58,12 @@ func TestDrainOrphans(t *testing.T) {
 	os.WriteFile(filepath.Join(corrupt, dbName, "MANIFEST"), []byte("not a manifest at all"), 0o600)
 
 	// The daemon is down: nothing is lost, the orphan stays.
-	down := &collector{down: true}
+	down := &spooltest.Collector{}
+	down.SetDown(true)
 	if _, err := DrainOrphans(context.Background(), home, down, DrainOptions{}); err == nil {
 		t.Fatal("drain with the daemon down reported success")
 	}
-	d := &collector{}
+	d := &spooltest.Collector{}
 	n, err := DrainOrphans(context.Background(), home, d, DrainOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +71,7 @@ func TestDrainOrphans(t *testing.T) {
 	if n != 50 {
 		t.Errorf("drained %d, want 50", n)
 	}
-	checkInOrder(t, d.got(), 50, dead.ID())
+	spooltest.CheckInOrder(t, d.Got(), 50, dead.ID())
 	if _, err := os.Stat(filepath.Join(home.Outboxes(), dead.ID())); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("drained orphan not removed: %v", err)
 	}
@@ -164,9 +94,10 @@ func TestOutboxHoldsInMemoryWhenDiskFails(t *testing.T) {
 	}
 	defer func() { openDB = openBadger }()
 	home := hindsight.Home(t.TempDir())
-	d := &collector{down: true}
+	d := &spooltest.Collector{}
+	d.SetDown(true)
 	c := &counters{}
-	o, err := open(Options{Home: home, Deliverer: d, Logger: quietLogger(), MaxHeld: 5, JournalPersistAfter: 20 * time.Millisecond}, c)
+	o, err := open(Options{Home: home, Deliverer: d, Logger: slog.New(slog.DiscardHandler), MaxHeld: 5, JournalPersistAfter: 20 * time.Millisecond}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,13 +108,13 @@ func TestOutboxHoldsInMemoryWhenDiskFails(t *testing.T) {
 	o.Append(steps)
 	// The database is opened when the steps must be written: PersistAfter
 	// after their exchanges ended.
-	waitFor(t, "the failed write", func() bool { return c.snapshot().WriteErrors > 0 })
+	testkit.WaitFor(t, "the failed write", 20*time.Second, func() bool { return c.snapshot().WriteErrors > 0 })
 	if st := c.snapshot(); st.Held != 5 || st.Dropped != 3 || st.Depth != 5 {
 		t.Errorf("stats %+v", st)
 	}
-	d.setDown(false)
-	waitFor(t, "delivery from memory", func() bool { return c.delivered.Load() == 5 })
-	for i, s := range d.got() {
+	d.SetDown(false)
+	testkit.WaitFor(t, "delivery from memory", 20*time.Second, func() bool { return c.delivered.Load() == 5 })
+	for i, s := range d.Got() {
 		if s.Seq != uint64(i+1) {
 			t.Fatalf("seq %d at %d", s.Seq, i)
 		}
@@ -202,12 +133,12 @@ func TestOutboxHoldsInMemoryWhenDiskFails(t *testing.T) {
 // deadline and write the steps there, and they are delivered once.
 func TestOutboxOpensDiskWhenNeeded(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	d := &slowCollector{}
+	d := spooltest.NewSlowCollector(0)
 	c := &counters{}
 	// A deadline far beyond delivery's linger, so that a loaded machine
 	// does not make the first part fail.
 	const persistAfter = 500 * time.Millisecond
-	o, err := open(Options{Home: home, Deliverer: d, Logger: quietLogger(), PersistAfter: persistAfter, JournalPersistAfter: persistAfter}, c)
+	o, err := open(Options{Home: home, Deliverer: d, Logger: slog.New(slog.DiscardHandler), PersistAfter: persistAfter, JournalPersistAfter: persistAfter}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +147,7 @@ func TestOutboxOpensDiskWhenNeeded(t *testing.T) {
 		o.Append(step())
 		time.Sleep(2 * time.Millisecond)
 	}
-	waitFor(t, "delivery", func() bool { return c.delivered.Load() == 20 })
+	testkit.WaitFor(t, "delivery", 20*time.Second, func() bool { return c.delivered.Load() == 20 })
 	if _, err := os.Stat(filepath.Join(o.Dir(), dbName)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("database created while the daemon kept up: %v", err)
 	}
@@ -224,20 +155,20 @@ func TestOutboxOpensDiskWhenNeeded(t *testing.T) {
 		t.Fatalf("steps written while the daemon kept up: %+v", c.snapshot())
 	}
 
-	d.setDelay(2 * persistAfter)
+	d.SetDelay(2 * persistAfter)
 	o.Append(step())
-	waitFor(t, "the step on disk", func() bool { return c.spilled.Load() == 1 })
+	testkit.WaitFor(t, "the step on disk", 20*time.Second, func() bool { return c.spilled.Load() == 1 })
 	if o.db.Load() == nil {
 		t.Fatal("no database")
 	}
-	waitFor(t, "delivery", func() bool { return c.delivered.Load() == 21 })
+	testkit.WaitFor(t, "delivery", 20*time.Second, func() bool { return c.delivered.Load() == 21 })
 	if err := o.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(o.Dir()); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("emptied outbox not removed: %v", err)
 	}
-	if got := d.count(); got != 21 {
+	if got := d.Count(); got != 21 {
 		t.Errorf("delivered %d steps, want 21", got)
 	}
 }
@@ -248,20 +179,20 @@ func TestOutboxOpensDiskWhenNeeded(t *testing.T) {
 // refused step kept in it keeps it open.
 func TestOutboxClosesIdleDisk(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	d := &slowCollector{delay: 200 * time.Millisecond}
+	d := spooltest.NewSlowCollector(200 * time.Millisecond)
 	c := &counters{}
-	o, err := open(Options{Home: home, Deliverer: d, Logger: quietLogger(), PersistAfter: 20 * time.Millisecond, JournalPersistAfter: 20 * time.Millisecond}, c)
+	o, err := open(Options{Home: home, Deliverer: d, Logger: slog.New(slog.DiscardHandler), PersistAfter: 20 * time.Millisecond, JournalPersistAfter: 20 * time.Millisecond}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dbDir := filepath.Join(o.Dir(), dbName)
 	late := func(n int64) {
 		t.Helper()
-		d.setDelay(200 * time.Millisecond)
+		d.SetDelay(200 * time.Millisecond)
 		o.Append([]hindsight.Step{{Method: "tools/call", EndedAt: time.Now()}})
-		waitFor(t, "the step on disk", func() bool { return c.spilled.Load() == n })
-		d.setDelay(0)
-		waitFor(t, "delivery", func() bool { return c.delivered.Load() == n })
+		testkit.WaitFor(t, "the step on disk", 20*time.Second, func() bool { return c.spilled.Load() == n })
+		d.SetDelay(0)
+		testkit.WaitFor(t, "delivery", 20*time.Second, func() bool { return c.delivered.Load() == n })
 	}
 	late(1)
 	o.closeIdleDisk(time.Now())
@@ -287,7 +218,7 @@ func TestOutboxClosesIdleDisk(t *testing.T) {
 	if err := o.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := d.count(); got != 2 {
+	if got := d.Count(); got != 2 {
 		t.Errorf("delivered %d steps, want 2", got)
 	}
 }
@@ -307,13 +238,13 @@ func TestOutboxJournalBacklog(t *testing.T) {
 		return out
 	}
 	o.Append(batch(300)) // ~1.2 MB: journaled, due in an hour
-	journaled, _ := readJournal(o.Dir(), quietLogger())
+	journaled, _ := readJournal(o.Dir(), slog.New(slog.DiscardHandler))
 	if len(journaled) != 300 || c.spilled.Load() != 0 {
 		t.Fatalf("journaled %d, written %d; want 300, 0", len(journaled), c.spilled.Load())
 	}
 	o.Append(batch(1)) // a backlog now: due in 20 ms, and the rest with it
-	waitFor(t, "the backlog on disk", func() bool { return c.spilled.Load() == 301 })
-	journaled, _ = readJournal(o.Dir(), quietLogger())
+	testkit.WaitFor(t, "the backlog on disk", 20*time.Second, func() bool { return c.spilled.Load() == 301 })
+	journaled, _ = readJournal(o.Dir(), slog.New(slog.DiscardHandler))
 	if len(journaled) != 0 {
 		t.Errorf("journal still holds %d steps that are in the database", len(journaled))
 	}
@@ -323,7 +254,7 @@ func TestOutboxJournalBacklog(t *testing.T) {
 // (without waiting for it) when the test ends.
 func openStalled(t *testing.T, opts Options) (*Spool, *counters) {
 	t.Helper()
-	opts.Home, opts.Deliverer, opts.Logger = hindsight.Home(t.TempDir()), &slowCollector{delay: time.Hour}, quietLogger()
+	opts.Home, opts.Deliverer, opts.Logger = hindsight.Home(t.TempDir()), spooltest.NewSlowCollector(time.Hour), slog.New(slog.DiscardHandler)
 	c := &counters{}
 	o, err := open(opts, c)
 	if err != nil {
@@ -337,36 +268,10 @@ func openStalled(t *testing.T, opts Options) (*Spool, *counters) {
 	return o, c
 }
 
-// slowCollector acknowledges every batch after its delay.
-type slowCollector struct {
-	mu    sync.Mutex
-	delay time.Duration
-	n     int
-}
-
-func (c *slowCollector) Deliver(ctx context.Context, steps []hindsight.Step) error {
-	c.mu.Lock()
-	d := c.delay
-	c.mu.Unlock()
-	select {
-	case <-time.After(d):
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.n += len(steps)
-	return nil
-}
-
-func (c *slowCollector) setDelay(d time.Duration) { c.mu.Lock(); c.delay = d; c.mu.Unlock() }
-
-func (c *slowCollector) count() int { c.mu.Lock(); defer c.mu.Unlock(); return c.n }
-
 func TestOutboxRetention(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
 	c := &counters{}
-	o, err := open(Options{Home: home, Logger: quietLogger(), Retention: time.Hour}, c)
+	o, err := open(Options{Home: home, Logger: slog.New(slog.DiscardHandler), Retention: time.Hour}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,11 +295,11 @@ func TestOutboxRetention(t *testing.T) {
 	o.Close(ctx)
 }
 
-// rawCollector is a collector that is also a RawDeliverer: it keeps the
-// encodings it is given, decoded, and counts the calls of each kind.
+// rawCollector is a spooltest.Collector that is also a RawDeliverer: it
+// keeps the encodings it is given, decoded, and counts its raw calls.
 type rawCollector struct {
-	collector
-	rawCalls int
+	spooltest.Collector
+	rawCalls atomic.Int64
 }
 
 func (c *rawCollector) Deliver(ctx context.Context, steps []hindsight.Step) error {
@@ -408,10 +313,8 @@ func (c *rawCollector) DeliverRaw(ctx context.Context, raws []json.RawMessage) e
 			return fmt.Errorf("%w: %v", ErrRejected, err)
 		}
 	}
-	c.mu.Lock()
-	c.rawCalls++
-	c.mu.Unlock()
-	return c.collector.Deliver(ctx, steps)
+	c.rawCalls.Add(1)
+	return c.Collector.Deliver(ctx, steps)
 }
 
 // TestOutboxDeliversRaw: a RawDeliverer gets the stored encodings, in
@@ -419,8 +322,9 @@ func (c *rawCollector) DeliverRaw(ctx context.Context, raws []json.RawMessage) e
 // refused step.
 func TestOutboxDeliversRaw(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	d := &rawCollector{collector: collector{down: true, refuse: func(s hindsight.Step) bool { return s.Seq == 5 }}}
-	ob, err := open(Options{Home: home, Deliverer: d, Logger: quietLogger(), MaxMemBytes: 1}, &counters{})
+	d := &rawCollector{Collector: spooltest.Collector{Refuse: spooltest.Reject(ErrRejected, func(s hindsight.Step) bool { return s.Seq == 5 })}}
+	d.SetDown(true)
+	ob, err := open(Options{Home: home, Deliverer: d, Logger: slog.New(slog.DiscardHandler), MaxMemBytes: 1}, &counters{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,10 +334,10 @@ func TestOutboxDeliversRaw(t *testing.T) {
 	}
 	steps[4].Arguments = json.RawMessage("{\n  \"i\": 4\n}") // pretty, as an HTTP body may be
 	ob.Append(steps[:20])
-	waitFor(t, "a failed attempt", func() bool { return ob.c.deliveryFailures.Load() >= 1 })
+	testkit.WaitFor(t, "a failed attempt", 20*time.Second, func() bool { return ob.c.deliveryFailures.Load() >= 1 })
 	ob.Append(steps[20:])
-	d.setDown(false)
-	waitFor(t, "delivery", func() bool { return ob.c.delivered.Load() == 39 && ob.c.rejected.Load() == 1 })
+	d.SetDown(false)
+	testkit.WaitFor(t, "delivery", 20*time.Second, func() bool { return ob.c.delivered.Load() == 39 && ob.c.rejected.Load() == 1 })
 	if err := ob.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -443,9 +347,9 @@ func TestOutboxDeliversRaw(t *testing.T) {
 		!json.Valid([]byte(lines[0])) || !strings.Contains(lines[0], `"arguments":{"i":4}`) || !strings.Contains(lines[0], `"seq":5`) {
 		t.Errorf("refused step not kept as a line: %v %q", err, b)
 	}
-	got := d.got()
-	if len(got) != 39 || d.rawCalls == 0 {
-		t.Fatalf("got %d steps in %d raw calls", len(got), d.rawCalls)
+	got := d.Got()
+	if len(got) != 39 || d.rawCalls.Load() == 0 {
+		t.Fatalf("got %d steps in %d raw calls", len(got), d.rawCalls.Load())
 	}
 	for i, s := range got {
 		want := uint64(i + 1)

@@ -2,6 +2,7 @@ package spool
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,7 +15,7 @@ import (
 // aside or being created.
 func TestListAndStats(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	o, err := Open(Options{Home: home, Logger: quietLogger()})
+	o, err := Open(Options{Home: home, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,17 +19,7 @@ import (
 // batchJSON encodes steps as a step batch, whole, as a sidecar sends them.
 func batchJSON(t testing.TB, steps []hindsight.Step) []byte {
 	t.Helper()
-	b := []byte(`{"steps":[`)
-	for i := range steps {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		var err error
-		if b, err = wire.AppendStep(b, &steps[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return append(b, "]}"...)
+	return tasktest.BatchJSON(t, steps, wire.AppendStep)
 }
 
 // richSteps are steps with every field of a Step set.

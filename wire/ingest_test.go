@@ -15,32 +15,20 @@ import (
 	"unicode/utf8"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 )
 
 // batchJSON encodes steps as a step batch, whole.
 func batchJSON(t testing.TB, steps []hindsight.Step) []byte {
-	return encodeBatch(t, steps, AppendStep)
+	t.Helper()
+	return tasktest.BatchJSON(t, steps, AppendStep)
 }
 
 // compactBatchJSON encodes steps as a sidecar's outbox delivers them: in
 // their compact encoding.
 func compactBatchJSON(t testing.TB, steps []hindsight.Step) []byte {
-	return encodeBatch(t, steps, AppendCompactStep)
-}
-
-func encodeBatch(t testing.TB, steps []hindsight.Step, enc func([]byte, *hindsight.Step) ([]byte, error)) []byte {
 	t.Helper()
-	b := []byte(`{"steps":[`)
-	for i := range steps {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		var err error
-		if b, err = enc(b, &steps[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return append(b, "]}"...)
+	return tasktest.BatchJSON(t, steps, AppendCompactStep)
 }
 
 // checkScan checks the fast path against encoding/json on data: when it

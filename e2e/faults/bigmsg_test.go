@@ -54,8 +54,8 @@ func TestLargeMessageMemory(t *testing.T) {
 			a.initialize()
 			a.echoCalls("warm", 0, 20, 4096, 1)
 			base := vmHWM(t, a.cmd.Process.Pid)
-			a.send(tc.call)
-			if got := a.recv(); len(got) < size || !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":1,"result"`) {
+			a.Send(tc.call)
+			if got := a.Recv(); len(got) < size || !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":1,"result"`) {
 				t.Fatalf("answered %.200s (%d bytes)", got, len(got))
 			}
 			a.echoCalls("after", 1000, 1, 10, 1)

@@ -24,8 +24,8 @@ func TestCrashLoopVisible(t *testing.T) {
 	a.initialize()
 	const crashes = 8
 	for i := range crashes {
-		a.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"crash","arguments":{"status":3}}}`, 100+i))
-		if got := a.recv(); !strings.Contains(got, fmt.Sprintf(`"id":%d,"error"`, 100+i)) {
+		a.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"crash","arguments":{"status":3}}}`, 100+i))
+		if got := a.Recv(); !strings.Contains(got, fmt.Sprintf(`"id":%d,"error"`, 100+i)) {
 			t.Fatalf("crash %d answered %s", i, got)
 		}
 	}

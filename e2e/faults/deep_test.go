@@ -23,12 +23,12 @@ func TestDeepNesting(t *testing.T) {
 	a.initialize()
 	const depth = 9997
 	args := strings.Repeat("[", depth) + strings.Repeat("]", depth)
-	a.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"deep","x":%s}}}`, args))
-	if got := a.recv(); !strings.Contains(got, `"id":1,"result"`) {
+	a.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"deep","x":%s}}}`, args))
+	if got := a.Recv(); !strings.Contains(got, `"id":1,"result"`) {
 		t.Fatalf("deep call answered %.200s", got)
 	}
 	a.echoCalls("after", 1, 1, 10, 1)
-	a.in.Close()
+	a.CloseInput()
 	if err := a.cmd.Wait(); err != nil {
 		t.Fatalf("hindsight wrap exited with %v", err)
 	}

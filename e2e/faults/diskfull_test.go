@@ -3,7 +3,6 @@
 package faults
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -82,10 +81,9 @@ func smallHome(t *testing.T, size int64, maxHeld int) hindsight.Home {
 
 // agent speaks JSON-RPC lines to a `hindsight wrap` process.
 type agent struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	lines chan string
+	*testkit.LineClient
+	t   *testing.T
+	cmd *exec.Cmd
 }
 
 func wrapFake(t *testing.T, home hindsight.Home) *agent {
@@ -95,82 +93,20 @@ func wrapFake(t *testing.T, home hindsight.Home) *agent {
 	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+string(home))
 	cmd.Env = append(cmd.Env, fakeserver.Vars(fakeserver.ModeMCP, "", "")...)
 	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start hindsight wrap: %v", err)
-	}
-	a := &agent{t: t, cmd: cmd, in: in, lines: make(chan string, 1024)}
-	go func() {
-		defer close(a.lines)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for sc.Scan() {
-			a.lines <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		in.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			t.Error("hindsight wrap did not exit after stdin closed")
-		}
-	})
-	return a
-}
-
-func (a *agent) send(line string) {
-	a.t.Helper()
-	if _, err := io.WriteString(a.in, line+"\n"); err != nil {
-		a.t.Fatalf("write to the sidecar: %v", err)
-	}
-}
-
-func (a *agent) recv() string {
-	a.t.Helper()
-	select {
-	case l, ok := <-a.lines:
-		if !ok {
-			a.t.Fatal("the sidecar closed its stdout")
-		}
-		return l
-	case <-time.After(60 * time.Second):
-		a.t.Fatal("no answer from the sidecar in 60s")
-	}
-	return ""
+	return &agent{LineClient: testkit.StartLineClient(t, cmd, "hindsight wrap"), t: t, cmd: cmd}
 }
 
 // alive reports whether the sidecar still runs.
 func (a *agent) alive() bool {
-	return a.cmd.Process.Signal(syscall.Signal(0)) == nil && !exited(a.cmd.Process.Pid)
-}
-
-// exited reports whether pid is gone or a zombie.
-func exited(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z'
+	return a.cmd.Process.Signal(syscall.Signal(0)) == nil && !testkit.ProcessGone(a.cmd.Process.Pid)
 }
 
 func (a *agent) initialize() {
-	a.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"faults","version":"1"}}}`)
-	if l := a.recv(); !strings.Contains(l, `"serverInfo"`) {
+	a.Send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"faults","version":"1"}}}`)
+	if l := a.Recv(); !strings.Contains(l, `"serverInfo"`) {
 		a.t.Fatalf("initialize answered %s", l)
 	}
-	a.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	a.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 }
 
 // echoCalls makes n echo calls whose texts are prefix-i padded to about
@@ -183,7 +119,7 @@ func (a *agent) echoCalls(prefix string, first, n, size, inflight int) {
 	for got < first+n {
 		for sent < first+n && sent-got < inflight {
 			b, _ := json.Marshal(text(sent))
-			a.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":%s}}}`, sent+1, b))
+			a.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":%s}}}`, sent+1, b))
 			sent++
 		}
 		var resp struct {
@@ -192,7 +128,7 @@ func (a *agent) echoCalls(prefix string, first, n, size, inflight int) {
 				Content []struct{ Text string } `json:"content"`
 			} `json:"result"`
 		}
-		l := a.recv()
+		l := a.Recv()
 		if err := json.Unmarshal([]byte(l), &resp); err != nil || len(resp.Result.Content) != 1 {
 			a.t.Fatalf("call answered %.300s (%v)", l, err)
 		}
@@ -338,7 +274,7 @@ func TestDiskFull(t *testing.T) {
 	if !a.alive() {
 		t.Fatal("the sidecar died while the disk was full")
 	}
-	if exited(daemonPID) {
+	if testkit.ProcessGone(daemonPID) {
 		t.Fatal("the daemon died while the disk was full")
 	}
 	// What could not be held is counted durably, while the disk is full.
@@ -390,7 +326,7 @@ func TestDiskFull(t *testing.T) {
 	}
 
 	// The sidecar exits cleanly when the agent leaves.
-	a.in.Close()
+	a.CloseInput()
 	if err := a.cmd.Wait(); err != nil {
 		t.Errorf("hindsight wrap exited with %v", err)
 	}
@@ -422,7 +358,7 @@ func TestDiskFullDaemonRestart(t *testing.T) {
 	if err := syscall.Kill(h.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitFor(t, "the daemon to die", time.Minute, func() bool { return exited(h.PID) })
+	testkit.WaitFor(t, "the daemon to die", time.Minute, func() bool { return testkit.ProcessGone(h.PID) })
 	a.echoCalls("full", 5, calls, 4096, 8)
 	if !a.alive() {
 		t.Fatal("the sidecar died while the disk was full")

@@ -3,7 +3,6 @@
 package faults
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -17,20 +16,10 @@ func plainHome(t *testing.T) hindsight.Home {
 	if testing.Short() {
 		t.Skip("starts processes; not in -short mode")
 	}
-	dir, err := os.MkdirTemp("", "hs-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	home := hindsight.Home(dir)
+	home := hindsight.Home(testbin.HomeWith(t, "inject:\n  instructions: false\n  error_results: false\n  query_tool: false\n"))
 	if err := home.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	cfg := "inject:\n  instructions: false\n  error_results: false\n  query_tool: false\n"
-	if err := os.WriteFile(home.Path("config.yaml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	testbin.StopDaemon(t, dir)
 	return home
 }
 
@@ -48,8 +37,8 @@ func TestOddIDs(t *testing.T) {
 		{`17`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`},
 		{`{"jsonrpc":"2.0","id":3,"method":`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,`},
 	} {
-		a.send(tt.send)
-		if got := a.recv(); !strings.HasPrefix(got, tt.want) {
+		a.Send(tt.send)
+		if got := a.Recv(); !strings.HasPrefix(got, tt.want) {
 			t.Errorf("%s answered %s, want %s…", tt.send, got, tt.want)
 		}
 	}

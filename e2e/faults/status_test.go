@@ -22,7 +22,7 @@ func TestStatusDeadDaemon(t *testing.T) {
 	a := wrapFake(t, home)
 	a.initialize()
 	a.echoCalls("x", 0, 1, 10, 1)
-	a.in.Close()
+	a.CloseInput()
 	if err := a.cmd.Wait(); err != nil {
 		t.Fatalf("hindsight wrap exited with %v", err)
 	}
@@ -35,7 +35,7 @@ func TestStatusDeadDaemon(t *testing.T) {
 	if err := syscall.Kill(h.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitFor(t, "the daemon to die", time.Minute, func() bool { return exited(h.PID) })
+	testkit.WaitFor(t, "the daemon to die", time.Minute, func() bool { return testkit.ProcessGone(h.PID) })
 	st := status(t, home)
 	if st.Running || st.Daemon != nil || !strings.Contains(st.Hint, "died") || !strings.Contains(st.Hint, "daemon.log") {
 		t.Fatalf("status of a dead daemon: running %v, daemon %+v, hint %q", st.Running, st.Daemon, st.Hint)

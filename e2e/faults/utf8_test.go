@@ -27,11 +27,11 @@ func TestInvalidUTF8Export(t *testing.T) {
 	home := plainHome(t)
 	a := wrapFake(t, home)
 	a.initialize()
-	a.send("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"bad-\xff\xfe-bytes\"}}}")
-	if got := a.recv(); !strings.Contains(got, `"id":1,"result"`) {
+	a.Send("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"bad-\xff\xfe-bytes\"}}}")
+	if got := a.Recv(); !strings.Contains(got, `"id":1,"result"`) {
 		t.Fatalf("answered %s", got)
 	}
-	a.in.Close()
+	a.CloseInput()
 	if err := a.cmd.Wait(); err != nil {
 		t.Fatalf("hindsight wrap exited with %v", err)
 	}

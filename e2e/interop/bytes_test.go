@@ -5,7 +5,6 @@ package interop
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/fakeserver"
-	"github.com/hindsight-proxy/hindsight/proxy"
 )
 
 // TestInteropFakeServer is not a test: it is the scripted MCP server the
@@ -26,11 +24,9 @@ func TestInteropFakeServer(t *testing.T) { fakeserver.Main() }
 
 // rawAgent speaks raw lines to a `hindsight wrap` process.
 type rawAgent struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	out   io.ReadCloser
-	lines chan string
+	*testkit.LineClient
+	t   *testing.T
+	cmd *exec.Cmd
 }
 
 // wrapFake starts `hindsight wrap` in front of the fake server in mode.
@@ -50,64 +46,13 @@ func wrapFakePIDs(t *testing.T, mode string) (*rawAgent, string, string) {
 	cmd := wrapped(t, "fake", append([]string{os.Args[0]}, fakeserver.Args("TestInteropFakeServer")...)...)
 	cmd.Env = append(cmd.Env, fakeserver.Vars(mode, record, pids)...)
 	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	must(t, "stdin", err)
-	out, err := cmd.StdoutPipe()
-	must(t, "stdout", err)
-	must(t, "start hindsight wrap", cmd.Start())
-	a := &rawAgent{t: t, cmd: cmd, in: in, lines: make(chan string, 64)}
-	go func() {
-		defer close(a.lines)
-		lr := proxy.NewLineReader(out, 0)
-		for {
-			l, err := lr.ReadLine()
-			if err != nil {
-				return
-			}
-			a.lines <- string(l)
-		}
-	}()
-	a.out = out
-	t.Cleanup(func() {
-		in.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			t.Error("hindsight wrap did not exit after stdin closed")
-		}
-	})
+	a := &rawAgent{LineClient: testkit.StartLineClient(t, cmd, "hindsight wrap"), t: t, cmd: cmd}
 	return a, record, pids
-}
-
-func (a *rawAgent) send(lines ...string) {
-	a.t.Helper()
-	for _, l := range lines {
-		if _, err := io.WriteString(a.in, l+"\n"); err != nil {
-			a.t.Fatalf("write: %v", err)
-		}
-	}
-}
-
-func (a *rawAgent) recv() string {
-	a.t.Helper()
-	select {
-	case l, ok := <-a.lines:
-		if !ok {
-			a.t.Fatal("hindsight wrap closed stdout")
-		}
-		return l
-	case <-time.After(30 * time.Second):
-		a.t.Fatal("nothing from hindsight wrap in 30s")
-	}
-	return ""
 }
 
 func (a *rawAgent) expect(want string) {
 	a.t.Helper()
-	if got := a.recv(); got != want {
+	if got := a.Recv(); got != want {
 		a.t.Fatalf("agent got\n %s\nwant\n %s", got, want)
 	}
 }
@@ -115,19 +60,10 @@ func (a *rawAgent) expect(want string) {
 // close ends the agent's stdin and returns the sidecar's exit error.
 func (a *rawAgent) close() error {
 	a.t.Helper()
-	a.in.Close()
-	for range a.lines {
+	a.CloseInput()
+	for range a.Lines() {
 	}
 	return a.cmd.Wait()
-}
-
-func recorded(t *testing.T, path string) []string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
 // TestWrapBytes checks, through the real binary, that unknown methods and
@@ -139,11 +75,11 @@ func TestWrapBytes(t *testing.T) {
 		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{},"elicitation":{"form":{}},"roots":{"listChanged":true},"x-cap":{"deep":[1]}},"clientInfo":{"name":"raw","version":"0.1","x-info":true},"_meta":{"vendor.example/trace":"abc"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized","x-extra":1}`,
 	}
-	a.send(fromAgent...)
+	a.Send(fromAgent...)
 	a.expect(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"x-experimental-cap":{}},"serverInfo":{"name":"fakeserver","version":"1.0.0"},"instructions":"fake","x-unknown":[1,{"a":null}]}}`)
 
 	listReq := `{"jsonrpc":"2.0","id":"list-1","method":"tools/list","params":{"cursor":null,"_meta":{"progressToken":"p-list"}}}`
-	a.send(listReq)
+	a.Send(listReq)
 	fromAgent = append(fromAgent, listReq)
 	a.expect(`{"jsonrpc":"2.0","id":"list-1","result":` + fakeserver.ToolsList + `}`)
 
@@ -155,9 +91,9 @@ func TestWrapBytes(t *testing.T) {
 		`{"jsonrpc":"2.0","id":18,"method":"fake/echo","params":{"x-unknown":{"anyOf":[{"type":"string"},{"type":"null"}]}},"x-top-level":"kept"}`,
 	}
 	for _, l := range odd {
-		a.send(l)
+		a.Send(l)
 		var echo struct{ Result struct{ Line string } }
-		got := a.recv()
+		got := a.Recv()
 		if err := json.Unmarshal([]byte(got), &echo); err != nil {
 			t.Fatalf("echo answer %s: %v", got, err)
 		}
@@ -180,7 +116,7 @@ func TestWrapBytes(t *testing.T) {
 		`{"result":{},"id":"stray","jsonrpc":"2.0","x-late":true}`,
 	}
 	say, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "fake/say", "params": map[string]any{"lines": fromServer}})
-	a.send(string(say))
+	a.Send(string(say))
 	fromAgent = append(fromAgent, string(say))
 	for _, want := range fromServer {
 		a.expect(want)
@@ -196,16 +132,16 @@ func TestWrapBytes(t *testing.T) {
 		`[{"jsonrpc":"2.0","id":90,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"}]`,
 		`{"jsonrpc":"2.0","method":"vendor/notify","params":{"anything":"goes"}}`,
 	}
-	a.send(answers...)
+	a.Send(answers...)
 	fromAgent = append(fromAgent, answers...)
-	a.send(`{"jsonrpc":"2.0","id":99,"method":"ping"}`)
+	a.Send(`{"jsonrpc":"2.0","id":99,"method":"ping"}`)
 	fromAgent = append(fromAgent, `{"jsonrpc":"2.0","id":99,"method":"ping"}`)
 	a.expect(`{"jsonrpc":"2.0","id":99,"result":{}}`)
 	if err := a.close(); err != nil {
 		t.Fatalf("hindsight wrap exited with %v", err)
 	}
 
-	got := recorded(t, record)
+	got := fakeserver.Recorded(t, record)
 	want := append(fromAgent[:3:3], odd...)
 	want = append(want, fromAgent[3:]...)
 	for i := range want {
@@ -219,18 +155,18 @@ func TestWrapBytes(t *testing.T) {
 // TestWrapCrashAndRestart crashes the server behind the real binary.
 func TestWrapCrashAndRestart(t *testing.T) {
 	a, record := wrapFake(t, fakeserver.ModeMCP)
-	a.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	a.recv()
-	a.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"crash","arguments":{"status":7}}}`)
+	a.Send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	a.Recv()
+	a.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	a.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"crash","arguments":{"status":7}}}`)
 	a.expect(`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"MCP server \"fake\" exited unexpectedly (exit status 7) before answering; it is being restarted"}}`)
-	a.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"back"}}}`)
+	a.Send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"back"}}}`)
 	a.expect(`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"back"}]}}`)
 	if err := a.close(); err != nil {
 		t.Fatalf("hindsight wrap exited with %v", err)
 	}
 	n := 0
-	for _, l := range recorded(t, record) {
+	for _, l := range fakeserver.Recorded(t, record) {
 		if strings.Contains(l, `"method":"initialize"`) {
 			n++
 		}
@@ -296,7 +232,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd) error {
 func TestWrapSignals(t *testing.T) {
 	a, _, pids := wrapFakePIDs(t, fakeserver.ModeMCP)
 	pid := serverPID(t, pids)
-	a.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	a.Send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	a.expect(`{"jsonrpc":"2.0","id":1,"result":{}}`)
 	must(t, "signal", a.cmd.Process.Signal(syscall.SIGTERM))
 	if err := waitExit(t, a.cmd); err != nil {
@@ -311,8 +247,8 @@ func TestWrapSignals(t *testing.T) {
 func TestWrapAgentGone(t *testing.T) {
 	a, _, pids := wrapFakePIDs(t, fakeserver.ModeMCP)
 	pid := serverPID(t, pids)
-	a.out.Close()
-	a.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	a.CloseOutput()
+	a.Send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	err := waitExit(t, a.cmd)
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {

@@ -165,12 +165,7 @@ func everythingConversation(t *testing.T, transport mcp.Transport, version strin
 		}
 	}
 
-	prompts, err := cs.ListPrompts(ctx, nil)
-	must(t, "prompts/list", err)
-	tr.add(t, "prompts/list", prompts)
-	p, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "args-prompt", Arguments: map[string]string{"city": "Paris", "state": "Île-de-France"}})
-	must(t, "prompts/get", err)
-	tr.add(t, "prompts/get", p)
+	addPrompts(ctx, t, cs, tr)
 
 	resources, err := cs.ListResources(ctx, nil)
 	must(t, "resources/list", err)
@@ -235,16 +230,7 @@ func everythingConversation(t *testing.T, transport mcp.Transport, version strin
 	must(t, "long operation", err)
 	tr.add(t, "tools/call long operation", res)
 	// The client may handle the last notification after the result.
-	var got []string
-	for len(got) < 4 {
-		select {
-		case n := <-progress:
-			got = append(got, fmt.Sprintf("%v %v/%v", n.ProgressToken, n.Progress, n.Total))
-			continue
-		case <-time.After(5 * time.Second):
-		}
-		break
-	}
+	got := progressOf(progress, 4)
 	tr.add(t, "progress notifications", got)
 	if len(got) != 4 {
 		t.Errorf("progress notifications: %q, want 4", got)
@@ -279,6 +265,34 @@ func everythingConversation(t *testing.T, transport mcp.Transport, version strin
 		t.Errorf("get-roots-list did not see the client's root: %s", textOf(res))
 	}
 	return tr
+}
+
+// addPrompts lists the server's prompts and gets args-prompt, adding both
+// answers to tr.
+func addPrompts(ctx context.Context, t *testing.T, cs *mcp.ClientSession, tr *transcript) {
+	t.Helper()
+	prompts, err := cs.ListPrompts(ctx, nil)
+	must(t, "prompts/list", err)
+	tr.add(t, "prompts/list", prompts)
+	p, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "args-prompt", Arguments: map[string]string{"city": "Paris", "state": "Île-de-France"}})
+	must(t, "prompts/get", err)
+	tr.add(t, "prompts/get", p)
+}
+
+// progressOf returns up to n progress notifications from progress, as
+// "token progress/total", giving up when none comes for 5 s.
+func progressOf(progress <-chan *mcp.ProgressNotificationParams, n int) []string {
+	var got []string
+	for len(got) < n {
+		select {
+		case p := <-progress:
+			got = append(got, fmt.Sprintf("%v %v/%v", p.ProgressToken, p.Progress, p.Total))
+			continue
+		case <-time.After(5 * time.Second):
+		}
+		break
+	}
+	return got
 }
 
 func must(t *testing.T, what string, err error) {

@@ -42,16 +42,7 @@ func gosdkConversation(t *testing.T, cmd *exec.Cmd, version string) *transcript 
 	res, err = cs.CallTool(ctx, params)
 	must(t, "count", err)
 	tr.add(t, "count", res)
-	var got []string
-	for len(got) < 3 {
-		select {
-		case n := <-progress:
-			got = append(got, fmt.Sprintf("%v %v/%v", n.ProgressToken, n.Progress, n.Total))
-			continue
-		case <-time.After(5 * time.Second):
-		}
-		break
-	}
+	got := progressOf(progress, 3)
 	tr.add(t, "progress", got)
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "refuse", Arguments: map[string]any{}})
 	must(t, "refuse", err)

@@ -21,6 +21,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -32,19 +33,13 @@ func memHome(t *testing.T) (hindsight.Home, *daemon.Client) {
 		t.Skip("starts the hindsight binary; skipped under -short")
 	}
 	exe := testbin.Hindsight(t)
-	dir, err := os.MkdirTemp("", "hs-mem-") // short: the socket path is limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	home := hindsight.Home(dir)
+	home := hindsight.Home(testbin.Home(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := daemon.EnsureRunning(ctx, home, exe)
 	if err != nil {
 		t.Fatalf("start daemon: %v", err)
 	}
-	testbin.StopDaemon(t, dir)
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, name := range []string{"mcp.log", "daemon.log", "wrap-billing.log"} {
@@ -262,11 +257,7 @@ func TestMemoryServerRawJSONRPC(t *testing.T) {
 	home, _ := memHome(t)
 	cmd := exec.Command(testbin.Hindsight(t), "mcp")
 	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+string(home))
-	stdin, err := cmd.StdinPipe()
-	must(t, "stdin", err)
-	stdout, err := cmd.StdoutPipe()
-	must(t, "stdout", err)
-	must(t, "start", cmd.Start())
+	stdin, stdout := testkit.StartPiped(t, cmd)
 	defer func() { stdin.Close(); cmd.Wait() }()
 	lines := bufio.NewScanner(stdout)
 	lines.Buffer(nil, 1<<20)
@@ -331,17 +322,6 @@ func wrapBilling(t *testing.T, home hindsight.Home, task string) *mcp.ClientSess
 	return cs
 }
 
-func waitUntil(t *testing.T, what string, d time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestMemoryServerEndToEnd: an agent records three steps outside MCP with
 // store_episode, makes two MCP calls through a sidecar in the same task,
 // and ends it with trigger_hindsight: the task is reflected at once (no
@@ -395,7 +375,7 @@ func TestMemoryServerEndToEnd(t *testing.T) {
 	episode("fetch_report", "HTTP 401 Unauthorized: no active session. Call login first.", true, map[string]any{"month": "2026-03"})
 	mcpCall("login", map[string]any{"user": "ada", "password": "pw"})
 	mcpCall("fetch_report", map[string]any{"month": "2026-03"})
-	waitUntil(t, "the sidecar's steps", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "the sidecar's steps", 30*time.Second, func() bool {
 		_, err := os.Stat(home.Socket())
 		return err == nil && page.Total >= 0 && mcpCalls() == 2
 	})
@@ -486,7 +466,7 @@ func TestFinalMetaEndsTask(t *testing.T) {
 	must(t, "fetch_report, final", err)
 
 	var task *hindsight.Task
-	waitUntil(t, "the task reflected", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "the task reflected", 30*time.Second, func() bool {
 		tasks, err := c.Tasks(ctx, daemon.TaskFilter{})
 		if err != nil || len(tasks) != 1 {
 			return false
@@ -508,7 +488,7 @@ func TestFinalMetaEndsTask(t *testing.T) {
 	// The next request of the same agent starts a new task.
 	_, err = agent.CallTool(ctx, &mcp.CallToolParams{Name: "fetch_report", Arguments: map[string]any{"month": "2026-04"}})
 	must(t, "fetch_report after the end", err)
-	waitUntil(t, "a second task", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "a second task", 30*time.Second, func() bool {
 		tasks, err := c.Tasks(ctx, daemon.TaskFilter{})
 		return err == nil && len(tasks) == 2
 	})
@@ -597,7 +577,7 @@ func TestSidecarTriggerEndsTask(t *testing.T) {
 	if res.IsError || !strings.Contains(resultText(res), "Task ended") {
 		t.Fatalf("trigger_hindsight = %v %q", res.IsError, resultText(res))
 	}
-	waitUntil(t, "the task reflected", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "the task reflected", 30*time.Second, func() bool {
 		tasks, err := c.Tasks(ctx, daemon.TaskFilter{})
 		return err == nil && len(tasks) == 1 && tasks[0].Final && tasks[0].Reflection == "done"
 	})

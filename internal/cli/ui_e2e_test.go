@@ -50,19 +50,9 @@ func TestMetricsAndUI(t *testing.T) {
 	bin := testbin.Hindsight(t)
 	cmd := exec.Command(bin, "wrap", "--name", "example", "--", bin, "example-server")
 	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+home)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, outPipe := testkit.StartPiped(t, cmd)
 	out := bufio.NewReader(outPipe)
 	id := 0
 	call := func(method string, params any) string {

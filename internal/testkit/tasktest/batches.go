@@ -3,6 +3,7 @@ package tasktest
 import (
 	"encoding/json"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
@@ -30,4 +31,22 @@ func Batch(source string, seq uint64, n int) []hindsight.Step {
 		out[i] = s
 	}
 	return out
+}
+
+// BatchJSON encodes steps as a step batch ({"steps":[…]}), each step by
+// enc (wire.AppendStep as a sidecar sends it whole, wire.AppendCompactStep
+// as its outbox delivers it), failing the test when enc fails.
+func BatchJSON(t testing.TB, steps []hindsight.Step, enc func([]byte, *hindsight.Step) ([]byte, error)) []byte {
+	t.Helper()
+	b := []byte(`{"steps":[`)
+	for i := range steps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = enc(b, &steps[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return append(b, "]}"...)
 }

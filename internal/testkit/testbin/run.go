@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 )
 
 // Run runs `hindsight args…` (the lean build) with HINDSIGHT_HOME=home,
@@ -29,11 +32,17 @@ func Run(t testing.TB, home string, wantErr bool, args ...string) string {
 // its daemon, if one was started, is stopped (StopDaemon).
 func Home(t testing.TB) string {
 	t.Helper()
-	home, err := os.MkdirTemp("", "hs-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
+	home := testkit.ShortTempDir(t)
 	StopDaemon(t, home)
+	return home
+}
+
+// HomeWith is Home with config.yaml holding config.
+func HomeWith(t testing.TB, config string) string {
+	t.Helper()
+	home := Home(t)
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(config), 0o600); err != nil {
+		t.Fatalf("write config: %v", err)
+	}
 	return home
 }
