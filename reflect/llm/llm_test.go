@@ -20,6 +20,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/reflect"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
@@ -103,24 +104,6 @@ func (f *fakeLLM) count() int {
 	return len(f.requests)
 }
 
-// syncBuffer collects log output from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // harness is a queue over real Badger with the LLM reflector pointed at a
 // fake endpoint, the real capture redactor and an in-memory store.
 type harness struct {
@@ -128,13 +111,13 @@ type harness struct {
 	queue   *reflect.Queue
 	store   *embedded.Store
 	metrics *reflect.Metrics
-	logs    *syncBuffer
+	logs    *testkit.SyncBuffer
 	tasks   tasktest.Map
 }
 
 func newHarness(t *testing.T, cfg Config, script ...reply) *harness {
 	t.Helper()
-	h := &harness{llm: newFakeLLM(t, script...), store: openStore(t), metrics: reflect.NewMetrics(), logs: &syncBuffer{}}
+	h := &harness{llm: newFakeLLM(t, script...), store: openStore(t), metrics: reflect.NewMetrics(), logs: &testkit.SyncBuffer{}}
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.BaseURL = h.llm.URL + "/v1"
 	cfg.APIKey = "test-key"

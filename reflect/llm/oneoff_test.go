@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/reflect"
 )
 
@@ -36,7 +37,7 @@ func TestLLMOneOffDropped(t *testing.T) {
 	const clean = `{"situation":"create_invoice returns 404 customer not found for a guessed customer_id","action":"looked the customer up with find_customer and passed the customer_id it returned","result":"create_invoice succeeded","lesson":"Before create_invoice, take customer_id from the result of find_customer; a guessed customer_id is not found.","confidence":0.95,"source_steps":[0,1,2],"tool":"create_invoice","error_code":"404"}`
 	f := newFakeLLM(t, reply{content: answer(leaky, clean)})
 	metrics := reflect.NewMetrics()
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	llm, err := New(Config{BaseURL: f.URL + "/v1", APIKey: "test-key", Model: "m-test", Logger: logger, Metrics: metrics})
 	if err != nil {

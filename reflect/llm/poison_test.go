@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/reflect"
 )
 
@@ -40,7 +41,7 @@ func TestLLMPoisonedLessonsRefused(t *testing.T) {
 	answers = append(answers, clean)
 	f := newFakeLLM(t, reply{content: answer(answers...)})
 	metrics := reflect.NewMetrics()
-	logger := slog.New(slog.NewTextHandler(&syncBuffer{}, nil))
+	logger := slog.New(slog.NewTextHandler(&testkit.SyncBuffer{}, nil))
 	llm, err := New(Config{BaseURL: f.URL + "/v1", APIKey: "test-key", Model: "m-test", Logger: logger, Metrics: metrics, MaxExperiences: 8})
 	if err != nil {
 		t.Fatal(err)
