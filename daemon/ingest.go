@@ -30,9 +30,7 @@ func (s *Server) handleSteps(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.m.batches.Inc()
-	s.m.ingested.Add(float64(res.Accepted))
-	s.m.duplicates.Add(float64(res.Duplicates))
+	s.m.countBatch(res)
 	if res.Duplicates > 0 {
 		s.Logger.Debug("redelivered steps skipped", "duplicates", res.Duplicates)
 	}

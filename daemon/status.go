@@ -11,6 +11,7 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/spool"
+	"github.com/hindsight-proxy/hindsight/traces"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -106,6 +107,14 @@ type metrics struct {
 	ingested, duplicates, batches, rejected, final, enqueueFailures prometheus.Counter
 
 	sidecars *sidecarMetrics
+}
+
+// countBatch counts a stored step batch: its steps accepted and the
+// duplicates skipped.
+func (m *metrics) countBatch(res traces.IngestResult) {
+	m.batches.Inc()
+	m.ingested.Add(float64(res.Accepted))
+	m.duplicates.Add(float64(res.Duplicates))
 }
 
 func (s *Server) initMetrics() {

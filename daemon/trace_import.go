@@ -22,9 +22,7 @@ func (s *Server) handleImportSteps(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.m.batches.Inc()
-	s.m.ingested.Add(float64(res.Accepted))
-	s.m.duplicates.Add(float64(res.Duplicates))
+	s.m.countBatch(res)
 	if res.Accepted > 0 {
 		s.Kick() // hand the imported final tasks to reflection
 	}
