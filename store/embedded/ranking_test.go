@@ -13,8 +13,8 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/testkit"
-	"github.com/hindsight-proxy/hindsight/store/tokenize"
 	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
+	"github.com/hindsight-proxy/hindsight/store/tokenize"
 )
 
 // sortedEmbedder hashes a text's words and their trigrams into 512
