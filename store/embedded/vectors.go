@@ -302,22 +302,39 @@ func (x *index) distances(dist []uint16, slots []int32, qp, qn []uint64) {
 }
 
 // distances512 is distances for 512-dimensional codes. It runs for every
-// candidate of an unfiltered query, so the query words stay in registers
-// and the popcounts are unrolled.
+// candidate of an unfiltered query, so it walks each run of consecutive
+// slots of one chunk as a contiguous slice of codes.
 func (x *index) distances512(dist []uint16, slots []int32, qp, qn *[8]uint64) {
-	q0, q1, q2, q3, q4, q5, q6, q7 := qp[0], qp[1], qp[2], qp[3], qp[4], qp[5], qp[6], qp[7]
-	for i, s := range slots {
-		c, off := uint32(s)/chunkSlots, uint32(s)%chunkSlots*8
-		p := (*[8]uint64)(x.pos[c][off:])
-		d := bits.OnesCount64(p[0]^q0) + bits.OnesCount64(p[1]^q1) +
-			bits.OnesCount64(p[2]^q2) + bits.OnesCount64(p[3]^q3) +
-			bits.OnesCount64(p[4]^q4) + bits.OnesCount64(p[5]^q5) +
-			bits.OnesCount64(p[6]^q6) + bits.OnesCount64(p[7]^q7)
-		if qn != nil {
-			n := (*[8]uint64)(x.neg[c][off:])
-			for k := range 8 {
-				d += bits.OnesCount64(n[k] ^ qn[k])
-			}
+	dist = dist[:len(slots)]
+	for i := 0; i < len(slots); {
+		s := uint32(slots[i])
+		c, first := s/chunkSlots, s%chunkSlots
+		n := uint32(1)
+		for i+int(n) < len(slots) && first+n < chunkSlots && uint32(slots[i+int(n)]) == s+n {
+			n++
+		}
+		lo, hi := first*8, (first+n)*8
+		if qn == nil {
+			hamming512(dist[i:i+int(n)], x.pos[c][lo:hi], qp)
+		} else {
+			hamming512x2(dist[i:i+int(n)], x.pos[c][lo:hi], x.neg[c][lo:hi], qp, qn)
+		}
+		i += int(n)
+	}
+}
+
+// hamming512x2 is hamming512 over ternary codes: positive and negative
+// bits.
+func hamming512x2(dist []uint16, pos, neg []uint64, qp, qn *[8]uint64) {
+	for i := range dist {
+		if len(pos) < 8 || len(neg) < 8 {
+			return
+		}
+		p, n := (*[8]uint64)(pos), (*[8]uint64)(neg)
+		pos, neg = pos[8:], neg[8:]
+		d := 0
+		for k := range 8 {
+			d += bits.OnesCount64(p[k]^qp[k]) + bits.OnesCount64(n[k]^qn[k])
 		}
 		dist[i] = uint16(d)
 	}
