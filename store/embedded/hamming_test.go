@@ -1,6 +1,8 @@
 package embedded
 
 import (
+	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -37,6 +39,78 @@ func TestHamming512(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("n=%d extra=%d: got %v, want %v", n, extra, got, want)
 			}
+		}
+	}
+}
+
+// TestDistancesRuns checks distances over 512-dimensional codes (which
+// scans runs of consecutive slots as slices) against a per-slot count, for
+// slot lists with runs of every length, across chunk boundaries.
+func TestDistancesRuns(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	x := newIndex(512)
+	const n = 3*chunkSlots + 100
+	x.grow(n - 1)
+	for c := range x.pos {
+		for i := range x.pos[c] {
+			x.pos[c][i], x.neg[c][i] = r.Uint64(), r.Uint64()
+		}
+	}
+	qp, qn := make([]uint64, 8), make([]uint64, 8)
+	for i := range qp {
+		qp[i], qn[i] = r.Uint64(), r.Uint64()
+	}
+	lists := map[string][]int32{}
+	for _, keep := range []float64{1, 0.99, 0.5, 0.01} {
+		var l []int32
+		for s := range int32(n) {
+			if r.Float64() < keep {
+				l = append(l, s)
+			}
+		}
+		lists[fmt.Sprint(keep)] = l
+	}
+	lists["tail"] = []int32{chunkSlots - 2, chunkSlots - 1, chunkSlots, chunkSlots + 1, n - 1}
+	for name, slots := range lists {
+		for _, neg := range [][]uint64{nil, qn} {
+			want := make([]uint16, len(slots))
+			for i, s := range slots {
+				p, ng := x.code(s)
+				d := 0
+				for k := range 8 {
+					d += bits.OnesCount64(p[k] ^ qp[k])
+					if neg != nil {
+						d += bits.OnesCount64(ng[k] ^ neg[k])
+					}
+				}
+				want[i] = uint16(d)
+			}
+			got := make([]uint16, len(slots))
+			x.distances(got, slots, qp, neg)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s (negative bits %v): distances differ", name, neg != nil)
+			}
+		}
+	}
+}
+
+// TestHistogram checks histogram against a plain count.
+func TestHistogram(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{0, 1, 3, 4, 5, 1000} {
+		dist := make([]uint16, n)
+		want := make([]int32, 20)
+		for i := range dist {
+			dist[i] = uint16(r.IntN(20))
+			want[dist[i]]++
+		}
+		hist := make([]int32, 4*20)
+		for i := range hist {
+			hist[i] = 9 // cleared first
+		}
+		histogram(hist, dist)
+		if !slices.Equal(hist[:20], want) {
+			t.Fatalf("n=%d: got %v, want %v", n, hist[:20], want)
 		}
 	}
 }

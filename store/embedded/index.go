@@ -286,7 +286,7 @@ type scratch struct {
 	top     []scored
 	hits    []int32
 	vtop    []scored
-	hist    []int
+	hist    []int32
 	qcode   []uint64
 	coarse  []int32
 }

@@ -243,24 +243,22 @@ func (x *index) nearest(sc *scratch, out, slots []int32, qp, qn []uint64, r int)
 		sc.dist = make([]uint16, len(slots))
 	}
 	dist := sc.dist[:len(slots)]
-	if cap(sc.hist) < 2*64*x.words+2 {
-		sc.hist = make([]int, 2*64*x.words+2)
+	bins := 2*64*x.words + 2
+	if cap(sc.hist) < 4*bins {
+		sc.hist = make([]int32, 4*bins)
 	}
-	hist := sc.hist[:2*64*x.words+2]
-	clear(hist)
+	hist := sc.hist[:bins]
 	x.distances(dist, slots, qp, qn)
-	for _, d := range dist {
-		hist[d]++
-	}
+	histogram(sc.hist[:4*bins], dist)
 	limit, sum := 0, 0
 	for limit = 0; limit < len(hist)-1; limit++ {
-		sum += hist[limit]
+		sum += int(hist[limit])
 		if sum >= r {
 			break
 		}
 	}
 	// Everything nearer than the limit, then ties at the limit until r.
-	below := sum - hist[min(limit, len(hist)-1)]
+	below := sum - int(hist[min(limit, len(hist)-1)])
 	room := max(r-below, 0)
 	if out == nil {
 		out = make([]int32, 0, below+room)
@@ -277,8 +275,31 @@ func (x *index) nearest(sc *scratch, out, slots []int32, qp, qn []uint64, r int)
 	return out
 }
 
+// histogram sets hist[:len(hist)/4][d] to the number of d in dist. It
+// counts into four interleaved histograms (the rest of hist), so that
+// runs of equal distances do not wait on each other's increments.
+func histogram(hist []int32, dist []uint16) {
+	clear(hist)
+	bins := len(hist) / 4
+	h0, h1, h2, h3 := hist[:bins], hist[bins:2*bins], hist[2*bins:3*bins], hist[3*bins:]
+	i := 0
+	for ; i+4 <= len(dist); i += 4 {
+		h0[dist[i]]++
+		h1[dist[i+1]]++
+		h2[dist[i+2]]++
+		h3[dist[i+3]]++
+	}
+	for ; i < len(dist); i++ {
+		h0[dist[i]]++
+	}
+	for d := range h0 {
+		h0[d] += h1[d] + h2[d] + h3[d]
+	}
+}
+
 // distances sets dist[i] to the Hamming distance between the query's
-// code and slots[i]'s (qn nil: over the positive bits only).
+// code and slots[i]'s (qn nil: over the positive bits only). slots are
+// ascending, as every slot list of the index is.
 func (x *index) distances(dist []uint16, slots []int32, qp, qn []uint64) {
 	if len(qp) == 8 { // 512 dimensions: fixed size, unrolled
 		var n8 *[8]uint64
@@ -309,9 +330,14 @@ func (x *index) distances512(dist []uint16, slots []int32, qp, qn *[8]uint64) {
 	for i := 0; i < len(slots); {
 		s := uint32(slots[i])
 		c, first := s/chunkSlots, s%chunkSlots
-		n := uint32(1)
-		for i+int(n) < len(slots) && first+n < chunkSlots && uint32(slots[i+int(n)]) == s+n {
-			n++
+		// The run of consecutive slots from i within chunk c: ascending
+		// slots that span as many values as entries are consecutive.
+		n := uint32(min(chunkSlots-first, uint32(len(slots)-i)))
+		if uint32(slots[i+int(n)-1]) != s+n-1 {
+			n = 1
+			for i+int(n) < len(slots) && first+n < chunkSlots && uint32(slots[i+int(n)]) == s+n {
+				n++
+			}
 		}
 		lo, hi := first*8, (first+n)*8
 		if qn == nil {
