@@ -147,22 +147,32 @@ func (v *vectors) score(q []float32, slot int32) float32 {
 }
 
 // dotInt8 is the inner product of a float32 and an int8 vector of equal
-// length.
+// length. It reads each int8's float32 value from a table (the same value
+// a conversion gives, fewer instructions).
 func dotInt8(a []float32, b []int8) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
 	for ; i+8 <= len(a); i += 8 {
-		s0 += a[i]*float32(b[i]) + a[i+4]*float32(b[i+4])
-		s1 += a[i+1]*float32(b[i+1]) + a[i+5]*float32(b[i+5])
-		s2 += a[i+2]*float32(b[i+2]) + a[i+6]*float32(b[i+6])
-		s3 += a[i+3]*float32(b[i+3]) + a[i+7]*float32(b[i+7])
+		a8, b8 := (*[8]float32)(a[i:]), (*[8]int8)(b[i:])
+		s0 += a8[0]*int8Float[uint8(b8[0])] + a8[4]*int8Float[uint8(b8[4])]
+		s1 += a8[1]*int8Float[uint8(b8[1])] + a8[5]*int8Float[uint8(b8[5])]
+		s2 += a8[2]*int8Float[uint8(b8[2])] + a8[6]*int8Float[uint8(b8[6])]
+		s3 += a8[3]*int8Float[uint8(b8[3])] + a8[7]*int8Float[uint8(b8[7])]
 	}
 	for ; i < len(a); i++ {
 		s0 += a[i] * float32(b[i])
 	}
 	return s0 + s1 + s2 + s3
 }
+
+// int8Float maps an int8's bits (as uint8) to its float32 value.
+var int8Float = func() (t [256]float32) {
+	for i := range t {
+		t[i] = float32(int8(uint8(i)))
+	}
+	return t
+}()
 
 // dot is the inner product of two equal-length vectors.
 func dot(a, b []float32) float32 {

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -111,6 +112,32 @@ func TestHistogram(t *testing.T) {
 		histogram(hist, dist)
 		if !slices.Equal(hist[:20], want) {
 			t.Fatalf("n=%d: got %v, want %v", n, hist[:20], want)
+		}
+	}
+}
+
+// TestDotInt8 checks dotInt8 bit for bit against the plain sum it
+// unrolls (four partial sums, each adding two products at a time).
+func TestDotInt8(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{0, 5, 8, 13, 512} {
+		a, b := make([]float32, n), make([]int8, n)
+		for i := range a {
+			a[i], b[i] = float32(r.NormFloat64()), int8(r.IntN(256)-128)
+		}
+		var s [4]float32
+		i := 0
+		for ; i+8 <= n; i += 8 {
+			for k := range 4 {
+				s[k] += a[i+k]*float32(b[i+k]) + a[i+k+4]*float32(b[i+k+4])
+			}
+		}
+		for ; i < n; i++ {
+			s[0] += a[i] * float32(b[i])
+		}
+		want := s[0] + s[1] + s[2] + s[3]
+		if got := dotInt8(a, b); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("n=%d: got %v, want %v", n, got, want)
 		}
 	}
 }
