@@ -289,6 +289,8 @@ type scratch struct {
 	hist    []int32
 	qcode   []uint64
 	coarse  []int32
+	// coarseDist is the positive-bits distance of each of coarse.
+	coarseDist []uint16
 }
 
 // scratchFree keeps query buffers between queries. Unlike a sync.Pool it

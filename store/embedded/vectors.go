@@ -228,7 +228,8 @@ func (x *index) knn(sc *scratch, q []float32, ok []int32, n int) []scored {
 // preselect picks about r of ok whose ternary codes are nearest to q's
 // (Hamming distance over the positive and negative sign bits). Over many
 // candidates a first pass compares the positive bits alone (a binary code,
-// half the memory to stream) and keeps coarseKeep for the full codes.
+// half the memory to stream) and keeps coarseKeep, to whose distances the
+// second pass adds those of the negative bits.
 func (x *index) preselect(sc *scratch, q []float32, ok []int32, r int) []int32 {
 	w := x.words
 	if cap(sc.qcode) < 2*w {
@@ -236,29 +237,50 @@ func (x *index) preselect(sc *scratch, q []float32, ok []int32, r int) []int32 {
 	}
 	qp, qn := sc.qcode[:w], sc.qcode[w:2*w]
 	ternary(qp, qn, q)
-	cand := ok
-	if len(ok) > 2*coarseKeep {
-		cand = x.nearest(sc, sc.coarse[:0], ok, qp, nil, coarseKeep)
-		sc.coarse = cand
+	if cap(sc.dist) < len(ok) {
+		sc.dist = make([]uint16, len(ok))
 	}
-	return x.nearest(sc, nil, cand, qp, qn, r)
+	dist := sc.dist[:len(ok)]
+	if len(ok) <= 2*coarseKeep {
+		x.distances(dist, ok, qp, qn)
+		out, _ := x.nearest(sc, nil, nil, ok, dist, r)
+		return out
+	}
+	x.distances(dist, ok, qp, nil)
+	if sc.coarseDist == nil {
+		sc.coarseDist = make([]uint16, 0, coarseKeep)
+	}
+	cand, cdist := x.nearest(sc, sc.coarse[:0], sc.coarseDist[:0], ok, dist, coarseKeep)
+	sc.coarse, sc.coarseDist = cand, cdist
+	x.addNegative(cdist, cand, qn)
+	out, _ := x.nearest(sc, nil, nil, cand, cdist, r)
+	return out
 }
 
-// nearest appends to out about r of slots whose codes are nearest to the
-// query's (qn nil: positive bits only). It counts a histogram of distances
-// instead of sorting. Experiences without a vector have an all-zero code;
-// knn skips them after pre-selection.
-func (x *index) nearest(sc *scratch, out, slots []int32, qp, qn []uint64, r int) []int32 {
-	if cap(sc.dist) < len(slots) {
-		sc.dist = make([]uint16, len(slots))
+// addNegative adds to dist[i] the Hamming distance between qn and the
+// negative bits of slots[i]'s code.
+func (x *index) addNegative(dist []uint16, slots []int32, qn []uint64) {
+	for i, s := range slots {
+		_, neg := x.code(s)
+		d := 0
+		for k, v := range qn {
+			d += bits.OnesCount64(neg[k] ^ v)
+		}
+		dist[i] += uint16(d)
 	}
-	dist := sc.dist[:len(slots)]
+}
+
+// nearest appends to out about r of slots by their distances dist (to the
+// query's code), nearest first in slot order, and to outDist (when not
+// nil) their distances. It counts a histogram of distances instead of
+// sorting. Experiences without a vector have an all-zero code; knn skips
+// them after pre-selection.
+func (x *index) nearest(sc *scratch, out []int32, outDist []uint16, slots []int32, dist []uint16, r int) ([]int32, []uint16) {
 	bins := 2*64*x.words + 2
 	if cap(sc.hist) < 4*bins {
 		sc.hist = make([]int32, 4*bins)
 	}
 	hist := sc.hist[:bins]
-	x.distances(dist, slots, qp, qn)
 	histogram(sc.hist[:4*bins], dist)
 	limit, sum := 0, 0
 	for limit = 0; limit < len(hist)-1; limit++ {
@@ -276,13 +298,17 @@ func (x *index) nearest(sc *scratch, out, slots []int32, qp, qn []uint64, r int)
 	for i, s := range slots {
 		switch d := int(dist[i]); {
 		case d < limit:
-			out = append(out, s)
 		case d == limit && room > 0:
-			out = append(out, s)
 			room--
+		default:
+			continue
+		}
+		out = append(out, s)
+		if outDist != nil {
+			outDist = append(outDist, dist[i])
 		}
 	}
-	return out
+	return out, outDist
 }
 
 // histogram sets hist[:len(hist)/4][d] to the number of d in dist. It
