@@ -175,10 +175,10 @@ func (x *index) setMeta(d *doc, e *hindsight.Experience) {
 	}
 }
 
-// rankExp returns the experience of slot as far as ranking reads it.
-func (x *index) rankExp(slot int32) *hindsight.Experience {
+// rankExp sets *e to the experience of slot as far as ranking reads it.
+func (x *index) rankExp(e *hindsight.Experience, slot int32) {
 	d := &x.docs[slot]
-	e := &hindsight.Experience{ID: d.id, Namespace: x.names[d.ns], Server: x.names[d.server],
+	*e = hindsight.Experience{ID: d.id, Namespace: x.names[d.ns], Server: x.names[d.server],
 		Tool: x.names[d.tool], TaskType: x.names[d.task], ErrorCode: x.names[d.code],
 		ErrorTemplate: x.names[d.template], Confidence: d.confidence,
 		EvidenceCount: int(d.evidence), HitCount: int(d.hits),
@@ -187,7 +187,47 @@ func (x *index) rankExp(slot int32) *hindsight.Experience {
 		t := d.lastHit
 		e.LastHitAt = &t
 	}
-	return e
+}
+
+// candidateList returns the slots of both arms (best first each) as
+// candidates for rank.Options.Fuse: each slot once, with its rank in
+// either arm (1-based; 0: not found by it), the vector arm's first. The
+// list and the experiences it points to are sc's, valid until sc is put
+// back.
+func (x *index) candidateList(sc *scratch, vec, lex []scored) []rank.Candidate {
+	n := len(vec) + len(lex)
+	if cap(sc.exps) < n {
+		sc.exps = make([]hindsight.Experience, n)
+	}
+	exps := sc.exps[:n]
+	if cap(sc.cands) < n {
+		sc.cands = make([]rank.Candidate, 0, n)
+	}
+	if sc.at == nil {
+		sc.at = map[int32]int32{}
+	}
+	clear(sc.at)
+	list := sc.cands[:0]
+	add := func(slot int32) int32 {
+		j := int32(len(list))
+		sc.at[slot] = j
+		x.rankExp(&exps[j], slot)
+		list = append(list, rank.Candidate{Exp: &exps[j]})
+		return j
+	}
+	for i, r := range vec {
+		j := add(r.slot)
+		list[j].VectorRank = i + 1
+	}
+	for i, r := range lex {
+		j, ok := sc.at[r.slot]
+		if !ok {
+			j = add(r.slot)
+		}
+		list[j].BM25Rank = i + 1
+	}
+	sc.cands = list
+	return list
 }
 
 // replaceMeta updates the metadata of a slot whose text and filter fields
@@ -291,6 +331,11 @@ type scratch struct {
 	coarse  []int32
 	// coarseDist is the positive-bits distance of each of coarse.
 	coarseDist []uint16
+	// cands, exps and at are candidateList's: the candidates, their
+	// ranking views and each slot's index in cands.
+	cands []rank.Candidate
+	exps  []hindsight.Experience
+	at    map[int32]int32
 }
 
 // scratchFree keeps query buffers between queries. Unlike a sync.Pool it
