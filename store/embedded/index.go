@@ -336,6 +336,7 @@ type scratch struct {
 	cands []rank.Candidate
 	exps  []hindsight.Experience
 	at    map[int32]int32
+	vecs  []float32 // the stored vectors exactHead reads
 }
 
 // scratchFree keeps query buffers between queries. Unlike a sync.Pool it

@@ -296,7 +296,7 @@ func (s *Store) reusable(e *hindsight.Experience, embID string, dim int) ([]floa
 		if err != nil || old == nil || old.Embedder != embID || store.Text(old) != store.Text(e) {
 			return err
 		}
-		if v, err = readVec(txn, e.Namespace, e.ID); err != nil || len(v) != dim {
+		if v, err = readVec(txn, e.Namespace, e.ID, nil); err != nil || len(v) != dim {
 			v = nil
 			return err
 		}
@@ -339,7 +339,7 @@ func (s *Store) Get(ctx context.Context, namespace, id string) (*hindsight.Exper
 			return err
 		}
 		if s.idx.docs[slot].hasVec {
-			e.Vector, err = s.unitVec(txn, ns, id)
+			e.Vector, err = s.unitVec(txn, ns, id, nil)
 		}
 		return err
 	})
@@ -453,7 +453,7 @@ func (s *Store) search(q *hindsight.Query, qv []float32, use int) ([]hindsight.S
 		if use&useVector != 0 {
 			vec = x.knn(sc, qv, ok, rank.Candidates)
 			var err error
-			if exact, err = s.exactHead(qv, vec); err != nil {
+			if exact, err = s.exactHead(sc, qv, vec); err != nil {
 				return nil, err
 			}
 		}
@@ -489,7 +489,7 @@ func (s *Store) fill(res []hindsight.ScoredExperience, known map[int32][]float32
 			}
 			if slot, ok := s.idx.get(r.Namespace, r.ID); ok && s.idx.docs[slot].hasVec {
 				if e.Vector = slices.Clone(known[slot]); e.Vector == nil {
-					if e.Vector, err = s.unitVec(txn, r.Namespace, r.ID); err != nil {
+					if e.Vector, err = s.unitVec(txn, r.Namespace, r.ID, nil); err != nil {
 						return err
 					}
 				}
