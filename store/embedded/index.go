@@ -27,16 +27,17 @@ type posting struct {
 type doc struct {
 	filterMeta
 	rankMeta
-	hasVec bool
 	length int32
 }
 
-// filterMeta is what filters read of a doc. The index keeps a dense copy
-// of each doc's in index.meta, so that filtering streams 32 bytes a slot.
+// filterMeta is what filters (and the vector scan) read of a doc. The
+// index keeps a dense copy of each doc's in index.meta, so that filtering
+// streams 32 bytes a slot.
 type filterMeta struct {
 	// interned filter values, compared as integers when filtering.
 	ns, server, tool, task, code int32
 	live, superseded, deleted    bool
+	hasVec                       bool  // the slot has a vector of the store's embedder
 	lastActive                   int64 // unix seconds, see rank.LastActive
 }
 
@@ -370,12 +371,22 @@ func (x *index) allow(sc *scratch, f *filter, cand []int32) []int32 {
 	sc.allowed = sc.allowed[:n]
 	clear(sc.allowed)
 	var ok []int32 = sc.touched[:0]
+	// A word of the bitmap is built in a register and or-ed in when the
+	// next slot falls in another (once a word: cand is ascending).
+	var word uint64
+	w := uint32(0)
 	for _, s := range cand {
-		if f.match(&x.meta[s]) {
-			sc.allowed[s/64] |= 1 << (s % 64)
-			ok = append(ok, s)
+		if !f.match(&x.meta[s]) {
+			continue
 		}
+		if u := uint32(s); u/64 != w {
+			sc.allowed[w] |= word
+			w, word = u/64, 0
+		}
+		word |= 1 << (uint32(s) % 64)
+		ok = append(ok, s)
 	}
+	sc.allowed[w] |= word
 	sc.touched = ok
 	return ok
 }

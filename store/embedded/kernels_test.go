@@ -141,3 +141,43 @@ func TestDotInt8(t *testing.T) {
 		}
 	}
 }
+
+// TestAllow checks allow's bitmap and list against a per-slot check, for
+// candidate lists that skip and revisit bitmap words.
+func TestAllow(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	x := newIndex(8)
+	for range 1000 {
+		m := filterMeta{live: r.IntN(4) > 0, ns: 1, tool: int32(r.IntN(3))}
+		x.docs = append(x.docs, doc{filterMeta: m})
+		x.meta = append(x.meta, m)
+	}
+	f := filter{ns: 1, tool: 2, cold: true}
+	var all, sparse []int32
+	for s := range int32(1000) {
+		all = append(all, s)
+		if r.IntN(10) == 0 {
+			sparse = append(sparse, s)
+		}
+	}
+	unsorted := []int32{900, 3, 64, 65, 2, 999}
+	sc := new(scratch)
+	for _, cand := range [][]int32{all, sparse, unsorted, nil} {
+		ok := x.allow(sc, &f, cand)
+		var want []int32
+		for _, s := range cand {
+			if f.match(&x.meta[s]) {
+				want = append(want, s)
+			}
+		}
+		if !slices.Equal(ok, want) {
+			t.Fatalf("allowed %v, want %v", ok, want)
+		}
+		for s := range int32(1000) {
+			set := sc.allowed[s/64]&(1<<(s%64)) != 0
+			if set != slices.Contains(want, s) {
+				t.Fatalf("bitmap bit %d = %v", s, set)
+			}
+		}
+	}
+}

@@ -28,7 +28,8 @@ func benchIndex(n, dim int) (*index, []int32, []float32) {
 		}
 		x.grow(s)
 		x.setVector(s, v)
-		x.docs = append(x.docs, doc{hasVec: true})
+		x.docs = append(x.docs, doc{filterMeta: filterMeta{hasVec: true}})
+		x.meta = append(x.meta, filterMeta{hasVec: true})
 		ok[s] = s
 	}
 	q := make([]float32, dim)

@@ -218,7 +218,7 @@ func (x *index) knn(sc *scratch, q []float32, ok []int32, n int) []scored {
 	top := sc.vtop[:0]
 	defer func() { sc.vtop = top[:0] }()
 	for _, s := range cand {
-		if x.docs[s].hasVec {
+		if x.meta[s].hasVec {
 			top = append(top, scored{s, x.score(q, s)})
 		}
 	}
