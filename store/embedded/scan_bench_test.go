@@ -62,3 +62,25 @@ func BenchmarkScanDot(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkScanRescore scores 512 slots spread over 100,000 (int8
+// vectors of 51 MB), as knn's rescoring does, a different 512 each time
+// so that most reads miss the caches.
+func BenchmarkScanRescore(b *testing.B) {
+	x, ok, q := benchIndex(100_000, 512)
+	r := rand.New(rand.NewPCG(3, 4))
+	sets := make([][]int32, 256)
+	for i := range sets {
+		for _, s := range ok {
+			if r.IntN(len(ok)) < 512 {
+				sets[i] = append(sets[i], s)
+			}
+		}
+	}
+	sc := new(scratch)
+	i := 0
+	loopCPU(b, func() {
+		x.knn(sc, q, sets[i%len(sets)], 100)
+		i++
+	})
+}
