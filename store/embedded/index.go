@@ -338,6 +338,9 @@ type scratch struct {
 	exps  []hindsight.Experience
 	at    map[int32]int32
 	vecs  []float32 // the stored vectors exactHead reads
+	// read keeps the bytes knn touches ahead live, so that the reads
+	// are not dropped.
+	read int8
 }
 
 // scratchFree keeps query buffers between queries. Unlike a sync.Pool it

@@ -217,16 +217,16 @@ func (x *index) knn(sc *scratch, q []float32, ok []int32, n int) []scored {
 	}
 	top := sc.vtop[:0]
 	defer func() { sc.vtop = top[:0] }()
-	var touched int8
+	var read int8
 	for i, s := range cand {
 		if i+touchAhead < len(cand) {
-			touched ^= touch(x.quantised(cand[i+touchAhead]))
+			read ^= touch(x.quantised(cand[i+touchAhead]))
 		}
 		if x.meta[s].hasVec {
 			top = append(top, scored{s, x.score(q, s)})
 		}
 	}
-	touchSink = touched
+	sc.read = read
 	return slices.Clone(selectTop(top, n))
 }
 
@@ -234,9 +234,6 @@ func (x *index) knn(sc *scratch, q []float32, ok []int32, n int) []scored {
 // a byte of each cache line of a vector, so that the memory reads of the
 // next vectors overlap the arithmetic of this one.
 const touchAhead = 2
-
-// touchSink keeps the touched bytes live, so the reads are not dropped.
-var touchSink int8
 
 // touch reads one byte of every 64-byte cache line of v.
 func touch(v []int8) int8 {
