@@ -65,7 +65,7 @@ type index struct {
 	lens     []float32    // document length per slot, dense for BM25
 	byKey    map[string]int32
 	postings map[string][]posting
-	filters  map[filterKey][]int32
+	filters  map[filterKey][]int32 // ascending slot lists (distances512 relies on it)
 	intern   map[string]int32
 	names    []string // interned strings by id
 	vectors
