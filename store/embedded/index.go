@@ -27,16 +27,17 @@ type posting struct {
 type doc struct {
 	filterMeta
 	rankMeta
-	hasVec bool
 	length int32
 }
 
-// filterMeta is what filters read of a doc. The index keeps a dense copy
-// of each doc's in index.meta, so that filtering streams 32 bytes a slot.
+// filterMeta is what filters (and the vector scan) read of a doc. The
+// index keeps a dense copy of each doc's in index.meta, so that filtering
+// streams 32 bytes a slot.
 type filterMeta struct {
 	// interned filter values, compared as integers when filtering.
 	ns, server, tool, task, code int32
 	live, superseded, deleted    bool
+	hasVec                       bool  // the slot has a vector of the store's embedder
 	lastActive                   int64 // unix seconds, see rank.LastActive
 }
 
@@ -64,7 +65,7 @@ type index struct {
 	lens     []float32    // document length per slot, dense for BM25
 	byKey    map[string]int32
 	postings map[string][]posting
-	filters  map[filterKey][]int32
+	filters  map[filterKey][]int32 // ascending slot lists (distances512 relies on it)
 	intern   map[string]int32
 	names    []string // interned strings by id
 	vectors
@@ -175,10 +176,10 @@ func (x *index) setMeta(d *doc, e *hindsight.Experience) {
 	}
 }
 
-// rankExp returns the experience of slot as far as ranking reads it.
-func (x *index) rankExp(slot int32) *hindsight.Experience {
+// rankExp sets *e to the experience of slot as far as ranking reads it.
+func (x *index) rankExp(e *hindsight.Experience, slot int32) {
 	d := &x.docs[slot]
-	e := &hindsight.Experience{ID: d.id, Namespace: x.names[d.ns], Server: x.names[d.server],
+	*e = hindsight.Experience{ID: d.id, Namespace: x.names[d.ns], Server: x.names[d.server],
 		Tool: x.names[d.tool], TaskType: x.names[d.task], ErrorCode: x.names[d.code],
 		ErrorTemplate: x.names[d.template], Confidence: d.confidence,
 		EvidenceCount: int(d.evidence), HitCount: int(d.hits),
@@ -187,7 +188,47 @@ func (x *index) rankExp(slot int32) *hindsight.Experience {
 		t := d.lastHit
 		e.LastHitAt = &t
 	}
-	return e
+}
+
+// candidateList returns the slots of both arms (best first each) as
+// candidates for rank.Options.Fuse: each slot once, with its rank in
+// either arm (1-based; 0: not found by it), the vector arm's first. The
+// list and the experiences it points to are sc's, valid until sc is put
+// back.
+func (x *index) candidateList(sc *scratch, vec, lex []scored) []rank.Candidate {
+	n := len(vec) + len(lex)
+	if cap(sc.exps) < n {
+		sc.exps = make([]hindsight.Experience, n)
+	}
+	exps := sc.exps[:n]
+	if cap(sc.cands) < n {
+		sc.cands = make([]rank.Candidate, 0, n)
+	}
+	if sc.at == nil {
+		sc.at = map[int32]int32{}
+	}
+	clear(sc.at)
+	list := sc.cands[:0]
+	add := func(slot int32) int32 {
+		j := int32(len(list))
+		sc.at[slot] = j
+		x.rankExp(&exps[j], slot)
+		list = append(list, rank.Candidate{Exp: &exps[j]})
+		return j
+	}
+	for i, r := range vec {
+		j := add(r.slot)
+		list[j].VectorRank = i + 1
+	}
+	for i, r := range lex {
+		j, ok := sc.at[r.slot]
+		if !ok {
+			j = add(r.slot)
+		}
+		list[j].BM25Rank = i + 1
+	}
+	sc.cands = list
+	return list
 }
 
 // replaceMeta updates the metadata of a slot whose text and filter fields
@@ -286,9 +327,20 @@ type scratch struct {
 	top     []scored
 	hits    []int32
 	vtop    []scored
-	hist    []int
+	hist    []int32
 	qcode   []uint64
 	coarse  []int32
+	// coarseDist is the positive-bits distance of each of coarse.
+	coarseDist []uint16
+	// cands, exps and at are candidateList's: the candidates, their
+	// ranking views and each slot's index in cands.
+	cands []rank.Candidate
+	exps  []hindsight.Experience
+	at    map[int32]int32
+	vecs  []float32 // the stored vectors exactHead reads
+	// read keeps the bytes knn touches ahead live, so that the reads
+	// are not dropped.
+	read int8
 }
 
 // scratchFree keeps query buffers between queries. Unlike a sync.Pool it
@@ -322,12 +374,22 @@ func (x *index) allow(sc *scratch, f *filter, cand []int32) []int32 {
 	sc.allowed = sc.allowed[:n]
 	clear(sc.allowed)
 	var ok []int32 = sc.touched[:0]
+	// A word of the bitmap is built in a register and or-ed in when the
+	// next slot falls in another (once a word: cand is ascending).
+	var word uint64
+	w := uint32(0)
 	for _, s := range cand {
-		if f.match(&x.meta[s]) {
-			sc.allowed[s/64] |= 1 << (s % 64)
-			ok = append(ok, s)
+		if !f.match(&x.meta[s]) {
+			continue
 		}
+		if u := uint32(s); u/64 != w {
+			sc.allowed[w] |= word
+			w, word = u/64, 0
+		}
+		word |= 1 << (uint32(s) % 64)
+		ok = append(ok, s)
 	}
+	sc.allowed[w] |= word
 	sc.touched = ok
 	return ok
 }

@@ -30,8 +30,12 @@ func encodeVec(v []float32) []byte {
 	return b
 }
 
-func decodeVec(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
+func decodeVec(b []byte, dst []float32) []float32 {
+	v := dst[:0]
+	if cap(v) < len(b)/4 {
+		v = make([]float32, len(b)/4)
+	}
+	v = v[:len(b)/4]
 	for i := range v {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
@@ -72,9 +76,9 @@ func readExp(txn *badger.Txn, ns, id string) (*hindsight.Experience, error) {
 	return e, nil
 }
 
-// readVec returns the stored vector of id in ns, or nil when there is
-// none.
-func readVec(txn *badger.Txn, ns, id string) ([]float32, error) {
+// readVec returns the stored vector of id in ns (in dst when it has room),
+// or nil when there is none.
+func readVec(txn *badger.Txn, ns, id string, dst []float32) ([]float32, error) {
 	it, err := txn.Get(vecKey(ns, id))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, nil
@@ -83,14 +87,15 @@ func readVec(txn *badger.Txn, ns, id string) ([]float32, error) {
 		return nil, fmt.Errorf("read vector %q: %w", id, err)
 	}
 	var v []float32
-	err = it.Value(func(b []byte) error { v = decodeVec(b); return nil })
+	err = it.Value(func(b []byte) error { v = decodeVec(b, dst); return nil })
 	return v, err
 }
 
-// unitVec returns the stored vector of id in ns scaled to unit length, or
-// nil when there is none or it is not the configured embedder's.
-func (s *Store) unitVec(txn *badger.Txn, ns, id string) ([]float32, error) {
-	v, err := readVec(txn, ns, id)
+// unitVec returns the stored vector of id in ns scaled to unit length (in
+// dst when it has room), or nil when there is none or it is not the
+// configured embedder's.
+func (s *Store) unitVec(txn *badger.Txn, ns, id string, dst []float32) ([]float32, error) {
+	v, err := readVec(txn, ns, id, dst)
 	if err != nil || len(v) != s.idx.dim {
 		return nil, err
 	}
@@ -118,14 +123,19 @@ func readAll(txn *badger.Txn) ([]*hindsight.Experience, error) {
 // vectors) by the cosine of the stored float32 vectors, so that the top
 // of the vector arm is the exact cosine's: quantisation error can swap
 // near-ties, and fusion weighs the first ranks most. It returns the
-// vectors it read by slot. The caller holds s.mu.
-func (s *Store) exactHead(q []float32, cands []scored) (map[int32][]float32, error) {
+// vectors it read by slot, which are sc's until sc is put back. The
+// caller holds s.mu.
+func (s *Store) exactHead(sc *scratch, q []float32, cands []scored) (map[int32][]float32, error) {
 	head := cands[:min(len(cands), exactTop)]
 	read := make(map[int32][]float32, len(head))
+	dim := s.idx.dim
+	if cap(sc.vecs) < exactTop*dim {
+		sc.vecs = make([]float32, exactTop*dim)
+	}
 	err := s.db.View(func(txn *badger.Txn) error {
 		for i := range head {
 			d := &s.idx.docs[head[i].slot]
-			v, err := s.unitVec(txn, s.idx.names[d.ns], d.id)
+			v, err := s.unitVec(txn, s.idx.names[d.ns], d.id, sc.vecs[i*dim:(i+1)*dim:(i+1)*dim])
 			if err != nil {
 				return err
 			}

@@ -186,7 +186,7 @@ func (s *Store) decodeAll(txn *badger.Txn, out chan<- []*hindsight.Experience) e
 				vit.Next()
 			}
 			if vit.Valid() && bytes.Equal(vit.Item().Key()[len(prefixVec):], suffix) {
-				if err := vit.Item().Value(func(v []byte) error { e.Vector = decodeVec(v); return nil }); err != nil {
+				if err := vit.Item().Value(func(v []byte) error { e.Vector = decodeVec(v, nil); return nil }); err != nil {
 					return fmt.Errorf("decode vector %q: %w", vit.Item().Key(), err)
 				}
 			}

@@ -296,7 +296,7 @@ func (s *Store) reusable(e *hindsight.Experience, embID string, dim int) ([]floa
 		if err != nil || old == nil || old.Embedder != embID || store.Text(old) != store.Text(e) {
 			return err
 		}
-		if v, err = readVec(txn, e.Namespace, e.ID); err != nil || len(v) != dim {
+		if v, err = readVec(txn, e.Namespace, e.ID, nil); err != nil || len(v) != dim {
 			v = nil
 			return err
 		}
@@ -339,7 +339,7 @@ func (s *Store) Get(ctx context.Context, namespace, id string) (*hindsight.Exper
 			return err
 		}
 		if s.idx.docs[slot].hasVec {
-			e.Vector, err = s.unitVec(txn, ns, id)
+			e.Vector, err = s.unitVec(txn, ns, id, nil)
 		}
 		return err
 	})
@@ -440,45 +440,28 @@ func (s *Store) search(q *hindsight.Query, qv []float32, use int) ([]hindsight.S
 	if len(ok) == 0 {
 		return nil, nil
 	}
-	cands := map[int32]*rank.Candidate{}
 	var exact map[int32][]float32 // vectors exactHead read
+	var vec, lex []scored
 	if strings.TrimSpace(q.Text) == "" {
 		// No text: the newest matches, ranked by creation.
 		newest := slices.Clone(ok)
 		slices.SortFunc(newest, func(a, b int32) int { return x.docs[b].created.Compare(x.docs[a].created) })
-		for i, slot := range newest[:min(len(newest), rank.Candidates)] {
-			cands[slot] = &rank.Candidate{Exp: x.rankExp(slot), BM25Rank: i + 1}
+		for _, slot := range newest[:min(len(newest), rank.Candidates)] {
+			lex = append(lex, scored{slot: slot})
 		}
 	} else {
-		var vec, lex []scored
 		if use&useVector != 0 {
 			vec = x.knn(sc, qv, ok, rank.Candidates)
 			var err error
-			if exact, err = s.exactHead(qv, vec); err != nil {
+			if exact, err = s.exactHead(sc, qv, vec); err != nil {
 				return nil, err
 			}
 		}
 		if use&useBM25 != 0 {
 			lex = x.bm25(sc, q.Text, rank.Candidates)
 		}
-		for i, r := range vec {
-			cands[r.slot] = &rank.Candidate{Exp: x.rankExp(r.slot), VectorRank: i + 1}
-		}
-		for i, r := range lex {
-			c := cands[r.slot]
-			if c == nil {
-				c = &rank.Candidate{Exp: x.rankExp(r.slot)}
-				cands[r.slot] = c
-			}
-			c.BM25Rank = i + 1
-		}
 	}
-	list := make([]rank.Candidate, 0, len(cands))
-	for _, c := range cands {
-		if c.BM25Rank > 0 || c.VectorRank > 0 {
-			list = append(list, *c)
-		}
-	}
+	list := x.candidateList(sc, vec, lex)
 	opt := s.opt.Rank.ForEmbedder(s.emb.Name())
 	if use&useTemplate == 0 {
 		opt.TemplateWeight = -1
@@ -506,7 +489,7 @@ func (s *Store) fill(res []hindsight.ScoredExperience, known map[int32][]float32
 			}
 			if slot, ok := s.idx.get(r.Namespace, r.ID); ok && s.idx.docs[slot].hasVec {
 				if e.Vector = slices.Clone(known[slot]); e.Vector == nil {
-					if e.Vector, err = s.unitVec(txn, r.Namespace, r.ID); err != nil {
+					if e.Vector, err = s.unitVec(txn, r.Namespace, r.ID, nil); err != nil {
 						return err
 					}
 				}

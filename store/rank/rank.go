@@ -345,12 +345,18 @@ func (o Options) Fuse(q *hindsight.Query, cands []Candidate, now time.Time) []hi
 	if k <= 0 {
 		k = DefaultK
 	}
-	out := make([]hindsight.ScoredExperience, 0, len(cands))
-	for _, c := range cands {
+	// Candidates are sorted as small records; only the best k are copied
+	// out as experiences.
+	type fused struct {
+		c       int // index in cands
+		score   float64
+		explain *hindsight.ScoreExplain
+	}
+	all := make([]fused, 0, len(cands))
+	for i, c := range cands {
 		c.Template = q.ErrorTemplate != "" && TemplateMatch(q.ErrorTemplate, c.Exp.ErrorTemplate)
 		s, ex := o.Score(c, now, q.Explain)
-		se := hindsight.ScoredExperience{Experience: *c.Exp, Score: s, Explain: ex}
-		out = append(out, se)
+		all = append(all, fused{c: i, score: s, explain: ex})
 	}
 	ranks := make(map[string]int, len(cands))
 	for _, c := range cands {
@@ -360,17 +366,20 @@ func (o Options) Fuse(q *hindsight.Query, cands []Candidate, now time.Time) []hi
 		}
 		ranks[c.Exp.ID] = r
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Score != out[j].Score {
-			return out[i].Score > out[j].Score
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].score != all[j].score {
+			return all[i].score > all[j].score
 		}
-		if ri, rj := ranks[out[i].ID], ranks[out[j].ID]; ri != rj {
+		a, b := cands[all[i].c].Exp.ID, cands[all[j].c].Exp.ID
+		if ri, rj := ranks[a], ranks[b]; ri != rj {
 			return ri < rj
 		}
-		return out[i].ID < out[j].ID
+		return a < b
 	})
-	if len(out) > k {
-		out = out[:k]
+	all = all[:min(len(all), k)]
+	out := make([]hindsight.ScoredExperience, len(all))
+	for i, f := range all {
+		out[i] = hindsight.ScoredExperience{Experience: *cands[f.c].Exp, Score: f.score, Explain: f.explain}
 	}
 	return out
 }
