@@ -50,7 +50,7 @@ func (l *Local) Dim() int { return l.dim }
 // zero vector.
 func (l *Local) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
-	var terms []string
+	var terms, order []string
 	counts := map[string]int{}
 	for i, t := range texts {
 		if i%256 == 0 {
@@ -60,17 +60,25 @@ func (l *Local) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 		}
 		terms = tokenize.IndexTerms(terms[:0], t)
 		clear(counts)
+		order = order[:0]
 		for _, w := range terms {
+			if counts[w] == 0 {
+				order = append(order, w)
+			}
 			counts[w]++
 		}
-		out[i] = l.vector(counts)
+		out[i] = l.vector(order, counts)
 	}
 	return out, nil
 }
 
-func (l *Local) vector(counts map[string]int) []float32 {
+// vector embeds the words of order (each once, in the order they first
+// appear) with their counts. The order is fixed so that the same text
+// always sums its features in the same order: the same vector to the bit.
+func (l *Local) vector(order []string, counts map[string]int) []float32 {
 	v := make([]float32, l.dim)
-	for w, c := range counts {
+	for _, w := range order {
+		c := counts[w]
 		tf := float32(1 + math.Log(float64(c)))
 		l.add(v, 'w', w, tf)
 		// Character trigrams of the padded word, at half weight shared

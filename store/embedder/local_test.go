@@ -52,3 +52,25 @@ func TestLocal(t *testing.T) {
 		t.Error("not deterministic")
 	}
 }
+
+// TestLocalDeterministic: the same text embeds to the same vector, bit for
+// bit, every time (features are summed in a fixed order).
+func TestLocalDeterministic(t *testing.T) {
+	l := embedder.NewLocal(0)
+	text := "read_file failed with ENOENT: no such file or directory; retry with an absolute path under /data, then read_file again"
+	first, err := l.Embed(context.Background(), []string{text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		again, err := l.Embed(context.Background(), []string{text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range first[0] {
+			if math.Float32bits(first[0][k]) != math.Float32bits(again[0][k]) {
+				t.Fatalf("dimension %d: %v then %v", k, first[0][k], again[0][k])
+			}
+		}
+	}
+}
