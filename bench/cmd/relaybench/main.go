@@ -20,34 +20,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/bench"
 	"github.com/hindsight-proxy/hindsight/internal/profile"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "relaybench:", err)
-		}
-		os.Exit(1)
-	}
-}
+func main() { bench.Main("relaybench", dispatch) }
 
 // dispatch runs one of the program's modes.
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -98,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	concs, err := parseInts(*concList)
+	concs, err := bench.ParseCounts(*concList)
 	if err != nil {
 		return fmt.Errorf("parse -concurrency: %w", err)
 	}
@@ -116,7 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	bin := *hindsightBin
 	if bin == "" && wantsSidecar(names) {
 		fmt.Fprintln(stderr, "building ./cmd/hindsight …")
-		if bin, err = buildHindsight(ctx, tmp); err != nil {
+		if bin, err = bench.BuildHindsight(ctx, tmp); err != nil {
 			return err
 		}
 	}
@@ -198,28 +183,6 @@ func wantsSidecar(names []string) bool {
 	return false
 }
 
-// buildHindsight builds ./cmd/hindsight into dir.
-func buildHindsight(ctx context.Context, dir string) (string, error) {
-	out := filepath.Join(dir, "hindsight")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/hindsight")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build ./cmd/hindsight (run from the module's root, or pass -hindsight): %w\n%s", err, b)
-	}
-	return out, nil
-}
-
-func parseInts(s string) ([]int, error) {
-	var out []int
-	for f := range strings.SplitSeq(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q is not a positive number", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
 // variantFlags collects -compare NAME=BINARY flags.
 type variantFlags []struct{ name, bin string }
 
@@ -249,7 +212,7 @@ func fleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ns, err := parseInts(*servers)
+	ns, err := bench.ParseCounts(*servers)
 	if err != nil {
 		return fmt.Errorf("parse -servers: %w", err)
 	}
@@ -263,7 +226,7 @@ func fleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer os.RemoveAll(tmp)
 	if *bin == "" {
-		if *bin, err = buildHindsight(ctx, tmp); err != nil {
+		if *bin, err = bench.BuildHindsight(ctx, tmp); err != nil {
 			return err
 		}
 	}

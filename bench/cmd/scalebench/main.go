@@ -25,25 +25,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
+
+	"github.com/hindsight-proxy/hindsight/bench"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "scalebench:", err)
-		}
-		os.Exit(1)
-	}
-}
+func main() { bench.Main("scalebench", run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("scalebench", flag.ContinueOnError)
@@ -60,7 +48,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ns, err := parseInts(*sizes)
+	ns, err := bench.ParseCounts(*sizes)
 	if err != nil {
 		return fmt.Errorf("parse -sizes: %w", err)
 	}
@@ -77,11 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	exe := *bin
 	if exe == "" {
 		fmt.Fprintln(stderr, "building ./cmd/hindsight …")
-		exe = filepath.Join(tmp, "hindsight")
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", exe, "./cmd/hindsight")
-		cmd.Stdout, cmd.Stderr = stderr, stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("build hindsight: %w", err)
+		if exe, err = bench.BuildHindsight(ctx, tmp); err != nil {
+			return err
 		}
 	}
 	var rows []row
@@ -96,16 +81,4 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	writeTable(stdout, *taskSteps, rows)
 	return nil
-}
-
-func parseInts(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("bad size %q", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }

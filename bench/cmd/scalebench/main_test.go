@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hindsight-proxy/hindsight/bench"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
 )
 
@@ -34,12 +35,12 @@ func TestSmokeScale(t *testing.T) {
 }
 
 func TestParseSizes(t *testing.T) {
-	if got, err := parseInts("10000, 100000"); err != nil || len(got) != 2 || got[1] != 100000 {
-		t.Errorf("parseInts: %v, %v", got, err)
+	if got, err := bench.ParseCounts("10000, 100000"); err != nil || len(got) != 2 || got[1] != 100000 {
+		t.Errorf("ParseCounts: %v, %v", got, err)
 	}
 	for _, bad := range []string{"", "0", "-5", "1e6", "10,x"} {
-		if _, err := parseInts(bad); err == nil {
-			t.Errorf("parseInts(%q) accepted", bad)
+		if _, err := bench.ParseCounts(bad); err == nil {
+			t.Errorf("bench.ParseCounts(%q) accepted", bad)
 		}
 	}
 }
