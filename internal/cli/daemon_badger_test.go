@@ -9,6 +9,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
 	tracestore "github.com/hindsight-proxy/hindsight/traces"
@@ -28,21 +29,7 @@ func TestDaemonBadgerOptions(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
 	g := &globals{home: home, config: &Config{}}
 
-	traces, err := tracestore.Open(filepath.Join(home.DaemonData(), "traces"), tracestore.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer traces.Close()
-	store, _, err := openExperienceStore(ctx, g, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	q, closer, err := newReflectionQueue(ctx, g, traces, store, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closer.Close()
+	traces, store, q := openReflection(t, ctx, g, quiet)
 	if err := q.(daemonQueue).Enqueue(ctx, "task-1"); err != nil {
 		t.Fatal(err)
 	}
@@ -57,22 +44,40 @@ func TestDaemonBadgerOptions(t *testing.T) {
 		t.Errorf("experience store %T; want the embedded store", store)
 	}
 	want := badgerdb.Options("", quiet)
-	for name, db := range map[string]*badger.DB{
-		"traces": traces.DB(),
-	} {
-		o := db.Opts()
-		if o.MemTableSize != want.MemTableSize || o.NumMemtables != want.NumMemtables ||
-			o.BlockCacheSize != want.BlockCacheSize || o.IndexCacheSize != want.IndexCacheSize ||
-			o.SyncWrites != (name != "traces") {
-			t.Errorf("%s: memtable %d×%d, block cache %d, index cache %d, sync %v; want %d×%d, %d, %d, sync %v",
-				name, o.MemTableSize, o.NumMemtables, o.BlockCacheSize, o.IndexCacheSize, o.SyncWrites,
-				want.MemTableSize, want.NumMemtables, want.BlockCacheSize, want.IndexCacheSize, name != "traces")
-		}
-		if o.NumCompactors != 0 {
-			t.Errorf("%s: %d compactors of Badger's own; want none (a badgerdb.Compactor)", name, o.NumCompactors)
-		}
-		if o.MemTableSize > 16<<20 || o.BlockCacheSize > 16<<20 {
-			t.Errorf("%s: memtable %d, block cache %d: not memory-conscious", name, o.MemTableSize, o.BlockCacheSize)
-		}
+	o := traces.DB().Opts()
+	if o.MemTableSize != want.MemTableSize || o.NumMemtables != want.NumMemtables ||
+		o.BlockCacheSize != want.BlockCacheSize || o.IndexCacheSize != want.IndexCacheSize || o.SyncWrites {
+		t.Errorf("traces: memtable %d×%d, block cache %d, index cache %d, sync %v; want %d×%d, %d, %d, sync false",
+			o.MemTableSize, o.NumMemtables, o.BlockCacheSize, o.IndexCacheSize, o.SyncWrites,
+			want.MemTableSize, want.NumMemtables, want.BlockCacheSize, want.IndexCacheSize)
 	}
+	if o.NumCompactors != 0 {
+		t.Errorf("traces: %d compactors of Badger's own; want none (a badgerdb.Compactor)", o.NumCompactors)
+	}
+	if o.MemTableSize > 16<<20 || o.BlockCacheSize > 16<<20 {
+		t.Errorf("traces: memtable %d, block cache %d: not memory-conscious", o.MemTableSize, o.BlockCacheSize)
+	}
+}
+
+// openReflection opens the daemon's trace store, experience store and
+// reflection queue in g's home as the daemon does, closed (in reverse) when
+// t ends.
+func openReflection(t *testing.T, ctx context.Context, g *globals, logger *slog.Logger) (*tracestore.Store, hindsight.ExperienceStore, daemon.ReflectionQueue) {
+	t.Helper()
+	traces, err := tracestore.Open(filepath.Join(g.home.DaemonData(), "traces"), tracestore.Options{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { traces.Close() })
+	store, _, err := openExperienceStore(ctx, g, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	q, closer, err := newReflectionQueue(ctx, g, traces, store, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closer.Close() })
+	return traces, store, q
 }

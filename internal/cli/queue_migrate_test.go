@@ -12,7 +12,6 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
 	"github.com/hindsight-proxy/hindsight/reflect"
-	tracestore "github.com/hindsight-proxy/hindsight/traces"
 )
 
 // TestReflectionQueueMigrates: a home of the layout where the reflection
@@ -40,21 +39,7 @@ func TestReflectionQueueMigrates(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	traces, err := tracestore.Open(filepath.Join(home.DaemonData(), "traces"), tracestore.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer traces.Close()
-	store, _, err := openExperienceStore(ctx, g, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	q, closer, err := newReflectionQueue(ctx, g, traces, store, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closer.Close()
+	_, _, q := openReflection(t, ctx, g, quiet)
 	for _, id := range []string{"done-task", "pending-task"} {
 		e, err := q.(daemonQueue).Entry(ctx, id)
 		if err != nil {
