@@ -133,7 +133,7 @@ func (m *committer) commit(batch []hindsight.Step, lost int, size int64) {
 		m.c.redactions.Add(int64(batch[i].Redactions))
 		if len(batch[i].Truncated) > 0 {
 			m.c.truncated.Add(1)
-			m.c.ledger.Add(losses.Truncated, 1, "a body over the size limit was cut")
+			m.c.losses.Note(losses.Truncated, 1, "a body over the size limit was cut")
 		}
 	}
 	m.store(batch)
@@ -141,7 +141,7 @@ func (m *committer) commit(batch []hindsight.Step, lost int, size int64) {
 	m.c.captured.Add(int64(len(batch)))
 	m.c.queued.Add(-int64(len(batch) + lost))
 	m.c.queuedBytes.Add(-size)
-	m.c.lose(losses.Encode, int64(lost), "building the step panicked")
+	m.c.losses.Lose(losses.Encode, int64(lost), "building the step panicked")
 	m.processed.Add(int64(len(batch) + lost))
 	now := time.Now()
 	for i := range batch {

@@ -26,8 +26,8 @@ func (d *drops) drop(why string) { d.dropFor(losses.QueueFull, why, 1) }
 // dropFor is drop for n exchanges, with the reason recorded in the loss
 // ledger.
 func (d *drops) dropFor(reason, why string, n int64) {
-	d.c.lose(reason, n, why)
-	total := d.c.dropped.Load()
+	d.c.losses.Lose(reason, n, why)
+	total := d.c.losses.Lost()
 	if d.logged.due(logEvery) {
 		d.log.Warn("exchange not recorded", "reason", why, "dropped_total", total,
 			"queued", d.c.queued.Load(), "queued_bytes", d.c.queuedBytes.Load())
@@ -76,7 +76,7 @@ func (f *ledgerFlusher) run(c *counters, log *slog.Logger) {
 		case <-f.stop:
 			return
 		case <-t.C:
-			if err := c.ledger.Flush(); err != nil {
+			if err := c.losses.Ledger().Flush(); err != nil {
 				log.Warn("record lost steps", "err", err)
 			}
 		}

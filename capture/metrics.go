@@ -49,26 +49,12 @@ type Stats struct {
 // counters are the live values behind Stats and the Prometheus metrics of
 // capture itself; the outbox's are the spool's (spool.Counts).
 type counters struct {
-	captured, queued, queuedBytes, dropped, redactions atomic.Int64
-	spilledEx, unspilledEx, spillBytes, spillLost      atomic.Int64
-	truncated, droppedFull                             atomic.Int64
-	queuedPeak                                         atomic.Int64 // see Stats.QueuedBytesPeak
+	captured, queued, queuedBytes, redactions     atomic.Int64
+	spilledEx, unspilledEx, spillBytes, spillLost atomic.Int64
+	truncated                                     atomic.Int64
+	queuedPeak                                    atomic.Int64 // see Stats.QueuedBytesPeak
 
-	// ledger, when set, records every loss durably (see internal/losses).
-	ledger *losses.Ledger
-}
-
-// lose counts n steps (or exchanges) lost for reason in Dropped and in the
-// ledger; detail says more.
-func (c *counters) lose(reason string, n int64, detail string) {
-	if n <= 0 {
-		return
-	}
-	c.dropped.Add(n)
-	if reason == losses.DiskFull {
-		c.droppedFull.Add(n)
-	}
-	c.ledger.Add(reason, n, detail)
+	losses losses.Tally // exchanges and steps lost, and the ledger
 }
 
 // snapshot returns capture's counters with the outbox's (ob).
@@ -76,13 +62,13 @@ func (c *counters) snapshot(ob spool.Counts) Stats {
 	return Stats{
 		Captured: c.captured.Load(), Queued: c.queued.Load(), QueuedBytes: c.queuedBytes.Load(),
 		QueuedBytesPeak: c.queuedPeak.Load(),
-		Dropped:         c.dropped.Load() + ob.Dropped, Redactions: c.redactions.Load(), Spilled: ob.Spilled,
+		Dropped:         c.losses.Lost() + ob.Dropped, Redactions: c.redactions.Load(), Spilled: ob.Spilled,
 		Held: ob.Held, WriteErrors: ob.WriteErrors, Corrupt: ob.Corrupt,
 		Delivered: ob.Delivered, DeliveryFailures: ob.DeliveryFailures,
 		Rejected: ob.Rejected, Expired: ob.Expired, Depth: ob.Depth,
 		ExchangesSpilled: c.spilledEx.Load(), ExchangesUnspilled: c.unspilledEx.Load(),
 		SpillBytes: c.spillBytes.Load(), SpillLost: c.spillLost.Load() + spillLostTotal.Load(),
-		Truncated: c.truncated.Load(), DroppedDiskFull: c.droppedFull.Load() + ob.DroppedDiskFull, HeldBytes: ob.HeldBytes,
+		Truncated: c.truncated.Load(), DroppedDiskFull: c.losses.DiskFull() + ob.DroppedDiskFull, HeldBytes: ob.HeldBytes,
 	}
 }
 
@@ -108,12 +94,12 @@ func (c *counters) register(reg prometheus.Registerer, ob *spool.Spool) ([]prome
 		gauge("hindsight_capture_queued_bytes", "Bytes of exchanges waiting to be redacted and stored.", c.queuedBytes.Load),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hindsight_capture_dropped_total",
 			Help: "Exchanges that could not be recorded (queue full, closed, memory bound).", ConstLabels: labels},
-			func() float64 { return float64(c.dropped.Load() + ob.Counts().Dropped) }),
+			func() float64 { return float64(c.losses.Lost() + ob.Counts().Dropped) }),
 		counter("hindsight_capture_redactions_total", "Secrets replaced by placeholders.", &c.redactions),
 		counter("hindsight_capture_truncated_total", "Steps stored with a body cut to the size limit.", &c.truncated),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hindsight_outbox_dropped_disk_full_total",
 			Help: "Steps lost because the disk was short of space and the memory bound was reached.", ConstLabels: labels},
-			func() float64 { return float64(c.droppedFull.Load() + ob.Counts().DroppedDiskFull) }),
+			func() float64 { return float64(c.losses.DiskFull() + ob.Counts().DroppedDiskFull) }),
 		counter("hindsight_capture_spilled_total", "Exchanges spilled to disk, sealed, because the capture queue was full.", &c.spilledEx),
 		counter("hindsight_capture_unspilled_total", "Spilled exchanges read back and queued for recording.", &c.unspilledEx),
 		gauge("hindsight_capture_spill_bytes", "Bytes of sealed exchanges in the spill on disk.", c.spillBytes.Load),

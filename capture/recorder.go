@@ -155,13 +155,13 @@ func New(opts Options) (*Recorder, error) {
 	if l, err := losses.Open(string(opts.Home), ob.ID(), opts.Server); err != nil {
 		log.Warn("losses of this sidecar are counted but not recorded for hindsight status", "err", err)
 	} else {
-		c.ledger = l
+		c.losses.SetLedger(l)
 		ob.RecordLosses(l)
 	}
 	colls, err := c.register(opts.Registerer, ob)
 	if err != nil {
 		ob.Close(context.Background())
-		c.ledger.Close(true)
+		c.losses.Ledger().Close(true)
 		return nil, fmt.Errorf("register capture metrics: %w", err)
 	}
 	r := &Recorder{opts: opts, log: log.With("component", "capture", "server", opts.Server, "outbox", ob.ID()),
@@ -283,7 +283,7 @@ func (r *Recorder) Close(ctx context.Context) error {
 		err = e
 	}
 	r.ledger.close()
-	if e := r.c.ledger.Close(true); e != nil {
+	if e := r.c.losses.Ledger().Close(true); e != nil {
 		r.log.Warn("record lost steps", "err", e)
 	}
 	for _, c := range r.colls {

@@ -179,7 +179,7 @@ func (s *spiller) read() {
 	defer func() {
 		if sp := s.sp.Load(); sp != nil {
 			if n := sp.close(); n > 0 {
-				s.c.lose(losses.AtExit, int64(n), "capture closed before its spill was recorded")
+				s.c.losses.Lose(losses.AtExit, int64(n), "capture closed before its spill was recorded")
 				s.processed.Add(int64(n))
 				s.log.Error("capture closed before its spill was recorded; exchanges lost", "exchanges", n)
 			}
@@ -210,14 +210,14 @@ func (s *spiller) read() {
 		}
 		if err != nil {
 			s.c.spillLost.Add(1)
-			s.c.lose(losses.QueueFull, 1, "spilled exchange unreadable: "+err.Error())
+			s.c.losses.Lose(losses.QueueFull, 1, "spilled exchange unreadable: "+err.Error())
 			s.processed.Add(1)
 			s.log.Error("spilled exchange unreadable; lost", "err", err)
 			s.gone(1)
 			continue
 		}
 		if !s.requeue(ex) {
-			s.c.lose(losses.AtExit, 1, "capture closed before its spill was recorded")
+			s.c.losses.Lose(losses.AtExit, 1, "capture closed before its spill was recorded")
 			s.processed.Add(1)
 			s.gone(1)
 			<-s.writerDone

@@ -46,7 +46,7 @@ func (o *Spool) Append(steps []hindsight.Step) {
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
-		o.c.lose(losses.AtExit, int64(len(steps)), "steps reached a closed outbox")
+		o.c.losses.Lose(losses.AtExit, int64(len(steps)), "steps reached a closed outbox")
 		o.log.Error("steps reached a closed outbox; lost", "steps", len(steps))
 		return
 	}
@@ -72,7 +72,7 @@ func (o *Spool) Append(steps []hindsight.Step) {
 		if err != nil {
 			// Not numbered: the daemon must see no gap in the seqs.
 			steps[i].Seq = 0
-			o.c.lose(losses.Encode, 1, err.Error())
+			o.c.losses.Lose(losses.Encode, 1, err.Error())
 			o.log.Error("cannot encode step; lost", "method", steps[i].Method, "tool", steps[i].Tool, "err", err)
 			continue
 		}
@@ -235,7 +235,7 @@ func (o *Spool) persist(now time.Time, all bool) {
 		if diskspace.IsNoSpace(err) {
 			reason = losses.DiskFull
 		}
-		o.c.lose(reason, int64(lost), err.Error())
+		o.c.losses.Lose(reason, int64(lost), err.Error())
 		o.c.depth.Add(-int64(lost))
 	}
 	o.c.held.Store(int64(len(o.mem) - o.memDisk))
@@ -244,7 +244,7 @@ func (o *Spool) persist(now time.Time, all bool) {
 	if !was || (lost > 0 && now2.Sub(o.lastDropLog) > 10*time.Second) {
 		o.lastDropLog = now2
 		o.log.Error("cannot write outbox; holding steps in memory", "err", err, "held", len(o.mem)-o.memDisk,
-			"max_held", o.opts.MaxHeld, "max_held_bytes", o.opts.MaxHeldBytes, "dropped", lost, "dropped_total", o.c.dropped.Load())
+			"max_held", o.opts.MaxHeld, "max_held_bytes", o.opts.MaxHeldBytes, "dropped", lost, "dropped_total", o.c.losses.Lost())
 	}
 }
 

@@ -38,7 +38,7 @@ func TestOutboxDiskShort(t *testing.T) {
 	for i := 1; i < 30; i++ {
 		ob.Append([]hindsight.Step{step(i)})
 	}
-	testkit.WaitFor(t, "steps held and dropped", 20*time.Second, func() bool { return ob.c.held.Load() == 10 && ob.c.droppedFull.Load() == 20 })
+	testkit.WaitFor(t, "steps held and dropped", 20*time.Second, func() bool { return ob.c.held.Load() == 10 && ob.c.losses.DiskFull() == 20 })
 	if _, err := os.Stat(filepath.Join(ob.Dir(), dbName)); !os.IsNotExist(err) {
 		t.Fatalf("the database was opened on a short disk: %v", err)
 	}

@@ -26,23 +26,9 @@ type Counts struct {
 // counters are the live values behind Counts and the spool's metrics.
 type counters struct {
 	spilled, held, heldBytes, writeErrors, corrupt, delivered, deliveryFailures,
-	rejected, expired, depth, dropped, droppedFull atomic.Int64
+	rejected, expired, depth atomic.Int64
 
-	// ledger, when set, records every loss durably (see RecordLosses).
-	ledger atomic.Pointer[losses.Ledger]
-}
-
-// lose counts n steps lost for reason in Dropped and in the ledger; detail
-// says more.
-func (c *counters) lose(reason string, n int64, detail string) {
-	if n <= 0 {
-		return
-	}
-	c.dropped.Add(n)
-	if reason == losses.DiskFull {
-		c.droppedFull.Add(n)
-	}
-	c.ledger.Load().Add(reason, n, detail)
+	losses losses.Tally // steps lost, and the ledger (see RecordLosses)
 }
 
 func (c *counters) snapshot() Counts {
@@ -50,7 +36,7 @@ func (c *counters) snapshot() Counts {
 		Spilled: c.spilled.Load(), Held: c.held.Load(), HeldBytes: c.heldBytes.Load(),
 		WriteErrors: c.writeErrors.Load(), Corrupt: c.corrupt.Load(), Delivered: c.delivered.Load(),
 		DeliveryFailures: c.deliveryFailures.Load(), Rejected: c.rejected.Load(), Expired: c.expired.Load(),
-		Depth: c.depth.Load(), Dropped: c.dropped.Load(), DroppedDiskFull: c.droppedFull.Load(),
+		Depth: c.depth.Load(), Dropped: c.losses.Lost(), DroppedDiskFull: c.losses.DiskFull(),
 	}
 }
 

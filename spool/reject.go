@@ -61,7 +61,7 @@ func (o *Spool) deliverStub(ctx context.Context, e entry) bool {
 func (o *Spool) reject(ctx context.Context, e entry, err error) {
 	o.deliverStub(ctx, e)
 	o.c.rejected.Add(1)
-	o.c.ledger.Load().Add(losses.Rejected, 1, err.Error())
+	o.c.losses.Note(losses.Rejected, 1, err.Error())
 	var s struct{ Method, Tool string }
 	_ = json.Unmarshal(e.raw, &s)
 	o.log.Error("daemon refused a step; set aside", "seq", e.seq, "method", s.Method, "tool", s.Tool, "err", err)

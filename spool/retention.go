@@ -78,7 +78,7 @@ func (o *Spool) enforceRetention() {
 			o.forget(gone)
 			o.mu.Unlock()
 			o.c.expired.Add(int64(len(expired)))
-			o.c.ledger.Load().Add(losses.Expired, int64(len(expired)), "undelivered past the retention period "+o.opts.Retention.String())
+			o.c.losses.Note(losses.Expired, int64(len(expired)), "undelivered past the retention period "+o.opts.Retention.String())
 			o.c.depth.Add(-int64(len(expired)))
 			o.log.Error("undelivered steps passed the retention period and were removed", "steps", len(expired), "retention", o.opts.Retention.String())
 		}

@@ -182,7 +182,7 @@ func (o *Spool) SpillDir() string { return filepath.Join(o.dir, spillName) }
 
 // RecordLosses makes the spool record the steps it loses in l as well as
 // in its counters (see internal/losses).
-func (o *Spool) RecordLosses(l *losses.Ledger) { o.c.ledger.Store(l) }
+func (o *Spool) RecordLosses(l *losses.Ledger) { o.c.losses.SetLedger(l) }
 
 // ID is the outbox id, the Source of its steps.
 func (o *Spool) ID() string { return o.id }
@@ -238,7 +238,7 @@ func (o *Spool) shutdown() error {
 		if o.spaceLow.Load() {
 			reason = losses.DiskFull
 		}
-		o.c.lose(reason, int64(n), "the outbox closed with the steps only in memory")
+		o.c.losses.Lose(reason, int64(n), "the outbox closed with the steps only in memory")
 		o.c.depth.Add(-int64(n))
 		o.log.Error("outbox closed with steps only in memory; they are lost", "steps", n)
 	}
