@@ -47,15 +47,8 @@ func loadStore(b *testing.B, n int) *benchStore {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
 	start := time.Now()
-	for i := range exps {
-		e := exps[i]
-		e.Version = 0
-		if err := s.Put(ctx, &e); err != nil {
-			b.Fatal(err)
-		}
-	}
+	putAll(b, s, exps)
 	ingest := time.Since(start)
 	exps = nil
 	if err := s.Close(); err != nil {
@@ -208,14 +201,7 @@ func TestBuildBenchStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	for i := range exps {
-		e := exps[i]
-		e.Version = 0
-		if err := s.Put(ctx, &e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putAll(t, s, exps)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -65,13 +65,7 @@ func TestRankingPinned(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := context.Background()
-	for i := range exps {
-		e := exps[i]
-		e.Version = 0
-		if err := s.Put(ctx, &e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putAll(t, s, exps)
 	var out strings.Builder
 	for i, bq := range qs {
 		for _, filtered := range []bool{false, true} {

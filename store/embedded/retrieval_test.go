@@ -186,14 +186,7 @@ func openBench(t testing.TB, set benchSet) (*Store, []hindsight.Experience, []be
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	ctx := context.Background()
-	for i := range exps {
-		e := exps[i]
-		e.Version = 0
-		if err := s.Put(ctx, &e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putAll(t, s, exps)
 	return s, exps, qs
 }
 
@@ -272,5 +265,18 @@ func TestRetrievalWeights(t *testing.T) {
 			}
 		}
 		t.Log("\n" + b.String())
+	}
+}
+
+// putAll stores a copy of each of exps as new (version 0) in s.
+func putAll(tb testing.TB, s *Store, exps []hindsight.Experience) {
+	tb.Helper()
+	ctx := context.Background()
+	for i := range exps {
+		e := exps[i]
+		e.Version = 0
+		if err := s.Put(ctx, &e); err != nil {
+			tb.Fatal(err)
+		}
 	}
 }
