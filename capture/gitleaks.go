@@ -3,12 +3,11 @@ package capture
 import (
 	"fmt"
 	"regexp"
-	"runtime/debug"
 	"strings"
 	"sync"
 
+	"github.com/pelletier/go-toml/v2"
 	"github.com/rs/zerolog"
-	"github.com/spf13/viper"
 	"github.com/zricethezav/gitleaks/v8/config"
 	"github.com/zricethezav/gitleaks/v8/detect"
 	gllog "github.com/zricethezav/gitleaks/v8/logging"
@@ -19,33 +18,43 @@ import (
 // per rule, each run only on text holding one of that rule's keywords,
 // which a keywordIndex finds (gitleaks' own Detector builds an Aho-Corasick
 // automaton of ~1.5 MB for that; a detector with no keywords runs its only
-// rule unconditionally). Its allowlists are kept without the automata
-// gitleaks builds for their stop words (~9.5 MB): a finding's secret is
-// checked against each stop word instead, which costs microseconds per
-// finding, and findings are rare.
+// rule unconditionally). A rule's expressions are compiled, and its
+// detector built, the first time text holds one of its keywords: most
+// traffic never reaches most rules, and compiling all 200-odd of them at
+// once allocated ~20 MB. Its allowlists are kept without the automata
+// gitleaks builds for their stop words: a finding's secret is checked
+// against each stop word instead, which costs microseconds per finding,
+// and findings are rare.
 type gitleaksRules struct {
-	Config config.Config // the default configuration, as gitleaks compiled it
-	rules  []gitleaksRule
-	index  *keywordIndex // keyword → bit 1<<(keyword's number % 64)
-	byBit  [64][]int     // bit → the rules with a keyword carrying it
+	// Config is the default configuration as gitleaks translates it,
+	// except that its rules' Regex never matches and their Path is nil
+	// (see compile).
+	Config  config.Config
+	sources map[string]ruleSource // rule id → its expressions, not compiled
+	rules   []gitleaksRule
+	index   *keywordIndex // every rule keyword, each with a bit (see byBit)
+	byBit   [64][]int     // bit → the rules with a keyword carrying it
 }
 
-// gitleaksRule is one rule of the set and its detector.
+// ruleSource is a rule's expressions as the rule file writes them.
+type ruleSource struct{ regex, path string }
+
+// gitleaksRule is one rule of the set and its detector, built on first use.
 type gitleaksRule struct {
 	id       string
 	keywords []string // lower-cased
+	once     sync.Once
 	det      *detect.Detector
 }
 
 // gitleaksDetector loads the gitleaks default configuration once per
-// process, on the first text holding one of its keywords: compiling its
-// 200-odd rules takes tens of milliseconds and keeps about 4 MB, which a
-// sidecar whose traffic never looks like a secret does not need.
+// process, on the first text holding one of its keywords, without
+// compiling its rules (see gitleaksRules).
 var gitleaksDetector = sync.OnceValues(func() (*gitleaksRules, error) {
 	// gitleaks logs through a global zerolog logger to stderr, at trace
 	// level with the secrets it skips: silence it.
 	gllog.Logger = gllog.Logger.Level(zerolog.Disabled)
-	cfg, err := defaultGitleaksConfig()
+	cfg, sources, err := defaultGitleaksConfig()
 	if err != nil {
 		return nil, fmt.Errorf("load gitleaks rules: %w", err)
 	}
@@ -54,20 +63,21 @@ var gitleaksDetector = sync.OnceValues(func() (*gitleaksRules, error) {
 		rule.Allowlists = lightAllowlists(rule.Allowlists)
 		cfg.Rules[id] = rule
 	}
-	set := &gitleaksRules{Config: cfg, index: &keywordIndex{}}
+	set := &gitleaksRules{Config: cfg, sources: sources, index: &keywordIndex{}}
 	if err := checkKeywords(set, gitleaksKeywords); err != nil {
 		return nil, err
 	}
 	for n, k := range gitleaksKeywords {
 		set.index.add(k, 1<<(n%64))
 	}
+	set.rules = make([]gitleaksRule, 0, len(cfg.OrderedRules))
 	for _, id := range cfg.OrderedRules {
 		rule, ok := cfg.Rules[id]
 		if !ok || len(rule.Keywords) == 0 {
 			continue // matches file paths only: never on text
 		}
 		i := len(set.rules)
-		set.rules = append(set.rules, gitleaksRule{id: id, det: ruleDetector(cfg, rule)})
+		set.rules = append(set.rules, gitleaksRule{id: id})
 		for _, k := range rule.Keywords {
 			k = strings.ToLower(k)
 			set.rules[i].keywords = append(set.rules[i].keywords, k)
@@ -79,42 +89,81 @@ var gitleaksDetector = sync.OnceValues(func() (*gitleaksRules, error) {
 			}
 		}
 	}
-	// Building the rules allocates about twice what they keep: give the
-	// garbage back now rather than at the sidecar's peak.
-	debug.FreeOSMemory()
 	return set, nil
 })
 
 // defaultGitleaksConfig is detect.NewDetectorDefaultConfig's configuration,
-// without building its detector.
-func defaultGitleaksConfig() (config.Config, error) {
-	v := viper.New()
-	v.SetConfigType("toml")
-	if err := v.ReadConfig(strings.NewReader(config.DefaultConfig)); err != nil {
-		return config.Config{}, err
-	}
+// without building its detector, its rules' expressions (returned as
+// sources, by rule id; see uncompiledRule) or its stop-word automata.
+// gitleaks reads its rule file through viper; the same file is decoded
+// here straight into config.ViperConfig (TestGitleaksConfigLikeViper holds
+// the result, compiled, to gitleaks' own).
+func defaultGitleaksConfig() (config.Config, map[string]ruleSource, error) {
 	var vc config.ViperConfig
-	if err := v.Unmarshal(&vc); err != nil {
-		return config.Config{}, err
+	if err := toml.Unmarshal([]byte(config.DefaultConfig), &vc); err != nil {
+		return config.Config{}, nil, fmt.Errorf("decode gitleaks rules: %w", err)
 	}
-	return vc.Translate()
+	sources := make(map[string]ruleSource, len(vc.Rules))
+	for i := range vc.Rules {
+		r := &vc.Rules[i]
+		sources[r.ID] = ruleSource{regex: r.Regex, path: r.Path}
+		// Translate wants a rule to have one expression at least, with
+		// its secret's group.
+		r.Regex, r.Path = uncompiledRule+strings.Repeat("()", r.SecretGroup), ""
+	}
+	stops := holdStopWords(&vc)
+	cfg, err := vc.Translate()
+	if err != nil {
+		return config.Config{}, nil, err
+	}
+	stops.restore(&cfg)
+	return cfg, sources, nil
 }
 
-// ruleDetector is a detector running rule alone, whatever the text holds:
-// no keywords, so no prefilter. The rules it requires (composite rules)
-// are in its configuration with their keywords, which no prefilter finds,
-// so they run only as its parts.
-func ruleDetector(cfg config.Config, rule config.Rule) *detect.Detector {
+// uncompiledRule begins the expression of every rule until compile: one
+// that never matches and costs nothing to compile (followed by as many
+// empty groups as the rule's secret group needs).
+const uncompiledRule = `\z\A.`
+
+// compile returns rule id with its expressions compiled, as Translate
+// compiles them (a bad expression panics there too; the rule file is
+// compiled into the binary and TestGitleaksConfigLikeViper compiles all).
+func (g *gitleaksRules) compile(id string) config.Rule {
+	rule := g.Config.Rules[id]
+	src := g.sources[id]
+	rule.Regex, rule.Path = nil, nil
+	if src.regex != "" {
+		rule.Regex = regexp.MustCompile(src.regex)
+	}
+	if src.path != "" {
+		rule.Path = regexp.MustCompile(src.path)
+	}
+	return rule
+}
+
+// detector returns rule i's detector, building it on first use.
+func (g *gitleaksRules) detector(i int) *detect.Detector {
+	r := &g.rules[i]
+	r.once.Do(func() { r.det = g.ruleDetector(r.id) })
+	return r.det
+}
+
+// ruleDetector is a detector running rule id alone, whatever the text
+// holds: no keywords, so no prefilter. The rules it requires (composite
+// rules) are in its configuration with their keywords, which no prefilter
+// finds, so they run only as its parts.
+func (g *gitleaksRules) ruleDetector(id string) *detect.Detector {
+	rule := g.compile(id)
 	rules := map[string]config.Rule{}
 	for _, req := range rule.RequiredRules {
-		if r, ok := cfg.Rules[req.RuleID]; ok {
-			rules[req.RuleID] = r
+		if _, ok := g.Config.Rules[req.RuleID]; ok {
+			rules[req.RuleID] = g.compile(req.RuleID)
 		}
 	}
 	rule.Keywords = nil
-	rules[rule.RuleID] = rule
+	rules[id] = rule
 	return detect.NewDetector(config.Config{Rules: rules, Keywords: map[string]struct{}{},
-		OrderedRules: []string{rule.RuleID}, Allowlists: cfg.Allowlists})
+		OrderedRules: []string{id}, Allowlists: g.Config.Allowlists})
 }
 
 // lightAllowlists copies allowlists without what gitleaks derived from
@@ -167,7 +216,7 @@ func (g *gitleaksRules) detect(text string) []report.Finding {
 				lower = strings.ToLower(text)
 			}
 			if g.rules[i].holdsKeyword(lower) {
-				findings = append(findings, g.rules[i].det.DetectString(text)...)
+				findings = append(findings, g.detector(i).DetectString(text)...)
 			}
 		}
 	}
@@ -214,7 +263,7 @@ func checkKeywords(set *gitleaksRules, known []string) error {
 		have[strings.ToLower(k)] = true
 	}
 	for id, rule := range set.Config.Rules {
-		if len(rule.Keywords) == 0 && rule.Regex != nil {
+		if len(rule.Keywords) == 0 && set.sources[id].regex != "" {
 			return fmt.Errorf("load gitleaks rules: rule %s has no keyword; the prefilter cannot skip it", id)
 		}
 		for _, k := range rule.Keywords {
