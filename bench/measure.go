@@ -161,8 +161,13 @@ type Report struct {
 	// (VmHWM) at the end of the run; for a relay or a sidecar that is the
 	// relay's own process, not the server behind it.
 	PeakRSS map[string]int64
-	Started time.Time
-	Took    time.Duration
+	// PeakAnon is the highest private resident memory (RssAnon) read
+	// every 10 ms during each variant's measurements, and Rest each
+	// variant's memory restDelay after the last measurement.
+	PeakAnon map[string]int64
+	Rest     map[string]Memory
+	Started  time.Time
+	Took     time.Duration
 	// DaemonCPU is the CPU time used, by the end of the run, by the
 	// daemons a sidecar variant started for its home; TotalCalls counts
 	// every call made to each variant, warm-up included.
@@ -191,7 +196,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, errors.New("run: no variants")
 	}
 	rep := &Report{Options: opts, Samples: map[string]map[int][]Sample{}, PeakRSS: map[string]int64{},
-		DaemonCPU: map[string]time.Duration{}, TotalCalls: map[string]int{}, Started: time.Now()}
+		PeakAnon: map[string]int64{}, Rest: map[string]Memory{}, DaemonCPU: map[string]time.Duration{}, TotalCalls: map[string]int{}, Started: time.Now()}
 	procs := make([]*Process, len(opts.Variants))
 	defer func() {
 		for _, p := range procs {
@@ -240,6 +245,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 					}
 				}
 				u0, uErr := procs[i].Usage()
+				stopAnon := sampleAnon(procs[i].PID())
 				var s Sample
 				var err error
 				if conc == Paced {
@@ -247,6 +253,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				} else {
 					s, err = Measure(ctx, procs[i].Client, args, conc, opts.Duration, opts.Calls)
 				}
+				rep.PeakAnon[v.Name] = max(rep.PeakAnon[v.Name], stopAnon())
 				if err != nil {
 					return nil, fmt.Errorf("variant %s, round %d, %s: %w (stderr: %s)",
 						v.Name, round+1, opts.label(conc), err, strings.TrimSpace(procs[i].Stderr()))
@@ -263,6 +270,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 						s.SyscallsPerCall(), s.CPUPerCall().Round(100*time.Nanosecond))
 				}
 			}
+		}
+	}
+	time.Sleep(restDelay)
+	for i, v := range opts.Variants {
+		if m, err := ReadMemory(procs[i].PID()); err == nil {
+			rep.Rest[v.Name] = m
 		}
 	}
 	for i, v := range opts.Variants {

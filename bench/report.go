@@ -322,10 +322,12 @@ func (r *Report) writeSpeed(w io.Writer, concs []int) {
 // writeWork writes, per variant, what its own process spent per call at
 // concurrency c (CPU time and read/write system calls, summed over
 // rounds), what a sidecar's daemon spent per call over the whole run, and
-// the process's peak RSS.
+// the process's memory: its peak RSS, the peak of its private part (file
+// pages of the binary, shared by every process running it, left out), and
+// both at rest after the run.
 func (r *Report) writeWork(w io.Writer, c int) {
-	fmt.Fprintf(w, "\n| path (its own process) | CPU/call (%s) | syscalls/call | daemon CPU/call | peak RSS |\n", r.Options.label(c))
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|")
+	fmt.Fprintf(w, "\n| path (its own process) | CPU/call (%s) | syscalls/call | daemon CPU/call | peak RSS | peak private | RSS at rest (private) |\n", r.Options.label(c))
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|")
 	for _, v := range r.Options.Variants {
 		cpu, sys := "–", "–"
 		if m, _, ok := r.Median(v.Name, c); ok && m.Syscalls >= 0 {
@@ -335,11 +337,17 @@ func (r *Report) writeWork(w io.Writer, c int) {
 		if d, ok := r.DaemonCPU[v.Name]; ok && r.TotalCalls[v.Name] > 0 {
 			daemon = us(d / time.Duration(r.TotalCalls[v.Name]))
 		}
-		rss := "–"
+		rss, anon, rest := "–", "–", "–"
 		if b, ok := r.PeakRSS[v.Name]; ok {
 			rss = mb(b)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", v.Name, cpu, sys, daemon, rss)
+		if b, ok := r.PeakAnon[v.Name]; ok && b > 0 {
+			anon = mb(b)
+		}
+		if m, ok := r.Rest[v.Name]; ok {
+			rest = fmt.Sprintf("%s (%s)", mb(m.RSS), mb(m.Anon))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", v.Name, cpu, sys, daemon, rss, anon, rest)
 	}
 }
 
