@@ -1,8 +1,11 @@
 package capture
 
 import (
+	"context"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
+	"time"
 )
 
 // MemoryBudget is the soft memory limit (runtime/debug.SetMemoryLimit) of
@@ -36,4 +39,61 @@ func SetMemoryLimit() int64 {
 	}
 	debug.SetMemoryLimit(MemoryBudget)
 	return MemoryBudget
+}
+
+// quietAllocs is how much a process may allocate in a quietInterval and
+// still count as quiet; trimAbove how much free heap it must hold, not yet
+// returned to the system, for ReleaseWhenQuiet to return it.
+const (
+	quietInterval = time.Second
+	quietAllocs   = 256 << 10
+	trimAbove     = 4 << 20
+)
+
+// ReleaseWhenQuiet returns the heap a burst left free to the system once
+// the process is quiet, until ctx is done. Under a flood the heap grows
+// toward MemoryBudget; afterwards the runtime gives the free part back
+// only slowly (its scavenger paces itself on the heap goal, which stays
+// where the flood left it until the next collection, and a quiet sidecar
+// allocates too little to start one). Each quietInterval it reads the
+// runtime's figures (no stop-the-world); when the process allocated less
+// than quietAllocs since the last look and more than trimAbove of heap is
+// free and not yet returned, it collects and returns it
+// (debug.FreeOSMemory: a few milliseconds of CPU, once per burst).
+func ReleaseWhenQuiet(ctx context.Context) { releaseWhenQuiet(ctx, quietInterval) }
+
+func releaseWhenQuiet(ctx context.Context, interval time.Duration) {
+	samples := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var last uint64
+	for {
+		metrics.Read(samples)
+		allocs, free := sampleUint(samples[0]), sampleUint(samples[1])
+		if shouldRelease(last, allocs, free) {
+			debug.FreeOSMemory()
+			metrics.Read(samples)
+			allocs = sampleUint(samples[0])
+		}
+		last = allocs
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// shouldRelease reports whether a process that had allocated last bytes
+// at the previous look and allocs now (both 0 before the first look),
+// holding free bytes of heap not returned, is quiet and worth trimming.
+func shouldRelease(last, allocs, free uint64) bool {
+	return last != 0 && allocs-last < quietAllocs && free > trimAbove
+}
+
+func sampleUint(s metrics.Sample) uint64 {
+	if s.Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s.Value.Uint64()
 }

@@ -83,6 +83,10 @@ func newSidecar(ctx context.Context, g *globals, name, transport string, logger 
 		// One server's sidecar: its memory is bounded by design (see
 		// capture.MemoryBudget), so the collector keeps it there.
 		logger.Debug("soft memory limit", "bytes", capture.SetMemoryLimit())
+		// and gives back what a burst of calls left free.
+		quiet, stopQuiet := context.WithCancel(context.Background())
+		go capture.ReleaseWhenQuiet(quiet)
+		s.closers = append(s.closers, stopQuiet)
 	}
 	if !g.config.captureEnabled() {
 		logger.Info("capture is off (capture.enabled: false or HINDSIGHT_CAPTURE=off): relaying without recording", "server", name)
