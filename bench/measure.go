@@ -126,6 +126,9 @@ type Sample struct {
 	// threads, not its children); both -1 when unknown.
 	Syscalls int64
 	CPU      time.Duration
+	// AllCPU is the CPU time every process of the measurement used
+	// (see allCPU); -1 when unknown.
+	AllCPU time.Duration
 }
 
 // CPUPerCall returns CPU / Calls, or -1 when unknown.
@@ -134,6 +137,14 @@ func (s Sample) CPUPerCall() time.Duration {
 		return -1
 	}
 	return s.CPU / time.Duration(s.Calls)
+}
+
+// AllCPUPerCall returns AllCPU / Calls, or -1 when unknown.
+func (s Sample) AllCPUPerCall() time.Duration {
+	if s.AllCPU < 0 || s.Calls == 0 {
+		return -1
+	}
+	return s.AllCPU / time.Duration(s.Calls)
 }
 
 // SyscallsPerCall returns Syscalls / Calls, or -1 when unknown.
@@ -245,6 +256,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 					}
 				}
 				u0, uErr := procs[i].Usage()
+				all0 := allCPU(procs[i], v.Home)
 				stopAnon := sampleAnon(procs[i].PID())
 				var s Sample
 				var err error
@@ -258,7 +270,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 					return nil, fmt.Errorf("variant %s, round %d, %s: %w (stderr: %s)",
 						v.Name, round+1, opts.label(conc), err, strings.TrimSpace(procs[i].Stderr()))
 				}
-				s.Syscalls, s.CPU = -1, -1
+				s.Syscalls, s.CPU, s.AllCPU = -1, -1, -1
+				if all1 := allCPU(procs[i], v.Home); all0 >= 0 && all1 >= 0 {
+					s.AllCPU = all1 - all0
+				}
 				if u1, err := procs[i].Usage(); err == nil && uErr == nil {
 					s.Syscalls, s.CPU = u1.Syscalls-u0.Syscalls, u1.CPU-u0.CPU
 				}

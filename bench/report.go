@@ -21,7 +21,7 @@ const (
 
 // Median returns, for one variant and concurrency, the median over rounds
 // of each of p50, p99 and rate (each taken on its own). Calls and Elapsed
-// Syscalls and CPU are the sums over rounds. ok is false when there is no sample.
+// Syscalls, CPU and AllCPU are the sums over rounds. ok is false when there is no sample.
 func (r *Report) Median(variant string, conc int) (m Sample, rate float64, ok bool) {
 	ss := r.Samples[variant][conc]
 	if len(ss) == 0 {
@@ -43,6 +43,13 @@ func (r *Report) Median(variant string, conc int) (m Sample, rate float64, ok bo
 		}
 		m.Syscalls += s.Syscalls
 		m.CPU += s.CPU
+	}
+	for _, s := range ss {
+		if s.AllCPU < 0 || m.AllCPU < 0 {
+			m.AllCPU = -1
+			continue
+		}
+		m.AllCPU += s.AllCPU
 	}
 	return m, median(rates), true
 }
@@ -326,8 +333,8 @@ func (r *Report) writeSpeed(w io.Writer, concs []int) {
 // pages of the binary, shared by every process running it, left out), and
 // both at rest after the run.
 func (r *Report) writeWork(w io.Writer, c int) {
-	fmt.Fprintf(w, "\n| path (its own process) | CPU/call (%s) | syscalls/call | daemon CPU/call | peak RSS | peak private | RSS at rest (private) |\n", r.Options.label(c))
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintf(w, "\n| path (its own process) | CPU/call (%s) | syscalls/call | daemon CPU/call | all processes' CPU/call | peak RSS | peak private | RSS at rest (private) |\n", r.Options.label(c))
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|")
 	for _, v := range r.Options.Variants {
 		cpu, sys := "–", "–"
 		if m, _, ok := r.Median(v.Name, c); ok && m.Syscalls >= 0 {
@@ -336,6 +343,10 @@ func (r *Report) writeWork(w io.Writer, c int) {
 		daemon := "–"
 		if d, ok := r.DaemonCPU[v.Name]; ok && r.TotalCalls[v.Name] > 0 {
 			daemon = us(d / time.Duration(r.TotalCalls[v.Name]))
+		}
+		all := "–"
+		if m, _, ok := r.Median(v.Name, c); ok && m.AllCPU >= 0 {
+			all = us(m.AllCPUPerCall())
 		}
 		rss, anon, rest := "–", "–", "–"
 		if b, ok := r.PeakRSS[v.Name]; ok {
@@ -347,7 +358,7 @@ func (r *Report) writeWork(w io.Writer, c int) {
 		if m, ok := r.Rest[v.Name]; ok {
 			rest = fmt.Sprintf("%s (%s)", mb(m.RSS), mb(m.Anon))
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", v.Name, cpu, sys, daemon, rss, anon, rest)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", v.Name, cpu, sys, daemon, all, rss, anon, rest)
 	}
 }
 
