@@ -14,13 +14,16 @@ import (
 
 // FleetResult is the memory of n sidecars sharing one HINDSIGHT_HOME (and
 // so one daemon), each wrapping its own echo server, after each made the
-// same calls: resident set now (VmRSS) and at its peak (VmHWM), per
-// sidecar, in bytes.
+// same calls: resident set now (VmRSS), its private part (RssAnon) and its
+// peak (VmHWM), per sidecar, in bytes; and their sums, RSS (which counts
+// the binary's pages, shared by all, once per sidecar) and PSS (which
+// shares them out: what the sidecars take together).
 type FleetResult struct {
 	Servers           int
 	RSSMedian, RSSMax int64
+	AnonMedian        int64
 	HWMMedian, HWMMax int64
-	RSSSum            int64
+	RSSSum, PSSSum    int64
 }
 
 // Fleet starts n copies of argv (a sidecar wrapping the echo server) with
@@ -47,24 +50,54 @@ func Fleet(ctx context.Context, argv, env []string, n, calls int) (FleetResult, 
 		}
 	}
 	time.Sleep(time.Second)
-	var rss, hwm []int64
+	var rss, anon, hwm []int64
 	for _, p := range procs {
-		r, err := ProcStatus(p.PID(), "VmRSS")
+		var v [3]int64
+		for i, field := range []string{"VmRSS", "RssAnon", "VmHWM"} {
+			var err error
+			if v[i], err = ProcStatus(p.PID(), field); err != nil {
+				return res, err
+			}
+		}
+		pss, err := procPSS(p.PID())
 		if err != nil {
 			return res, err
 		}
-		h, err := ProcStatus(p.PID(), "VmHWM")
-		if err != nil {
-			return res, err
-		}
-		rss, hwm = append(rss, r), append(hwm, h)
-		res.RSSSum += r
+		rss, anon, hwm = append(rss, v[0]), append(anon, v[1]), append(hwm, v[2])
+		res.RSSSum += v[0]
+		res.PSSSum += pss
 	}
 	slices.Sort(rss)
+	slices.Sort(anon)
 	slices.Sort(hwm)
 	res.RSSMedian, res.RSSMax = rss[n/2], rss[n-1]
+	res.AnonMedian = anon[n/2]
 	res.HWMMedian, res.HWMMax = hwm[n/2], hwm[n-1]
 	return res, nil
+}
+
+// procPSS returns pid's proportional set size in bytes
+// (/proc/PID/smaps_rollup): its private pages, plus each shared page
+// divided by the number of processes mapping it.
+func procPSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read PSS: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Pss:"); ok {
+			f := strings.Fields(v)
+			if len(f) != 2 || f[1] != "kB" {
+				break
+			}
+			kb, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("read PSS: %w", err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("read PSS: no Pss line in /proc/%d/smaps_rollup", pid)
 }
 
 // ProcStatus returns a size field of /proc/PID/status (VmRSS, VmHWM) in

@@ -230,7 +230,7 @@ func fleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "| sidecars | RSS, median | RSS, max | peak RSS, median | peak RSS, max | RSS, all sidecars |\n|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(stdout, "| sidecars | RSS, median | private, median | RSS, max | peak RSS, median | peak RSS, max | RSS, all sidecars | PSS, all sidecars |\n|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for i, n := range ns {
 		home := filepath.Join(tmp, fmt.Sprintf("home-%d", i))
 		r, err := bench.Fleet(ctx, []string{*bin, "wrap", "--name", "echo", "--", self, "echo"}, []string{"HINDSIGHT_HOME=" + home}, n, *calls)
@@ -240,8 +240,8 @@ func fleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "| %d | %.1f MB | %.1f MB | %.1f MB | %.1f MB | %.0f MB |\n", n, float64(r.RSSMedian)/1e6, float64(r.RSSMax)/1e6,
-			float64(r.HWMMedian)/1e6, float64(r.HWMMax)/1e6, float64(r.RSSSum)/1e6)
+		fmt.Fprintf(stdout, "| %d | %.1f MB | %.1f MB | %.1f MB | %.1f MB | %.1f MB | %.0f MB | %.0f MB |\n", n, float64(r.RSSMedian)/1e6,
+			float64(r.AnonMedian)/1e6, float64(r.RSSMax)/1e6, float64(r.HWMMedian)/1e6, float64(r.HWMMax)/1e6, float64(r.RSSSum)/1e6, float64(r.PSSSum)/1e6)
 	}
 	return nil
 }
