@@ -317,13 +317,29 @@ func (r *Report) writeSpeed(w io.Writer, concs []int) {
 			case !ok:
 				fmt.Fprint(w, " – | – | – |")
 			case share:
-				fmt.Fprintf(w, " %.0f | %.0f%% | %s | %s |", rate, 100*r.paired(v.Name, ByteRelay, c, rateRatio), us(m.P50), us(m.P99))
+				fmt.Fprintf(w, " %s | %.0f%% | %s | %s |", r.rate(v.Name, c, rate), 100*r.paired(v.Name, ByteRelay, c, rateRatio), us(m.P50), us(m.P99))
 			default:
-				fmt.Fprintf(w, " %.0f | %s | %s |", rate, us(m.P50), us(m.P99))
+				fmt.Fprintf(w, " %s | %s | %s |", r.rate(v.Name, c, rate), us(m.P50), us(m.P99))
 			}
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// rate formats a variant's median throughput at concurrency c, with its
+// quartiles over the rounds when there are four rounds or more.
+func (r *Report) rate(variant string, c int, median float64) string {
+	ss := r.Samples[variant][c]
+	if len(ss) < 4 {
+		return fmt.Sprintf("%.0f", median)
+	}
+	rates := make([]float64, len(ss))
+	for i, s := range ss {
+		rates[i] = s.Rate()
+	}
+	slices.Sort(rates)
+	q1, q3 := quartiles(rates)
+	return fmt.Sprintf("%.0f (%.0f–%.0f)", median, q1, q3)
 }
 
 // writeWork writes, per variant, what its own process spent per call at
