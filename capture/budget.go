@@ -19,7 +19,9 @@ import (
 //     exchange costs far less than relaying it);
 //   - the outbox's steps in memory, DefaultMaxMemBytes (while the daemon
 //     is behind, capture waits once they take half of it);
-//   - the redactor's rules, once gitleaks is loaded.
+//   - the redactor's rules: gitleaks' rule file, decoded on the first text
+//     holding one of its keywords, and each rule compiled on the first
+//     text holding one of its own.
 //
 // The rest of a sidecar's heap is the relay's buffers, the runtime, and
 // the injector's tokenizer. The limit sits well above their sum: a limit
