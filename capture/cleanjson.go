@@ -123,16 +123,11 @@ func (r *Redactor) scanKey(doc []byte, i int, searched bool) (int, verdict) {
 	if !ok {
 		return end, docInvalid
 	}
-	plain := kind == plainText
-	var s string
-	if plain {
-		s = wire.StringView(doc[i+1 : end])
-	} else {
-		s = decodeJSONString(doc[i : end+1])
-	}
-	// The protocol's own names ("progressToken") are not looked at:
-	// redactJSON neither scans them nor gives them as context.
-	if r.sensitiveKey(s) != "" || !(plain && searched) && !notSensitive[normalizeKey(s)] && r.keywords.findText(s, plain) != 0 {
+	if kind == plainText {
+		if s := wire.StringView(doc[i+1 : end]); !r.commonKeys.has(s) && !r.keyClean(s, searched, true) {
+			return end, docDirty
+		}
+	} else if !r.keyClean(decodeJSONString(doc[i:end+1]), searched, false) {
 		return end, docDirty
 	}
 	i = wire.SkipSpace(doc, end+1)

@@ -61,6 +61,8 @@ type Redactor struct {
 	// needs a keyword; that one matches file paths only), so gitleaks is
 	// not run on it.
 	keywords *keywordIndex
+	// commonKeys are the common keys scanJSON passes without a look.
+	commonKeys *cleanKeyTable
 }
 
 // NewRedactor returns a Redactor with the built-in rules and those of cfg.
@@ -87,6 +89,7 @@ func NewRedactor(cfg RedactorConfig) (*Redactor, error) {
 		}
 		r.patterns = append(r.patterns, textRule{id: p.Name, re: re})
 	}
+	r.commonKeys = r.cleanKeys()
 	return r, nil
 }
 
