@@ -39,13 +39,13 @@ func (x *keywordIndex) scanString(doc []byte, start int) (int, textKind) {
 // begins with a valid JSON string token, as wire.SkipString checks it
 // (when not, end is where the check stopped).
 func (x *keywordIndex) scanToken(doc []byte, start int) (end int, kind textKind, ok bool) {
-	after, escaped, ok := wire.SkipString(doc, start)
+	after, escaped, ascii, ok := wire.SkipStringASCII(doc, start)
 	if !ok {
 		return after, otherText, false
 	}
 	end = after - 1
 	body := doc[start+1 : end]
-	if !isASCII(wire.StringView(body)) {
+	if !ascii {
 		return end, otherText, true
 	}
 	if !escaped {
