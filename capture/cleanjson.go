@@ -3,6 +3,7 @@ package capture
 import (
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/hindsight-proxy/hindsight/wire"
 )
@@ -176,6 +177,9 @@ func (r *Redactor) scanValue(doc []byte, i, depth int, searched bool) (int, verd
 	return end + 1, r.scanNested(wire.BytesView(s), depth)
 }
 
+// asciiSpace marks the ASCII bytes strings.TrimSpace trims.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
 // unescapePool holds the buffers scanValue decodes escapedText values
 // into, one per document being scanned (nested ones take their own).
 var unescapePool = sync.Pool{New: func() any { return new([]byte) }}
@@ -187,11 +191,16 @@ const maxPooledUnescape = 64 << 10
 // document; it returns docDirty only for a valid one that is not clean,
 // and docClean otherwise (v was searched as text already).
 func (r *Redactor) scanNested(v []byte, depth int) verdict {
+	if len(v) < 2 || v[0] < utf8.RuneSelf && v[0] != '{' && v[0] != '[' && !asciiSpace[v[0]] {
+		return docClean // most strings: TrimSpace would leave their first byte
+	}
 	t := wire.BytesView(strings.TrimSpace(wire.StringView(v)))
 	if depth >= maxJSONDepth || len(t) < 2 || t[0] != '{' && t[0] != '[' {
 		return docClean
 	}
-	if r.scanJSON(t, depth+1, true) == docDirty {
+	// A dirty verdict may come before the scan learns that t is not JSON,
+	// which is then only text (searched already).
+	if r.scanJSON(t, depth+1, true) == docDirty && wire.Valid(t) {
 		return docDirty
 	}
 	return docClean

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/hindsight-proxy/hindsight/wire"
@@ -132,6 +133,8 @@ func scanJSONDocs(t testing.TB) [][]byte {
 	}
 	return append(docs, []byte(` [1, -2.5e3, true, false, null, {"a": {}}, []] `), []byte(`"\u00e9\ud83d\ude00"`),
 		[]byte(`{"a":"b"} x`), []byte(`{"a" "b"}`), []byte(`{"a":"\x"}`), []byte("{\"a\":\"\x01\"}"), []byte(`[1,]`),
+		[]byte(`{"t":"\u000b{\"x-internal-ticket\":\"abc\"}"}`), []byte(`{"t":"\u00a0[{\"x-internal-ticket\":1}]"}`),
+		[]byte(`{"t":"\t {\"x-internal-ticket\":2}"}`), []byte(`{"t":"x{\"x-internal-ticket\":2}"}`),
 		[]byte(`{"a":1,}`), []byte(`{,}`), []byte(`[01]`), []byte(`{"a":tru}`), []byte(`"\u12"`), []byte(``), []byte(`  `))
 }
 
@@ -168,4 +171,14 @@ func FuzzScanJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc string) {
 		checkScanJSON(t, r, []byte(doc))
 	})
+}
+
+// TestASCIISpace holds asciiSpace to unicode.IsSpace, which
+// strings.TrimSpace trims.
+func TestASCIISpace(t *testing.T) {
+	for c := range utf8.RuneSelf {
+		if asciiSpace[c] != unicode.IsSpace(rune(c)) {
+			t.Errorf("asciiSpace[%q] = %v", rune(c), asciiSpace[c])
+		}
+	}
 }
