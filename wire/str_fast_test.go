@@ -94,3 +94,18 @@ func FuzzAppendEscapedFast(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkAppendString measures escaping strings of the lengths a step
+// holds: a server name, a session id, a text of 256 bytes.
+func BenchmarkAppendString(b *testing.B) {
+	buf := make([]byte, 0, 512)
+	for name, s := range map[string]string{"short": "fs", "session": "3f2a9c1e-5b7d-4e8f-a0b1-c2d3e4f5a6b7",
+		"text256": strings.Repeat("hindsight ", 26)[:256]} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				buf = AppendString(buf[:0], s)
+			}
+		})
+	}
+}
