@@ -33,8 +33,8 @@ func (r *Redactor) cleanJSON(doc []byte, depth int, searched bool) bool {
 // holding JSON are looked into too, as redactJSON does). Every rule needs
 // one of those to fire, so a clean document, which is most of them, costs
 // one pass that allocates nothing (but the decoding of strings with "\u"
-// escapes or non-ASCII text, or of large ones that hold a document)
-// instead of a validation, the leaf collection, the text built for
+// escapes or non-ASCII text; strings holding a document are decoded into
+// pooled buffers) instead of a validation, the leaf collection, the text built for
 // gitleaks and its scan. User patterns run on every text, so a Redactor
 // with any does not ask.
 //

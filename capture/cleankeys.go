@@ -58,7 +58,8 @@ func (r *Redactor) cleanKeys() *cleanKeyTable {
 }
 
 // keyClean is scanKey's full check of the decoded key s: its member's
-// value is not sensitive, and s holds no keyword or is protocol plumbing.
+// value is not sensitive, and s holds no keyword or is protocol plumbing
+// ("progressToken", which redactJSON neither scans nor gives as context).
 // plain says s is a plain token (ASCII without escapes), searched that
 // the text holding it was searched already.
 func (r *Redactor) keyClean(s string, searched, plain bool) bool {
