@@ -25,10 +25,17 @@ func typicalPayloads() map[string][]byte {
 		lines = append(lines, fmt.Sprintf("src/pkg%d/file%d.go:%d: func Handle%d(ctx context.Context, req *Request) error { return nil }", i%7, i, i*3, i))
 	}
 	big := strings.Join(lines, "\n")
+	// relay-call and relay-result are relaybench's echo exchange: a
+	// tools/call with 256 bytes of plain text, and its result holding the
+	// arguments as JSON text.
+	text := strings.Repeat("hindsight ", 26)[:256]
+	args := `{"text":"` + text + `"}`
 	return map[string][]byte{
-		"call-small": []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/work/project/README.md"},"_meta":{"progressToken":7}}}`),
-		"result-4k":  []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":` + quote(big[:4000]) + `}],"isError":false}}`),
-		"result-20k": []byte(`{"jsonrpc":"2.0","id":8,"result":{"content":[{"type":"text","text":` + quote(big) + `}],"structuredContent":{"matches":200,"truncated":false}}}`),
+		"relay-call":   []byte(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"arguments":` + args + `,"name":"echo"}}`),
+		"relay-result": []byte(`{"jsonrpc":"2.0","id":42,"result":{"content":[{"type":"text","text":` + quote(args) + `}]}}`),
+		"call-small":   []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/work/project/README.md"},"_meta":{"progressToken":7}}}`),
+		"result-4k":    []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":` + quote(big[:4000]) + `}],"isError":false}}`),
+		"result-20k":   []byte(`{"jsonrpc":"2.0","id":8,"result":{"content":[{"type":"text","text":` + quote(big) + `}],"structuredContent":{"matches":200,"truncated":false}}}`),
 	}
 }
 
@@ -106,6 +113,17 @@ func BenchmarkRecorder(b *testing.B) {
 		}
 		reportCPU(b, cpu)
 		b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "steps/s")
+	})
+	// redact-only-relay: BuildStep on relaybench's echo exchange.
+	b.Run("redact-only-relay", func(b *testing.B) {
+		b.ReportAllocs()
+		ex := &proxy.Exchange{Session: sess, Direction: hindsight.ClientToServer, Method: "tools/call",
+			Request: p["relay-call"], Response: p["relay-result"], Started: time.Now(), Ended: time.Now()}
+		cpu := testkit.ProcessCPU()
+		for b.Loop() {
+			BuildStep(ex, red, 0)
+		}
+		reportCPU(b, cpu)
 	})
 	// build-encode: BuildStep and the encoding the outbox stores and
 	// delivers, with nothing queued, handed over or written.

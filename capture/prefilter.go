@@ -3,6 +3,7 @@ package capture
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -35,7 +36,8 @@ type keywordIndex struct {
 
 // A keyword is lower-cased text and the bits it sets when found. p4 holds
 // its first four bytes (fewer when it is shorter, m4 masking the rest),
-// little endian, so most mismatches cost one comparison.
+// little endian and folded as fold4 folds, so most mismatches cost one
+// comparison.
 type keyword struct {
 	text   string
 	bits   uint64
@@ -75,6 +77,7 @@ func (x *keywordIndex) add(k string, bits uint64) {
 		kw.p4 |= uint32(k[j]) << (8 * j)
 		kw.m4 |= 0xff << (8 * j)
 	}
+	kw.p4 = (kw.p4 | fold4) & kw.m4
 	*g = append(*g, kw)
 	x.all |= bits
 	for j := 0; j < len(k); j++ {
@@ -128,12 +131,24 @@ func (x *keywordIndex) findASCII(s string, stop uint64) uint64 {
 	g := &x.grams
 	b := wire.BytesView(s)
 	i := 0
-	for ; i+4 <= len(b); i++ {
-		h := gramHash((binary.LittleEndian.Uint32(b[i:i+4]) | fold4) & 0xffffff)
-		if g[h>>6&1023]&(1<<(h&63)) != 0 {
-			if found |= x.at(s[i:], found); found&stop == stop {
+	// Six positions per eight bytes read: m marks those the filter lets
+	// through, rarely any, where the keywords are then looked for.
+	for ; i+8 <= len(b); i += 6 {
+		w := binary.LittleEndian.Uint64(b[i:i+8]) | fold4<<32 | fold4
+		h0, h1 := gramHash(uint32(w)&0xffffff), gramHash(uint32(w>>8)&0xffffff)
+		h2, h3 := gramHash(uint32(w>>16)&0xffffff), gramHash(uint32(w>>24)&0xffffff)
+		h4, h5 := gramHash(uint32(w>>32)&0xffffff), gramHash(uint32(w>>40)&0xffffff)
+		m := g[h0>>6]>>(h0&63)&1 | g[h1>>6]>>(h1&63)&1<<1 | g[h2>>6]>>(h2&63)&1<<2 |
+			g[h3>>6]>>(h3&63)&1<<3 | g[h4>>6]>>(h4&63)&1<<4 | g[h5>>6]>>(h5&63)&1<<5
+		for ; m != 0; m &= m - 1 {
+			if found |= x.at(s[i+bits.TrailingZeros64(m):], found); found&stop == stop {
 				return found
 			}
+		}
+	}
+	for ; i+4 <= len(b); i++ {
+		if found |= x.filtered(s, i, found); found&stop == stop {
+			return found
 		}
 	}
 	for ; i+minKeyword <= len(s); i++ { // the last two or three bytes
@@ -144,6 +159,16 @@ func (x *keywordIndex) findASCII(s string, stop uint64) uint64 {
 	return found
 }
 
+// filtered is at(s[i:], found) where the filter lets position i through
+// (s[i:] holds four bytes at least), and 0 elsewhere.
+func (x *keywordIndex) filtered(s string, i int, found uint64) uint64 {
+	h := gramHash((binary.LittleEndian.Uint32(wire.BytesView(s[i:i+4])) | fold4) & 0xffffff)
+	if x.grams[h>>6&1023]&(1<<(h&63)) == 0 {
+		return 0
+	}
+	return x.at(s[i:], found)
+}
+
 // at returns the bits of the keywords s begins with, skipping those whose
 // bits are all in found already.
 func (x *keywordIndex) at(s string, found uint64) uint64 {
@@ -151,9 +176,15 @@ func (x *keywordIndex) at(s string, found uint64) uint64 {
 	if g == 0 {
 		return 0
 	}
+	// Folding is coarser than lower-casing: p4 rules out most keywords,
+	// hasPrefixFold decides.
 	var w uint32
-	for j := 0; j < 4 && j < len(s); j++ {
-		w |= uint32(lowerASCII[s[j]]) << (8 * j)
+	if len(s) >= 4 {
+		w = binary.LittleEndian.Uint32(wire.BytesView(s[:4])) | fold4
+	} else {
+		for j := 0; j < len(s); j++ {
+			w |= uint32(s[j]|0x20) << (8 * j)
+		}
 	}
 	var bits uint64
 	for _, k := range x.groups[g-1] {

@@ -122,3 +122,72 @@ func FuzzKeywordIndex(f *testing.F) {
 		}
 	})
 }
+
+// findEveryPosition is findASCII without its filter: at every position,
+// in order, stopping as findASCII does. The filter only skips places
+// where no keyword begins, so the two agree exactly.
+func findEveryPosition(x *keywordIndex, s string, stop uint64) uint64 {
+	if stop == 0 {
+		stop = x.all
+	}
+	var found uint64
+	for i := 0; i+minKeyword <= len(s); i++ {
+		if found |= x.at(s[i:], found); found&stop == stop {
+			return found
+		}
+	}
+	return found
+}
+
+// checkFindASCII fails t when the gitleaks index's findASCII disagrees
+// with strings.Contains, or, given a stop, with findEveryPosition.
+func checkFindASCII(t *testing.T, x *keywordIndex, s string) {
+	t.Helper()
+	if got, want := x.findASCII(s, 0), naiveKeywords(x, s); got != want {
+		t.Fatalf("findASCII(%q) = %b, strings.Contains says %b", s, got, want)
+	}
+	for _, stop := range []uint64{gitleaksBit, 1, gitleaksBit | 1<<3} {
+		if got, want := x.findASCII(s, stop), findEveryPosition(x, s, stop); got != want {
+			t.Fatalf("findASCII(%q, %b) = %b, at every position %b", s, stop, got, want)
+		}
+	}
+}
+
+// TestFindASCIIEveryLane puts each keyword of the gitleaks index, in both
+// cases, at every place of plain text long enough for the loop that reads
+// eight bytes at a time, so that each of its positions sees each keyword.
+func TestFindASCIIEveryLane(t *testing.T) {
+	x, err := keywordsIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	filler := strings.Repeat("hindsight relay ", 3)
+	for _, g := range x.groups {
+		for _, k := range g {
+			for _, kw := range []string{k.text, strings.ToUpper(k.text)} {
+				for p := range 20 {
+					checkFindASCII(t, x, filler[:p]+kw+filler[p:])
+				}
+			}
+		}
+	}
+}
+
+// FuzzFindASCII holds the gitleaks index's findASCII to strings.Contains
+// and to a search at every position, on ASCII text.
+func FuzzFindASCII(f *testing.F) {
+	for _, s := range []string{"", "hindsight hindsight hindsight", "Authorization: Bearer abcdefgh", "x://y and sk-live key ghp_",
+		"aaaaaaaaaaaaaaaaaaaaaeyJ", "0123456789ABCDEFGHIJ api_key=1234"} {
+		f.Add(s)
+	}
+	x, err := keywordsIndex()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !isASCII(s) {
+			return
+		}
+		checkFindASCII(t, x, s)
+	})
+}

@@ -1,8 +1,9 @@
 package capture
 
 import (
-	"encoding/binary"
-	"unicode/utf8"
+	"bytes"
+
+	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // textKind says how cleanJSON can search a JSON string token for keywords.
@@ -30,33 +31,52 @@ var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 
 // opens at doc[start] (of a valid document) and how it can be searched for
 // x's keywords.
 func (x *keywordIndex) scanString(doc []byte, start int) (int, textKind) {
-	var or byte
-	kind := plainText
-	for i := start + 1; i < len(doc); {
-		// Skip blocks of plain bytes, then look at the next eight one by one.
-		i = skipPlain(doc, i)
-		for block := min(i+8, len(doc)); i < block; i++ {
-			switch c := doc[i]; c {
-			case '\\':
-				if i+1 == len(doc) {
-					return i, otherText
-				}
-				if d := unescaped[doc[i+1]]; d == 0 || x.inKeyword[d] {
-					return stringEndFrom(doc, i), otherText
-				}
-				kind = escapedText
-				i++
-			case '"':
-				if or >= utf8.RuneSelf {
-					return i, otherText
-				}
-				return i, kind
-			default:
-				or |= c
-			}
-		}
+	end, kind, _ := x.scanToken(doc, start)
+	return end, kind
+}
+
+// scanToken is scanString for any input: ok says whether doc[start:]
+// begins with a valid JSON string token, as wire.SkipString checks it
+// (when not, end is where the check stopped).
+func (x *keywordIndex) scanToken(doc []byte, start int) (end int, kind textKind, ok bool) {
+	after, escaped, ascii, ok := wire.SkipStringASCII(doc, start)
+	if !ok {
+		return after, otherText, false
 	}
-	return len(doc) - 1, otherText
+	end = after - 1
+	body := doc[start+1 : end]
+	if !ascii {
+		return end, otherText, true
+	}
+	if !escaped {
+		return end, plainText, true
+	}
+	for i := bytes.IndexByte(body, '\\'); i >= 0; {
+		// A valid token's backslash starts an escape: a byte follows.
+		if d := unescaped[body[i+1]]; d == 0 || x.inKeyword[d] {
+			return end, otherText, true
+		}
+		i += 2
+		j := bytes.IndexByte(body[i:], '\\')
+		if j < 0 {
+			break
+		}
+		i += j
+	}
+	return end, escapedText, true
+}
+
+// unescapeASCII appends the value of an escapedText token's body to dst.
+func unescapeASCII(dst, body []byte) []byte {
+	for {
+		i := bytes.IndexByte(body, '\\')
+		if i < 0 {
+			return append(dst, body...)
+		}
+		dst = append(dst, body[:i]...)
+		dst = append(dst, unescaped[body[i+1]])
+		body = body[i+2:]
+	}
 }
 
 // mayHoldJSON reports whether the value of an escapedText token's body may
@@ -73,20 +93,4 @@ func mayHoldJSON(body []byte) bool {
 		}
 	}
 	return false
-}
-
-// skipPlain skips, from doc[i], eight bytes at a time, the blocks that
-// hold no quote, no backslash and no byte that is not ASCII; it returns
-// the start of the first block that does, or of the last few bytes.
-func skipPlain(doc []byte, i int) int {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	for ; i+8 <= len(doc); i += 8 {
-		w := binary.LittleEndian.Uint64(doc[i:])
-		q, b := w^(lo*'"'), w^(lo*'\\')
-		// A byte of q or b is zero where w holds a quote or backslash.
-		if (w|(q-lo)&^q|(b-lo)&^b)&hi != 0 {
-			return i
-		}
-	}
-	return i
 }

@@ -61,6 +61,8 @@ type Redactor struct {
 	// needs a keyword; that one matches file paths only), so gitleaks is
 	// not run on it.
 	keywords *keywordIndex
+	// commonKeys are the common keys scanJSON passes without a look.
+	commonKeys *cleanKeyTable
 }
 
 // NewRedactor returns a Redactor with the built-in rules and those of cfg.
@@ -87,6 +89,7 @@ func NewRedactor(cfg RedactorConfig) (*Redactor, error) {
 		}
 		r.patterns = append(r.patterns, textRule{id: p.Name, re: re})
 	}
+	r.commonKeys = r.cleanKeys()
 	return r, nil
 }
 
@@ -101,11 +104,20 @@ const maxJSONDepth = 4
 // in data, so a password recognised inside a URL does not survive as a bare
 // value under an innocent key.
 func (r *Redactor) Redact(data []byte) ([]byte, int) {
-	seen := found{}
-	if wire.Valid(data) {
-		if len(r.patterns) == 0 && r.cleanJSON(data, 0, false) {
+	valid := false
+	if len(r.patterns) == 0 {
+		// One pass validates data and looks for anything to redact.
+		switch r.scanJSON(data, 0, false) {
+		case docClean:
 			return data, 0
+		case docDirty:
+			valid = wire.Valid(data)
 		}
+	} else {
+		valid = wire.Valid(data)
+	}
+	seen := found{}
+	if valid {
 		out, n := r.redactJSON(data, 0, seen)
 		return propagateJSON(out, n, seen)
 	}

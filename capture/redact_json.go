@@ -18,69 +18,6 @@ type leaf struct {
 	plumbing   bool // a progress token or cursor: scanned without its key, so "token" gives no context
 }
 
-// cleanJSON reports whether doc, a valid JSON document, holds nothing
-// redactJSON could change: no sensitive key, and no keyword of gitleaks or
-// of a built-in text rule in any key or string (strings holding JSON are
-// looked into too, as redactJSON does). Every rule needs one of those to
-// fire, so a clean document, which is most of them, costs one pass that
-// allocates nothing (but the decoding of strings with "\u" escapes or
-// non-ASCII text, or that may hold a document) instead of the
-// leaf collection, the text built for gitleaks and its scan. User patterns
-// run on every text, so a Redactor with any does not ask.
-//
-// redactJSON looks for keywords in its leaves joined as "key: value" lines;
-// looking in each string alone finds the same ones, since no keyword holds
-// a line break or ": " or begins with a space or ends with a colon
-// (keywordsIndex checks).
-//
-// searched says doc's whole text was searched for keywords already, and
-// holds none (a document held in a string): its plain strings, which are
-// pieces of that text, are not searched again.
-func (r *Redactor) cleanJSON(doc []byte, depth int, searched bool) bool {
-	for i := 0; i < len(doc); i++ {
-		if doc[i] != '"' {
-			continue
-		}
-		end, kind := r.keywords.scanString(doc, i)
-		key := isKeyAt(doc, end+1)
-		if kind == escapedText && !key {
-			// Searched as it stands (see escapedText), and decoded only
-			// if it may hold a document.
-			if r.keywords.findASCII(wire.StringView(doc[i+1:end]), 0) != 0 {
-				return false
-			}
-			if !mayHoldJSON(doc[i+1 : end]) {
-				i = end
-				continue
-			}
-		}
-		plain := kind == plainText
-		var s string
-		if plain {
-			s = wire.StringView(doc[i+1 : end])
-		} else {
-			s = decodeJSONString(doc[i : end+1])
-		}
-		i = end
-		if key {
-			// The protocol's own names ("progressToken") are not looked
-			// at: redactJSON neither scans them nor gives them as context.
-			if r.sensitiveKey(s) != "" || !(plain && searched) && !notSensitive[normalizeKey(s)] && r.keywords.findText(s, plain) != 0 {
-				return false
-			}
-			continue
-		}
-		if !(plain && searched) && r.keywords.findText(s, plain) != 0 {
-			return false
-		}
-		if t := strings.TrimSpace(s); depth < maxJSONDepth && len(t) > 1 && (t[0] == '{' || t[0] == '[') &&
-			wire.Valid(wire.BytesView(t)) && !r.cleanJSON(wire.BytesView(t), depth+1, true) {
-			return false
-		}
-	}
-	return true
-}
-
 // isKeyAt reports whether the string token of a valid JSON document that
 // ends just before doc[i] is an object's key: a colon follows it.
 func isKeyAt(doc []byte, i int) bool {

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -51,7 +53,11 @@ func appendEscaped(b []byte, s string, e *escapes) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); {
+	i := 0
+	if len(s) >= 8 {
+		i = skipUnescaped(s, 0)
+	}
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			esc := e[c]
@@ -67,6 +73,9 @@ func appendEscaped(b []byte, s string, e *escapes) []byte {
 			}
 			i++
 			start = i
+			if i+8 <= len(s) {
+				i = skipUnescaped(s, i)
+			}
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
@@ -75,6 +84,9 @@ func appendEscaped(b []byte, s string, e *escapes) []byte {
 			b = append(b, `\ufffd`...)
 			i += size
 			start = i
+			if i+8 <= len(s) {
+				i = skipUnescaped(s, i)
+			}
 			continue
 		}
 		if r == '\u2028' || r == '\u2029' {
@@ -82,12 +94,46 @@ func appendEscaped(b []byte, s string, e *escapes) []byte {
 			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
 			i += size
 			start = i
+			if i+8 <= len(s) {
+				i = skipUnescaped(s, i)
+			}
 			continue
 		}
 		i += size
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// skipUnescaped returns the index of the first byte of s at or after i
+// that either escaper may write otherwise than as itself, looking eight
+// bytes at a time; it may return an earlier index when fewer than eight
+// bytes are left (the caller looks at those one at a time).
+func skipUnescaped(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		if m := mayEscape8(binary.LittleEndian.Uint64(BytesView(s[i : i+8]))); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	return i
+}
+
+// mayEscape8 returns a mask with the high bit set in each of the eight
+// bytes of x (little-endian) that either escaper may write otherwise than
+// as itself: a control character, a quote, a backslash, < > &, DEL, or a
+// byte that is not ASCII; zero when there is none. Bits may also be set,
+// wrongly, in bytes after one that is marked, never before it: the lowest
+// set bit marks the first such byte exactly.
+func mayEscape8(x uint64) uint64 {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	// A byte of q is zero for a quote (0x22) or & (0x26), of a for < (0x3c)
+	// or > (0x3e), of bs for a backslash.
+	q := (x ^ lo*0x22) &^ (lo * 0x04)
+	a := (x ^ lo*0x3c) &^ (lo * 0x02)
+	bs := x ^ lo*'\\'
+	// x+lo sets the high bit of DEL (and carries only out of 0xff, which
+	// x marks itself); x-0x20 borrows from control characters.
+	return (x | (x + lo) | (x-lo*0x20)&^x | (q-lo)&^q | (a-lo)&^a | (bs-lo)&^bs) & hi
 }
 
 // AppendTime appends t as json.Marshal encodes it (time.Time's

@@ -145,52 +145,74 @@ var plain = func() (t [256]bool) {
 // the index after its closing quote and whether it holds escapes. Like
 // encoding/json, it accepts invalid UTF-8.
 func SkipString(b []byte, i int) (end int, escaped, ok bool) {
+	end, escaped, _, ok = skipString(b, i)
+	return end, escaped, ok
+}
+
+// SkipStringASCII is SkipString, also reporting whether the string's
+// bytes are all ASCII (escapes are: "\u00e9" is).
+func SkipStringASCII(b []byte, i int) (end int, escaped, ascii, ok bool) {
+	end, escaped, or, ok := skipString(b, i)
+	return end, escaped, or&0x8080808080808080 == 0, ok
+}
+
+// skipString is SkipString, also returning a word whose bytes' high bits
+// are all clear if, and only if, the string's bytes are all ASCII: the OR
+// of its words (of a word's bytes before the special one, of the bytes
+// taken one at a time).
+func skipString(b []byte, i int) (end int, escaped bool, or uint64, ok bool) {
 	i++
 	for {
 		// Eight bytes at a time while none is special; the first special
 		// byte of a word is found from its mask. Fewer than eight left:
 		// one by one.
 		for len(b)-i >= 8 {
-			if m := special8(binary.LittleEndian.Uint64(b[i : i+8])); m != 0 {
+			x := binary.LittleEndian.Uint64(b[i : i+8])
+			if m := special8(x); m != 0 {
+				// The bytes before the special one, and the special one's
+				// low bits.
+				or |= x & (1<<bits.TrailingZeros64(m) - 1)
 				i += bits.TrailingZeros64(m) >> 3
 				goto special
 			}
+			or |= x
 			i += 8
 		}
 		for i < len(b) && plain[b[i]] {
+			or |= uint64(b[i])
 			i++
 		}
 	special:
 		if i >= len(b) {
-			return i, escaped, false
+			return i, escaped, or, false
 		}
 		switch b[i] {
 		case '"':
-			return i + 1, escaped, true
+			return i + 1, escaped, or, true
 		case '\\':
 			escaped = true
 			i++
 			if i >= len(b) {
-				return i, escaped, false
+				return i, escaped, or, false
 			}
 			switch b[i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i++
 			case 'u':
 				if i+4 >= len(b) {
-					return i, escaped, false
+					return i, escaped, or, false
 				}
 				for _, h := range b[i+1 : i+5] {
 					if !isHex(h) {
-						return i, escaped, false
+						return i, escaped, or, false
 					}
 				}
 				i += 5
 			default:
-				return i, escaped, false
+				return i, escaped, or, false
 			}
 		default: // a control character
-			return i, escaped, false
+			return i, escaped, or, false
 		}
 	}
 }

@@ -105,3 +105,32 @@ func TestValidLarge(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSkipStringASCII holds SkipStringASCII to SkipString and a look at
+// every byte of the token.
+func FuzzSkipStringASCII(f *testing.F) {
+	for _, s := range []string{`"plain"`, `"0123456789abcdefé"`, `"é"`, `"abc\"def\u00e9ghijklmnop"`, "\"\x01\"", `"abcdefgh\`, `"abcdefg` + "\xff" + `"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := []byte(s)
+		if len(b) == 0 || b[0] != '"' {
+			return
+		}
+		end, esc, ascii, ok := SkipStringASCII(b, 0)
+		end2, esc2, ok2 := SkipString(b, 0)
+		if end != end2 || esc != esc2 || ok != ok2 {
+			t.Fatalf("SkipStringASCII(%q) = %d, %v, %v; SkipString: %d, %v, %v", s, end, esc, ok, end2, esc2, ok2)
+		}
+		if !ok {
+			return
+		}
+		want := true
+		for _, c := range b[1 : end-1] {
+			want = want && c < 0x80
+		}
+		if ascii != want {
+			t.Fatalf("SkipStringASCII(%q) says ascii=%v", s, ascii)
+		}
+	})
+}
