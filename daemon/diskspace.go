@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,8 +28,10 @@ var ErrDiskFull = errors.New("the daemon's disk is short of space")
 // request in the last minute, see Touch) or the disk is short, allocates
 // ahead too, so the daemon's own small writes (task finality, reflection,
 // experiences) land on allocated blocks between ingests. An idle daemon
-// skips the allocation, which reads every log's extents (a millisecond a
-// second: half of what an idle daemon cost).
+// skips the allocation, which opens and lists every database's logs.
+// The guard remembers where each log's data ended (diskspace.Allocator):
+// an allocation looks for the write position from there, not through the
+// whole log.
 type SpaceGuard struct {
 	Dir     string // the daemon's data directory
 	Reserve int64  // free space to keep; 0: diskspace.Reserve(DefaultDaemonReserve); negative: no check
@@ -38,6 +41,9 @@ type SpaceGuard struct {
 	refused atomic.Int64
 	since   atomic.Int64 // bytes checked since the logs were last allocated ahead
 	touched atomic.Int64 // unix nanoseconds of the latest Touch
+
+	mu    sync.Mutex          // held while allocating ahead
+	ahead diskspace.Allocator // remembers where each database's logs were written up to
 }
 
 // spaceBusy is how long after a Touch Run keeps allocating ahead.
@@ -80,10 +86,8 @@ func (g *SpaceGuard) check(need int64, force bool) error {
 		return nil
 	}
 	err := diskspace.Check(g.Dir, reserve, need)
-	if err == nil && (force || g.since.Add(need) > spaceAhead/2) {
-		if err = g.allocate(need + spaceAhead); err == nil {
-			g.since.Store(0)
-		}
+	if err == nil && (g.since.Add(need) > spaceAhead/2 || force) {
+		err = g.allocateAhead(need, force)
 	}
 	g.note(err)
 	if err != nil {
@@ -103,6 +107,24 @@ func (g *SpaceGuard) Refused() int64 {
 	return g.refused.Load()
 }
 
+// allocateAhead allocates the logs of every database need bytes and
+// spaceAhead ahead, unless forced or another check did since need was
+// counted: checks that find the logs due together allocate them once, the
+// others waiting for it.
+func (g *SpaceGuard) allocateAhead(need int64, force bool) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	since := g.since.Load()
+	if !force && since <= spaceAhead/2 {
+		return nil
+	}
+	if err := g.allocate(need + spaceAhead); err != nil {
+		return err
+	}
+	g.since.Add(-since)
+	return nil
+}
+
 func (g *SpaceGuard) allocate(ahead int64) error {
 	ents, err := os.ReadDir(g.Dir)
 	if err != nil {
@@ -110,7 +132,7 @@ func (g *SpaceGuard) allocate(ahead int64) error {
 	}
 	for _, e := range ents {
 		if e.IsDir() {
-			if err := diskspace.AllocateAhead(filepath.Join(g.Dir, e.Name()), ahead); err != nil {
+			if err := g.ahead.Ahead(filepath.Join(g.Dir, e.Name()), ahead); err != nil {
 				return err
 			}
 		}
