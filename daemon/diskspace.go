@@ -22,7 +22,8 @@ var ErrDiskFull = errors.New("the daemon's disk is short of space")
 // A SpaceGuard keeps the daemon's Badger databases (every directory under
 // Dir) from writing through mapped files the filesystem cannot back, which
 // would kill the daemon (SIGBUS; see package diskspace). Check refuses a
-// write while the filesystem has less than Reserve free, and allocates the
+// write while the filesystem has less than Reserve free (as statfs said at
+// most spaceFresh before, less what was checked since), and allocates the
 // blocks of each database's memtable and value logs ahead of their write
 // position; Run checks every second and, while the daemon is at work (a
 // request in the last minute, see Touch) or the disk is short, allocates
@@ -44,6 +45,12 @@ type SpaceGuard struct {
 
 	mu    sync.Mutex          // held while allocating ahead
 	ahead diskspace.Allocator // remembers where each database's logs were written up to
+
+	fmu    sync.Mutex                  // guards the free space known
+	free   int64                       // the filesystem's free space when last asked
+	freeAt time.Time                   // when; zero: unknown
+	spent  int64                       // the bytes checked since
+	statfs func(string) (int64, error) // diskspace.Free, unless a test's
 }
 
 // spaceBusy is how long after a Touch Run keeps allocating ahead.
@@ -85,7 +92,7 @@ func (g *SpaceGuard) check(need int64, force bool) error {
 	if reserve == 0 {
 		return nil
 	}
-	err := diskspace.Check(g.Dir, reserve, need)
+	err := g.checkFree(reserve, need, force)
 	if err == nil && (g.since.Add(need) > spaceAhead/2 || force) {
 		err = g.allocateAhead(need, force)
 	}
@@ -93,6 +100,35 @@ func (g *SpaceGuard) check(need int64, force bool) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrDiskFull, err)
 	}
+	return nil
+}
+
+// spaceFresh is how long the guard counts on the free space it was told.
+const spaceFresh = 50 * time.Millisecond
+
+// checkFree is diskspace.Check, asking the filesystem (statfs) on a forced
+// check, while the disk is short, every spaceFresh and every spaceAhead/2
+// bytes checked; in between the free space is the last answer less the
+// bytes checked since.
+func (g *SpaceGuard) checkFree(reserve, need int64, force bool) error {
+	g.fmu.Lock()
+	defer g.fmu.Unlock()
+	if force || g.low.Load() || g.freeAt.IsZero() || time.Since(g.freeAt) > spaceFresh || g.spent+need > spaceAhead/2 {
+		statfs := g.statfs
+		if statfs == nil {
+			statfs = diskspace.Free
+		}
+		free, err := statfs(g.Dir)
+		if err != nil {
+			g.freeAt = time.Time{}
+			return nil // as diskspace.Check: the write reports its own error
+		}
+		g.free, g.freeAt, g.spent = free, time.Now(), 0
+	}
+	if err := diskspace.CheckFree(g.Dir, g.free-g.spent, reserve, need); err != nil {
+		return err
+	}
+	g.spent += need
 	return nil
 }
 

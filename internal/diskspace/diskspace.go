@@ -88,7 +88,12 @@ func Check(path string, reserve, need int64) error {
 	if err != nil {
 		return nil
 	}
-	if free < reserve+need {
+	return CheckFree(path, free, reserve, need)
+}
+
+// CheckFree is Check with the filesystem's free space known: free.
+func CheckFree(path string, free, reserve, need int64) error {
+	if reserve > 0 && free < reserve+need {
 		return fmt.Errorf("%w: %d bytes free on the filesystem of %s, %d kept in reserve", ErrLow, free, path, reserve)
 	}
 	return nil
