@@ -194,6 +194,21 @@ func BenchmarkScanStepBatch(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/step")
 }
 
+// BenchmarkScanCompactBatch is BenchmarkScanStepBatch for a batch of
+// compact steps, what a sidecar sends.
+func BenchmarkScanCompactBatch(b *testing.B) {
+	const batch = 64
+	body := compactBodies(b, 1, batch, 1)[0]
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if steps, err := traces.DecodeBatch(body); err != nil || steps.Len() != batch {
+			b.Fatalf("scan: %d steps, %v", steps.Len(), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/step")
+}
+
 // reportCPU reports the process's CPU time since cpu0 per step.
 func reportCPU(b *testing.B, cpu0 time.Duration, steps int) {
 	b.ReportMetric(float64(testkit.ProcessCPU()-cpu0)/float64(steps), "cpu-ns/step")
