@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -80,7 +82,7 @@ func BenchmarkIngest(b *testing.B) {
 // BenchmarkIngestHTTP measures what the daemon spends on a delivered batch
 // of steps, as a sidecar's outbox sends it (POST /v1/steps with the steps'
 // JSON; steps of relaybench's echo call, about 1.6 KB each): decoding,
-// ingest and the commit; batches of 256 (an outbox
+// the disk space guard, ingest and the commit; batches of 256 (an outbox
 // catching up), of 128, 64 and 16 (an agent calling tools back to back:
 // the outbox lingers 10 ms for a batch) and of 1 (an agent calling a tool
 // now and then: the cost of a batch). The bodies are encoded ahead, a
@@ -102,9 +104,10 @@ func BenchmarkIngestCompact(b *testing.B) {
 func benchIngest(b *testing.B, path string, batches []int, bodiesOf func(*testing.B, uint64, int, int) [][]byte) {
 	for _, batch := range batches {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			st := openTestStore(b, b.TempDir(), tasktest.NewClock(tasktest.T0))
+			dir := b.TempDir()
+			st := openTestStore(b, filepath.Join(dir, "traces"), tasktest.NewClock(tasktest.T0))
 			defer st.Close()
-			srv := &Server{Traces: st, Logger: quiet}
+			srv := &Server{Traces: st, Logger: quiet, Space: &SpaceGuard{Dir: dir, Logger: quiet}}
 			seq := uint64(1)
 			var bodies [][]byte
 			var encoding time.Duration // CPU time spent encoding bodies
@@ -191,6 +194,21 @@ func BenchmarkScanStepBatch(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/step")
 }
 
+// BenchmarkScanCompactBatch is BenchmarkScanStepBatch for a batch of
+// compact steps, what a sidecar sends.
+func BenchmarkScanCompactBatch(b *testing.B) {
+	const batch = 64
+	body := compactBodies(b, 1, batch, 1)[0]
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if steps, err := traces.DecodeBatch(body); err != nil || steps.Len() != batch {
+			b.Fatalf("scan: %d steps, %v", steps.Len(), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/step")
+}
+
 // reportCPU reports the process's CPU time since cpu0 per step.
 func reportCPU(b *testing.B, cpu0 time.Duration, steps int) {
 	b.ReportMetric(float64(testkit.ProcessCPU()-cpu0)/float64(steps), "cpu-ns/step")
@@ -219,4 +237,68 @@ func BenchmarkTaskRead(b *testing.B) {
 		}
 	}
 	reportCPU(b, cpu0, b.N*steps)
+}
+
+// BenchmarkSpaceGuardCheck measures SpaceGuard.Check under ingest: each
+// call checks a batch of 64 steps of about 1.2 KB each (what it is asked
+// for, twice the batch's size) after the batch was written to the value
+// log of a database, a sparse file of Badger's size written from its
+// start, rotated to a new file once full, as Badger's are (the full one
+// is removed: the benchmark would fill the disk). check-cpu-ns/op is the
+// CPU time spent in Check alone.
+func BenchmarkSpaceGuardCheck(b *testing.B) {
+	const (
+		batch    = 64 * 1200
+		fileSize = 128 << 20 // Badger's value log files: twice WithValueLogFileSize
+		rotateAt = 64 << 20
+	)
+	dir := b.TempDir()
+	db := filepath.Join(dir, "traces")
+	if err := os.Mkdir(db, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	var (
+		f   *os.File
+		fid int
+		pos int64
+	)
+	rotate := func() {
+		if f != nil { // the full log goes, as Badger's value log GC has it go
+			f.Close()
+			if err := os.Remove(f.Name()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		fid++
+		var err error
+		f, err = os.OpenFile(filepath.Join(db, fmt.Sprintf("%06d.vlog", fid)), os.O_RDWR|os.O_CREATE, 0o600)
+		if err == nil {
+			err = f.Truncate(fileSize)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		pos = 0
+	}
+	rotate()
+	defer func() { f.Close() }()
+	g := &SpaceGuard{Dir: dir, Logger: quiet}
+	data := bytes.Repeat([]byte("hindsight "), batch/10)
+	var inCheck time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		if pos+batch > rotateAt {
+			rotate()
+		}
+		if _, err := f.WriteAt(data, pos); err != nil {
+			b.Fatal(err)
+		}
+		pos += batch
+		cpu0 := testkit.ProcessCPU()
+		if err := g.Check(2 * batch); err != nil {
+			b.Fatal(err)
+		}
+		inCheck += testkit.ProcessCPU() - cpu0
+	}
+	b.ReportMetric(float64(inCheck.Nanoseconds())/float64(b.N), "check-cpu-ns/op")
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,14 +22,17 @@ var ErrDiskFull = errors.New("the daemon's disk is short of space")
 // A SpaceGuard keeps the daemon's Badger databases (every directory under
 // Dir) from writing through mapped files the filesystem cannot back, which
 // would kill the daemon (SIGBUS; see package diskspace). Check refuses a
-// write while the filesystem has less than Reserve free, and allocates the
+// write while the filesystem has less than Reserve free (as statfs said at
+// most spaceFresh before, less what was checked since), and allocates the
 // blocks of each database's memtable and value logs ahead of their write
 // position; Run checks every second and, while the daemon is at work (a
 // request in the last minute, see Touch) or the disk is short, allocates
 // ahead too, so the daemon's own small writes (task finality, reflection,
 // experiences) land on allocated blocks between ingests. An idle daemon
-// skips the allocation, which reads every log's extents (a millisecond a
-// second: half of what an idle daemon cost).
+// skips the allocation, which opens and lists every database's logs.
+// The guard remembers where each log's data ended (diskspace.Allocator):
+// an allocation looks for the write position from there, not through the
+// whole log.
 type SpaceGuard struct {
 	Dir     string // the daemon's data directory
 	Reserve int64  // free space to keep; 0: diskspace.Reserve(DefaultDaemonReserve); negative: no check
@@ -38,6 +42,15 @@ type SpaceGuard struct {
 	refused atomic.Int64
 	since   atomic.Int64 // bytes checked since the logs were last allocated ahead
 	touched atomic.Int64 // unix nanoseconds of the latest Touch
+
+	mu    sync.Mutex          // held while allocating ahead
+	ahead diskspace.Allocator // remembers where each database's logs were written up to
+
+	fmu    sync.Mutex                  // guards the free space known
+	free   int64                       // the filesystem's free space when last asked
+	freeAt time.Time                   // when; zero: unknown
+	spent  int64                       // the bytes checked since
+	statfs func(string) (int64, error) // diskspace.Free, unless a test's
 }
 
 // spaceBusy is how long after a Touch Run keeps allocating ahead.
@@ -79,16 +92,43 @@ func (g *SpaceGuard) check(need int64, force bool) error {
 	if reserve == 0 {
 		return nil
 	}
-	err := diskspace.Check(g.Dir, reserve, need)
-	if err == nil && (force || g.since.Add(need) > spaceAhead/2) {
-		if err = g.allocate(need + spaceAhead); err == nil {
-			g.since.Store(0)
-		}
+	err := g.checkFree(reserve, need, force)
+	if err == nil && (g.since.Add(need) > spaceAhead/2 || force) {
+		err = g.allocateAhead(need, force)
 	}
 	g.note(err)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrDiskFull, err)
 	}
+	return nil
+}
+
+// spaceFresh is how long the guard counts on the free space it was told.
+const spaceFresh = 50 * time.Millisecond
+
+// checkFree is diskspace.Check, asking the filesystem (statfs) on a forced
+// check, while the disk is short, every spaceFresh and every spaceAhead/2
+// bytes checked; in between the free space is the last answer less the
+// bytes checked since.
+func (g *SpaceGuard) checkFree(reserve, need int64, force bool) error {
+	g.fmu.Lock()
+	defer g.fmu.Unlock()
+	if force || g.low.Load() || g.freeAt.IsZero() || time.Since(g.freeAt) > spaceFresh || g.spent+need > spaceAhead/2 {
+		statfs := g.statfs
+		if statfs == nil {
+			statfs = diskspace.Free
+		}
+		free, err := statfs(g.Dir)
+		if err != nil {
+			g.freeAt = time.Time{}
+			return nil // as diskspace.Check: the write reports its own error
+		}
+		g.free, g.freeAt, g.spent = free, time.Now(), 0
+	}
+	if err := diskspace.CheckFree(g.Dir, g.free-g.spent, reserve, need); err != nil {
+		return err
+	}
+	g.spent += need
 	return nil
 }
 
@@ -103,6 +143,24 @@ func (g *SpaceGuard) Refused() int64 {
 	return g.refused.Load()
 }
 
+// allocateAhead allocates the logs of every database need bytes and
+// spaceAhead ahead, unless forced or another check did since need was
+// counted: checks that find the logs due together allocate them once, the
+// others waiting for it.
+func (g *SpaceGuard) allocateAhead(need int64, force bool) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	since := g.since.Load()
+	if !force && since <= spaceAhead/2 {
+		return nil
+	}
+	if err := g.allocate(need + spaceAhead); err != nil {
+		return err
+	}
+	g.since.Add(-since)
+	return nil
+}
+
 func (g *SpaceGuard) allocate(ahead int64) error {
 	ents, err := os.ReadDir(g.Dir)
 	if err != nil {
@@ -110,7 +168,7 @@ func (g *SpaceGuard) allocate(ahead int64) error {
 	}
 	for _, e := range ents {
 		if e.IsDir() {
-			if err := diskspace.AllocateAhead(filepath.Join(g.Dir, e.Name()), ahead); err != nil {
+			if err := g.ahead.Ahead(filepath.Join(g.Dir, e.Name()), ahead); err != nil {
 				return err
 			}
 		}

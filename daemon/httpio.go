@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"sync"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/traces"
@@ -85,22 +87,42 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
-// readSteps reads and decodes a step batch (see traces.DecodeBatch).
-func readSteps(w http.ResponseWriter, r *http.Request) (traces.Batch, error) {
-	body, err := readBody(w, r)
-	if err != nil {
-		return traces.Batch{}, err
+// readSteps reads and decodes a step batch (see traces.DecodeBatch). The
+// steps are views of body, a buffer of bodyPool: putBody gives it back
+// once they are stored, and nothing may hold them after.
+func readSteps(w http.ResponseWriter, r *http.Request) (steps traces.Batch, body *[]byte, err error) {
+	body = bodyPool.Get().(*[]byte)
+	if *body, err = readBody(w, r, (*body)[:0]); err != nil {
+		return traces.Batch{}, body, err
 	}
-	return traces.DecodeBatch(body)
+	steps, err = traces.DecodeBatch(*body)
+	return steps, body, err
 }
 
-// readBody reads a request's body, up to maxBody bytes.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	n := 512
-	if r.ContentLength > 0 && r.ContentLength < maxBody {
-		n = int(r.ContentLength) + 1 // +1: EOF without growing
+// bodyPool holds buffers for step batch bodies (*[]byte), so that a
+// batch's body costs neither an allocation nor the clearing of one.
+var bodyPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBody bounds the buffers bodyPool keeps: a rare huge batch's is
+// let go.
+const maxPooledBody = 1 << 20
+
+// putBody gives buf back to bodyPool.
+func putBody(buf *[]byte) {
+	if cap(*buf) <= maxPooledBody {
+		*buf = (*buf)[:0]
+		bodyPool.Put(buf)
 	}
-	buf := make([]byte, 0, n)
+}
+
+// readBody appends a request's body, up to maxBody bytes, to buf, which
+// it grows to the body's length at once when the request says it.
+func readBody(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, error) {
+	if r.ContentLength > 0 && r.ContentLength < maxBody {
+		buf = slices.Grow(buf, int(r.ContentLength)+1) // +1: EOF without growing
+	} else {
+		buf = slices.Grow(buf, 512)
+	}
 	body := http.MaxBytesReader(w, r.Body, maxBody)
 	for {
 		if len(buf) == cap(buf) {

@@ -6,7 +6,8 @@ import "net/http"
 // 400 when it does not decode or validate, 507 while the disk is short of
 // space; the answer counts the steps accepted and the duplicates skipped.
 func (s *Server) handleSteps(w http.ResponseWriter, r *http.Request) {
-	steps, err := readSteps(w, r)
+	steps, body, err := readSteps(w, r)
+	defer putBody(body) // nothing holds the steps once they are stored
 	if err != nil {
 		s.m.rejected.Inc()
 		s.Logger.Warn("refused a step batch", "err", err)

@@ -142,10 +142,13 @@ func (w *ingestTxn) commit() error {
 		w.t.latest[strings.Clone(group)] = rec.clone()
 	}
 	for src, h := range w.hw {
-		if _, known := w.t.hw[src]; !known {
-			src = strings.Clone(src) // not a view of a request's body
+		// Set through the pointer: assigning a map's entry anew stores
+		// its key anew, here a view of a request's body.
+		if p := w.t.hw[src]; p != nil {
+			*p = h
+		} else {
+			w.t.hw[strings.Clone(src)] = &h
 		}
-		w.t.hw[src] = h
 	}
 	return nil
 }
@@ -157,8 +160,8 @@ func (w *ingestTxn) mark(source string) (highWater, error) {
 	if h, ok := w.hw[source]; ok {
 		return h, nil
 	}
-	if h, ok := w.t.hw[source]; ok {
-		return h, nil
+	if h := w.t.hw[source]; h != nil {
+		return *h, nil
 	}
 	var h highWater
 	item, err := w.txn.Get(key(pHW, []byte(source)))
@@ -179,7 +182,7 @@ func (w *ingestTxn) mark(source string) (highWater, error) {
 			h.run, h.runOK = r.first, true
 		}
 	}
-	w.t.hw[strings.Clone(source)] = h
+	w.t.hw[strings.Clone(source)] = &h
 	return h, nil
 }
 

@@ -59,8 +59,9 @@ type Store struct {
 	mu sync.Mutex // serializes writes: segmentation reads what it writes
 	// hw caches the committed hw/SOURCE keys (t.mu held), loaded on first
 	// use of a source: a step above its source's high-water mark was never
-	// seen, so the common in-order step needs no dedupe lookup.
-	hw map[string]highWater
+	// seen, so the common in-order step needs no dedupe lookup. Its
+	// entries change through their pointers (see ingestTxn.commit).
+	hw map[string]*highWater
 	// latest caches, by segmentation group, the committed record of the
 	// group's latest task (t.mu held), so that a batch continuing it
 	// needs no index lookup nor decoding. Writes to task records other
@@ -83,14 +84,13 @@ const maxCachedCloses = 4096
 // cacheClose records the committed close record of session id; t.mu is
 // held.
 func (t *Store) cacheClose(id string, c closeState) {
-	if _, ok := t.closes[id]; !ok {
-		if len(t.closes) >= maxCachedCloses {
-			clear(t.closes)
-		}
-		id = strings.Clone(id) // not a view of a request's body
+	if _, ok := t.closes[id]; !ok && len(t.closes) >= maxCachedCloses {
+		clear(t.closes)
 	}
 	c.dirty = false
-	t.closes[id] = c
+	// Not a view of a request's body: assigning an entry stores its key
+	// anew, even when the entry was there.
+	t.closes[strings.Clone(id)] = c
 }
 
 // highWater is a source's highest ingested Seq; ok is false for a source
@@ -129,7 +129,7 @@ func Open(dir string, opt Options) (*Store, error) {
 		opt.SyncInterval = DefaultSyncInterval
 	}
 	t := &Store{db: db, dir: dir, logger: opt.Logger, gap: opt.IdleGap, now: opt.Now, started: opt.Now(),
-		hw: map[string]highWater{}, latest: map[string]*taskRec{}, closes: map[string]closeState{}, stop: make(chan struct{}), synced: make(chan struct{})}
+		hw: map[string]*highWater{}, latest: map[string]*taskRec{}, closes: map[string]closeState{}, stop: make(chan struct{}), synced: make(chan struct{})}
 	t.dirty.kick = make(chan struct{}, 1)
 	t.compact = badgerdb.StartCompactor(db, opt.Logger)
 	t.trim = startTrimmer(dir, opt.Logger)

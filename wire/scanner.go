@@ -16,6 +16,7 @@ type scanner struct {
 	i     int
 	depth int      // the nesting it follows; 0: maxDepth
 	names []string // the "derived" member fill read
+	stamp stamp    // the last time it parsed in full
 }
 
 // maxDepth bounds the nesting the scanner follows by default (encoding/json
@@ -240,17 +241,31 @@ func (sc *scanner) anyString() bool {
 	return ok
 }
 
-// time consumes a time as time.Time's UnmarshalJSON reads it.
+// time consumes a time as time.Time's UnmarshalJSON reads it. A time in
+// the same second and zone as the last one it parsed in full (the steps
+// of a batch mostly are) is that one's second plus its own fraction.
 func (sc *scanner) time() (time.Time, bool) {
 	var t time.Time
 	if sc.lit("null") {
 		return t, true
 	}
 	start := sc.i
-	if _, _, ok := sc.str(); !ok {
+	s, plain, ok := sc.str()
+	if !ok {
 		return t, false
 	}
-	return t, t.UnmarshalJSON(sc.b[start:sc.i]) == nil
+	if plain {
+		if t, ok := sc.stamp.reuse(s); ok {
+			return t, true
+		}
+	}
+	if t.UnmarshalJSON(sc.b[start:sc.i]) != nil {
+		return t, false
+	}
+	if plain {
+		sc.stamp.keep(s, t)
+	}
+	return t, true
 }
 
 // int consumes an integer that fits an int, or null (0).

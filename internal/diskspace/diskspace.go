@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 )
@@ -89,41 +88,22 @@ func Check(path string, reserve, need int64) error {
 	if err != nil {
 		return nil
 	}
-	if free < reserve+need {
+	return CheckFree(path, free, reserve, need)
+}
+
+// CheckFree is Check with the filesystem's free space known: free.
+func CheckFree(path string, free, reserve, need int64) error {
+	if reserve > 0 && free < reserve+need {
 		return fmt.Errorf("%w: %d bytes free on the filesystem of %s, %d kept in reserve", ErrLow, free, path, reserve)
 	}
 	return nil
 }
 
-// AllocateAhead makes the filesystem allocate, in the newest memtable log
-// (*.mem) and value log (*.vlog) of the Badger directory dir, the blocks of
-// the next ahead bytes past their written data (up to each file's size), so
-// that Badger's mapped writes there cannot fault. It returns an error
-// wrapping ErrLow when the filesystem has no room for them. A filesystem
-// without fallocate or SEEK_HOLE is left as it is.
+// AllocateAhead is Allocator.Ahead with an Allocator of its own: it
+// looks for each log's written data from the file's start.
 func AllocateAhead(dir string, ahead int64) error {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil // not created yet, or gone: nothing to allocate
-	}
-	newest := map[string]string{}
-	for _, e := range ents {
-		name := e.Name()
-		ext := filepath.Ext(name)
-		if e.IsDir() || (ext != ".mem" && ext != ".vlog") {
-			continue
-		}
-		// Badger names them by a zero-padded, growing file id.
-		if cur, ok := newest[ext]; !ok || len(name) > len(cur) || (len(name) == len(cur) && name > cur) {
-			newest[ext] = name
-		}
-	}
-	for _, name := range newest {
-		if err := allocateFile(filepath.Join(dir, name), ahead); err != nil {
-			return err
-		}
-	}
-	return nil
+	var a Allocator
+	return a.Ahead(dir, ahead)
 }
 
 // Contain runs f with the goroutine's panic-on-fault set, so that a memory
