@@ -239,3 +239,70 @@ func TestBuildStepInvalidUTF8(t *testing.T) {
 		t.Errorf("arguments %s", s.Arguments)
 	}
 }
+
+// FuzzCompactDerived holds wire.AppendCompactStep's shortcut (bodies that
+// are slices of the request or response are taken as derived without
+// parsing them again) to what BuildStep does: the compact encoding of a
+// built step decodes to the step its full encoding holds, and leaves out
+// the bodies the plain comparison with wire.RequestArguments and
+// wire.ResponseResult would.
+func FuzzCompactDerived(f *testing.F) {
+	r := testRedactor(f)
+	for _, ex := range loadTraffic(f, "testdata/traffic/http-retry.jsonl") {
+		f.Add("tools/call", string(ex.Request), string(ex.Response))
+	}
+	for _, c := range [][3]string{
+		{"tools/call", `{"params":{"name":"a","arguments":{"x":1},"arguments":{"x":2}}}`, `{"result":{"a":1},"result":2}`},
+		{"tools/call", `{"params":{"argu\u006dents":{"x":1},"arguments":{"x":2}}}`, `{"res\u0075lt":{"a":1},"result":2}`},
+		{"tools/call", `{"params":{"arguments":{"x":1}},"params":{"arguments":{"x":2}}}`, `{"id":1,"result":null}`},
+		{"tools/call", `{"par\u0061ms":{"arguments":{"x":1}},"params":{"arguments":{"x":2}}}`, `{"result":{"result":1}}`},
+		{"tools/call", `{"params":{"name":"a","arguments":{"arguments":{"x":1}}}}`, `{"error":{"code":1,"message":"m"}}`},
+		{"tools/list", `{"params":{"cursor":"c"},"params":{"cursor":"d"}}`, `{"result":{"tools":[]}}`},
+		{"tools/list", `{"params":[1,2]}`, `{"result":"s"}`},
+		{"tools/call", `{"params":{"arguments":"\u00e9\ud800"}}`, "{\"result\":\"\xff\"}"},
+		{"tools/call", `{"params":{"arguments":{"token":"ghp_0123456789abcdefghijABCDEFGHIJ012345"}}}`, `{"result":{"password":"hunter2hunter2"}}`},
+	} {
+		f.Add(c[0], c[1], c[2])
+	}
+	f.Fuzz(func(t *testing.T, method, req, resp string) {
+		if !json.Valid([]byte(req)) || (resp != "" && !json.Valid([]byte(resp))) || !utf8.ValidString(method) {
+			return // the proxy hands over valid JSON only, and decoded methods
+		}
+		ex := &proxy.Exchange{Session: &proxy.Session{ID: "f"}, Method: method, Request: []byte(req), Started: time.Now(), Ended: time.Now()}
+		if resp != "" {
+			ex.Response = []byte(resp)
+		}
+		s := BuildStep(ex, r, 0)
+		full, err := wire.AppendStep(nil, &s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compact, err := wire.AppendCompactStep(nil, &s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Both decoded the same way, as the daemon reads them.
+		var back, fullBack hindsight.Step
+		if err := wire.UnmarshalCompact(compact, &back); err != nil {
+			t.Fatalf("decode %s: %v", compact, err)
+		}
+		if err := wire.UnmarshalCompact(full, &fullBack); err != nil {
+			t.Fatalf("decode %s: %v", full, err)
+		}
+		again, _ := wire.AppendStep(nil, &back)
+		if want, _ := wire.AppendStep(nil, &fullBack); !bytes.Equal(again, want) {
+			t.Fatalf("compact %s\ndecodes to %s\nwant %s", compact, again, want)
+		}
+		var want []string
+		if len(s.Arguments) > 0 && bytes.Equal(wire.RequestArguments(s.Method, s.Request), s.Arguments) {
+			want = append(want, wire.DerivedArguments)
+		}
+		if len(s.Result) > 0 && bytes.Equal(wire.ResponseResult(s.Response), s.Result) {
+			want = append(want, wire.DerivedResult)
+		}
+		var got struct{ Derived []string }
+		if err := json.Unmarshal(compact, &got); err != nil || strings.Join(got.Derived, ",") != strings.Join(want, ",") {
+			t.Fatalf("compact %s: derived %q, want %q (%v)", compact, got.Derived, want, err)
+		}
+	})
+}

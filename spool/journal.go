@@ -141,13 +141,17 @@ func (j *journal) close(remove bool) {
 	}
 }
 
+// appendRecord appends the record of a step to b. The header is built in
+// place in b (a header array of its own would escape to the heap through
+// crc32).
 func appendRecord(b []byte, seq uint64, raw []byte) []byte {
-	var h [journalHeader]byte
-	binary.LittleEndian.PutUint32(h[0:], uint32(len(raw)))
-	binary.LittleEndian.PutUint64(h[8:], seq)
-	crc := crc32.Update(crc32.ChecksumIEEE(h[8:16]), crc32.IEEETable, raw)
-	binary.LittleEndian.PutUint32(h[4:], crc)
-	return append(append(b, h[:]...), raw...)
+	h := len(b)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(raw)))
+	b = binary.LittleEndian.AppendUint32(b, 0) // the CRC, below
+	b = binary.LittleEndian.AppendUint64(b, seq)
+	crc := crc32.Update(crc32.ChecksumIEEE(b[h+8:h+16]), crc32.IEEETable, raw)
+	binary.LittleEndian.PutUint32(b[h+4:], crc)
+	return append(b, raw...)
 }
 
 // parseJournal returns the records of a segment, up to the first torn or

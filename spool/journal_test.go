@@ -3,7 +3,9 @@ package spool
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -153,5 +155,25 @@ func TestOutboxJournalFails(t *testing.T) {
 	testkit.WaitFor(t, "the steps on disk", 20*time.Second, func() bool { return c.spilled.Load() == 2 })
 	if o.linger() != deliverLinger {
 		t.Errorf("linger %v without a journal", o.linger())
+	}
+}
+
+// TestJournalRecordLayout: a record is the payload's length, the CRC-32 of
+// seq and payload, the seq, then the payload, as the segments on disk hold
+// them.
+func TestJournalRecordLayout(t *testing.T) {
+	for _, tc := range []struct {
+		seq uint64
+		raw string
+	}{{1, `{}`}, {0xfedcba9876543210, ``}, {42, `{"method":"tools/call","x":"é"}`}} {
+		want := binary.LittleEndian.AppendUint32(nil, uint32(len(tc.raw)))
+		seq := binary.LittleEndian.AppendUint64(nil, tc.seq)
+		want = binary.LittleEndian.AppendUint32(want, crc32.ChecksumIEEE(append(slices.Clone(seq), tc.raw...)))
+		want = append(append(want, seq...), tc.raw...)
+		prefix := []byte("prev")
+		got := appendRecord(slices.Clone(prefix), tc.seq, []byte(tc.raw))
+		if !bytes.Equal(got, append(prefix, want...)) {
+			t.Errorf("seq %d %q: record %x, want %x", tc.seq, tc.raw, got[len(prefix):], want)
+		}
 	}
 }
