@@ -41,24 +41,28 @@ func (b *builder) start(n int, q *intake, m *committer) {
 func (b *builder) work(work <-chan []queued, m *committer) {
 	var steps []*hindsight.Step
 	for chunk := range work {
+		// One allocation for the chunk's steps: the committer copies
+		// them out in order, and the block goes with the last of them.
+		block := make([]hindsight.Step, len(chunk))
 		steps = steps[:0]
-		for _, q := range chunk {
-			steps = append(steps, b.build(q.ex))
+		for i, q := range chunk {
+			steps = append(steps, b.build(q.ex, &block[i]))
 		}
 		m.put(chunk, steps)
 		clear(steps)
 	}
 }
 
-// build redacts and builds one step; a panic loses only that step.
-func (b *builder) build(ex *proxy.Exchange) (s *hindsight.Step) {
+// build redacts and builds one step into s and returns it; a panic loses
+// only that step (build returns nil).
+func (b *builder) build(ex *proxy.Exchange, s *hindsight.Step) (built *hindsight.Step) {
 	defer func() {
 		if p := recover(); p != nil {
 			b.log.Error("building a step panicked; step not recorded", "method", ex.Method, "panic", fmt.Sprint(p))
-			s = nil
+			built = nil
 		}
 	}()
-	st := BuildStep(ex, b.red, b.maxBody)
-	st.Namespace = b.namespace
-	return &st
+	*s = BuildStep(ex, b.red, b.maxBody)
+	s.Namespace = b.namespace
+	return s
 }
