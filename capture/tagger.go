@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"encoding/json"
 	"hash/maphash"
 
@@ -147,11 +148,7 @@ func argsHash(raw json.RawMessage) uint64 {
 	for i := 0; i < len(raw); i++ {
 		switch raw[i] {
 		case '"':
-			for i++; i < len(raw) && raw[i] != '"'; i++ {
-				if raw[i] == '\\' {
-					i++
-				}
-			}
+			i = closingQuote(raw, i)
 		case ' ', '\t', '\r', '\n':
 			h.Write(raw[start:i])
 			start = i + 1
@@ -162,3 +159,24 @@ func argsHash(raw json.RawMessage) uint64 {
 }
 
 var argsSeed = maphash.MakeSeed()
+
+// closingQuote returns the index of the quote that closes the JSON string
+// opening at raw[open], or len(raw) when none does. It looks for quotes
+// with bytes.IndexByte and counts the backslashes before each.
+func closingQuote(raw []byte, open int) int {
+	for i := open + 1; ; {
+		q := bytes.IndexByte(raw[i:], '"')
+		if q < 0 {
+			return len(raw)
+		}
+		q += i
+		escaped := false
+		for k := q - 1; k > open && raw[k] == '\\'; k-- {
+			escaped = !escaped
+		}
+		if !escaped {
+			return q
+		}
+		i = q + 1
+	}
+}

@@ -22,6 +22,7 @@ type writer struct {
 	encBuf      []byte        // encode's scratch, guarded by wmu
 	encOut      []encoded     // encode's result, guarded by wmu
 	jrBatch     []entry       // journal's scratch, guarded by wmu
+	goneSeqs    []uint64      // remove's scratch, guarded by wmu
 }
 
 // Journaling reports whether Append journals the steps it is handed

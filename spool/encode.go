@@ -1,6 +1,7 @@
 package spool
 
 import (
+	"slices"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
@@ -44,8 +45,7 @@ func (o *Spool) encode(steps []hindsight.Step, next uint64) []encoded {
 	}
 	// One allocation for the batch: the entries leave memory in seq
 	// order, so the block is let go about when its last step is.
-	block := make([]byte, len(buf))
-	copy(block, buf)
+	block := slices.Clone(buf) // not zeroed first, as make would
 	off := 0
 	for i := range out {
 		n := len(out[i].raw)
