@@ -40,10 +40,17 @@ const oversize = 16
 // the session's history (recovery, retry). Source and Seq are left for the
 // outbox to assign.
 func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
+	var s hindsight.Step
+	buildStep(&s, ex, r, maxBody)
+	return s
+}
+
+// buildStep is BuildStep building into s, which it overwrites.
+func buildStep(s *hindsight.Step, ex *proxy.Exchange, r *Redactor, maxBody int) {
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBodyBytes
 	}
-	s := hindsight.Step{
+	*s = hindsight.Step{
 		Direction:     ex.Direction,
 		Method:        ex.Method,
 		StartedAt:     ex.Started,
@@ -136,15 +143,14 @@ func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
 		}
 	}
 
-	s.ErrorCode = errorCode(&s, ex.Failure)
-	s.CausalTag = baseTag(&s, ex)
+	s.ErrorCode = errorCode(s, ex.Failure)
+	s.CausalTag = baseTag(s, ex)
 
-	s.Request, s.Arguments = truncateField(&s, "request", req, reqCut, maxBody), truncateField(&s, "arguments", s.Arguments, nil, maxBody)
-	s.Response, s.Result = truncateField(&s, "response", resp, respCut, maxBody), truncateField(&s, "result", s.Result, nil, maxBody)
+	s.Request, s.Arguments = truncateField(s, "request", req, reqCut, maxBody), truncateField(s, "arguments", s.Arguments, nil, maxBody)
+	s.Response, s.Result = truncateField(s, "response", resp, respCut, maxBody), truncateField(s, "result", s.Result, nil, maxBody)
 	if s.Error != nil && (len(s.Error.Data) > maxBody || tooDeep(s.Error.Data, MaxBodyDepth)) {
 		s.Error.Data = preview(s.Error.Data, maxBody)
 	}
-	return s
 }
 
 // taskMetaKeyPath is the gjson path of TaskMetaKey in _meta.

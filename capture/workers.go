@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"unsafe"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/proxy"
@@ -41,17 +42,27 @@ func (b *builder) start(n int, q *intake, m *committer) {
 func (b *builder) work(work <-chan []queued, m *committer) {
 	var steps []*hindsight.Step
 	for chunk := range work {
-		// One allocation for the chunk's steps: the committer copies
-		// them out in order, and the block goes with the last of them.
-		block := make([]hindsight.Step, len(chunk))
+		// The chunk's steps are built into blocks of stepBlock: the
+		// committer copies them out in order, and a block goes with the
+		// last of its steps.
+		var block []hindsight.Step
 		steps = steps[:0]
 		for i, q := range chunk {
-			steps = append(steps, b.build(q.ex, &block[i]))
+			if len(block) == 0 {
+				block = make([]hindsight.Step, min(stepBlock, len(chunk)-i))
+			}
+			steps = append(steps, b.build(q.ex, &block[0]))
+			block = block[1:]
 		}
 		m.put(chunk, steps)
 		clear(steps)
 	}
 }
+
+// stepBlock is at most how many steps a worker allocates at once: as many
+// as fit in 16 KiB, a small allocation (a large one is slower to get and
+// clear).
+const stepBlock = 16 << 10 / int(unsafe.Sizeof(hindsight.Step{}))
 
 // build redacts and builds one step into s and returns it; a panic loses
 // only that step (build returns nil).
@@ -62,7 +73,7 @@ func (b *builder) build(ex *proxy.Exchange, s *hindsight.Step) (built *hindsight
 			built = nil
 		}
 	}()
-	*s = BuildStep(ex, b.red, b.maxBody)
+	buildStep(s, ex, b.red, b.maxBody)
 	s.Namespace = b.namespace
 	return s
 }
