@@ -118,14 +118,19 @@ func (m *committer) run() {
 // commit tags and stores batch, and counts it with the lost steps that
 // were taken out of it (size is the queue bound all of them held).
 func (m *committer) commit(batch []hindsight.Step, lost int, size int64) {
+	var redactions, truncated int64
 	for i := range batch {
 		m.tagger.Tag(&batch[i])
-		m.calls.observe(&batch[i])
-		m.c.redactions.Add(int64(batch[i].Redactions))
+		redactions += int64(batch[i].Redactions)
 		if len(batch[i].Truncated) > 0 {
-			m.c.truncated.Add(1)
-			m.c.losses.Note(losses.Truncated, 1, "a body over the size limit was cut")
+			truncated++
 		}
+	}
+	m.calls.observeAll(batch)
+	m.c.redactions.Add(redactions)
+	if truncated > 0 {
+		m.c.truncated.Add(truncated)
+		m.c.losses.Note(losses.Truncated, truncated, "a body over the size limit was cut")
 	}
 	m.store(batch)
 	m.batch = batch

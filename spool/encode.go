@@ -9,8 +9,9 @@ import (
 	"github.com/hindsight-proxy/hindsight/wire"
 )
 
-// maxEncodeScratch is the largest scratch buffer the writer keeps between
-// Appends; a larger one, grown by a batch of large steps, is let go.
+// maxEncodeScratch is the largest scratch buffer the writer (encode, the
+// journal) keeps between Appends; a larger one, grown by a batch of large
+// steps, is let go.
 const maxEncodeScratch = 1 << 20
 
 // An encoded step is a step numbered and encoded by Append, before it

@@ -91,6 +91,9 @@ func (j *journal) write(entries []entry) error {
 		buf = appendRecord(buf, e.seq, e.raw)
 	}
 	j.buf = buf
+	if cap(buf) > maxEncodeScratch {
+		j.buf = nil // a batch of large steps: let the buffer go after this write
+	}
 	n, err := j.f.Write(buf)
 	j.size += int64(n)
 	if err != nil {
