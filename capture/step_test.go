@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/testkit"
@@ -305,4 +306,56 @@ func FuzzCompactDerived(f *testing.F) {
 			t.Fatalf("compact %s: derived %q, want %q (%v)", compact, got.Derived, want, err)
 		}
 	})
+}
+
+// FuzzReadFields holds readRequest and readResponse's pass over the
+// members to the gjson reading they fall back to: where the pass answers,
+// it gives the same fields, its bodies the same slices of the message.
+func FuzzReadFields(f *testing.F) {
+	for _, ex := range loadTraffic(f, "testdata/traffic/http-retry.jsonl") {
+		f.Add(string(ex.Request), string(ex.Response))
+	}
+	for _, c := range [][2]string{
+		{`{"params":{"name":"a","arguments":{"x":1},"name":"b","arguments":2,"_meta":{"io.hindsight/task":"t"}}}`, `{"result":{"isError":true,"isError":false},"result":1,"error":{"code":-1,"message":"m","data":[1]}}`},
+		{`{"params":{"n\u0061me":"a"}}`, `{"res\u0075lt":1,"result":2}`},
+		{` { "params" : [ 1 ] , "params" : {} } `, ` { "result" : null , "error" : "e" } `},
+		{`{"params":{"name":"\u00e9\n","arguments":"s","_meta":{"io.hindsight/task":1}}}`, `{"result":{"isError":"true"}}`},
+		{`{"params":{"name":12.5e3,"arguments":null}}`, `{"result":{"content":[],"isError":1}}`},
+		{`{"params":"x"}`, `[{"result":1}]`},
+		{`{"params":{"name":"a",}}`, `{"result":1,}`},
+	} {
+		f.Add(c[0], c[1])
+	}
+	f.Fuzz(func(t *testing.T, req, resp string) {
+		reqb, respb := []byte(req), []byte(resp)
+		for _, method := range []string{"tools/call", "resources/read"} {
+			if got, ok := readRequestFast(reqb, method); ok {
+				want := readRequestGJSON(reqb, method)
+				if !sameSlice(got.args, want.args, reqb) || got.tool != want.tool || got.task != want.task {
+					t.Fatalf("%s %s: read %+v, gjson %+v", method, req, got, want)
+				}
+			}
+		}
+		if got, ok := readResponseFast(respb); ok {
+			want := readResponseGJSON(respb)
+			if !sameSlice(got.result, want.result, respb) || got.isError != want.isError || (got.err == nil) != (want.err == nil) ||
+				got.err != nil && (got.err.Code != want.err.Code || got.err.Message != want.err.Message || !sameSlice(got.err.Data, want.err.Data, respb)) {
+				t.Fatalf("%s: read %+v %+v, gjson %+v %+v", resp, got, got.err, want, want.err)
+			}
+		}
+	})
+}
+
+// sameSlice reports whether a and b hold the same bytes (or are both
+// nil), at the same place when b is a slice of msg (gjson copies some of
+// what it returns).
+func sameSlice(a, b, msg []byte) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b) && (a == nil) == (b == nil)
+	}
+	in := func(x []byte) bool {
+		p, m := uintptr(unsafe.Pointer(&x[0])), uintptr(unsafe.Pointer(unsafe.SliceData(msg)))
+		return p >= m && p < m+uintptr(len(msg))
+	}
+	return bytes.Equal(a, b) && (!in(b) || &a[0] == &b[0])
 }
