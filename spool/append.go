@@ -20,6 +20,7 @@ type writer struct {
 	wake        chan struct{} // persistLoop: a step is waiting in memory
 	persistDone chan struct{} // persistLoop returned
 	encBuf      []byte        // encode's scratch, guarded by wmu
+	slab        []byte        // encode's slab being filled, guarded by wmu
 	encOut      []encoded     // encode's result, guarded by wmu
 	jrBatch     []entry       // journal's scratch, guarded by wmu
 	goneSeqs    []uint64      // remove's scratch, guarded by wmu

@@ -177,3 +177,39 @@ func TestJournalRecordLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestJournalLargeBatch: a batch larger than the journal's buffer is
+// written whole, in several writes, and the buffer kept stays small.
+func TestJournalLargeBatch(t *testing.T) {
+	j := journal{dir: t.TempDir()}
+	raw := bytes.Repeat([]byte("x"), 4000)
+	var batch []entry
+	for i := range 3 * maxScratch / len(raw) {
+		batch = append(batch, entry{seq: uint64(i + 1), raw: raw})
+	}
+	batch = append(batch, entry{seq: uint64(len(batch) + 1), raw: bytes.Repeat([]byte("y"), 3*maxScratch)})
+	if err := j.write(batch); err != nil {
+		t.Fatal(err)
+	}
+	path := j.path
+	if j.f == nil {
+		path = j.old[len(j.old)-1].path
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := parseJournal(data)
+	if len(got) != len(batch) {
+		t.Fatalf("read back %d records, want %d", len(got), len(batch))
+	}
+	for i, e := range got {
+		if e.seq != batch[i].seq || !bytes.Equal(e.raw, batch[i].raw) {
+			t.Fatalf("record %d: seq %d, %d bytes; want seq %d, %d bytes", i, e.seq, len(e.raw), batch[i].seq, len(batch[i].raw))
+		}
+	}
+	if cap(j.buf) > 2*maxScratch {
+		t.Errorf("journal keeps a buffer of %d bytes", cap(j.buf))
+	}
+	j.close(true)
+}
