@@ -40,13 +40,27 @@ type callCounters struct {
 
 // observe counts the step s.
 func (c *callCounters) observe(s *hindsight.Step) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count(s)
+}
+
+// observeAll counts the steps of batch, under one lock.
+func (c *callCounters) observeAll(batch []hindsight.Step) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range batch {
+		c.count(&batch[i])
+	}
+}
+
+// count counts the step s. c.mu is held.
+func (c *callCounters) count(s *hindsight.Step) {
 	tool := s.Tool
 	if tool == "" {
 		tool = s.Method
 	}
 	secs := s.LatencyMS / 1000
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.calls == nil {
 		c.calls, c.failures = map[string]*CallStat{}, map[string]uint64{}
 	}

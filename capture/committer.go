@@ -32,28 +32,20 @@ type committer struct {
 	delay     prometheus.Histogram // exchange end → handed to the outbox
 	batch     []hindsight.Step     // run's, reused
 
-	mu         sync.Mutex       // guards the fields below; ready waits on it
-	ready      *sync.Cond       // a result arrived, or allIn was set
-	results    map[uint64]built // arrival → built step
-	dispatched uint64           // arrivals queued, known once allIn
-	allIn      bool             // the workers finished (the queue is closed)
-	committed  uint64           // arrivals committed
-	progress   chan struct{}    // closed and replaced after each commit
+	mu         sync.Mutex    // guards the fields below; ready waits on it
+	ready      *sync.Cond    // a result arrived, or allIn was set
+	results    arrivals      // arrival → built step, from committed on
+	dispatched uint64        // arrivals queued, known once allIn
+	allIn      bool          // the workers finished (the queue is closed)
+	committed  uint64        // arrivals committed
+	progress   chan struct{} // closed and replaced after each commit
 
 	done chan struct{} // closed when run returns
 }
 
-// built is a step waiting for its turn to be committed; step is nil when
-// building it failed. size is the exchange's share of the queue bound,
-// released at commit so built steps count against it too.
-type built struct {
-	step *hindsight.Step
-	size int64
-}
-
 func newCommitter(store func([]hindsight.Step), c *counters, calls *callCounters, processed *atomic.Int64, delay prometheus.Histogram) *committer {
 	m := &committer{store: store, tagger: NewTagger(), c: c, calls: calls, processed: processed, delay: delay,
-		batch: make([]hindsight.Step, 0, commitBatch), results: map[uint64]built{},
+		batch:    make([]hindsight.Step, 0, commitBatch),
 		progress: make(chan struct{}), done: make(chan struct{})}
 	m.ready = sync.NewCond(&m.mu)
 	return m
@@ -63,7 +55,7 @@ func newCommitter(store func([]hindsight.Step), c *counters, calls *callCounters
 func (m *committer) put(chunk []queued, steps []*hindsight.Step) {
 	m.mu.Lock()
 	for i, q := range chunk {
-		m.results[q.arrival] = built{step: steps[i], size: q.size}
+		m.results.put(m.committed, q.arrival, built{step: steps[i], size: q.size})
 	}
 	m.ready.Broadcast()
 	m.mu.Unlock()
@@ -103,11 +95,10 @@ func (m *committer) run() {
 		lost := 0
 		var size int64
 		for len(batch) < commitBatch {
-			b, ok := m.results[m.committed]
+			b, ok := m.results.take(m.committed)
 			if !ok {
 				break
 			}
-			delete(m.results, m.committed)
 			m.committed++
 			size += b.size
 			if b.step == nil {
@@ -127,14 +118,19 @@ func (m *committer) run() {
 // commit tags and stores batch, and counts it with the lost steps that
 // were taken out of it (size is the queue bound all of them held).
 func (m *committer) commit(batch []hindsight.Step, lost int, size int64) {
+	var redactions, truncated int64
 	for i := range batch {
 		m.tagger.Tag(&batch[i])
-		m.calls.observe(&batch[i])
-		m.c.redactions.Add(int64(batch[i].Redactions))
+		redactions += int64(batch[i].Redactions)
 		if len(batch[i].Truncated) > 0 {
-			m.c.truncated.Add(1)
-			m.c.losses.Note(losses.Truncated, 1, "a body over the size limit was cut")
+			truncated++
 		}
+	}
+	m.calls.observeAll(batch)
+	m.c.redactions.Add(redactions)
+	if truncated > 0 {
+		m.c.truncated.Add(truncated)
+		m.c.losses.Note(losses.Truncated, truncated, "a body over the size limit was cut")
 	}
 	m.store(batch)
 	m.batch = batch
@@ -158,6 +154,5 @@ func (m *committer) commit(batch []hindsight.Step, lost int, size int64) {
 
 // readyAt reports whether arrival a was built (or failed). m.mu is held.
 func (m *committer) readyAt(a uint64) bool {
-	_, ok := m.results[a]
-	return ok
+	return m.results.ready(a)
 }

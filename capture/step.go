@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -40,10 +39,17 @@ const oversize = 16
 // the session's history (recovery, retry). Source and Seq are left for the
 // outbox to assign.
 func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
+	var s hindsight.Step
+	buildStep(&s, ex, r, maxBody)
+	return s
+}
+
+// buildStep is BuildStep building into s, which it overwrites.
+func buildStep(s *hindsight.Step, ex *proxy.Exchange, r *Redactor, maxBody int) {
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBodyBytes
 	}
-	s := hindsight.Step{
+	*s = hindsight.Step{
 		Direction:     ex.Direction,
 		Method:        ex.Method,
 		StartedAt:     ex.Started,
@@ -70,35 +76,14 @@ func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
 	resp, bresp := validUTF8(resp)
 	s.Redactions = nreq + nresp + breq + bresp
 
-	// gjson reads the bodies in place (GetBytes would copy every result
-	// it returns); the step keeps req and resp, so its arguments and
-	// result are slices of them, and strings are copied out.
+	// The step keeps req and resp, so its arguments and result are slices
+	// of them; strings are copied out.
 	if reqCut == nil {
-		// One pass over params' members instead of a search per path;
-		// the first of duplicate members wins, as with a search.
-		params := gjson.Get(wire.StringView(req), "params")
-		var seen [3]bool
-		if ex.Method != "tools/call" && params.Exists() {
-			s.Arguments = rawIn(req, params)
+		f := readRequest(req, ex.Method)
+		s.Arguments, s.Tool = f.args, f.tool
+		if f.task != "" {
+			s.ExplicitTask = f.task
 		}
-		params.ForEach(func(k, v gjson.Result) bool {
-			i := slices.Index([]string{"name", "arguments", "_meta"}, k.Str)
-			if i < 0 || seen[i] {
-				return true
-			}
-			seen[i] = true
-			switch {
-			case i == 0 && ex.Method == "tools/call":
-				s.Tool = strings.Clone(v.String())
-			case i == 1 && ex.Method == "tools/call":
-				s.Arguments = rawIn(req, v)
-			case i == 2:
-				if t := v.Get(taskMetaKeyPath); t.Type == gjson.String && t.Str != "" {
-					s.ExplicitTask = strings.Clone(t.Str)
-				}
-			}
-			return true
-		})
 	} else if ex.Method == "tools/call" {
 		s.Tool = gjson.GetBytes(ex.Request, "params.name").String() // a tool name is no secret
 		if n, _ := r.RedactString(s.Tool); n != s.Tool {
@@ -106,26 +91,8 @@ func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
 		}
 	}
 	if respCut == nil && len(resp) > 0 {
-		var res [2]gjson.Result // result, error: one pass over the members
-		gjson.Parse(wire.StringView(resp)).ForEach(func(k, v gjson.Result) bool {
-			switch {
-			case k.Str == "result" && !res[0].Exists():
-				res[0] = v
-			case k.Str == "error" && !res[1].Exists():
-				res[1] = v
-			}
-			return true
-		})
-		if res[0].Exists() {
-			s.Result = rawIn(resp, res[0])
-			s.IsError = res[0].Get("isError").Bool()
-		}
-		if e := res[1]; e.IsObject() {
-			s.Error = &hindsight.RPCError{Code: int(e.Get("code").Int()), Message: strings.Clone(e.Get("message").String())}
-			if d := e.Get("data"); d.Exists() {
-				s.Error.Data = json.RawMessage(d.Raw)
-			}
-		}
+		f := readResponse(resp)
+		s.Result, s.IsError, s.Error = f.result, f.isError, f.err
 	} else if respCut != nil {
 		// The response was too large to redact whole: keep what can be
 		// known safely from the bytes as relayed.
@@ -136,15 +103,14 @@ func BuildStep(ex *proxy.Exchange, r *Redactor, maxBody int) hindsight.Step {
 		}
 	}
 
-	s.ErrorCode = errorCode(&s, ex.Failure)
-	s.CausalTag = baseTag(&s, ex)
+	s.ErrorCode = errorCode(s, ex.Failure)
+	s.CausalTag = baseTag(s, ex)
 
-	s.Request, s.Arguments = truncateField(&s, "request", req, reqCut, maxBody), truncateField(&s, "arguments", s.Arguments, nil, maxBody)
-	s.Response, s.Result = truncateField(&s, "response", resp, respCut, maxBody), truncateField(&s, "result", s.Result, nil, maxBody)
+	s.Request, s.Arguments = truncateField(s, "request", req, reqCut, maxBody), truncateField(s, "arguments", s.Arguments, nil, maxBody)
+	s.Response, s.Result = truncateField(s, "response", resp, respCut, maxBody), truncateField(s, "result", s.Result, nil, maxBody)
 	if s.Error != nil && (len(s.Error.Data) > maxBody || tooDeep(s.Error.Data, MaxBodyDepth)) {
 		s.Error.Data = preview(s.Error.Data, maxBody)
 	}
-	return s
 }
 
 // taskMetaKeyPath is the gjson path of TaskMetaKey in _meta.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/testkit"
@@ -238,4 +239,123 @@ func TestBuildStepInvalidUTF8(t *testing.T) {
 	if !strings.Contains(string(s.Arguments), "a\uFFFDb\uFFFD") {
 		t.Errorf("arguments %s", s.Arguments)
 	}
+}
+
+// FuzzCompactDerived holds wire.AppendCompactStep's shortcut (bodies that
+// are slices of the request or response are taken as derived without
+// parsing them again) to what BuildStep does: the compact encoding of a
+// built step decodes to the step its full encoding holds, and leaves out
+// the bodies the plain comparison with wire.RequestArguments and
+// wire.ResponseResult would.
+func FuzzCompactDerived(f *testing.F) {
+	r := testRedactor(f)
+	for _, ex := range loadTraffic(f, "testdata/traffic/http-retry.jsonl") {
+		f.Add("tools/call", string(ex.Request), string(ex.Response))
+	}
+	for _, c := range [][3]string{
+		{"tools/call", `{"params":{"name":"a","arguments":{"x":1},"arguments":{"x":2}}}`, `{"result":{"a":1},"result":2}`},
+		{"tools/call", `{"params":{"argu\u006dents":{"x":1},"arguments":{"x":2}}}`, `{"res\u0075lt":{"a":1},"result":2}`},
+		{"tools/call", `{"params":{"arguments":{"x":1}},"params":{"arguments":{"x":2}}}`, `{"id":1,"result":null}`},
+		{"tools/call", `{"par\u0061ms":{"arguments":{"x":1}},"params":{"arguments":{"x":2}}}`, `{"result":{"result":1}}`},
+		{"tools/call", `{"params":{"name":"a","arguments":{"arguments":{"x":1}}}}`, `{"error":{"code":1,"message":"m"}}`},
+		{"tools/list", `{"params":{"cursor":"c"},"params":{"cursor":"d"}}`, `{"result":{"tools":[]}}`},
+		{"tools/list", `{"params":[1,2]}`, `{"result":"s"}`},
+		{"tools/call", `{"params":{"arguments":"\u00e9\ud800"}}`, "{\"result\":\"\xff\"}"},
+		{"tools/call", `{"params":{"arguments":{"token":"ghp_0123456789abcdefghijABCDEFGHIJ012345"}}}`, `{"result":{"password":"hunter2hunter2"}}`},
+	} {
+		f.Add(c[0], c[1], c[2])
+	}
+	f.Fuzz(func(t *testing.T, method, req, resp string) {
+		if !json.Valid([]byte(req)) || (resp != "" && !json.Valid([]byte(resp))) || !utf8.ValidString(method) {
+			return // the proxy hands over valid JSON only, and decoded methods
+		}
+		ex := &proxy.Exchange{Session: &proxy.Session{ID: "f"}, Method: method, Request: []byte(req), Started: time.Now(), Ended: time.Now()}
+		if resp != "" {
+			ex.Response = []byte(resp)
+		}
+		s := BuildStep(ex, r, 0)
+		full, err := wire.AppendStep(nil, &s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compact, err := wire.AppendCompactStep(nil, &s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Both decoded the same way, as the daemon reads them.
+		var back, fullBack hindsight.Step
+		if err := wire.UnmarshalCompact(compact, &back); err != nil {
+			t.Fatalf("decode %s: %v", compact, err)
+		}
+		if err := wire.UnmarshalCompact(full, &fullBack); err != nil {
+			t.Fatalf("decode %s: %v", full, err)
+		}
+		again, _ := wire.AppendStep(nil, &back)
+		if want, _ := wire.AppendStep(nil, &fullBack); !bytes.Equal(again, want) {
+			t.Fatalf("compact %s\ndecodes to %s\nwant %s", compact, again, want)
+		}
+		var want []string
+		if len(s.Arguments) > 0 && bytes.Equal(wire.RequestArguments(s.Method, s.Request), s.Arguments) {
+			want = append(want, wire.DerivedArguments)
+		}
+		if len(s.Result) > 0 && bytes.Equal(wire.ResponseResult(s.Response), s.Result) {
+			want = append(want, wire.DerivedResult)
+		}
+		var got struct{ Derived []string }
+		if err := json.Unmarshal(compact, &got); err != nil || strings.Join(got.Derived, ",") != strings.Join(want, ",") {
+			t.Fatalf("compact %s: derived %q, want %q (%v)", compact, got.Derived, want, err)
+		}
+	})
+}
+
+// FuzzReadFields holds readRequest and readResponse's pass over the
+// members to the gjson reading they fall back to: where the pass answers,
+// it gives the same fields, its bodies the same slices of the message.
+func FuzzReadFields(f *testing.F) {
+	for _, ex := range loadTraffic(f, "testdata/traffic/http-retry.jsonl") {
+		f.Add(string(ex.Request), string(ex.Response))
+	}
+	for _, c := range [][2]string{
+		{`{"params":{"name":"a","arguments":{"x":1},"name":"b","arguments":2,"_meta":{"io.hindsight/task":"t"}}}`, `{"result":{"isError":true,"isError":false},"result":1,"error":{"code":-1,"message":"m","data":[1]}}`},
+		{`{"params":{"n\u0061me":"a"}}`, `{"res\u0075lt":1,"result":2}`},
+		{` { "params" : [ 1 ] , "params" : {} } `, ` { "result" : null , "error" : "e" } `},
+		{`{"params":{"name":"\u00e9\n","arguments":"s","_meta":{"io.hindsight/task":1}}}`, `{"result":{"isError":"true"}}`},
+		{`{"params":{"name":12.5e3,"arguments":null}}`, `{"result":{"content":[],"isError":1}}`},
+		{`{"params":"x"}`, `[{"result":1}]`},
+		{`{"params":{"name":"a",}}`, `{"result":1,}`},
+	} {
+		f.Add(c[0], c[1])
+	}
+	f.Fuzz(func(t *testing.T, req, resp string) {
+		reqb, respb := []byte(req), []byte(resp)
+		for _, method := range []string{"tools/call", "resources/read"} {
+			if got, ok := readRequestFast(reqb, method); ok {
+				want := readRequestGJSON(reqb, method)
+				if !sameSlice(got.args, want.args, reqb) || got.tool != want.tool || got.task != want.task {
+					t.Fatalf("%s %s: read %+v, gjson %+v", method, req, got, want)
+				}
+			}
+		}
+		if got, ok := readResponseFast(respb); ok {
+			want := readResponseGJSON(respb)
+			if !sameSlice(got.result, want.result, respb) || got.isError != want.isError || (got.err == nil) != (want.err == nil) ||
+				got.err != nil && (got.err.Code != want.err.Code || got.err.Message != want.err.Message || !sameSlice(got.err.Data, want.err.Data, respb)) {
+				t.Fatalf("%s: read %+v %+v, gjson %+v %+v", resp, got, got.err, want, want.err)
+			}
+		}
+	})
+}
+
+// sameSlice reports whether a and b hold the same bytes (or are both
+// nil), at the same place when b is a slice of msg (gjson copies some of
+// what it returns).
+func sameSlice(a, b, msg []byte) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b) && (a == nil) == (b == nil)
+	}
+	in := func(x []byte) bool {
+		p, m := uintptr(unsafe.Pointer(&x[0])), uintptr(unsafe.Pointer(unsafe.SliceData(msg)))
+		return p >= m && p < m+uintptr(len(msg))
+	}
+	return bytes.Equal(a, b) && (!in(b) || &a[0] == &b[0])
 }

@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"encoding/json"
 	"hash/maphash"
 
@@ -26,14 +27,32 @@ type Tagger struct {
 	sessions map[string]*history
 	order    []string // session ids, oldest first, to bound memory
 	max      int
+	buf      []byte // Tag's scratch: the slot and target of a step
 }
 
 // maxTaggedSessions bounds the sessions a Tagger remembers.
 const maxTaggedSessions = 4096
 
+// maxSessionNames bounds the call targets a session's history keeps for
+// reuse; targets beyond it are still tagged, each one a new string.
+const maxSessionNames = 1024
+
 type history struct {
-	last   map[string]callKey // method+direction → the previous call
-	failed map[string]bool    // call target → failed since its last success
+	last   map[string]*callKey // method+direction → the previous call
+	failed map[string]bool     // call target → failed since its last success
+	names  map[string]string   // the call targets seen, to reuse their strings
+}
+
+// name returns b as a string, the session's own copy when it saw b before.
+func (h *history) name(b []byte) string {
+	if n, ok := h.names[string(b)]; ok {
+		return n
+	}
+	n := string(b)
+	if len(h.names) < maxSessionNames {
+		h.names[n] = n
+	}
+	return n
 }
 
 type callKey struct {
@@ -50,15 +69,23 @@ func NewTagger() *Tagger {
 // session's history, and records s in that history.
 func (t *Tagger) Tag(s *hindsight.Step) {
 	h := t.session(s.SessionID)
-	target := string(s.Direction) + " " + s.Method
+	// slot is "direction method", target adds " tool": built in buf, so
+	// that a call seen before in the session allocates nothing.
+	b := append(append(append(t.buf[:0], s.Direction...), ' '), s.Method...)
+	slot := len(b)
 	if s.Tool != "" {
-		target += " " + s.Tool
+		b = append(append(b, ' '), s.Tool...)
 	}
-	slot := string(s.Direction) + " " + s.Method
+	t.buf = b
+	target := h.name(b)
 	args := argsHash(s.Arguments)
-	prev, hasPrev := h.last[slot]
+	prev, hasPrev := h.last[string(b[:slot])]
+	if !hasPrev {
+		prev = &callKey{}
+		h.last[string(b[:slot])] = prev
+	}
 	same := hasPrev && prev.target == target && prev.args == args
-	h.last[slot] = callKey{target: target, args: args}
+	*prev = callKey{target: target, args: args}
 
 	switch s.CausalTag {
 	case hindsight.TagCancelled:
@@ -104,7 +131,7 @@ func (t *Tagger) session(id string) *history {
 		delete(t.sessions, t.order[0])
 		t.order = t.order[1:]
 	}
-	h := &history{last: map[string]callKey{}, failed: map[string]bool{}}
+	h := &history{last: map[string]*callKey{}, failed: map[string]bool{}, names: map[string]string{}}
 	t.sessions[id] = h
 	t.order = append(t.order, id)
 	return h
@@ -121,11 +148,7 @@ func argsHash(raw json.RawMessage) uint64 {
 	for i := 0; i < len(raw); i++ {
 		switch raw[i] {
 		case '"':
-			for i++; i < len(raw) && raw[i] != '"'; i++ {
-				if raw[i] == '\\' {
-					i++
-				}
-			}
+			i = closingQuote(raw, i)
 		case ' ', '\t', '\r', '\n':
 			h.Write(raw[start:i])
 			start = i + 1
@@ -136,3 +159,24 @@ func argsHash(raw json.RawMessage) uint64 {
 }
 
 var argsSeed = maphash.MakeSeed()
+
+// closingQuote returns the index of the quote that closes the JSON string
+// opening at raw[open], or len(raw) when none does. It looks for quotes
+// with bytes.IndexByte and counts the backslashes before each.
+func closingQuote(raw []byte, open int) int {
+	for i := open + 1; ; {
+		q := bytes.IndexByte(raw[i:], '"')
+		if q < 0 {
+			return len(raw)
+		}
+		q += i
+		escaped := false
+		for k := q - 1; k > open && raw[k] == '\\'; k-- {
+			escaped = !escaped
+		}
+		if !escaped {
+			return q
+		}
+		i = q + 1
+	}
+}

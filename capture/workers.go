@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"unsafe"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/proxy"
@@ -41,24 +42,38 @@ func (b *builder) start(n int, q *intake, m *committer) {
 func (b *builder) work(work <-chan []queued, m *committer) {
 	var steps []*hindsight.Step
 	for chunk := range work {
+		// The chunk's steps are built into blocks of stepBlock: the
+		// committer copies them out in order, and a block goes with the
+		// last of its steps.
+		var block []hindsight.Step
 		steps = steps[:0]
-		for _, q := range chunk {
-			steps = append(steps, b.build(q.ex))
+		for i, q := range chunk {
+			if len(block) == 0 {
+				block = make([]hindsight.Step, min(stepBlock, len(chunk)-i))
+			}
+			steps = append(steps, b.build(q.ex, &block[0]))
+			block = block[1:]
 		}
 		m.put(chunk, steps)
 		clear(steps)
 	}
 }
 
-// build redacts and builds one step; a panic loses only that step.
-func (b *builder) build(ex *proxy.Exchange) (s *hindsight.Step) {
+// stepBlock is at most how many steps a worker allocates at once: as many
+// as fit in 16 KiB, a small allocation (a large one is slower to get and
+// clear).
+const stepBlock = 16 << 10 / int(unsafe.Sizeof(hindsight.Step{}))
+
+// build redacts and builds one step into s and returns it; a panic loses
+// only that step (build returns nil).
+func (b *builder) build(ex *proxy.Exchange, s *hindsight.Step) (built *hindsight.Step) {
 	defer func() {
 		if p := recover(); p != nil {
 			b.log.Error("building a step panicked; step not recorded", "method", ex.Method, "panic", fmt.Sprint(p))
-			s = nil
+			built = nil
 		}
 	}()
-	st := BuildStep(ex, b.red, b.maxBody)
-	st.Namespace = b.namespace
-	return &st
+	buildStep(s, ex, b.red, b.maxBody)
+	s.Namespace = b.namespace
+	return s
 }

@@ -1,7 +1,6 @@
 package spool
 
 import (
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
-	"github.com/hindsight-proxy/hindsight/wire"
 )
 
 // writer serialises the changes of which steps are on disk (journal
@@ -21,6 +19,11 @@ type writer struct {
 	journalOn   atomic.Bool   // the journal works (see journal)
 	wake        chan struct{} // persistLoop: a step is waiting in memory
 	persistDone chan struct{} // persistLoop returned
+	encBuf      []byte        // encode's scratch, guarded by wmu
+	slab        []byte        // encode's slab being filled, guarded by wmu
+	encOut      []encoded     // encode's result, guarded by wmu
+	jrBatch     []entry       // journal's scratch, guarded by wmu
+	goneSeqs    []uint64      // remove's scratch, guarded by wmu
 }
 
 // Journaling reports whether Append journals the steps it is handed
@@ -43,13 +46,18 @@ func (o *Spool) Append(steps []hindsight.Step) {
 	}
 	o.wmu.Lock()
 	defer o.wmu.Unlock()
+	// closed and next change only while wmu is held: the steps are
+	// encoded without holding up delivery, which takes mu.
 	o.mu.Lock()
-	if o.closed {
-		o.mu.Unlock()
+	closed, next := o.closed, o.next
+	o.mu.Unlock()
+	if closed {
 		o.c.losses.Lose(losses.AtExit, int64(len(steps)), "steps reached a closed outbox")
 		o.log.Error("steps reached a closed outbox; lost", "steps", len(steps))
 		return
 	}
+	encoded := o.encode(steps, next)
+	o.mu.Lock()
 	now := time.Now()
 	// Nothing will acknowledge these steps soon: write them now.
 	atOnce := o.opts.Deliverer == nil || o.lastFailed || o.writeFailing
@@ -65,33 +73,24 @@ func (o *Spool) Append(steps []hindsight.Step) {
 	waiting := o.memDisk < len(o.mem)
 	added := 0
 	var minDue, maxDue time.Time
-	for i := range steps {
-		steps[i].Source, steps[i].Seq = o.id, o.next
-		s := &steps[i]
-		raw, err := wire.AppendCompactStep(nil, s)
-		if err != nil {
-			// Not numbered: the daemon must see no gap in the seqs.
-			steps[i].Seq = 0
-			o.c.losses.Lose(losses.Encode, 1, err.Error())
-			o.log.Error("cannot encode step; lost", "method", steps[i].Method, "tool", steps[i].Tool, "err", err)
-			continue
-		}
+	for _, e := range encoded {
 		due := now
 		if !atOnce {
 			due = now.Add(after)
-			if end := s.EndedAt.Add(after); !s.EndedAt.IsZero() && end.Before(due) {
+			if end := e.ended.Add(after); !e.ended.IsZero() && end.Before(due) {
 				due = end
 			}
 		}
-		o.mem = append(o.mem, entry{seq: o.next, raw: raw, due: due})
-		o.memBytes += len(raw)
-		o.next++
+		o.mem = append(o.mem, entry{seq: e.seq, raw: e.raw, due: due})
+		o.memBytes += len(e.raw)
+		o.next = e.seq + 1
 		added++
 		if minDue.IsZero() || due.Before(minDue) {
 			minDue = due
 		}
 		maxDue = later(maxDue, due)
 	}
+	clear(encoded) // the queue holds the encodings now
 	if added > 0 && !journaled && o.pullDues(len(o.mem)-added, minDue) {
 		// persist writes the steps held only in memory from the oldest
 		// on: journaled ones before these must not hold them back, and
@@ -124,8 +123,9 @@ func (o *Spool) Append(steps []hindsight.Step) {
 // PersistAfter from now, as without one. o.wmu is held.
 func (o *Spool) journal(now time.Time, added int) {
 	o.mu.Lock()
-	batch := slices.Clone(o.mem[len(o.mem)-added:])
+	batch := append(o.jrBatch[:0], o.mem[len(o.mem)-added:]...)
 	o.mu.Unlock()
+	defer func() { o.jrBatch = batch[:0]; clear(batch) }()
 	var size int64
 	for _, e := range batch {
 		size += int64(len(e.raw)) + journalHeader

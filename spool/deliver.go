@@ -321,12 +321,13 @@ func (o *Spool) remove(steps []entry) {
 		}
 	}
 	o.mu.Lock()
-	gone := make(map[uint64]bool, len(steps))
+	gone := o.goneSeqs[:0]
 	for _, e := range steps {
-		gone[e.seq] = true
+		gone = append(gone, e.seq)
 		o.removed = max(o.removed, e.seq)
 	}
 	o.forget(gone)
+	o.goneSeqs = gone
 	o.freed()
 	o.mu.Unlock()
 	o.releaseJournal()

@@ -14,10 +14,10 @@ import (
 
 // A journal keeps the steps an outbox holds only in memory safe from a
 // killed process: Append writes their encodings to the current segment
-// file, one write per call (the page cache keeps what was written when the
-// process dies), and a segment whose steps have all left memory (delivered,
-// or written to the database) is removed, or emptied when it is the
-// current one. The daemon drops steps it was given before, so a drainer
+// file, one write per call (one per MiB of a large batch; the page cache
+// keeps what was written when the process dies), and a segment whose steps
+// have all left memory (delivered, or written to the database) is removed,
+// or emptied when it is the current one. The daemon drops steps it was given before, so a drainer
 // can hand everything a dead sidecar's journal holds to the database and
 // deliver it again.
 //
@@ -69,7 +69,8 @@ func defaultOpenSegment(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o600)
 }
 
-// write appends the records of entries to the current segment in one write.
+// write appends the records of entries to the current segment (see
+// writeRecords).
 func (j *journal) write(entries []entry) error {
 	if j.failing {
 		return errJournalOff
@@ -86,13 +87,7 @@ func (j *journal) write(entries []entry) error {
 		}
 		j.f, j.path, j.size = f, path, 0
 	}
-	buf := j.buf[:0]
-	for _, e := range entries {
-		buf = appendRecord(buf, e.seq, e.raw)
-	}
-	j.buf = buf
-	n, err := j.f.Write(buf)
-	j.size += int64(n)
+	err := j.writeRecords(entries)
 	if err != nil {
 		// What was written whole may be read back by a drainer: the
 		// segment goes when the whole batch has left memory.
@@ -109,6 +104,33 @@ func (j *journal) write(entries []entry) error {
 		j.f = nil
 	}
 	return nil
+}
+
+// writeRecords appends the records of entries to the current segment in
+// one write, or in writes of up to maxScratch bytes (a larger record alone)
+// for a large batch, so that the buffer they are gathered in stays small.
+func (j *journal) writeRecords(entries []entry) error {
+	buf := j.buf[:0]
+	flush := func() error {
+		n, err := j.f.Write(buf)
+		j.size += int64(n)
+		buf = buf[:0]
+		return err
+	}
+	for _, e := range entries {
+		if len(buf) > 0 && len(buf)+journalHeader+len(e.raw) > maxScratch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		buf = appendRecord(buf, e.seq, e.raw)
+	}
+	err := flush()
+	if cap(buf) > 2*maxScratch {
+		buf = nil // grown by a record larger than maxScratch: let it go
+	}
+	j.buf = buf
+	return err
 }
 
 // release removes the segments that hold only seqs below firstLive (the
@@ -141,13 +163,17 @@ func (j *journal) close(remove bool) {
 	}
 }
 
+// appendRecord appends the record of a step to b. The header is built in
+// place in b (a header array of its own would escape to the heap through
+// crc32).
 func appendRecord(b []byte, seq uint64, raw []byte) []byte {
-	var h [journalHeader]byte
-	binary.LittleEndian.PutUint32(h[0:], uint32(len(raw)))
-	binary.LittleEndian.PutUint64(h[8:], seq)
-	crc := crc32.Update(crc32.ChecksumIEEE(h[8:16]), crc32.IEEETable, raw)
-	binary.LittleEndian.PutUint32(h[4:], crc)
-	return append(append(b, h[:]...), raw...)
+	h := len(b)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(raw)))
+	b = binary.LittleEndian.AppendUint32(b, 0) // the CRC, below
+	b = binary.LittleEndian.AppendUint64(b, seq)
+	crc := crc32.Update(crc32.ChecksumIEEE(b[h+8:h+16]), crc32.IEEETable, raw)
+	binary.LittleEndian.PutUint32(b[h+4:], crc)
+	return append(b, raw...)
 }
 
 // parseJournal returns the records of a segment, up to the first torn or

@@ -3,7 +3,9 @@ package spool
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -154,4 +156,60 @@ func TestOutboxJournalFails(t *testing.T) {
 	if o.linger() != deliverLinger {
 		t.Errorf("linger %v without a journal", o.linger())
 	}
+}
+
+// TestJournalRecordLayout: a record is the payload's length, the CRC-32 of
+// seq and payload, the seq, then the payload, as the segments on disk hold
+// them.
+func TestJournalRecordLayout(t *testing.T) {
+	for _, tc := range []struct {
+		seq uint64
+		raw string
+	}{{1, `{}`}, {0xfedcba9876543210, ``}, {42, `{"method":"tools/call","x":"é"}`}} {
+		want := binary.LittleEndian.AppendUint32(nil, uint32(len(tc.raw)))
+		seq := binary.LittleEndian.AppendUint64(nil, tc.seq)
+		want = binary.LittleEndian.AppendUint32(want, crc32.ChecksumIEEE(append(slices.Clone(seq), tc.raw...)))
+		want = append(append(want, seq...), tc.raw...)
+		prefix := []byte("prev")
+		got := appendRecord(slices.Clone(prefix), tc.seq, []byte(tc.raw))
+		if !bytes.Equal(got, append(prefix, want...)) {
+			t.Errorf("seq %d %q: record %x, want %x", tc.seq, tc.raw, got[len(prefix):], want)
+		}
+	}
+}
+
+// TestJournalLargeBatch: a batch larger than the journal's buffer is
+// written whole, in several writes, and the buffer kept stays small.
+func TestJournalLargeBatch(t *testing.T) {
+	j := journal{dir: t.TempDir()}
+	raw := bytes.Repeat([]byte("x"), 4000)
+	var batch []entry
+	for i := range 3 * maxScratch / len(raw) {
+		batch = append(batch, entry{seq: uint64(i + 1), raw: raw})
+	}
+	batch = append(batch, entry{seq: uint64(len(batch) + 1), raw: bytes.Repeat([]byte("y"), 3*maxScratch)})
+	if err := j.write(batch); err != nil {
+		t.Fatal(err)
+	}
+	path := j.path
+	if j.f == nil {
+		path = j.old[len(j.old)-1].path
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := parseJournal(data)
+	if len(got) != len(batch) {
+		t.Fatalf("read back %d records, want %d", len(got), len(batch))
+	}
+	for i, e := range got {
+		if e.seq != batch[i].seq || !bytes.Equal(e.raw, batch[i].raw) {
+			t.Fatalf("record %d: seq %d, %d bytes; want seq %d, %d bytes", i, e.seq, len(e.raw), batch[i].seq, len(batch[i].raw))
+		}
+	}
+	if cap(j.buf) > 2*maxScratch {
+		t.Errorf("journal keeps a buffer of %d bytes", cap(j.buf))
+	}
+	j.close(true)
 }

@@ -2,6 +2,7 @@ package spool
 
 import (
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 )
@@ -88,29 +89,57 @@ func (o *Spool) trimMem() {
 	}
 }
 
-// forget removes the steps of gone from mem and from the count of steps
-// on disk only. o.mu is held.
-func (o *Spool) forget(gone map[uint64]bool) {
+// forget removes the steps whose seqs gone lists (in any order) from mem
+// and from the count of steps on disk only. Delivered steps are mostly the
+// oldest in memory: those leave by reslicing mem, as in trimMem, and only
+// the steps after a gap move. o.mu is held.
+func (o *Spool) forget(gone []uint64) {
+	if !slices.IsSorted(gone) {
+		slices.Sort(gone)
+	}
+	gone = slices.Compact(gone)
 	memFrom := o.memFrom()
-	for seq := range gone {
+	for _, seq := range gone {
 		if seq < memFrom && o.diskOnly > 0 {
 			o.diskOnly--
 		}
 	}
-	j, disk := 0, o.memDisk
-	for i, e := range o.mem {
-		if gone[e.seq] {
-			o.memBytes -= len(e.raw)
-			if i < o.memDisk {
-				disk--
-			}
+	g, disk := 0, o.memDisk
+	// isGone reports whether seq is listed, moving g past the smaller
+	// seqs: mem is in seq order too.
+	isGone := func(seq uint64) bool {
+		for g < len(gone) && gone[g] < seq {
+			g++
+		}
+		return g < len(gone) && gone[g] == seq
+	}
+	drop := func(i int) {
+		o.memBytes -= len(o.mem[i].raw)
+		if i < o.memDisk {
+			disk--
+		}
+	}
+	i := 0
+	for ; i < len(o.mem) && isGone(o.mem[i].seq); i++ {
+		drop(i)
+	}
+	start, j := i, i
+	for ; i < len(o.mem) && g < len(gone); i++ {
+		if isGone(o.mem[i].seq) {
+			drop(i)
 			continue
 		}
-		o.mem[j] = e
+		o.mem[j] = o.mem[i]
 		j++
 	}
-	clear(o.mem[j:]) // let the bodies go
-	o.mem, o.memDisk = o.mem[:j], disk
+	if j < i {
+		j += copy(o.mem[j:], o.mem[i:])
+	} else {
+		j = len(o.mem)
+	}
+	clear(o.mem[:start]) // let the bodies go; append moves the rest when it grows
+	clear(o.mem[j:])
+	o.mem, o.memDisk = o.mem[start:j], disk
 	if o.writeFailing {
 		o.c.held.Store(int64(len(o.mem) - o.memDisk))
 		n := 0

@@ -70,9 +70,9 @@ func (o *Spool) enforceRetention() {
 			_ = wb.Delete(k)
 		}
 		if err := wb.Flush(); err == nil {
-			gone := make(map[uint64]bool, len(expired))
+			gone := make([]uint64, 0, len(expired))
 			for _, k := range expired {
-				gone[binary.BigEndian.Uint64(k[1:])] = true
+				gone = append(gone, binary.BigEndian.Uint64(k[1:]))
 			}
 			o.mu.Lock()
 			o.forget(gone)

@@ -22,6 +22,19 @@ func BenchmarkAppendStep(b *testing.B) {
 			}
 		})
 	}
+	// compact-slices: the arguments and result are slices of the request
+	// and response, as capture builds them.
+	b.Run("compact-slices", func(b *testing.B) {
+		c := s
+		c.Arguments, c.Result = RequestArguments(c.Method, c.Request), ResponseResult(c.Response)
+		b.ReportAllocs()
+		for b.Loop() {
+			var err error
+			if buf, err = AppendCompactStep(buf[:0], &c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("decode", func(b *testing.B) {
 		raw, err := AppendStep(nil, &s)
 		if err != nil {

@@ -60,33 +60,49 @@ func within(body []byte, r gjson.Result) json.RawMessage {
 // "derived" member, last, names what was left out; Derive puts it back.
 // A step whose bodies are not derivable (cut, or built otherwise) is
 // encoded whole, with no "derived" member.
+//
+// Arguments or a result that lies inside the request or response's memory
+// is taken to be what those functions find there without parsing the body
+// again: capture's BuildStep and Derive take them so, and nothing else
+// makes a body a slice of another. Bodies held apart are compared.
 func AppendCompactStep(b []byte, s *hindsight.Step) ([]byte, error) {
 	c := *s
-	var derived []string
-	if len(c.Arguments) > 0 && bytes.Equal(RequestArguments(c.Method, c.Request), c.Arguments) {
+	var derived [2]string
+	n := 0
+	if len(c.Arguments) > 0 && (sliceOf(c.Arguments, c.Request) || bytes.Equal(RequestArguments(c.Method, c.Request), c.Arguments)) {
 		c.Arguments = nil
-		derived = append(derived, DerivedArguments)
+		derived[n], n = DerivedArguments, n+1
 	}
-	if len(c.Result) > 0 && bytes.Equal(ResponseResult(c.Response), c.Result) {
+	if len(c.Result) > 0 && (sliceOf(c.Result, c.Response) || bytes.Equal(ResponseResult(c.Response), c.Result)) {
 		c.Result = nil
-		derived = append(derived, DerivedResult)
+		derived[n], n = DerivedResult, n+1
 	}
 	start := len(b)
 	b, err := AppendStep(b, &c)
-	if err != nil || len(derived) == 0 {
+	if err != nil || n == 0 {
 		return b, err
 	}
 	if len(b) == start || b[len(b)-1] != '}' {
 		return b, fmt.Errorf("encode step: unexpected encoding")
 	}
 	b = append(b[:len(b)-1], `,"derived":[`...)
-	for i, d := range derived {
+	for i, d := range derived[:n] {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = AppendString(b, d)
 	}
 	return append(b, "]}"...), nil
+}
+
+// sliceOf reports whether sub lies inside body's memory.
+func sliceOf(sub, body []byte) bool {
+	if len(sub) == 0 || len(body) == 0 {
+		return false
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(sub)))
+	b := uintptr(unsafe.Pointer(unsafe.SliceData(body)))
+	return p >= b && p-b <= uintptr(len(body)) && uintptr(len(sub)) <= uintptr(len(body))-(p-b)
 }
 
 // Derive puts back into s the bodies a compact encoding left out, named by

@@ -1,0 +1,67 @@
+package spool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
+)
+
+// echoSteps returns n steps as capture builds them for a tools/call echo of
+// 256 bytes of text: the arguments and result are slices of the request
+// and response, as BuildStep takes them.
+func echoSteps(n int) []hindsight.Step {
+	text := strings.Repeat("abcdefgh", 32)
+	out := make([]hindsight.Step, n)
+	now := time.Now()
+	for i := range out {
+		req := []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, i, text))
+		resp := []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":%q}]}}`, i, text))
+		a := strings.Index(string(req), `{"text"`)
+		r := strings.Index(string(resp), `{"content"`)
+		out[i] = hindsight.Step{SessionID: "s1", Server: "echo", Transport: "stdio", Direction: hindsight.ClientToServer,
+			Method: "tools/call", Tool: "echo", StartedAt: now, EndedAt: now.Add(80 * time.Microsecond), LatencyMS: 0.08,
+			Request: req, Response: resp, Arguments: req[a : len(req)-2 : len(req)-2], Result: resp[r : len(resp)-1 : len(resp)-1],
+			CausalTag: hindsight.TagSuccess, ClientName: "bench", ClientVersion: "1.0", ProtocolVersion: "2025-06-18"}
+	}
+	return out
+}
+
+// ackSink acknowledges every batch at once, taking the encodings as stored.
+type ackSink struct{}
+
+func (ackSink) Deliver(context.Context, []hindsight.Step) error     { return nil }
+func (ackSink) DeliverRaw(context.Context, []json.RawMessage) error { return nil }
+
+// BenchmarkAppend measures a step's way through the outbox as the
+// Recorder's committer hands it over in batches of 64: numbered, encoded,
+// journaled and delivered to a daemon that acknowledges at once. The
+// figures are per step; cpu-ns/op counts every goroutine of the outbox.
+func BenchmarkAppend(b *testing.B) {
+	const batch = 64
+	o, err := Open(Options{Home: hindsight.Home(b.TempDir()), Logger: slog.New(slog.DiscardHandler), Deliverer: ackSink{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer o.Close(context.Background())
+	tmpl := echoSteps(batch)
+	steps := make([]hindsight.Step, batch)
+	b.ReportAllocs()
+	cpu := testkit.ProcessCPU()
+	n := 0
+	for b.Loop() {
+		if n%batch == 0 {
+			copy(steps, tmpl)
+			o.WaitRoom()
+			o.Append(steps)
+		}
+		n++
+	}
+	b.ReportMetric(float64(testkit.ProcessCPU()-cpu)/float64(b.N), "cpu-ns/op")
+}
