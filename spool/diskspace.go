@@ -55,7 +55,7 @@ func (s *store) checkSpace(need int64) error {
 		return err
 	}
 	if reserve > 0 && s.db.Load() != nil && s.allocSince.Add(need) > allocateAhead/2 {
-		if err := diskspace.AllocateAhead(filepath.Join(s.dir, dbName), need+allocateAhead); err != nil {
+		if err := s.alloc.Ahead(filepath.Join(s.dir, dbName), need+allocateAhead); err != nil {
 			s.noteLow(err)
 			return err
 		}

@@ -35,6 +35,7 @@ type store struct {
 	openErr    error                     // why; dbMu
 	spaceLow   atomic.Bool               // the last space check failed (see checkSpace)
 	allocSince atomic.Int64              // bytes checked since the database's logs were last allocated ahead
+	alloc      diskspace.Allocator       // remembers how far the logs were found allocated
 }
 
 // initStore points the store at the spool's directory, log, counters and
