@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -423,6 +424,20 @@ func (s *sidecar) reportStats(g *globals, name string) func() {
 // finalMetaPath finds inject.FinalMetaKey in a request.
 var finalMetaPath = "params._meta." + strings.ReplaceAll(inject.FinalMetaKey, ".", `\.`)
 
+// saysFinal reports whether a request sets inject.FinalMetaKey to true.
+// Most requests cannot hold the key (its name appears nowhere in them, nor
+// a \u escape that could spell it), and those skip the parse.
+func saysFinal(req []byte) bool {
+	if !bytes.Contains(req, finalKeyName) && !bytes.Contains(req, []byte(`\u`)) {
+		return false
+	}
+	return gjson.GetBytes(req, finalMetaPath).Type == gjson.True
+}
+
+// finalKeyName is a part of inject.FinalMetaKey that JSON can write only
+// as it is or with \u escapes.
+var finalKeyName = []byte("hindsight")
+
 // taskMetaPath finds capture.TaskMetaKey in a request.
 var taskMetaPath = "params._meta." + strings.ReplaceAll(capture.TaskMetaKey, ".", `\.`)
 
@@ -441,7 +456,7 @@ func (s *sidecar) noteFinal(ex *proxy.Exchange) {
 		return
 	}
 	trigger := ex.Local && ex.Method == "tools/call" && gjson.GetBytes(ex.Request, "params.name").Str == inject.EndToolName
-	if !trigger && gjson.GetBytes(ex.Request, finalMetaPath).Type != gjson.True {
+	if !trigger && !saysFinal(ex.Request) {
 		return
 	}
 	req := daemon.FinalRequest{TaskID: ex.Session.TaskID, SessionID: ex.Session.ID}
