@@ -65,6 +65,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	if err != nil {
 		return nil, err
 	}
+	if b, ok := body.(*batchBody); ok {
+		b.request(req)
+	}
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
@@ -193,21 +196,8 @@ func (c *Client) IngestRaw(ctx context.Context, steps []json.RawMessage) (Ingest
 }
 
 func (c *Client) ingestRaw(ctx context.Context, path string, steps []json.RawMessage) (IngestResult, error) {
-	n := len(`{"steps":[]}`) + len(steps)
-	for _, s := range steps {
-		n += len(s)
-	}
-	b := make([]byte, 0, n)
-	b = append(b, `{"steps":[`...)
-	for i, s := range steps {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, s...)
-	}
-	b = append(b, "]}"...)
 	var res IngestResult
-	resp, err := c.do(ctx, http.MethodPost, path, nil, bytes.NewReader(b), "application/json")
+	resp, err := c.do(ctx, http.MethodPost, path, nil, newBatchBody(steps), "application/json")
 	if err != nil {
 		return res, err
 	}
@@ -216,6 +206,46 @@ func (c *Client) ingestRaw(ctx context.Context, path string, steps []json.RawMes
 		return res, fmt.Errorf("decode daemon answer: %w", err)
 	}
 	return res, nil
+}
+
+// batchBody is the body of a batch of steps, {"steps":[…]}, read from the
+// steps' own encodings rather than copied into one buffer first (a batch
+// is up to a few hundred KB, sent many times a second under load). The
+// encodings must not change while it is read, which may go on after the
+// request returned (see http.RoundTripper); the outbox never modifies one.
+type batchBody struct {
+	net.Buffers
+	steps []json.RawMessage
+	size  int64
+}
+
+var (
+	batchOpen  = []byte(`{"steps":[`)
+	batchComma = []byte(`,`)
+	batchClose = []byte(`]}`)
+)
+
+func newBatchBody(steps []json.RawMessage) *batchBody {
+	b := &batchBody{Buffers: make(net.Buffers, 0, 2*len(steps)+1), steps: steps}
+	b.Buffers = append(b.Buffers, batchOpen)
+	b.size = int64(len(batchOpen) + len(batchClose))
+	for i, s := range steps {
+		if i > 0 {
+			b.Buffers = append(b.Buffers, batchComma)
+			b.size++
+		}
+		b.Buffers = append(b.Buffers, s)
+		b.size += int64(len(s))
+	}
+	b.Buffers = append(b.Buffers, batchClose)
+	return b
+}
+
+// request sets req's length and, so that the transport may send it again
+// on a fresh connection, how to read the body anew.
+func (b *batchBody) request(req *http.Request) {
+	req.ContentLength = b.size
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(newBatchBody(b.steps)), nil }
 }
 
 // CloseSession tells the daemon a session ended. With source set, lastSeq
