@@ -26,7 +26,7 @@ func ReadMemory(pid int) (Memory, error) {
 
 // restDelay is how long Run lets the processes rest after the last
 // measurement before it reads their memory at rest.
-const restDelay = 2 * time.Second
+const restDelay = 5 * time.Second
 
 // peakAnon reads pid's private resident memory every interval until stop
 // is closed, and returns the highest value read (0 when none could be).
