@@ -38,7 +38,7 @@ func TestSmokeDriver(t *testing.T) {
 	md := out.String()
 	for _, want := range []string{
 		"| path | calls/s (4 in flight) | vs relay | p50 | p99 | calls/s (1 in flight) | p50 | p99 |",
-		"| path (its own process) | CPU/call (4 in flight) | syscalls/call | daemon CPU/call | peak RSS |",
+		"| path (its own process) | CPU/call (4 in flight) | syscalls/call | daemon CPU/call | all processes' CPU/call | peak RSS | peak private | RSS at rest (private) |",
 		"| direct |", "| relay |", "| sidecar |", "| sidecar-nocapture |",
 		"| sidecar's throughput vs relay's, 4 in flight |", "| capture's cost in p50, 1 in flight |",
 		"| calls/s (1 in flight, 2000/s) |", "| capture's cost in p50, 1 in flight, 2000/s |",
@@ -63,7 +63,7 @@ func TestSmokeFleet(t *testing.T) {
 		t.Fatalf("fleet: %v\nstderr:\n%s", err, errOut.String())
 	}
 	md := out.String()
-	for _, want := range []string{"| sidecars | RSS, median |", "\n| 1 | ", "\n| 2 | "} {
+	for _, want := range []string{"| sidecars | RSS, median | private, median |", "| PSS, all sidecars |", "\n| 1 | ", "\n| 2 | "} {
 		if !strings.Contains(md, want) {
 			t.Errorf("output lacks %q:\n%s", want, md)
 		}
