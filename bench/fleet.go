@@ -76,34 +76,22 @@ func Fleet(ctx context.Context, argv, env []string, n, calls int) (FleetResult, 
 	return res, nil
 }
 
+// ProcStatus returns a size field of /proc/PID/status (VmRSS, VmHWM) in
+// bytes.
+func ProcStatus(pid int, field string) (int64, error) {
+	return procSize(fmt.Sprintf("/proc/%d/status", pid), field)
+}
+
 // procPSS returns pid's proportional set size in bytes
 // (/proc/PID/smaps_rollup): its private pages, plus each shared page
 // divided by the number of processes mapping it.
 func procPSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err != nil {
-		return 0, fmt.Errorf("read PSS: %w", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Pss:"); ok {
-			f := strings.Fields(v)
-			if len(f) != 2 || f[1] != "kB" {
-				break
-			}
-			kb, err := strconv.ParseInt(f[0], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("read PSS: %w", err)
-			}
-			return kb << 10, nil
-		}
-	}
-	return 0, fmt.Errorf("read PSS: no Pss line in /proc/%d/smaps_rollup", pid)
+	return procSize(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss")
 }
 
-// ProcStatus returns a size field of /proc/PID/status (VmRSS, VmHWM) in
-// bytes.
-func ProcStatus(pid int, field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+// procSize returns the "field: N kB" line of a /proc file in bytes.
+func procSize(path, field string) (int64, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", field, err)
 	}
@@ -122,5 +110,5 @@ func ProcStatus(pid int, field string) (int64, error) {
 		}
 		return kb << 10, nil
 	}
-	return 0, fmt.Errorf("read %s: not in /proc/%d/status", field, pid)
+	return 0, fmt.Errorf("read %s: not in %s", field, path)
 }

@@ -2,7 +2,6 @@ package capture
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"strings"
 	"testing"
 	"unicode"
@@ -120,18 +119,7 @@ func checkScanJSON(t *testing.T, r *Redactor, doc []byte) {
 // the secrets corpus (as it stands and held in a string) and the typical
 // payloads.
 func scanJSONDocs(t testing.TB) [][]byte {
-	docs := [][]byte{}
-	for _, d := range cleanJSONCases {
-		docs = append(docs, []byte(d))
-	}
-	for _, c := range loadCorpus(t) {
-		msg, _ := json.Marshal(string(c.Message))
-		docs = append(docs, c.Message, []byte(`{"text":`+string(msg)+`}`))
-	}
-	for _, p := range typicalPayloads() {
-		docs = append(docs, p)
-	}
-	return append(docs, []byte(` [1, -2.5e3, true, false, null, {"a": {}}, []] `), []byte(`"\u00e9\ud83d\ude00"`),
+	return append(rawSearchDocs(t), []byte(` [1, -2.5e3, true, false, null, {"a": {}}, []] `), []byte(`"\u00e9\ud83d\ude00"`),
 		[]byte(`{"a":"b"} x`), []byte(`{"a" "b"}`), []byte(`{"a":"\x"}`), []byte("{\"a\":\"\x01\"}"), []byte(`[1,]`),
 		[]byte(`{"t":"\u000b{\"x-internal-ticket\":\"abc\"}"}`), []byte(`{"t":"\u00a0[{\"x-internal-ticket\":1}]"}`),
 		[]byte(`{"t":"\t {\"x-internal-ticket\":2}"}`), []byte(`{"t":"x{\"x-internal-ticket\":2}"}`),

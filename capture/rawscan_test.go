@@ -37,12 +37,10 @@ var cleanJSONCases = []string{
 // TestCleanJSONRawSearch holds cleanJSON, which searches escaped ASCII
 // strings without decoding them, to the same search on decoded strings: it
 // may take the full path more often, never less.
-func TestCleanJSONRawSearch(t *testing.T) {
-	r, err := NewRedactor(RedactorConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := decodingRedactor(r)
+// rawSearchDocs are the documents the raw-search tests run on: the cases,
+// the secrets corpus (as it stands and held in a string) and the typical
+// payloads.
+func rawSearchDocs(t testing.TB) [][]byte {
 	docs := [][]byte{}
 	for _, d := range cleanJSONCases {
 		docs = append(docs, []byte(d))
@@ -54,7 +52,16 @@ func TestCleanJSONRawSearch(t *testing.T) {
 	for _, p := range typicalPayloads() {
 		docs = append(docs, p)
 	}
-	for _, d := range docs {
+	return docs
+}
+
+func TestCleanJSONRawSearch(t *testing.T) {
+	r, err := NewRedactor(RedactorConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := decodingRedactor(r)
+	for _, d := range rawSearchDocs(t) {
 		if !wire.Valid(d) {
 			t.Fatalf("not JSON: %s", d)
 		}

@@ -182,31 +182,27 @@ func encodeBodies(b *testing.B, seq uint64, batch, n int, enc func([]byte, *hind
 // batch of 64 steps (what ingest reads of each, and the check that the
 // rest decodes).
 func BenchmarkScanStepBatch(b *testing.B) {
-	const batch = 64
-	body := benchBodies(b, 1, batch, 1)[0]
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if steps, err := traces.DecodeBatch(body); err != nil || steps.Len() != batch {
-			b.Fatalf("scan: %d steps, %v", steps.Len(), err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/step")
+	benchScan(b, benchBodies(b, 1, scanBatch, 1)[0])
 }
 
 // BenchmarkScanCompactBatch is BenchmarkScanStepBatch for a batch of
 // compact steps, what a sidecar sends.
 func BenchmarkScanCompactBatch(b *testing.B) {
-	const batch = 64
-	body := compactBodies(b, 1, batch, 1)[0]
+	benchScan(b, compactBodies(b, 1, scanBatch, 1)[0])
+}
+
+// scanBatch is the number of steps in the scan benchmarks' batch.
+const scanBatch = 64
+
+func benchScan(b *testing.B, body []byte) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if steps, err := traces.DecodeBatch(body); err != nil || steps.Len() != batch {
+		if steps, err := traces.DecodeBatch(body); err != nil || steps.Len() != scanBatch {
 			b.Fatalf("scan: %d steps, %v", steps.Len(), err)
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/step")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*scanBatch), "ns/step")
 }
 
 // reportCPU reports the process's CPU time since cpu0 per step.

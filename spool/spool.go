@@ -149,31 +149,22 @@ func open(opts Options, c *counters) (*Spool, error) {
 
 // withDefaults returns opts with every zero bound replaced by its default.
 func (opts Options) withDefaults() Options {
-	if opts.Retention <= 0 {
-		opts.Retention = DefaultRetention
-	}
-	if opts.BatchSize <= 0 {
-		opts.BatchSize = DefaultBatchSize
-	}
-	if opts.MaxHeld <= 0 {
-		opts.MaxHeld = DefaultMaxHeld
-	}
-	if opts.MaxHeldBytes <= 0 {
-		opts.MaxHeldBytes = DefaultMaxHeldBytes
-	}
-	if opts.SyncInterval <= 0 {
-		opts.SyncInterval = DefaultSyncInterval
-	}
-	if opts.MaxMemBytes <= 0 {
-		opts.MaxMemBytes = DefaultMaxMemBytes
-	}
-	if opts.PersistAfter <= 0 {
-		opts.PersistAfter = DefaultPersistAfter
-	}
-	if opts.JournalPersistAfter <= 0 {
-		opts.JournalPersistAfter = DefaultJournalPersistAfter
-	}
+	orDefault(&opts.Retention, DefaultRetention)
+	orDefault(&opts.BatchSize, DefaultBatchSize)
+	orDefault(&opts.MaxHeld, DefaultMaxHeld)
+	orDefault(&opts.MaxHeldBytes, DefaultMaxHeldBytes)
+	orDefault(&opts.SyncInterval, DefaultSyncInterval)
+	orDefault(&opts.MaxMemBytes, DefaultMaxMemBytes)
+	orDefault(&opts.PersistAfter, DefaultPersistAfter)
+	orDefault(&opts.JournalPersistAfter, DefaultJournalPersistAfter)
 	return opts
+}
+
+// orDefault sets *v to def unless it is positive.
+func orDefault[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // SpillDir is the directory inside the spool's outbox where the Recorder
