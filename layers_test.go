@@ -13,7 +13,7 @@ const module = "github.com/hindsight-proxy/hindsight"
 
 // layers is the architecture: each package's layer, lowest first. A
 // package's code (tests aside) imports only packages of its own layer or
-// below; the README's architecture section draws the same order.
+// below; docs/architecture.md draws the same order.
 var layers = []struct {
 	name     string
 	packages []string
