@@ -100,6 +100,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	limiters map[string]*rate.Limiter // by MCP session
+	episodes episodeTasks             // tasks to end at Close
 }
 
 // maxLimiters bounds the per-session limiters kept.
@@ -289,6 +290,7 @@ func (s *Server) storeEpisode(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if err != nil {
 		return toolError(ToolStoreEpisode, err), nil
 	}
+	s.episodes.add(res.TaskID)
 	return result(StoreEpisodeResult{TaskID: res.TaskID, StepIndex: res.StepIndex, Duplicate: res.Duplicate, Redactions: res.Redactions})
 }
 
@@ -438,6 +440,7 @@ func (s *Server) trigger(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if err != nil {
 		return toolError(ToolTriggerHindsight, err), nil
 	}
+	s.episodes.remove(res.TaskID)
 	out := TriggerResult{TaskID: res.TaskID, WasFinal: res.WasFinal, Queued: res.Queued, Reflection: res.Reflection,
 		Waited: res.Waited, Lessons: []Lesson{}, Error: res.Error}
 	for _, e := range res.Experiences {
