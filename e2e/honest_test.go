@@ -128,6 +128,7 @@ func sessionThenClose(t *testing.T, home hindsight.Home, env []string, calls ...
 		lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, 10+i, c))
 	}
 	r := bufio.NewReader(out)
+	began := time.Now()
 	var answers []string
 	for _, l := range lines {
 		if _, err := io.WriteString(in, l+"\n"); err != nil {
@@ -149,6 +150,7 @@ func sessionThenClose(t *testing.T, home hindsight.Home, env []string, calls ...
 			}
 		}
 	}
+	t.Logf("the session took %v", time.Since(began).Round(time.Millisecond))
 	start := time.Now()
 	in.Close()
 	done := make(chan error, 1)
