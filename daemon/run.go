@@ -254,8 +254,13 @@ func EnsureRunning(ctx context.Context, home hindsight.Home, exe string, globalA
 			return nil, fmt.Errorf("start daemon: %w", err)
 		}
 		lost, err := await(ctx, c, home, exited, errPath, &deadline)
-		if !lost || starts == maxStarts {
-			return c, err
+		switch {
+		case err != nil:
+			return nil, err
+		case !lost:
+			return c, nil
+		case starts == maxStarts:
+			return nil, fmt.Errorf("start daemon: %d daemons started one after the other lost the lock on %s", starts, LockPath(home))
 		}
 	}
 }
