@@ -138,21 +138,6 @@ type toolDef struct {
 	handler server.ToolHandlerFunc
 }
 
-// withInput sets a tool's raw input schema in place of the default one
-// mcp.NewTool sets (a tool may not carry both).
-func withInput(schema json.RawMessage) mcp.ToolOption {
-	return func(t *mcp.Tool) {
-		t.InputSchema = mcp.ToolInputSchema{}
-		t.RawInputSchema = schema
-	}
-}
-
-func hints(readOnly, destructive, idempotent bool) mcp.ToolOption {
-	return mcp.WithToolAnnotation(mcp.ToolAnnotation{
-		ReadOnlyHint: &readOnly, DestructiveHint: &destructive, IdempotentHint: &idempotent, OpenWorldHint: new(false),
-	})
-}
-
 func (s *Server) tools() []toolDef {
 	queryDesc := "Hindsight's memory of past runs: lessons learned from earlier failures and recoveries. " +
 		"Call it before a step you are unsure of, and after an error, describing the situation; " +
