@@ -296,8 +296,10 @@ func (s *sidecar) drainTimeout() time.Duration {
 // downCheckTimeout bounds asking the daemon whether it answers.
 const downCheckTimeout = 500 * time.Millisecond
 
-// closeSessions ends every session this sidecar saw. It runs after
-// capture's final drain, so the daemon has the sessions' steps first.
+// closeSessions ends every session this sidecar saw. It runs before
+// capture's final drain: each close names the session's last step, which
+// the daemon waits for, and a close the daemon does not hear is noted in
+// the outbox, which the final drain then keeps.
 func (s *sidecar) closeSessions() {
 	s.mu.Lock()
 	var open []string
