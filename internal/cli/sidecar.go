@@ -241,8 +241,10 @@ func (s *sidecar) noteSession(ex *proxy.Exchange) {
 }
 
 // EndSession tells the daemon that session id ended (an HTTP session
-// deleted or expired); its task may then be final. Close does this for
-// every session still open.
+// deleted or expired); its task may then be final. When the daemon does
+// not answer, the end is noted in the outbox, after the session's steps
+// (spool.End), for whoever delivers them. Close does this for every
+// session still open.
 func (s *sidecar) EndSession(ctx context.Context, id string) {
 	s.mu.Lock()
 	ended, seen := s.sessions[id]
