@@ -202,6 +202,15 @@ func (r *Recorder) store(batch []hindsight.Step) {
 // Source is the outbox id, the Source of every step this Recorder stores.
 func (r *Recorder) Source() string { return r.outbox.ID() }
 
+// NoteEnd notes in the outbox an end the daemon could not be told (see
+// spool.Spool.NoteEnd); call it after Sync, so the outbox holds the steps
+// before it.
+func (r *Recorder) NoteEnd(e spool.End) error { return r.outbox.NoteEnd(e) }
+
+// DeliverEnds tells the daemon the ends noted in the outbox (see
+// spool.Spool.DeliverEnds).
+func (r *Recorder) DeliverEnds(ctx context.Context) error { return r.outbox.DeliverEnds(ctx) }
+
 // Stats returns the Recorder's counters.
 func (r *Recorder) Stats() Stats { return r.c.snapshot(r.outbox.Counts()) }
 

@@ -2,12 +2,14 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/spool"
 	"github.com/hindsight-proxy/hindsight/traces"
 )
 
@@ -171,4 +173,36 @@ func (c *Client) FinalTask(ctx context.Context, req FinalRequest) (*FinalResult,
 		return nil, err
 	}
 	return &res, nil
+}
+
+// ApplyEnd applies an end a sidecar noted in its outbox (spool.End) and
+// the daemon finds while draining it, after its steps: the agent ended a
+// task, or a session closed after its LastSeq step of outbox source. An
+// end whose task never arrived is dropped.
+func (s *Server) ApplyEnd(ctx context.Context, source string, e spool.End) error {
+	if e.Final {
+		_, err := s.finalTask(ctx, FinalRequest{TaskID: e.TaskID, SessionID: e.SessionID})
+		if errors.Is(err, hindsight.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	var last *uint64
+	if e.LastSeq > 0 {
+		last = &e.LastSeq
+	} else {
+		source = ""
+	}
+	final, err := s.Traces.CloseSession(ctx, e.SessionID, source, last)
+	if err != nil {
+		return err
+	}
+	for _, id := range final {
+		s.Logger.Info("task final", "task", id, "closed_session", e.SessionID, "from", "outbox")
+	}
+	s.m.final.Add(float64(len(final)))
+	if len(final) > 0 {
+		s.Kick()
+	}
+	return nil
 }

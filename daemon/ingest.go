@@ -32,6 +32,9 @@ func (s *Server) handleSteps(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.m.countBatch(res)
+	if res.Closed > 0 {
+		s.Kick() // sessions closed with this batch: their tasks may be final
+	}
 	if res.Duplicates > 0 {
 		s.Logger.Debug("redelivered steps skipped", "duplicates", res.Duplicates)
 	}

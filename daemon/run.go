@@ -210,6 +210,11 @@ func WatchSocket(ctx context.Context, ln net.Listener, interval time.Duration) e
 // when ctx has no deadline.
 const StartTimeout = 15 * time.Second
 
+// StopTimeout bounds how long EnsureRunning, when ctx has no deadline,
+// waits for a daemon that holds the lock without answering (one stopping:
+// its shutdown takes at most 30 s) to let go of it, before it starts one.
+const StopTimeout = 40 * time.Second
+
 // EnsureRunning returns a client for the daemon of home, starting one when
 // none answers: exe (the hindsight binary) is run as `exe [globalArgs…]
 // daemon`, detached in a session of its own with stdin, stdout and stderr
@@ -217,6 +222,10 @@ const StartTimeout = 15 * time.Second
 // HINDSIGHT_HOME set to home and, unless it sets GOMAXPROCS, GOMAXPROCS=1
 // (see daemonEnv). Concurrent callers may each start one; the
 // lock lets one survive, and every caller waits until it answers.
+//
+// A daemon that is stopping holds the lock after it stopped answering:
+// the one started then loses the lock, so EnsureRunning waits for the
+// lock to be let go (up to StopTimeout) and starts another.
 func EnsureRunning(ctx context.Context, home hindsight.Home, exe string, globalArgs ...string) (*Client, error) {
 	// The daemon runs in /: a relative home would name another directory.
 	if abs, err := filepath.Abs(string(home)); err == nil {
@@ -226,60 +235,125 @@ func EnsureRunning(ctx context.Context, home hindsight.Home, exe string, globalA
 	if ping(ctx, c) == nil {
 		return c, nil
 	}
+	// Without the caller's deadline, the wait is bounded by ours, which
+	// a stopping daemon extends (once per start).
+	var deadline time.Time
 	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, StartTimeout)
-		defer cancel()
+		deadline = time.Now().Add(StartTimeout)
 	}
 	if err := home.Ensure(); err != nil {
 		return nil, fmt.Errorf("start daemon: %w", err)
 	}
-	cmd := exec.Command(exe, append(append([]string{}, globalArgs...), "daemon")...)
-	cmd.Env = daemonEnv(os.Environ(), home)
-	cmd.Dir = "/"
 	// What the daemon says before its log is open (a missing hindsightd,
 	// a bad configuration) goes to a file of its own, so a failed start
 	// can say why.
 	errPath := home.Path("logs", "daemon-start.err")
+	for starts := 1; ; starts++ {
+		exited, err := spawn(home, exe, errPath, globalArgs)
+		if err != nil {
+			return nil, fmt.Errorf("start daemon: %w", err)
+		}
+		lost, err := await(ctx, c, home, exited, errPath, &deadline)
+		switch {
+		case err != nil:
+			return nil, err
+		case !lost:
+			return c, nil
+		case starts == maxStarts:
+			return nil, fmt.Errorf("start daemon: %d daemons started one after the other lost the lock on %s", starts, LockPath(home))
+		}
+	}
+}
+
+// maxStarts bounds the daemons EnsureRunning starts one after the other,
+// each after the one that held the lock let go.
+const maxStarts = 4
+
+// spawn starts `exe [globalArgs…] daemon` detached, its early errors to
+// errPath; the channel says when it exits.
+func spawn(home hindsight.Home, exe, errPath string, globalArgs []string) (<-chan error, error) {
+	cmd := exec.Command(exe, append(append([]string{}, globalArgs...), "daemon")...)
+	cmd.Env = daemonEnv(os.Environ(), home)
+	cmd.Dir = "/"
 	if f, err := os.OpenFile(errPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600); err == nil {
 		cmd.Stderr = f
 		defer f.Close()
 	}
 	cmd, err := startDetached(cmd)
 	if err != nil {
-		return nil, fmt.Errorf("start daemon: %w", err)
+		return nil, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }() // reap it if it loses the lock
+	return exited, nil
+}
+
+// await waits until a daemon answers at c (nil error), ctx is done or
+// *deadline (when set) passes. When the daemon it started lost the lock
+// and the holder let go of it without answering (a daemon that stopped),
+// it returns lost, for the caller to start another.
+func await(ctx context.Context, c *Client, home hindsight.Home, exited <-chan error, errPath string, deadline *time.Time) (lost bool, err error) {
 	delay := 20 * time.Millisecond
 	var exitErr error
+	extended := false
 	for {
-		err := ping(ctx, c)
-		if err == nil {
-			return c, nil
+		if ping(ctx, c) == nil {
+			return false, nil
+		}
+		if exited == nil && !lockHeld(home) && ping(ctx, c) != nil {
+			// The holder let go: start another.
+			if !deadline.IsZero() {
+				*deadline = later(*deadline, time.Now().Add(StartTimeout))
+			}
+			return true, nil
+		}
+		if !deadline.IsZero() && time.Now().After(*deadline) {
+			return false, notAnswering(home, exitErr, context.DeadlineExceeded)
 		}
 		select {
 		case <-ctx.Done():
-			msg := "no daemon answers"
-			if exitErr != nil {
-				msg = fmt.Sprintf("the daemon it started exited (%v)", exitErr)
-			}
-			return nil, fmt.Errorf("start daemon: %s on %s; see %s: %w", msg, home.Socket(), home.Path("logs", "daemon.log"), ctx.Err())
+			return false, notAnswering(home, exitErr, ctx.Err())
 		case exitErr = <-exited:
 			if exitErr == nil {
 				exitErr = errors.New("exit status 0")
 			}
 			exited = nil
-			// It lost the lock to another caller's daemon: wait for that
-			// one. Else it failed on its own: say why now, not at the
-			// deadline.
+			// It lost the lock to another daemon: wait for that one, or
+			// for it to let go if it is stopping. Else it failed on its
+			// own: say why now, not at the deadline.
 			if !lockHeld(home) && ping(ctx, c) != nil {
-				return nil, fmt.Errorf("start daemon: it exited (%v)%s", exitErr, startError(errPath, home))
+				why := startError(errPath, home)
+				if strings.Contains(why, ErrAlreadyRunning.Error()) {
+					continue // the holder let go since: the loop starts another
+				}
+				return false, fmt.Errorf("start daemon: it exited (%v)%s", exitErr, why)
+			}
+			if !deadline.IsZero() && !extended {
+				*deadline, extended = later(*deadline, time.Now().Add(StopTimeout)), true
 			}
 		case <-time.After(delay):
 			delay = min(delay*2, 250*time.Millisecond)
 		}
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// notAnswering is EnsureRunning's error when no daemon answered in time.
+func notAnswering(home hindsight.Home, exitErr, cause error) error {
+	msg := "no daemon answers"
+	if exitErr != nil {
+		msg = fmt.Sprintf("the daemon it started exited (%v)", exitErr)
+		if lockHeld(home) {
+			msg += fmt.Sprintf(" and the lock's holder (pid %d) does not answer", LockHolder(home))
+		}
+	}
+	return fmt.Errorf("start daemon: %s on %s; see %s: %w", msg, home.Socket(), home.Path("logs", "daemon.log"), cause)
 }
 
 // lockHeld reports whether a process holds home's daemon lock.

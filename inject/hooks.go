@@ -197,6 +197,11 @@ const EndToolName = "trigger_hindsight"
 // EndTaskText is the sidecar's answer to trigger_hindsight.
 const EndTaskText = Marker + " Task ended: its lessons are being learned now."
 
+// EndTaskDownText is the sidecar's answer to trigger_hindsight, as an
+// error, when Hindsight's daemon does not answer (Injector.EndTaskCheck).
+const EndTaskDownText = Marker + " Hindsight is unavailable right now (its daemon does not answer): no lessons are being learned now. " +
+	"The task's end is kept with its steps and takes effect once the daemon runs; carry on, there is nothing to retry."
+
 // endToolJSON is the definition of the trigger tool.
 var endToolJSON = func() []byte {
 	b, _ := json.Marshal(map[string]any{
@@ -257,7 +262,8 @@ func queryTool(name string) []byte {
 // other call is forwarded.
 //
 // With EndTaskTool, calls of trigger_hindsight (when the sidecar listed it)
-// are answered with EndTaskText; the sidecar ends the task once the call
+// are answered with EndTaskText, or with EndTaskDownText as an error when
+// EndTaskCheck fails; the sidecar ends the task once the call
 // is recorded (it sees the exchange as a local tools/call of EndToolName).
 func (in *Injector) ToolCall(s *proxy.Session, name string, params json.RawMessage) proxy.LocalHandler {
 	if in.EndTaskTool && name == EndToolName {
@@ -268,7 +274,15 @@ func (in *Injector) ToolCall(s *proxy.Session, name string, params json.RawMessa
 		if !listed {
 			return nil
 		}
-		return func(ctx context.Context) (json.RawMessage, error) { return toolResult(EndTaskText, false), nil }
+		return func(ctx context.Context) (json.RawMessage, error) {
+			if in.EndTaskCheck != nil {
+				if err := in.EndTaskCheck(ctx); err != nil {
+					in.logger().Warn("trigger_hindsight with the daemon down", "err", err)
+					return toolResult(EndTaskDownText, true), nil
+				}
+			}
+			return toolResult(EndTaskText, false), nil
+		}
 	}
 	if in.NoQueryTool || !strings.HasPrefix(name, QueryToolName) {
 		return nil

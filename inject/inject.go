@@ -102,6 +102,10 @@ type Injector struct {
 	// instructions (instead of EndTaskHint's sentence, in one sentence
 	// with it).
 	EndTaskTool bool
+	// EndTaskCheck, when set, is asked before trigger_hindsight is
+	// answered: an error (Hindsight's daemon does not answer) makes the
+	// answer EndTaskDownText, an error result.
+	EndTaskCheck func(ctx context.Context) error
 
 	SessionBudget         int           // 0: DefaultSessionBudget
 	MaxExperiences        int           // 0: DefaultMaxExperiences

@@ -100,6 +100,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	limiters map[string]*rate.Limiter // by MCP session
+	episodes episodeTasks             // tasks to end at Close
 }
 
 // maxLimiters bounds the per-session limiters kept.
@@ -135,21 +136,6 @@ func (s *Server) MCP() *server.MCPServer { return s.mcp }
 type toolDef struct {
 	tool    mcp.Tool
 	handler server.ToolHandlerFunc
-}
-
-// withInput sets a tool's raw input schema in place of the default one
-// mcp.NewTool sets (a tool may not carry both).
-func withInput(schema json.RawMessage) mcp.ToolOption {
-	return func(t *mcp.Tool) {
-		t.InputSchema = mcp.ToolInputSchema{}
-		t.RawInputSchema = schema
-	}
-}
-
-func hints(readOnly, destructive, idempotent bool) mcp.ToolOption {
-	return mcp.WithToolAnnotation(mcp.ToolAnnotation{
-		ReadOnlyHint: &readOnly, DestructiveHint: &destructive, IdempotentHint: &idempotent, OpenWorldHint: new(false),
-	})
 }
 
 func (s *Server) tools() []toolDef {
@@ -289,6 +275,7 @@ func (s *Server) storeEpisode(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if err != nil {
 		return toolError(ToolStoreEpisode, err), nil
 	}
+	s.episodes.add(res.TaskID)
 	return result(StoreEpisodeResult{TaskID: res.TaskID, StepIndex: res.StepIndex, Duplicate: res.Duplicate, Redactions: res.Redactions})
 }
 
@@ -438,6 +425,7 @@ func (s *Server) trigger(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if err != nil {
 		return toolError(ToolTriggerHindsight, err), nil
 	}
+	s.episodes.remove(res.TaskID)
 	out := TriggerResult{TaskID: res.TaskID, WasFinal: res.WasFinal, Queued: res.Queued, Reflection: res.Reflection,
 		Waited: res.Waited, Lessons: []Lesson{}, Error: res.Error}
 	for _, e := range res.Experiences {

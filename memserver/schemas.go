@@ -1,6 +1,10 @@
 package memserver
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
 
 // The tools' input and output schemas (JSON Schema 2020-12). The outputs
 // describe the structuredContent of a successful result; a failed call is
@@ -173,3 +177,18 @@ var listTasksOut = json.RawMessage(`{
   "required": ["tasks"],
   "additionalProperties": false
 }`)
+
+// withInput sets a tool's raw input schema in place of the default one
+// mcp.NewTool sets (a tool may not carry both).
+func withInput(schema json.RawMessage) mcp.ToolOption {
+	return func(t *mcp.Tool) {
+		t.InputSchema = mcp.ToolInputSchema{}
+		t.RawInputSchema = schema
+	}
+}
+
+func hints(readOnly, destructive, idempotent bool) mcp.ToolOption {
+	return mcp.WithToolAnnotation(mcp.ToolAnnotation{
+		ReadOnlyHint: &readOnly, DestructiveHint: &destructive, IdempotentHint: &idempotent, OpenWorldHint: new(false),
+	})
+}

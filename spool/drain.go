@@ -112,6 +112,9 @@ func drainOne(ctx context.Context, home hindsight.Home, dir, id string, d Delive
 	}()
 	journaled, segments := readJournal(dir, log)
 	if _, err := os.Stat(filepath.Join(dir, dbName)); errors.Is(err, os.ErrNotExist) && len(journaled) == 0 {
+		if err := deliverEnds(ctx, dir, id, d); err != nil {
+			return 0, fmt.Errorf("drain outbox %s: %w", id, err)
+		}
 		losses.Remove(string(home), id) // a ledger that records nothing
 		return 0, os.RemoveAll(dir)     // the sidecar died before writing anything
 	}
@@ -166,6 +169,10 @@ func (o *Spool) drainTo(ctx context.Context, home hindsight.Home, db *badger.DB)
 	var exportErr error
 	if empty {
 		exportErr = o.exportRejected()
+	}
+	if empty && exportErr == nil {
+		// The sidecar's ends, after its steps.
+		exportErr = deliverEnds(ctx, o.dir, o.id, o.opts.Deliverer)
 	}
 	if err := db.Close(); err != nil {
 		return delivered, fmt.Errorf("close outbox %s: %w", o.id, err)

@@ -22,6 +22,7 @@ import (
 //	db/                   the Badger database, when one was opened
 //	db.corrupt-<time>     a database that did not open, moved aside
 //	stats.json            the sidecar's last report (see WriteStats)
+//	ends.jsonl            ends the daemon was not told (see Spool.NoteEnd)
 //	spill/                the Recorder's sealed exchanges (see SpillDir)
 //
 // and, beside them, .<id>.new while a spool is being created, .corrupt/

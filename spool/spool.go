@@ -258,7 +258,11 @@ func (o *Spool) shutdown() error {
 			err = fmt.Errorf("close outbox: %w", e)
 		}
 	}
-	if empty {
+	if empty && hasEnds(o.dir) {
+		// Ends the daemon was not told: the outbox stays for its
+		// drainer, which tells it.
+		o.log.Warn("outbox closed with session ends the daemon was not told; the next sidecar or the daemon will tell it", "dir", o.dir)
+	} else if empty {
 		if e := os.RemoveAll(o.dir); e != nil && err == nil {
 			err = fmt.Errorf("remove outbox: %w", e)
 		}

@@ -2,6 +2,7 @@ package traces
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -29,13 +30,14 @@ func ImportSource(taskID string) string { return "import-" + taskID }
 //     back. A step without a task id is segmented like a sidecar's.
 //   - The sessions of the steps that were new are recorded as closed (an
 //     exported session is over), so their tasks become final, ready for
-//     reflection; a task without sessions becomes final after the idle gap.
+//     reflection; a task of new steps without a session (episodes) is made
+//     final as the agent would (MarkFinal), not left to the idle gap.
 //
 // The stored step is the exported one: the task id used for segmentation
 // is not written into its explicit_task.
 func (t *Store) Import(ctx context.Context, steps []hindsight.Step) (IngestResult, error) {
 	raws := make([]wire.Raw, len(steps))
-	var sessions []string
+	var sessions, sessionless []string
 	for i := range steps {
 		s := steps[i] // a copy: the caller's steps stay as they were
 		if s.Source == "" && ValidID(s.TaskID) {
@@ -56,6 +58,9 @@ func (t *Store) Import(ctx context.Context, steps []hindsight.Step) (IngestResul
 		if s.SessionID != "" && !slices.Contains(sessions, s.SessionID) {
 			sessions = append(sessions, s.SessionID)
 		}
+		if s.SessionID == "" && ValidID(s.TaskID) && !slices.Contains(sessionless, s.TaskID) {
+			sessionless = append(sessionless, s.TaskID)
+		}
 	}
 	res, err := t.ingestRaw(ctx, raws)
 	if err != nil {
@@ -66,6 +71,11 @@ func (t *Store) Import(ctx context.Context, steps []hindsight.Step) (IngestResul
 	}
 	for _, sid := range sessions {
 		if _, err := t.CloseSession(ctx, sid, "", nil); err != nil {
+			return res, fmt.Errorf("import steps: %w", err)
+		}
+	}
+	for _, id := range sessionless {
+		if _, err := t.MarkFinal(ctx, id); err != nil && !errors.Is(err, hindsight.ErrNotFound) {
 			return res, fmt.Errorf("import steps: %w", err)
 		}
 	}

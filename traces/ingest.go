@@ -17,6 +17,9 @@ import (
 type IngestResult struct {
 	Accepted   int `json:"accepted"`
 	Duplicates int `json:"duplicates"`
+	// Closed counts the sessions whose close waited for a step of the
+	// batch (see Store.CloseSession): their tasks may be final now.
+	Closed int `json:"-"`
 }
 
 // AppendJSON appends r's JSON as encoding/json's Encoder writes it, with
@@ -127,7 +130,7 @@ func (t *Store) ingest(ctx context.Context, steps []wire.Raw) (IngestResult, err
 		return a, err
 	}
 	b, err := t.ingest(ctx, steps[h:])
-	return IngestResult{Accepted: a.Accepted + b.Accepted, Duplicates: a.Duplicates + b.Duplicates}, err
+	return IngestResult{Accepted: a.Accepted + b.Accepted, Duplicates: a.Duplicates + b.Duplicates, Closed: a.Closed + b.Closed}, err
 }
 
 func (t *Store) ingestOnce(ctx context.Context, steps []wire.Raw) (IngestResult, error) {
@@ -154,5 +157,6 @@ func (t *Store) ingestOnce(ctx context.Context, steps []wire.Raw) (IngestResult,
 	if err := w.commit(); err != nil {
 		return IngestResult{}, fmt.Errorf("commit steps: %w", err)
 	}
+	res.Closed = w.closed
 	return res, nil
 }

@@ -28,6 +28,7 @@ type ingestTxn struct {
 	runs   map[string][]seqRun    // source → runs this transaction writes
 	known  map[string][]seqRun    // source → stored runs it read
 	now    time.Time
+	closed int // sessions whose close waited for a step of this transaction
 
 	// The group of the previous step, and what it was derived from:
 	// consecutive steps of one sidecar share it.
@@ -56,6 +57,7 @@ func (t *Store) newIngestTxn() *ingestTxn {
 		// Nothing of the previous transaction is kept: its keys and
 		// values were views of its request's body or of w.keys, which
 		// Badger copied on commit or dropped on discard.
+		w.closed = 0
 		clear(w.recs)
 		clear(w.latest)
 		clear(w.hw)
@@ -468,5 +470,6 @@ func (w *ingestTxn) noteSeq(s *wire.Meta, hw highWater) error {
 		return err
 	}
 	c.rec.Pending, c.dirty = false, true
+	w.closed++
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/internal/erase"
+	"github.com/hindsight-proxy/hindsight/spool"
 	storepkg "github.com/hindsight-proxy/hindsight/store"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
 	"github.com/hindsight-proxy/hindsight/store/embedder"
@@ -197,7 +198,6 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 		Home:      g.home,
 		Version:   versionString(),
 		Logger:    logger,
-		Drain:     func(ctx context.Context) { drainLoop(ctx, g.home, traces, logger) },
 		Space:     &daemon.SpaceGuard{Dir: g.home.DaemonData(), Logger: logger},
 
 		Redactor: importRedactor,
@@ -214,6 +214,7 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 	defer stop(nil)
 	// The web UI starts on the first POST /v1/ui (`hindsight ui`) and
 	// stops with the daemon.
+	srv.Drain = func(ctx context.Context) { drainLoop(ctx, g.home, storeDeliverer{traces, srv}, logger) }
 	srv.UI = (&ui.Launcher{Addr: g.config.UI.Listen, Daemon: daemon.NewClient(g.home.Socket()), Logger: logger, Ctx: ctx}).URL
 	if addr := g.config.Daemon.MetricsListen; addr != "" {
 		serveMetricsTCP(ctx, addr, g.config.Daemon.MetricsAllowRemote, reg, logger)
@@ -396,8 +397,7 @@ const orphanDrainInterval = 30 * time.Second
 
 // drainLoop delivers the outboxes that dead sidecars left behind straight
 // into the trace store, at start and every orphanDrainInterval.
-func drainLoop(ctx context.Context, home hindsight.Home, traces *tracestore.Store, logger *slog.Logger) {
-	d := storeDeliverer{traces}
+func drainLoop(ctx context.Context, home hindsight.Home, d storeDeliverer, logger *slog.Logger) {
 	for {
 		n, err := capture.DrainOrphans(ctx, home, d)
 		if err != nil && ctx.Err() == nil {
@@ -413,8 +413,16 @@ func drainLoop(ctx context.Context, home hindsight.Home, traces *tracestore.Stor
 	}
 }
 
-// storeDeliverer delivers steps into the daemon's own trace store.
-type storeDeliverer struct{ t *tracestore.Store }
+// storeDeliverer delivers steps into the daemon's own trace store, and
+// the ends noted with them to the daemon (spool.Ender).
+type storeDeliverer struct {
+	t   *tracestore.Store
+	srv *daemon.Server
+}
+
+func (d storeDeliverer) DeliverEnd(ctx context.Context, source string, e spool.End) error {
+	return d.srv.ApplyEnd(ctx, source, e)
+}
 
 func (d storeDeliverer) Deliver(ctx context.Context, steps []hindsight.Step) error {
 	return rejected(d.t.Deliver(ctx, steps))

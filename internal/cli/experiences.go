@@ -85,18 +85,22 @@ func dash(s string) string {
 	return s
 }
 
+// state is an experience's state for the list: forgotten, superseded,
+// pinned (active and pinned), or active.
 func state(e *hindsight.Experience) string {
 	switch {
 	case e.Deleted:
 		return "forgotten"
 	case e.SupersededBy != "":
 		return "superseded"
+	case e.Pinned:
+		return "pinned"
 	}
 	return "active"
 }
 
 func experiencesSearchCmd(g *globals) *cobra.Command {
-	c := leaf("search QUERY [--server S] [--tool T] [--error-code C] [--task-type T] [--namespace NS] [--origin O] [--agent A] [--machine M] [-k N] [--explain] [--json]",
+	c := leaf("search QUERY [--server S] [--tool T] [--error-code C] [--task-type T] [--namespace NS] [--origin O] [--agent A] [--machine M] [-k N] [--explain] [--hit] [--json]",
 		"ranked search; --explain shows how each score was made", "  hindsight experiences search \"read file\" --tool read_file\n  hindsight experiences search ENOENT -k 3 --explain")
 	fs := c.Flags()
 	asJSON := fs.Bool("json", false, "print JSON, best first, each with its score")
@@ -112,8 +116,11 @@ func experiencesSearchCmd(g *globals) *cobra.Command {
 	fs.StringVar(&q.Namespace, "namespace", "", "namespace (default: the configured one)")
 	fs.IntVarP(&q.K, "k", "k", 5, "how many results")
 	fs.BoolVar(&q.Explain, "explain", false, "show how each score was made")
-	fs.BoolVar(&q.NoHit, "no-hit", false, "do not count this search as a hit")
+	hit := fs.Bool("hit", false, "count this search as a hit on each lesson shown (for agents; browsing counts nothing)")
+	fs.Bool("no-hit", false, "no effect, kept for old scripts: a search counts no hit unless --hit")
+	_ = fs.MarkHidden("no-hit")
 	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, pos []string) error {
+		q.NoHit = !*hit
 		return experiencesSearch(ctx, g, fs, pos, asJSON, req)
 	})
 }

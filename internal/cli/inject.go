@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/inject"
 	"github.com/hindsight-proxy/hindsight/proxy"
 )
@@ -29,6 +30,14 @@ func installInjector(g *globals, name string, src inject.Searcher, h *proxy.Hook
 		SessionBudget:  c.SessionBudget,
 		MaxExperiences: c.MaxExperiences,
 		Logger:         logger,
+	}
+	if c, ok := src.(*daemon.Client); ok && inj.EndTaskTool {
+		inj.EndTaskCheck = func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, 2*downCheckTimeout)
+			defer cancel()
+			_, err := c.Health(ctx)
+			return err
+		}
 	}
 	inj.Install(h)
 	go inj.Prefetch(context.Background())

@@ -69,6 +69,14 @@ func runMCP(ctx context.Context, g *globals, pos []string, listen, token *string
 	}()
 	srv := memserver.New(memserver.Options{Daemon: d, Namespace: g.config.Store.Namespace, Version: shortVersion(),
 		WritesPerMinute: *writes, Logger: logger})
+	defer func() {
+		// The episodes' tasks end with their client (see memserver.Close).
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mcpCloseTimeout)
+		defer cancel()
+		if err := srv.Close(cctx); err != nil {
+			logger.Warn("end the tasks of the episodes; they end by the idle gap", "err", err)
+		}
+	}()
 
 	if *listen == "" {
 		logger.Info("mcp starting on stdio", "pid", os.Getpid())
@@ -82,6 +90,10 @@ func runMCP(ctx context.Context, g *globals, pos []string, listen, token *string
 	}
 	return serveMCPHTTP(ctx, g, srv, *listen, *token, logger)
 }
+
+// mcpCloseTimeout bounds ending the episodes' tasks when `hindsight mcp`
+// stops.
+const mcpCloseTimeout = 10 * time.Second
 
 // serveMCPHTTP serves the memory over Streamable HTTP at /mcp until ctx
 // ends. With token set, every request must carry it as a bearer token.

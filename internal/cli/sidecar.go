@@ -38,7 +38,8 @@ type sidecar struct {
 	sessions map[string]bool // sessions seen → ended
 	server   serverCounter   // the wrapped server's starts and crashes; nil when not stdio
 
-	ending sync.WaitGroup // tasks being ended (noteFinal)
+	ending  sync.WaitGroup // tasks being ended (noteFinal)
+	closing chan struct{}  // closed when Close begins
 }
 
 // serverCounter is what a stdio sidecar reports of its server's life
@@ -74,6 +75,7 @@ func newSidecar(ctx context.Context, g *globals, name, transport string, logger 
 		client:   daemon.NewClient(g.home.Socket()),
 		logger:   logger,
 		sessions: map[string]bool{},
+		closing:  make(chan struct{}),
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -108,6 +110,9 @@ func newSidecar(ctx context.Context, g *globals, name, transport string, logger 
 			}
 		}
 		s.keeper.drain = func(ctx context.Context) {
+			if err := rec.DeliverEnds(ctx); err != nil && ctx.Err() == nil {
+				logger.Warn("tell the daemon the ends it missed", "err", err)
+			}
 			n, err := capture.DrainOrphans(ctx, g.home, deliverer{c: s.client, k: s.keeper})
 			if err != nil && ctx.Err() == nil {
 				logger.Warn("drain outboxes of dead sidecars", "delivered", n, "err", err)
@@ -120,22 +125,24 @@ func newSidecar(ctx context.Context, g *globals, name, transport string, logger 
 	if s.recorder != nil {
 		s.closers = append(s.closers, s.reportStats(g, name))
 	}
-	// Close runs these backwards: capture's final drain, then the
-	// sessions' ends, then the stats writer and the keeper stop.
-	s.closers = append(s.closers, s.keeper.stop, s.closeSessions)
+	// Close runs these backwards: the sessions' ends (told the daemon,
+	// else noted in the outbox), capture's final drain, then the stats
+	// writer and the keeper stop.
+	s.closers = append(s.closers, s.keeper.stop)
 	if s.recorder != nil {
 		s.closers = append(s.closers, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), finalDrainTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), s.drainTimeout())
 			defer cancel()
 			if err := s.recorder.Close(ctx); err != nil {
 				logger.Warn("close capture", "err", err)
 			}
 		})
 	}
+	s.closers = append(s.closers, s.closeSessions)
 
 	// Before anything stops: tasks being ended finish (their steps are
-	// delivered first).
-	s.closers = append(s.closers, s.ending.Wait)
+	// delivered first), at once when the daemon does not answer.
+	s.closers = append(s.closers, s.ending.Wait, func() { close(s.closing) })
 
 	// Injection goes last: its Exchange hook records what it injected
 	// before the hooks set above (capture's recorder) see the exchange.
@@ -156,6 +163,26 @@ func newSidecar(ctx context.Context, g *globals, name, transport string, logger 
 type deliverer struct {
 	c *daemon.Client
 	k *daemonKeeper
+}
+
+// DeliverEnd tells the daemon an end noted in the outbox (spool.Ender): a
+// task the agent ended, or a session closed after its LastSeq step.
+func (d deliverer) DeliverEnd(ctx context.Context, source string, e spool.End) error {
+	if e.Final {
+		_, err := d.c.FinalTask(ctx, daemon.FinalRequest{TaskID: e.TaskID, SessionID: e.SessionID})
+		if errors.Is(err, hindsight.ErrNotFound) {
+			return nil // its steps never arrived: nothing to end
+		}
+		return err
+	}
+	var last *uint64
+	if e.LastSeq == 0 {
+		source = "" // no step: the session is closed at once
+	} else {
+		last = &e.LastSeq
+	}
+	_, err := d.c.CloseSession(ctx, e.SessionID, source, last)
+	return err
 }
 
 func (d deliverer) Deliver(ctx context.Context, steps []hindsight.Step) error {
@@ -214,8 +241,10 @@ func (s *sidecar) noteSession(ex *proxy.Exchange) {
 }
 
 // EndSession tells the daemon that session id ended (an HTTP session
-// deleted or expired); its task may then be final. Close does this for
-// every session still open.
+// deleted or expired); its task may then be final. When the daemon does
+// not answer, the end is noted in the outbox, after the session's steps
+// (spool.End), for whoever delivers them. Close does this for every
+// session still open.
 func (s *sidecar) EndSession(ctx context.Context, id string) {
 	s.mu.Lock()
 	ended, seen := s.sessions[id]
@@ -238,14 +267,41 @@ func (s *sidecar) EndSession(ctx context.Context, id string) {
 			}
 		}
 	}
-	if _, err := s.client.CloseSession(ctx, id, source, last); err != nil {
+	_, err := s.client.CloseSession(ctx, id, source, last)
+	if err != nil && isUnreachable(err) && s.recorder != nil {
+		// The end travels with the steps: whoever delivers the outbox
+		// tells the daemon.
+		e := spool.End{SessionID: id, LastSeq: uint64(s.recorder.Stats().Captured)}
+		if nerr := s.recorder.NoteEnd(e); nerr == nil {
+			s.logger.Info("daemon not reachable: the session's end waits in the outbox", "session", id)
+			return
+		}
+	}
+	if err != nil {
 		// The task still ends by the idle gap.
 		s.logger.Warn("tell the daemon a session ended", "session", id, "err", err)
 	}
 }
 
-// closeSessions ends every session this sidecar saw. It runs after
-// capture's final drain, so the daemon has the sessions' steps first.
+// drainTimeout bounds capture's final drain: finalDrainTimeout, or a moment
+// when the daemon does not answer (the outbox keeps the steps for the
+// next sidecar or the daemon).
+func (s *sidecar) drainTimeout() time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), downCheckTimeout)
+	defer cancel()
+	if _, err := s.client.Health(ctx); err != nil {
+		return downCheckTimeout
+	}
+	return finalDrainTimeout
+}
+
+// downCheckTimeout bounds asking the daemon whether it answers.
+const downCheckTimeout = 500 * time.Millisecond
+
+// closeSessions ends every session this sidecar saw. It runs before
+// capture's final drain: each close names the session's last step, which
+// the daemon waits for, and a close the daemon does not hear is noted in
+// the outbox, which the final drain then keeps.
 func (s *sidecar) closeSessions() {
 	s.mu.Lock()
 	var open []string
@@ -479,7 +535,10 @@ func (s *sidecar) noteFinal(ex *proxy.Exchange) {
 }
 
 // endTask delivers what was recorded, then asks the daemon to end the
-// task, again while it does not know the task yet.
+// task, again while it does not know the task yet or does not answer.
+// When it gives up (ctx done, or the sidecar closing) on a daemon that
+// does not answer, the end is noted in the outbox, to be told after its
+// steps by whoever delivers them.
 func (s *sidecar) endTask(ctx context.Context, req daemon.FinalRequest) error {
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		if err := s.recorder.Sync(ctx); err != nil {
@@ -493,11 +552,25 @@ func (s *sidecar) endTask(ctx context.Context, req daemon.FinalRequest) error {
 		if !errors.Is(err, hindsight.ErrNotFound) && !isUnreachable(err) {
 			return fmt.Errorf("end task: %w", err)
 		}
+		closing := s.closing
+		if !isUnreachable(err) {
+			closing = nil // its steps are on their way: wait for them
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("end task: %w", err)
+		case <-closing:
 		case <-time.After(wait):
+			continue
 		}
+		if !isUnreachable(err) {
+			return fmt.Errorf("end task: %w", err)
+		}
+		e := spool.End{Final: true, TaskID: req.TaskID, SessionID: req.SessionID, LastSeq: uint64(s.recorder.Stats().Captured)}
+		if nerr := s.recorder.NoteEnd(e); nerr != nil {
+			return fmt.Errorf("end task: %w (and %w)", err, nerr)
+		}
+		s.logger.Info("daemon not reachable: the task's end waits in the outbox", "task", req.TaskID, "session", req.SessionID)
+		return nil
 	}
 }
 
