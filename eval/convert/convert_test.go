@@ -1,0 +1,78 @@
+package convert
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// The sources are not part of the repository: see testdata/README.md for
+// where to fetch them. With -update and a source's path, TestConvert
+// writes its converted files under testdata/.
+var (
+	update       = flag.Bool("update", false, "write the converted corpora")
+	liveMCPBench = flag.String("livemcpbench", "", "LiveMCPBench run (baseline/output/*.json)")
+	toolBench    = flag.String("toolbench", "", "ToolBench data_example/answer directory")
+)
+
+// start is when the first converted task starts.
+var start = time.Date(2026, 4, 6, 9, 0, 0, 0, time.UTC)
+
+func TestConvert(t *testing.T) {
+	if !*update {
+		t.Skip("run with -update and the sources' paths to convert")
+	}
+	if *liveMCPBench != "" {
+		data, err := os.ReadFile(*liveMCPBench)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks, err := LiveMCPBench(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, "livemcpbench", tasks, LiveMCPBenchClasses)
+	}
+	if *toolBench != "" {
+		tasks, err := ToolBenchDir(*toolBench)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, "toolbench", tasks, ToolBenchClasses)
+	}
+}
+
+func write(t *testing.T, name string, tasks []Task, cl Classifier) {
+	steps, labels := Build(tasks, start, cl.Classify)
+	dir := filepath.Join("..", "..", "testdata", name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for file, lines := range map[string][]any{"traces.jsonl": anys(steps), "labels.jsonl": anys(labels)} {
+		var b bytes.Buffer
+		for _, v := range lines {
+			line, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Write(line)
+			b.WriteByte('\n')
+		}
+		if err := os.WriteFile(filepath.Join(dir, file), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%s: %d tasks, %d steps, %d failed", name, len(tasks), len(steps), len(labels))
+}
+
+func anys[T any](vs []T) []any {
+	out := make([]any, len(vs))
+	for i := range vs {
+		out[i] = &vs[i]
+	}
+	return out
+}
