@@ -138,3 +138,28 @@ func TestTasksOrder(t *testing.T) {
 		}
 	}
 }
+
+// realCorpora are the converted public trajectories under testdata (see
+// testdata/README.md); each is held to the learning gates.
+var realCorpora = []string{"../testdata/livemcpbench", "../testdata/toolbench", corpusDir}
+
+func TestRealCorpora(t *testing.T) {
+	for _, dir := range realCorpora {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			steps, labels, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Run(context.Background(), steps, labels, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range rep.Lessons {
+				t.Logf("%d/%.2f %s: %s", l.EvidenceCount, l.Confidence, l.Tool, l.Lesson)
+			}
+			rep.Lessons = nil
+			b, _ := json.MarshalIndent(rep, "", " ")
+			t.Logf("%s", b)
+		})
+	}
+}

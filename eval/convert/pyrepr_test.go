@@ -41,9 +41,9 @@ func TestLiveResultUnwrapsTheServersResult(t *testing.T) {
 
 func TestClassify(t *testing.T) {
 	for text, want := range map[string]string{
-		"Input validation error: 'file_hash' is a required property": "required_property:file_hash",
+		"Input validation error: 'file_hash' is a required property":   "required_property:file_hash",
 		"Error: ENOENT: no such file or directory, open '/root/a.csv'": "file_not_found",
-		"Weird 'x' failure 42 at /tmp/y":                                "ref:weird_failure_at",
+		"Weird 'x' failure 42 at /tmp/y":                               "ref:weird_failure_at",
 	} {
 		if got := LiveMCPBenchClasses.Classify(Call{Text: text}); got != want {
 			t.Errorf("Classify(%q) = %q, want %q", text, got, want)

@@ -43,6 +43,9 @@ func printEval(r *eval.Report) error {
 	t := newTable(stdout, "MEASURE", "VALUE")
 	t.row("tasks (learned from / unseen)", fmt.Sprintf("%d (%d / %d)", r.Tasks, r.LearnTasks, r.UnseenTasks))
 	t.row("lessons stored", fmt.Sprint(r.LessonsStored))
+	t.row("  at or above the injection gate", fmt.Sprint(r.LessonsAboveGate))
+	t.row("  vacuous (advice that only restates the error)", fmt.Sprint(r.VacuousStored))
+	t.row("candidates refused as vacuous", fmt.Sprint(r.VacuousRefused))
 	t.row("lessons quoting one-off values", fmt.Sprint(r.LessonsOneOff))
 	t.row("unseen failing calls (isError results)", fmt.Sprint(r.UnseenFailures))
 	t.row("  with an error seen while learning", fmt.Sprint(r.KnownFailures))
@@ -51,6 +54,8 @@ func printEval(r *eval.Report) error {
 	t.row("precision", fmt.Sprintf("%.3f", r.Precision))
 	t.row("recall (known errors that got a relevant line)", fmt.Sprintf("%.3f", r.Recall))
 	t.row("  and with a JSON-RPC error (nothing to append to)", fmt.Sprint(r.RPCErrors))
+	t.row("tool tokens of the unseen half", fmt.Sprint(r.ToolTokens))
+	t.row("  of helped failures and their retries", fmt.Sprintf("%d (%.3f)", r.HelpedTokens, r.TokenShare))
 	t.row("truth", r.Truth)
 	if err := t.flush(); err != nil {
 		return err
@@ -69,6 +74,9 @@ func printEval(r *eval.Report) error {
 	}
 	for _, x := range r.OneOffExamples {
 		fmt.Fprintln(stdout, "one-off:", x)
+	}
+	for _, x := range r.Vacuous {
+		fmt.Fprintln(stdout, "refused as vacuous:", x)
 	}
 	for _, x := range r.Irrelevant {
 		fmt.Fprintln(stdout, "not about the error:", x)
