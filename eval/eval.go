@@ -296,19 +296,32 @@ func learnFrom(ctx context.Context, st hindsight.ExperienceStore, tasks []*hinds
 }
 
 // sourceClass is the class of the failure an experience was learned from:
-// the first failed step of its tool among its source steps.
+// among the failed steps of its tool in its source steps, the one its
+// error template fits best (errtemplate.Similarity), the first on a tie.
 func sourceClass(e *hindsight.Experience, tasks map[string]*hindsight.Task, classOf func(string, *hindsight.Step) string) string {
 	t := tasks[e.SourceTask]
 	if t == nil {
 		return ""
 	}
+	var best *hindsight.Step
+	bestFit := -1.0
 	for i := range t.Steps {
 		s := &t.Steps[i]
-		if s.Tool == e.Tool && s.Failed() && slices.Contains(e.SourceSteps, s.StepIndex) {
-			return classOf(t.ID, s)
+		if s.Tool != e.Tool || !s.Failed() || !slices.Contains(e.SourceSteps, s.StepIndex) {
+			continue
+		}
+		fit := 0.0
+		if e.ErrorTemplate != "" {
+			fit = errtemplate.Similarity(e.ErrorTemplate, reflect.ErrorText(s))
+		}
+		if fit > bestFit {
+			best, bestFit = s, fit
 		}
 	}
-	return ""
+	if best == nil {
+		return ""
+	}
+	return classOf(t.ID, best)
 }
 
 // oracle returns the error class of failed steps as the template clusters
