@@ -45,6 +45,10 @@ type Options struct {
 	// Learn is the share of tasks, by start time, that reflection learns
 	// from; 0 means 0.5.
 	Learn float64
+	// NoSeenOnce replays without inject.Injector.SeenOnce. By default a
+	// run replays with it (lessons seen in one task reach the errors their
+	// templates fit exactly), which sidecars do not enable yet.
+	NoSeenOnce bool
 }
 
 // Report is what a run found. Its JSON names are part of `hindsight eval
@@ -203,7 +207,7 @@ func Run(ctx context.Context, steps []hindsight.Step, labels map[StepRef]string,
 			}
 		}
 	}
-	in := &inject.Injector{Source: st}
+	in := &inject.Injector{Source: st, SeenOnce: !opt.NoSeenOnce}
 	tok, err := newTokens()
 	if err != nil {
 		return nil, err
