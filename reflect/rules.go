@@ -132,7 +132,7 @@ func (r *recovery) lesson() (*hindsight.Experience, []int) {
 		fixes = append(fixes, fix{
 			rule:        "omit " + k,
 			action:      "removed " + k,
-			unambiguous: mentions(errText, k),
+			unambiguous: namesArg(errText, leafName(k), d.old[k]),
 		})
 	}
 	// When the error grounds some of several changes (it names the
@@ -242,7 +242,7 @@ func (f fix) grounded() bool { return f.unambiguous || f.named }
 // changed states the change of argument k.
 func (r *recovery) changed(k string, d argDiff, others []*hindsight.Step, errText string, s *hindsight.Step) fix {
 	ov, nv := d.old[k], d.new[k]
-	named := mentions(errText, leafName(k))
+	named := namesArg(errText, leafName(k), ov)
 	if f, g := shapeOf(ov), shapeOf(nv); f != "" && g != "" && f != g {
 		return fix{
 			rule:        fmt.Sprintf("pass %s as %s, not %s", k, g, f),
@@ -327,7 +327,7 @@ func (r *recovery) added(k string, d argDiff, errText string, s *hindsight.Step)
 	return fix{
 		rule:        fmt.Sprintf("pass %s (%s)", k, what),
 		action:      "added " + k,
-		unambiguous: mentions(errText, leafName(k)),
+		unambiguous: namesArg(errText, leafName(k), nil),
 	}
 }
 
