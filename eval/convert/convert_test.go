@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -75,4 +76,56 @@ func anys[T any](vs []T) []any {
 		out[i] = &vs[i]
 	}
 	return out
+}
+
+// TestCommittedLabels: every failed call of each committed corpus has one
+// frozen, non-empty label, and no label names a call that did not fail.
+func TestCommittedLabels(t *testing.T) {
+	for _, name := range []string{"livemcpbench", "toolbench"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join("..", "..", "testdata", name)
+			failed := map[string]bool{}
+			eachJSON(t, filepath.Join(dir, "traces.jsonl"), func(b []byte) {
+				var s struct {
+					TaskID    string `json:"task_id"`
+					StepIndex int    `json:"step_index"`
+					IsError   bool   `json:"is_error"`
+				}
+				if err := json.Unmarshal(b, &s); err != nil {
+					t.Fatal(err)
+				}
+				if s.IsError {
+					failed[fmt.Sprint(s.TaskID, "#", s.StepIndex)] = true
+				}
+			})
+			seen := map[string]bool{}
+			eachJSON(t, filepath.Join(dir, "labels.jsonl"), func(b []byte) {
+				var l Label
+				if err := json.Unmarshal(b, &l); err != nil {
+					t.Fatal(err)
+				}
+				k := fmt.Sprint(l.TaskID, "#", l.StepIndex)
+				if !failed[k] || seen[k] || l.ErrorClass == "" {
+					t.Errorf("label %+v: failed %v, seen before %v", l, failed[k], seen[k])
+				}
+				seen[k] = true
+			})
+			if len(seen) != len(failed) {
+				t.Errorf("%d failed calls, %d labelled", len(failed), len(seen))
+			}
+		})
+	}
+}
+
+func eachJSON(t *testing.T, path string, fn func([]byte)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) > 0 {
+			fn(line)
+		}
+	}
 }
