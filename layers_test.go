@@ -29,7 +29,7 @@ var layers = []struct {
 	{"learning and giving back", []string{"reflect", "reflect/llm", "inject", "store/embedded", "store/weaviate",
 		"store/embedder", "store/embedder/openaiembed"}},
 	{"daemon", []string{"daemon"}},
-	{"daemon's users", []string{"memserver", "replay", "ui", "eval", "internal/demo", "replay/internal/corpus"}},
+	{"daemon's users", []string{"memserver", "replay", "ui", "eval", "eval/convert", "internal/demo", "replay/internal/corpus"}},
 	{"command line", []string{"internal/cli"}},
 	{"programs", []string{"cmd/hindsight", "cmd/hindsightd", "bench", "bench/cmd/relaybench", "bench/cmd/scalebench",
 		"store/embedded/cmd/storebench", "store/internal/benchset", "store/storetest", "internal/platformcheck",

@@ -17,6 +17,9 @@ var fuzzSeeds = []string{
 	"“quoted” ‘single’ «guillemets» `tick`",
 	"don't 'it's' user's '' '",
 	"bad \xff\xfe utf-8 ٤٢ <*> <*>, x<*>y",
+	`{"error": {"code": 404, "message": "Not found: [a] {b}", "details": [{"field": "x"}]}}`,
+	`Error: [ { "code": "invalid_type", "path": [ "timeout_ms" ] } ]`,
+	`{"a": "b [2]", "[": null}`,
 }
 
 // FuzzMask: no panic, valid UTF-8, Mask idempotent, Tokens stable when its

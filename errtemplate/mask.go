@@ -21,7 +21,8 @@ var quotePairs = [...]struct{ open, close rune }{
 	{'\'', '\''}, {'"', '"'}, {'`', '`'}, {'“', '”'}, {'‘', '’'}, {'«', '»'},
 }
 
-// Tokens splits text into tokens. Tokens are separated by white space
+// Tokens splits text into tokens. A text that is, or ends with, a JSON
+// body is read flattened first: "path: value" pairs (flattenJSON). Tokens are separated by white space
 // (unicode.IsSpace); punctuation stays attached to its token, and Mask masks
 // only a token's core, between leading "([{", quotes and trailing ")]},;:.!?".
 // A quoted value is one token even when it holds spaces: a token that starts
@@ -62,7 +63,7 @@ func maskTokens(text string, limit int) []string {
 
 // tokens is Tokens, stopping after limit tokens when limit >= 0.
 func tokens(text string, limit int) []string {
-	text = strings.ToValidUTF8(text, "\uFFFD")
+	text = flattenJSON(strings.ToValidUTF8(text, "\uFFFD"))
 	var out []string
 	f := closerFinder{s: text}
 	for i := range f.at {

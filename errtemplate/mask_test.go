@@ -112,3 +112,29 @@ func TestMask(t *testing.T) {
 		})
 	}
 }
+
+// TestMaskJSONBodies holds templating to reading inside the JSON error
+// bodies of real servers: the message, code, type and failing field stay,
+// the values go.
+func TestMaskJSONBodies(t *testing.T) {
+	for _, c := range []struct{ name, text, want string }{
+		{"Google API", `{"error": {"code": 404, "message": "Requested entity was not found.", "status": "NOT_FOUND"}}`,
+			`error.code: <*> error.message: Requested entity was not found. error.status: <*>`},
+		{"ToolBench RapidAPI", `{"error": "No such function name: login", "response": ""}`,
+			`error: No such function name: login response: <*>`},
+		{"zod issues after a prefix", `Error: [ { "code": "invalid_type", "expected": "number", "received": "undefined", "path": [ "timeout_ms" ], "message": "Required" } ]`,
+			`Error: [].code: <*> [].expected: <*> [].received: <*> [].path[]: <*> [].message: <*>`},
+		{"not JSON to the end", `bad {"a": 1} trailing`, `bad {<*>: <*>} trailing`},
+		{"a body in a string is not read twice", `{"detail": "bad value [2] at {x}"}`, `detail: bad value (<*>) at (x)`},
+	} {
+		if got := Mask(c.text); got != c.want {
+			t.Errorf("%s: Mask(%q) = %q, want %q", c.name, c.text, got, c.want)
+		}
+		if got := Mask(Mask(c.text)); got != Mask(c.text) {
+			t.Errorf("%s: Mask not idempotent: %q", c.name, got)
+		}
+	}
+	if Similarity(Mask(`{"error": "No such function name: login", "response": ""}`), `{"error": "No such function name: login", "response": ""}`) != 1 {
+		t.Error("a JSON body does not fit its own template")
+	}
+}

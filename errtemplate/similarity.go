@@ -7,15 +7,36 @@ package errtemplate
 //   - 0 when the token counts differ, or when the template holds an HTTP status
 //     code (a literal of three digits, 100-599; Mask keeps only those) and the
 //     text has another token there: a 401 never fits a 404 template.
+//
 //   - Else the share of the template's literal (non-Wildcard) tokens equal to
 //     the text's masked token at the same position; a template token such as
 //     "<*>," is a literal and must be equal.
+//
 //   - A template of only wildcards, which says nothing, gives 0.5, or 1 when the
 //     text's masked tokens are wildcards too (the text "500" fits "<*>" fully).
 //
+//   - A quoted literal of the template (Mask never leaves one: a name a
+//     caller put back, such as the property in "'file_path' is a required
+//     property") must be the text's token at its place, quotes and all, or
+//     the text does not fit (0).
+//
 // "user <*> not found" vs "user 42 not found" gives 1; vs "user 42 is blocked" 0.5.
 func Similarity(template, text string) float64 {
-	return similarity(Tokens(template), maskTokens(text, DefaultMaxTokens))
+	tpl, txt := Tokens(template), maskTokens(text, DefaultMaxTokens)
+	var raw []string
+	for i, t := range tpl {
+		if _, core, _ := splitPunct(t); !isQuoted(core) || len(tpl) != len(txt) {
+			continue
+		}
+		if raw == nil {
+			raw = tokens(text, DefaultMaxTokens)
+		}
+		if raw[i] != t {
+			return 0
+		}
+		txt[i] = t
+	}
+	return similarity(tpl, txt)
 }
 
 // Same reports whether text is an instance of template: Similarity is 1.

@@ -63,3 +63,22 @@ func TestScore(t *testing.T) {
 		}
 	}
 }
+
+// TestSimilarityQuotedLiteral holds a template's quoted literal (a name
+// the reflector put back) to the text's token at its place.
+func TestSimilarityQuotedLiteral(t *testing.T) {
+	tpl := "Input validation error: 'file_path' is a required property"
+	for text, want := range map[string]float64{
+		"Input validation error: 'file_path' is a required property": 1,
+		"Input validation error: 'ranges' is a required property":    0,
+		"Input validation error: file_path is a required property":   0,
+		"Input validation error: 'file_path' is an unknown property": 6.0 / 8,
+	} {
+		if got := Similarity(tpl, text); got != want {
+			t.Errorf("Similarity(%q, %q) = %v, want %v", tpl, text, got, want)
+		}
+	}
+	if got := Similarity("missing argument <*>", "missing argument 'currency'"); got != 1 {
+		t.Errorf("a masked quoted value no longer fits: %v", got)
+	}
+}

@@ -13,7 +13,12 @@
 //
 // It also counts the stored lessons that quote a value of exactly one task
 // (an id, an amount, a date, a name): such a lesson cannot help another
-// task. Everything runs in a temporary directory and is deterministic.
+// task; the candidates validation refused as vacuous (advice that only
+// restates the error) and the stored lessons the same check would refuse;
+// the lessons at or above the injection gate; and the tokens that the
+// helped failures and their retries cost, as a share of all the tool
+// tokens of the unseen half. Everything runs in a temporary directory and
+// is deterministic.
 package eval
 
 import (
@@ -40,6 +45,10 @@ type Options struct {
 	// Learn is the share of tasks, by start time, that reflection learns
 	// from; 0 means 0.5.
 	Learn float64
+	// NoSeenOnce replays without inject.Injector.SeenOnce. By default a
+	// run replays with it (lessons seen in one task reach the errors their
+	// templates fit exactly), which sidecars do not enable yet.
+	NoSeenOnce bool
 }
 
 // Report is what a run found. Its JSON names are part of `hindsight eval
@@ -75,6 +84,25 @@ type Report struct {
 	// error: there is no result to append a line to, so they are left out
 	// of UnseenFailures, KnownFailures and the recall.
 	RPCErrors int `json:"rpc_error_calls"`
+	// LessonsAboveGate are the stored lessons whose confidence reaches
+	// the injection gate (inject.DefaultMinConfidence).
+	LessonsAboveGate int `json:"lessons_above_gate"`
+	// VacuousRefused counts the candidates validation refused because
+	// their advice says nothing their error does not; Vacuous shows up to
+	// five, with the reason.
+	VacuousRefused int      `json:"vacuous_refused"`
+	Vacuous        []string `json:"vacuous_examples,omitempty"`
+	// VacuousStored counts the stored lessons the same check calls vacuous
+	// (0 unless a lesson escaped it).
+	VacuousStored int `json:"vacuous_stored"`
+	// ToolTokens are the tokens (cl100k_base) of the arguments and results
+	// of every tool call of the unseen half; HelpedTokens those of the
+	// failing calls that got a relevant line and of the calls of the same
+	// tool that followed them until one succeeded (their retries).
+	// TokenShare is HelpedTokens / ToolTokens.
+	ToolTokens   int     `json:"tool_tokens"`
+	HelpedTokens int     `json:"helped_tokens"`
+	TokenShare   float64 `json:"helped_token_share"`
 	// Lessons are the experiences stored, best evidence first.
 	Lessons []Lesson `json:"lessons"`
 }
@@ -126,8 +154,17 @@ func Run(ctx context.Context, steps []hindsight.Step, labels map[StepRef]string,
 	}
 	defer st.Close()
 
-	if err := learnFrom(ctx, st, learn); err != nil {
+	drops, err := learnFrom(ctx, st, learn)
+	if err != nil {
 		return nil, err
+	}
+	for _, d := range drops {
+		if d.Reason == reflect.DropVacuous {
+			rep.VacuousRefused++
+			if len(rep.Vacuous) < 5 {
+				rep.Vacuous = append(rep.Vacuous, fmt.Sprintf("%s: %s — %s", d.Experience.Tool, d.Experience.Lesson, d.Detail))
+			}
+		}
 	}
 	live, err := st.List(ctx, hindsight.ListOptions{})
 	if err != nil {
@@ -139,6 +176,12 @@ func Run(ctx context.Context, steps []hindsight.Step, labels map[StepRef]string,
 	}
 	rep.LessonsStored = len(live)
 	for _, e := range live {
+		if e.Confidence >= inject.DefaultMinConfidence {
+			rep.LessonsAboveGate++
+		}
+		if reflect.Vacuous(&e) {
+			rep.VacuousStored++
+		}
 		rep.Lessons = append(rep.Lessons, Lesson{e.Tool, e.Lesson, e.Confidence, e.EvidenceCount, e.CounterCount})
 	}
 	sort.SliceStable(rep.Lessons, func(i, j int) bool {
@@ -164,10 +207,19 @@ func Run(ctx context.Context, steps []hindsight.Step, labels map[StepRef]string,
 			}
 		}
 	}
-	in := &inject.Injector{Source: st}
+	in := &inject.Injector{Source: st, SeenOnce: !opt.NoSeenOnce}
+	tok, err := newTokens()
+	if err != nil {
+		return nil, err
+	}
 	for _, t := range unseen {
 		sess := &proxy.Session{ID: t.ID, Server: serverOf(t)}
-		for _, s := range reflect.ToolCalls(t) {
+		calls := reflect.ToolCalls(t)
+		counted := map[*hindsight.Step]bool{}
+		for _, s := range calls {
+			rep.ToolTokens += tok.step(s)
+		}
+		for i, s := range calls {
 			if !s.Failed() {
 				continue
 			}
@@ -200,6 +252,9 @@ func Run(ctx context.Context, steps []hindsight.Step, labels map[StepRef]string,
 			if helped && isKnown {
 				rep.KnownHelped++
 			}
+			if helped {
+				rep.HelpedTokens += tok.failure(calls, i, counted)
+			}
 		}
 	}
 	if rep.LinesAppended > 0 {
@@ -208,14 +263,18 @@ func Run(ctx context.Context, steps []hindsight.Step, labels map[StepRef]string,
 	if rep.KnownFailures > 0 {
 		rep.Recall = float64(rep.KnownHelped) / float64(rep.KnownFailures)
 	}
+	if rep.ToolTokens > 0 {
+		rep.TokenShare = float64(rep.HelpedTokens) / float64(rep.ToolTokens)
+	}
 	return rep, nil
 }
 
-// learnFrom reflects on tasks in order, as the daemon's queue would.
-func learnFrom(ctx context.Context, st hindsight.ExperienceStore, tasks []*hindsight.Task) error {
+// learnFrom reflects on tasks in order, as the daemon's queue would, and
+// returns the candidates validation refused.
+func learnFrom(ctx context.Context, st hindsight.ExperienceStore, tasks []*hindsight.Task) ([]reflect.Drop, error) {
 	tpl, err := reflect.NewTemplates(nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p := &reflect.Pipeline{
 		Reflector: reflect.Rules{},
@@ -226,31 +285,47 @@ func learnFrom(ctx context.Context, st hindsight.ExperienceStore, tasks []*hinds
 		Harmed:    inject.Harmed,
 	}
 	p.Validator.Logger, p.Merger.Logger = quiet, quiet
+	var drops []reflect.Drop
 	for _, t := range tasks {
-		if _, err := p.Process(ctx, t); err != nil {
-			return fmt.Errorf("evaluate: %w", err)
+		out, err := p.Process(ctx, t)
+		if err != nil {
+			return nil, fmt.Errorf("evaluate: %w", err)
 		}
+		drops = append(drops, out.Dropped...)
 		if err := p.Credit(ctx, t); err != nil {
-			return fmt.Errorf("evaluate: %w", err)
+			return nil, fmt.Errorf("evaluate: %w", err)
 		}
 	}
-	return nil
+	return drops, nil
 }
 
 // sourceClass is the class of the failure an experience was learned from:
-// the first failed step of its tool among its source steps.
+// among the failed steps of its tool in its source steps, the one its
+// error template fits best (errtemplate.Similarity), the first on a tie.
 func sourceClass(e *hindsight.Experience, tasks map[string]*hindsight.Task, classOf func(string, *hindsight.Step) string) string {
 	t := tasks[e.SourceTask]
 	if t == nil {
 		return ""
 	}
+	var best *hindsight.Step
+	bestFit := -1.0
 	for i := range t.Steps {
 		s := &t.Steps[i]
-		if s.Tool == e.Tool && s.Failed() && slices.Contains(e.SourceSteps, s.StepIndex) {
-			return classOf(t.ID, s)
+		if s.Tool != e.Tool || !s.Failed() || !slices.Contains(e.SourceSteps, s.StepIndex) {
+			continue
+		}
+		fit := 0.0
+		if e.ErrorTemplate != "" {
+			fit = errtemplate.Similarity(e.ErrorTemplate, reflect.ErrorText(s))
+		}
+		if fit > bestFit {
+			best, bestFit = s, fit
 		}
 	}
-	return ""
+	if best == nil {
+		return ""
+	}
+	return classOf(t.ID, best)
 }
 
 // oracle returns the error class of failed steps as the template clusters

@@ -138,3 +138,52 @@ func TestTasksOrder(t *testing.T) {
 		}
 	}
 }
+
+// realCorpora are the converted public trajectories under testdata (see
+// their README.md files), and the synthetic corpus: each is held to the
+// learning gates of real runs.
+var realCorpora = []string{"../testdata/livemcpbench", "../testdata/toolbench", corpusDir}
+
+// TestRealCorpora holds every committed corpus to the gates: no stored
+// lesson quotes one task's values or only restates its error, at least
+// 0.9 of the lines appended to unseen failures are about their error, and
+// at least 0.6 of the unseen failures whose error was seen while learning
+// got one.
+func TestRealCorpora(t *testing.T) {
+	for _, dir := range realCorpora {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			steps, labels, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if labels == nil {
+				t.Fatal("no frozen labels beside the corpus")
+			}
+			rep, err := Run(context.Background(), steps, labels, Options{NoSeenOnce: os.Getenv("NO_SEEN_ONCE") != ""})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lessons := rep.Lessons
+			rep.Lessons = nil
+			b, _ := json.MarshalIndent(rep, "", " ")
+			t.Logf("%s", b)
+			if rep.LessonsOneOff != 0 {
+				t.Errorf("%d lessons quote one-off values: %q", rep.LessonsOneOff, rep.OneOffExamples)
+			}
+			if rep.VacuousStored != 0 {
+				t.Errorf("%d vacuous lessons stored", rep.VacuousStored)
+			}
+			if rep.Precision < 0.9 {
+				t.Errorf("precision %.3f < 0.9: %q", rep.Precision, rep.Irrelevant)
+			}
+			if rep.Recall < 0.6 {
+				t.Errorf("recall %.3f < 0.6 (%d of %d)", rep.Recall, rep.KnownHelped, rep.KnownFailures)
+			}
+			if t.Failed() {
+				for _, l := range lessons {
+					t.Logf("%d/%.2f %s: %s", l.EvidenceCount, l.Confidence, l.Tool, l.Lesson)
+				}
+			}
+		})
+	}
+}

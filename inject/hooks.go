@@ -467,15 +467,32 @@ func errorText(content gjson.Result) string {
 // text errText: it is about that tool, above the injection gate, and about
 // that error — its error template fits the text (TemplateMatch) or, for an
 // experience without a template, its error code appears in the text.
-// Sharing the tool is never enough.
+// Sharing the tool is never enough. With SeenOnce, a lesson seen once
+// passes below the gate when its template fits the text exactly
+// (seenOnceFits).
 func (in *Injector) aboutError(e *hindsight.ScoredExperience, tool, errText string) bool {
-	if e.Tool != tool || e.Confidence < orDefault(in.MinConfidence, DefaultMinConfidence) {
+	if e.Tool != tool {
 		return false
+	}
+	if e.Confidence < orDefault(in.MinConfidence, DefaultMinConfidence) {
+		return in.SeenOnce && e.Confidence >= SeenOnceConfidence && seenOnceFits(e.ErrorTemplate, errText)
 	}
 	if e.ErrorTemplate != "" {
 		return errtemplate.Similarity(e.ErrorTemplate, errText) >= orDefault(in.TemplateMatch, DefaultTemplateMatch)
 	}
 	return strings.TrimSpace(e.ErrorCode) != "" && sameError(e.ErrorCode, errText)
+}
+
+// seenOnceFits reports whether errText is an instance of tpl
+// (errtemplate.Same) and tpl has SeenOnceLiterals literal words or more.
+func seenOnceFits(tpl, errText string) bool {
+	literals := 0
+	for _, t := range errtemplate.Tokens(tpl) {
+		if !strings.Contains(t, errtemplate.Wildcard) {
+			literals++
+		}
+	}
+	return literals >= SeenOnceLiterals && errtemplate.Same(tpl, errText)
 }
 
 // sameError reports whether an experience with error code code is about the

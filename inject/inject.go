@@ -44,7 +44,13 @@ const (
 	// share of the template's literal words found at their places in the
 	// masked error text (errtemplate.Similarity), with as many words.
 	DefaultTemplateMatch = 0.8
-	DefaultLessonsTTL    = 30 * time.Second
+	// SeenOnceConfidence is the confidence of a lesson seen in one task
+	// (reflect.Confidence(1, 0, false)); see Injector.SeenOnce.
+	SeenOnceConfidence = 0.5
+	// SeenOnceLiterals is how many literal words an error template needs
+	// for a lesson seen once to be appended on its exact fit.
+	SeenOnceLiterals  = 4
+	DefaultLessonsTTL = 30 * time.Second
 )
 
 // retryFailed is how soon a failed lessons search is tried again (the
@@ -116,7 +122,12 @@ type Injector struct {
 	QueryTimeout          time.Duration // bounds a query_hindsight search; 0: DefaultQueryTimeout
 	MinConfidence         float64       // injection gate of the instructions and error results; 0: DefaultMinConfidence
 	TemplateMatch         float64       // relevance gate of error results; 0: DefaultTemplateMatch
-	LessonsTTL            time.Duration // how long prefetched lessons stay fresh; 0: DefaultLessonsTTL
+	// SeenOnce lets a lesson below MinConfidence but at SeenOnceConfidence
+	// (one supporting task, no counter-example) reach an error result whose
+	// text its error template fits exactly, with SeenOnceLiterals literal
+	// words or more; never the instructions. Its line says "seen in 1 task".
+	SeenOnce   bool
+	LessonsTTL time.Duration // how long prefetched lessons stay fresh; 0: DefaultLessonsTTL
 
 	Logger *slog.Logger // nil: slog.Default()
 

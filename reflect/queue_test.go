@@ -78,7 +78,7 @@ func waitState(t *testing.T, q *Queue, id, state string) *Entry {
 func TestQueueSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	store := newMemStore()
-	src := &flakySource{tasks: traceTasks(t, "login_401", "wrong_path")}
+	src := &flakySource{tasks: traceTasks(t, "login_401", "date_format")}
 	src.fails.Store(2)
 	ctx := context.Background()
 
@@ -87,7 +87,7 @@ func TestQueueSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	q.Enqueue(ctx, "task-login")
-	q.Enqueue(ctx, "task-path")
+	q.Enqueue(ctx, "task-date")
 	if err := q.RunNow(ctx, nil, true, nil); err == nil {
 		t.Fatal("want the flaky loads to fail")
 	}
@@ -115,7 +115,7 @@ func TestQueueSurvivesRestart(t *testing.T) {
 	q.RunNow(ctx, nil, true, nil) // the worker would wait; RunNow does not
 	q.Start(ctx)
 	defer q.Close()
-	for _, id := range []string{"task-login", "task-path"} {
+	for _, id := range []string{"task-login", "task-date"} {
 		e := waitState(t, q, id, StateDone)
 		if len(e.Experiences) != 1 || e.LastError != "" {
 			t.Errorf("entry %+v", e)

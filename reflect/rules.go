@@ -25,7 +25,10 @@ import (
 // contrasts: the tool had failed without it and succeeded after it, it is
 // not a no-op (a "think" tool), and the error names it (else the lesson
 // starts below the injection gate and needs other tasks to confirm it).
-// Repeated failures that never recovered yield a "do not retry" lesson.
+// A failure whose error quoted an argument's name, which the next call of
+// the tool added or dropped, teaches that change even before the task
+// recovers (partialLessons). Repeated failures that never recovered yield
+// a "do not retry" lesson.
 // Every lesson cites its steps and carries its error template.
 type Rules struct{}
 
@@ -62,17 +65,20 @@ func (Rules) Reflect(ctx context.Context, task *hindsight.Task) ([]hindsight.Exp
 			out = append(out, *e)
 		}
 	}
+	out = append(out, partialLessons(task, calls, vals, recovered)...)
 	out = append(out, giveUpLessons(calls, recovered, vals)...)
 	return out, nil
 }
 
 // templateOf is the error template of a failed step: the one the daemon's
-// miner gave it, else its error text masked.
+// miner gave it, else its error text masked, with the quoted names that
+// are no value of its call kept (keepNames).
 func templateOf(s *hindsight.Step) string {
 	if s.ErrorTemplate != "" {
 		return s.ErrorTemplate
 	}
-	return errtemplate.Mask(errorText(s))
+	text := errorText(s)
+	return keepNames(errtemplate.Mask(text), text, stepValues(s))
 }
 
 // recovery is one failure-then-success window of a tool.
@@ -126,7 +132,7 @@ func (r *recovery) lesson() (*hindsight.Experience, []int) {
 		fixes = append(fixes, fix{
 			rule:        "omit " + k,
 			action:      "removed " + k,
-			unambiguous: mentions(errText, k),
+			unambiguous: namesArg(errText, leafName(k), d.old[k]),
 		})
 	}
 	// When the error grounds some of several changes (it names the
@@ -236,7 +242,7 @@ func (f fix) grounded() bool { return f.unambiguous || f.named }
 // changed states the change of argument k.
 func (r *recovery) changed(k string, d argDiff, others []*hindsight.Step, errText string, s *hindsight.Step) fix {
 	ov, nv := d.old[k], d.new[k]
-	named := mentions(errText, leafName(k))
+	named := namesArg(errText, leafName(k), ov)
 	if f, g := shapeOf(ov), shapeOf(nv); f != "" && g != "" && f != g {
 		return fix{
 			rule:        fmt.Sprintf("pass %s as %s, not %s", k, g, f),
@@ -321,7 +327,7 @@ func (r *recovery) added(k string, d argDiff, errText string, s *hindsight.Step)
 	return fix{
 		rule:        fmt.Sprintf("pass %s (%s)", k, what),
 		action:      "added " + k,
-		unambiguous: mentions(errText, leafName(k)),
+		unambiguous: namesArg(errText, leafName(k), nil),
 	}
 }
 

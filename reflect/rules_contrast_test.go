@@ -75,6 +75,7 @@ var contrastCases = []struct {
 	contain []string // in situation | lesson
 	absent  []string // in any text an agent reads
 	conf    float64
+	vacuous bool // validation refuses it: the advice restates the error
 }{
 	{
 		// (a) A no-op between the failure and a fixed retry: the fix
@@ -88,6 +89,7 @@ var contrastCases = []struct {
 		contain: []string{"pass a different, valid city", "`unknown city`"},
 		absent:  []string{"think", "Pariss", "Paris"},
 		conf:    singlePrior,
+		vacuous: true,
 	},
 	{
 		// (b) The identical call again after think: the failure passed by
@@ -181,6 +183,7 @@ var contrastCases = []struct {
 		contain: []string{"pass a different, valid customer_id"},
 		absent:  []string{"find_customer", "cus_8842", "cust-ann"},
 		conf:    singlePrior,
+		vacuous: true,
 	},
 	{
 		// (g) A date reshaped as the error asks: a shape lesson,
@@ -285,6 +288,12 @@ func TestRulesContrast(t *testing.T) {
 			// What the rules derive passes validation unchanged in
 			// substance, confidence included.
 			kept, drops := (&Validator{}).Validate(c.task, exps)
+			if c.vacuous {
+				if len(kept) != 0 || len(drops) != 1 || drops[0].Reason != DropVacuous {
+					t.Fatalf("a lesson restating its error was not refused as vacuous: kept %+v, dropped %+v", kept, drops)
+				}
+				return
+			}
 			if len(drops) > 0 || len(kept) != 1 {
 				t.Fatalf("dropped by validation: %+v", drops)
 			}

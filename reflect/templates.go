@@ -66,7 +66,7 @@ func (t *Templates) Learn(task *hindsight.Task) error {
 		changed = changed || ch
 		ids[s.StepIndex] = c.ID
 	}
-	t.annotate(task, ids)
+	t.annotate(task, ids, newTaskValues(task))
 	if !changed || t.db == nil {
 		return nil
 	}
@@ -81,8 +81,9 @@ func (t *Templates) Learn(task *hindsight.Task) error {
 }
 
 // annotate sets the template of the failed steps whose cluster ids are in
-// ids (by step index).
-func (t *Templates) annotate(task *hindsight.Task, ids map[int]string) {
+// ids (by step index), with the quoted names that are no value of the task
+// (vals) put back (keepNames).
+func (t *Templates) annotate(task *hindsight.Task, ids map[int]string, vals *taskValues) {
 	for i := range task.Steps {
 		s := &task.Steps[i]
 		id, ok := ids[s.StepIndex]
@@ -91,7 +92,7 @@ func (t *Templates) annotate(task *hindsight.Task, ids map[int]string) {
 		}
 		for _, c := range t.miner.Clusters(templateKey(s)) {
 			if c.ID == id {
-				s.ErrorTemplate = c.Template
+				s.ErrorTemplate = keepNames(c.Template, errorText(s), vals)
 				break
 			}
 		}
@@ -108,7 +109,8 @@ func (t *Templates) Annotate(task *hindsight.Task) {
 
 // AnnotateStep sets the ErrorTemplate of a failed tools/call step from
 // what the miner knows, without learning: the template of the cluster its
-// error joins, or its masked text when it joins none. Other steps are left
+// error joins, or its masked text when it joins none, with the quoted
+// names that are no value of its call kept (keepNames). Other steps are left
 // as they are.
 func (t *Templates) AnnotateStep(s *hindsight.Step) {
 	if s.Method != "tools/call" || s.Local || s.Tool == "" || !s.Failed() {
@@ -119,8 +121,8 @@ func (t *Templates) AnnotateStep(s *hindsight.Step) {
 	c, ok := t.miner.Match(templateKey(s), text)
 	t.mu.Unlock()
 	if ok {
-		s.ErrorTemplate = c.Template
+		s.ErrorTemplate = keepNames(c.Template, text, stepValues(s))
 	} else {
-		s.ErrorTemplate = errtemplate.Mask(text)
+		s.ErrorTemplate = keepNames(errtemplate.Mask(text), text, stepValues(s))
 	}
 }

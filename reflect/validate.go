@@ -123,6 +123,9 @@ func (v *Validator) check(c *hindsight.Experience, task *hindsight.Task, steps m
 	if why := vocab.vague(c.Lesson, c.Tool); why != "" {
 		return DropVague, why
 	}
+	if why := vacuousCandidate(c, cited); why != "" {
+		return DropVacuous, why
+	}
 	if lit := oneOffLiteral(c, vals); lit != "" {
 		return DropOneOff, fmt.Sprintf("quotes %q, a value of this task only", Truncate(lit, 40))
 	}

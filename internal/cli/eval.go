@@ -10,17 +10,18 @@ import (
 )
 
 func evalCmd(g *globals) *cobra.Command {
-	c := leaf("eval [--json] [--learn SHARE] FILE|DIR", "learn from half of recorded tasks, replay the other half's failures",
+	c := leaf("eval [--json] [--learn SHARE] [--no-seen-once] FILE|DIR", "learn from half of recorded tasks, replay the other half's failures",
 		"  hindsight traces export --out tasks.jsonl && hindsight eval tasks.jsonl\n  hindsight eval --json --learn 0.7 exports/")
 	asJSON := c.Flags().Bool("json", false, "print the report as JSON")
 	learn := c.Flags().Float64("learn", 0.5, "share of tasks, by start time, to learn from")
+	noSeenOnce := c.Flags().Bool("no-seen-once", false, "replay without appending lessons seen in one task to the errors their templates fit exactly")
 	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, pos []string) error {
-		return runEval(ctx, g, fs, pos, asJSON, learn)
+		return runEval(ctx, g, fs, pos, asJSON, learn, noSeenOnce)
 	})
 }
 
-// runEval is `hindsight eval [--json] [--learn SHARE] FILE|DIR`.
-func runEval(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, asJSON *bool, learn *float64) error {
+// runEval is `hindsight eval [--json] [--learn SHARE] [--no-seen-once] FILE|DIR`.
+func runEval(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, asJSON *bool, learn *float64, noSeenOnce *bool) error {
 	if len(pos) != 1 || *learn <= 0 || *learn >= 1 {
 		fs.Usage()
 		return usageErr("eval takes one trace export (a JSONL file, or a directory of them) and --learn in (0, 1)")
@@ -29,7 +30,7 @@ func runEval(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, a
 	if err != nil {
 		return err
 	}
-	rep, err := eval.Run(ctx, steps, labels, eval.Options{Learn: *learn})
+	rep, err := eval.Run(ctx, steps, labels, eval.Options{Learn: *learn, NoSeenOnce: *noSeenOnce})
 	if err != nil {
 		return err
 	}
@@ -43,6 +44,9 @@ func printEval(r *eval.Report) error {
 	t := newTable(stdout, "MEASURE", "VALUE")
 	t.row("tasks (learned from / unseen)", fmt.Sprintf("%d (%d / %d)", r.Tasks, r.LearnTasks, r.UnseenTasks))
 	t.row("lessons stored", fmt.Sprint(r.LessonsStored))
+	t.row("  at or above the injection gate", fmt.Sprint(r.LessonsAboveGate))
+	t.row("  vacuous (advice that only restates the error)", fmt.Sprint(r.VacuousStored))
+	t.row("candidates refused as vacuous", fmt.Sprint(r.VacuousRefused))
 	t.row("lessons quoting one-off values", fmt.Sprint(r.LessonsOneOff))
 	t.row("unseen failing calls (isError results)", fmt.Sprint(r.UnseenFailures))
 	t.row("  with an error seen while learning", fmt.Sprint(r.KnownFailures))
@@ -51,6 +55,8 @@ func printEval(r *eval.Report) error {
 	t.row("precision", fmt.Sprintf("%.3f", r.Precision))
 	t.row("recall (known errors that got a relevant line)", fmt.Sprintf("%.3f", r.Recall))
 	t.row("  and with a JSON-RPC error (nothing to append to)", fmt.Sprint(r.RPCErrors))
+	t.row("tool tokens of the unseen half", fmt.Sprint(r.ToolTokens))
+	t.row("  of helped failures and their retries", fmt.Sprintf("%d (%.3f)", r.HelpedTokens, r.TokenShare))
 	t.row("truth", r.Truth)
 	if err := t.flush(); err != nil {
 		return err
@@ -69,6 +75,9 @@ func printEval(r *eval.Report) error {
 	}
 	for _, x := range r.OneOffExamples {
 		fmt.Fprintln(stdout, "one-off:", x)
+	}
+	for _, x := range r.Vacuous {
+		fmt.Fprintln(stdout, "refused as vacuous:", x)
 	}
 	for _, x := range r.Irrelevant {
 		fmt.Fprintln(stdout, "not about the error:", x)
