@@ -144,3 +144,42 @@ func TestSameError(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorResultSeenOnce: with SeenOnce, a lesson one local task learnt
+// (confidence 0.5) reaches an error its template fits exactly, and only
+// then; an imported lesson at the same capped confidence never does.
+func TestErrorResultSeenOnce(t *testing.T) {
+	const exact = "<*> Unauthorized: no session, call login first"
+	once := func(id, tpl, origin string) hindsight.ScoredExperience {
+		e := exp(id, "example", "fetch_report", "", "Lesson "+id+" about fetch_report.", 0.9)
+		e.ErrorTemplate, e.Confidence, e.Origin = tpl, 0.5, origin
+		return e
+	}
+	tests := []struct {
+		name     string
+		exp      hindsight.ScoredExperience
+		seenOnce bool
+		want     bool
+	}{
+		{"rules, exact template", once("a", exact, "rules"), true, true},
+		{"llm, exact template", once("b", exact, "llm:gpt-4.1-mini"), true, true},
+		{"rules, exact template, seen-once off", once("c", exact, "rules"), false, false},
+		{"rules, drifted template", once("d", "<*> Unauthorized: no token, call login first", "rules"), true, false},
+		{"imported pack", once("e", exact, "import:team-a"), true, false},
+		{"manual", once("f", exact, "manual"), true, false},
+		{"below the seen-once confidence", func() hindsight.ScoredExperience {
+			e := once("g", exact, "rules")
+			e.Confidence = 0.39
+			return e
+		}(), true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, &Injector{Source: &fakeSearcher{list: []hindsight.ScoredExperience{tt.exp}}, SeenOnce: tt.seenOnce})
+			out := h.roundTrip(fetchReq, errResp)
+			if got := len(gjson.GetBytes(out, "result.content").Array()) == 3; got != tt.want {
+				t.Errorf("line appended: %v, want %v: %s", got, tt.want, out)
+			}
+		})
+	}
+}

@@ -475,12 +475,20 @@ func (in *Injector) aboutError(e *hindsight.ScoredExperience, tool, errText stri
 		return false
 	}
 	if e.Confidence < orDefault(in.MinConfidence, DefaultMinConfidence) {
-		return in.SeenOnce && e.Confidence >= SeenOnceConfidence && seenOnceFits(e.ErrorTemplate, errText)
+		return in.SeenOnce && e.Confidence >= SeenOnceConfidence && learnedHere(e.Origin) &&
+			seenOnceFits(e.ErrorTemplate, errText)
 	}
 	if e.ErrorTemplate != "" {
 		return errtemplate.Similarity(e.ErrorTemplate, errText) >= orDefault(in.TemplateMatch, DefaultTemplateMatch)
 	}
 	return strings.TrimSpace(e.ErrorCode) != "" && sameError(e.ErrorCode, errText)
+}
+
+// learnedHere reports whether origin is reflection's (rules, llm, llm:MODEL):
+// an imported pack's lessons sit at the import cap, which equals
+// SeenOnceConfidence, and must not pass the gate through the seen-once path.
+func learnedHere(origin string) bool {
+	return origin == "rules" || origin == "llm" || strings.HasPrefix(origin, "llm:")
 }
 
 // seenOnceFits reports whether errText is an instance of tpl

@@ -139,7 +139,11 @@ type Config struct {
 		EndTask *bool `yaml:"end_task"`
 		// EndTaskTool adds trigger_hindsight beside query_hindsight
 		// (default: as query_tool; off with end_task off).
-		EndTaskTool    *bool `yaml:"end_task_tool"`
+		EndTaskTool *bool `yaml:"end_task_tool"`
+		// SeenOnce appends a lesson seen in one task (below the 0.6 gate)
+		// to an error its template fits exactly (default true; never the
+		// instructions, never an imported lesson).
+		SeenOnce       *bool `yaml:"seen_once"`
 		SessionBudget  int   `yaml:"session_budget"`  // tokens injected per session (default 1000)
 		MaxExperiences int   `yaml:"max_experiences"` // per query_hindsight answer (default 3)
 	} `yaml:"inject"`

@@ -24,6 +24,7 @@ func installInjector(g *globals, name string, src inject.Searcher, h *proxy.Hook
 		Namespace:      sidecarNamespace(g, name),
 		NoInstructions: off(c.Instructions),
 		NoErrorResults: off(c.ErrorResults),
+		SeenOnce:       !off(c.SeenOnce),
 		NoQueryTool:    off(c.QueryTool),
 		EndTaskHint:    !off(c.EndTask),
 		EndTaskTool:    endTaskTool(c.EndTask, c.EndTaskTool, c.QueryTool),
