@@ -32,7 +32,8 @@ CROSS_PAIRS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 w
 ## macOS and Windows code cannot rot on a Linux CI machine. It type-checks
 ## what cross links; make test runs it. Other pairs are vetted without cgo,
 ## as released; the host's pair with the host's cgo setting, which shares
-## compiled packages with the tests' builds (no package of ours uses cgo).
+## compiled packages with the binaries the tests run (no package of ours
+## uses cgo).
 HOST_PAIR = $(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH)
 
 vet-cross:
