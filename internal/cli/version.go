@@ -10,21 +10,44 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// version is set at build time with
-// -ldflags "-X github.com/hindsight-proxy/hindsight/internal/cli.version=…";
-// when set it wins over the build information.
-var version = ""
+// The build stamp, set at build time by `make build`, the release
+// configuration and the Dockerfile with
+// -ldflags "-X github.com/hindsight-proxy/hindsight/internal/cli.version=…"
+// (and .commit, .date, .modified): the version, the full commit hash, its
+// commit time (RFC 3339) and "true" for a work tree with uncommitted
+// changes. A value set wins over the build information, which lacks the
+// commit when the build ran with -buildvcs=false.
+var version, commit, date, modified string
 
-// versionString is the version the binary reports: the -X value, else the
-// main module's version from the build information (or "dev"), followed
-// by the VCS revision and commit time when the build recorded them, as
-// in "v1.2.0 (1a2b3c4d5e6f, 2026-11-30T10:00:00Z, modified)".
+// versionString is the version the binary reports: the stamped version,
+// else the main module's version from the build information (what
+// `go install …@vX` records), else "dev"; followed by the commit and its
+// time, stamped or recorded by the build, as in
+// "v1.2.0 (1a2b3c4d5e6f, 2026-11-30T10:00:00Z, modified)". `go run` of a
+// checkout without VCS stamping says just "dev".
 func versionString() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return orDev(version)
+		bi = &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}
 	}
-	return describeBuild(version, bi)
+	return describeBuild(version, stamped(bi, commit, date, modified))
+}
+
+// stamped returns bi with its VCS settings replaced by the stamped commit,
+// time and modified flag, when a commit was stamped; else bi unchanged.
+func stamped(bi *debug.BuildInfo, commit, date, modified string) *debug.BuildInfo {
+	if commit == "" {
+		return bi
+	}
+	c := *bi
+	c.Settings = []debug.BuildSetting{{Key: "vcs.revision", Value: commit}}
+	if date != "" {
+		c.Settings = append(c.Settings, debug.BuildSetting{Key: "vcs.time", Value: date})
+	}
+	if modified != "" {
+		c.Settings = append(c.Settings, debug.BuildSetting{Key: "vcs.modified", Value: modified})
+	}
+	return &c
 }
 
 // shortVersion is versionString without the VCS details, for protocol

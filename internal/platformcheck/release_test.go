@@ -131,7 +131,8 @@ func TestReleaseConfig(t *testing.T) {
 	}
 }
 
-// TestCrossPairs checks that `make cross` covers the released pairs.
+// TestCrossPairs checks that `make vet-cross` and `make cross` cover the
+// released pairs, and that `make test` runs vet-cross.
 func TestCrossPairs(t *testing.T) {
 	m := regexp.MustCompile(`(?m)^CROSS_PAIRS\s*:=\s*(.+)$`).FindSubmatch(readRoot(t, "Makefile"))
 	if m == nil {
@@ -142,7 +143,10 @@ func TestCrossPairs(t *testing.T) {
 	if !slices.Equal(pairs, wantPairs) {
 		t.Errorf("CROSS_PAIRS = %v, want %v", pairs, wantPairs)
 	}
-	if !regexp.MustCompile(`(?m)^test:.*\bcross\b`).Match(readRoot(t, "Makefile")) {
-		t.Error("make test does not run make cross")
+	if !regexp.MustCompile(`(?m)^test:.*$\n\t.*\.ci/test`).Match(readRoot(t, "Makefile")) {
+		t.Error("make test does not run .ci/test")
+	}
+	if !regexp.MustCompile(`(?m)^phase vet-cross .*\bvet-cross$`).Match(readRoot(t, ".ci/test")) {
+		t.Error(".ci/test does not run make vet-cross")
 	}
 }

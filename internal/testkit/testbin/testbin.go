@@ -20,12 +20,14 @@ import (
 )
 
 // build is one binary of this module, built once per test binary into a
-// temporary folder that Main removes.
+// temporary folder that Main removes, or taken from $HINDSIGHT_TEST_BIN_DIR
+// (see Hindsight).
 type build struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
+	once  sync.Once
+	path  string
+	built bool // into binDir
+	err   error
+	out   []byte
 }
 
 var (
@@ -40,7 +42,7 @@ var (
 //	func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 func Main(m *testing.M) int {
 	code := m.Run()
-	if lean.path != "" || full.path != "" {
+	if lean.built || full.built {
 		if dir, err := binDir(); err == nil {
 			os.RemoveAll(dir)
 		}
@@ -56,7 +58,9 @@ func Root() string {
 
 // Hindsight builds ./cmd/hindsight (the lean build) once per test binary
 // and returns its path. Set HINDSIGHT_TEST_RACE=1 to build it with the race
-// detector.
+// detector. When $HINDSIGHT_TEST_BIN_DIR is set (make test builds both
+// binaries there once for all packages), it returns the hindsight there
+// instead, and fails the test if there is none.
 func Hindsight(t testing.TB) string {
 	t.Helper()
 	return lean.get(t, "hindsight")
@@ -74,26 +78,40 @@ func HindsightFull(t testing.TB) string {
 
 func (b *build) get(t testing.TB, name string) string {
 	t.Helper()
-	b.once.Do(func() {
-		dir, err := binDir()
-		if err != nil {
-			b.err = err
-			return
-		}
-		b.path = filepath.Join(dir, name)
-		args := []string{"build", "-o", b.path}
-		if os.Getenv("HINDSIGHT_TEST_RACE") != "" {
-			args = append(args, "-race")
-		}
-		args = append(args, "./cmd/"+name)
-		cmd := exec.Command("go", args...)
-		cmd.Dir = Root()
-		b.out, b.err = cmd.CombinedOutput()
-	})
+	b.once.Do(func() { b.resolve(name) })
 	if b.err != nil {
 		t.Fatalf("build %s: %v\n%s", name, b.err, b.out)
 	}
 	return b.path
+}
+
+// resolve finds the binary name in $HINDSIGHT_TEST_BIN_DIR, or builds it.
+func (b *build) resolve(name string) {
+	if shared := os.Getenv("HINDSIGHT_TEST_BIN_DIR"); shared != "" {
+		if runtime.GOOS == "windows" {
+			name += ".exe" // as go build -o dir/ names it
+		}
+		b.path = filepath.Join(shared, name)
+		if _, b.err = os.Stat(b.path); b.err != nil {
+			b.out = []byte("HINDSIGHT_TEST_BIN_DIR is set but holds no " + name)
+		}
+		return
+	}
+	dir, err := binDir()
+	if err != nil {
+		b.err = err
+		return
+	}
+	b.path = filepath.Join(dir, name)
+	args := []string{"build", "-o", b.path}
+	if os.Getenv("HINDSIGHT_TEST_RACE") != "" {
+		args = append(args, "-race")
+	}
+	args = append(args, "./cmd/"+name)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = Root()
+	b.out, b.err = cmd.CombinedOutput()
+	b.built = true
 }
 
 // NPM returns the path of an executable installed by the test peers'
