@@ -78,7 +78,7 @@ func (s *httpSession) sseForward(r *http.Request, fwd []byte) {
 		cancel()
 		s.h.logger().Warn("upstream refused a message", "session", s.id, "method", m.Method, "err", err)
 		if m.Kind == KindRequest {
-			s.fromServer(ErrorResponse(m.ID, CodeServerUnavailable, err.Error()))
+			s.route(s.fail(m.ID, err.Error()))
 		}
 		return
 	}
@@ -94,8 +94,7 @@ func (s *httpSession) sseForward(r *http.Request, fwd []byte) {
 			msg, err := reply.Next()
 			if err != nil {
 				if !answered && ctx.Err() == nil {
-					s.fromServer(ErrorResponse(m.ID, CodeServerUnavailable,
-						"upstream stream ended before the response: "+err.Error()))
+					s.route(s.fail(m.ID, "upstream stream ended before the response: "+err.Error()+from(reply.URL)))
 				}
 				return
 			}
