@@ -165,23 +165,15 @@ func appendSSE(b []byte, event string, data []byte) []byte {
 	return appendEvent(b, &sseEvent{Event: event, Data: data, HasData: true})
 }
 
-// appendEvent appends ev to b: its id, retry and event fields, then its
+// appendEvent appends ev to b: its event, id and retry fields, then its
 // data lines, if it had any (an empty data field is kept as one).
 func appendEvent(b []byte, ev *sseEvent) []byte {
-	if ev.ID != "" {
-		b = append(b, "id: "...)
-		b = append(b, ev.ID...)
-		b = append(b, '\n')
-	}
-	if ev.Retry != "" {
-		b = append(b, "retry: "...)
-		b = append(b, ev.Retry...)
-		b = append(b, '\n')
-	}
-	if ev.Event != "" {
-		b = append(b, "event: "...)
-		b = append(b, ev.Event...)
-		b = append(b, '\n')
+	for _, f := range [...]struct{ name, value string }{{"event: ", ev.Event}, {"id: ", ev.ID}, {"retry: ", ev.Retry}} {
+		if f.value != "" {
+			b = append(b, f.name...)
+			b = append(b, f.value...)
+			b = append(b, '\n')
+		}
 	}
 	if !ev.HasData && len(ev.Data) == 0 {
 		return append(b, '\n')

@@ -1,0 +1,177 @@
+package proxy_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/capture"
+	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/tidwall/gjson"
+)
+
+// steps collects what a sidecar records: every exchange handed to
+// Hooks.Exchange, turned into a step as capture does.
+type steps struct {
+	t    *testing.T
+	red  *capture.Redactor
+	mu   sync.Mutex
+	list []hindsight.Step
+}
+
+func newSteps(t *testing.T) *steps {
+	red, err := capture.NewRedactor(capture.RedactorConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &steps{t: t, red: red}
+}
+
+func (s *steps) hooks() *proxy.Hooks {
+	return &proxy.Hooks{Exchange: func(ex *proxy.Exchange) {
+		st := capture.BuildStep(ex, s.red, 0)
+		s.mu.Lock()
+		s.list = append(s.list, st)
+		s.mu.Unlock()
+	}}
+}
+
+// only returns the one step recorded for method.
+func (s *steps) only(method string) hindsight.Step {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var found []hindsight.Step
+	for _, st := range s.list {
+		if st.Method == method {
+			found = append(found, st)
+		}
+	}
+	if len(found) != 1 {
+		s.t.Fatalf("%d steps recorded for %s, want 1: %+v", len(found), method, s.list)
+	}
+	return found[0]
+}
+
+// scripted is an upstream that answers initialize itself and every other
+// request with answer(id).
+func scripted(answer func(w http.ResponseWriter, id string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		id := gjson.GetBytes(body, "id")
+		switch {
+		case r.Method != http.MethodPost:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		case gjson.GetBytes(body, "method").Str == "initialize":
+			w.Header().Set("Mcp-Session-Id", "up-1")
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+id.Raw+`,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`)
+		case !id.Exists():
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			answer(w, id.Raw)
+		}
+	}
+}
+
+// TestHTTPUpstreamJSONRPCErrorRelayed checks that an upstream's error
+// status with a JSON-RPC body (the 2026-07-28 revision answers protocol
+// errors so) reaches the agent as it came, status, headers and body, and
+// is recorded as a failed step; with an id or without one.
+func TestHTTPUpstreamJSONRPCErrorRelayed(t *testing.T) {
+	for _, status := range []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict} {
+		for _, withID := range []bool{true, false} {
+			t.Run(strconv.Itoa(status)+"/id="+strconv.FormatBool(withID), func(t *testing.T) {
+				var body string
+				up := scripted(func(w http.ResponseWriter, id string) {
+					if !withID {
+						id = "null"
+					}
+					body = `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32020,"message":"Mcp-Method header does not match the body","data":{"supported":["2026-07-28"]}}}`
+					w.Header().Set("Content-Type", "application/json")
+					w.Header().Set("X-Upstream", "kept")
+					w.WriteHeader(status)
+					io.WriteString(w, body)
+				})
+				rec := newSteps(t)
+				url := sidecar(t, up, func(h *proxy.HTTPHandler) { h.Hooks = rec.hooks() })
+				sid := initialize(t, url, nil)
+				resp := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"x"}}`), nil)
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != status || string(got) != body || resp.Header.Get("X-Upstream") != "kept" {
+					t.Fatalf("agent got %d %s (X-Upstream %q)\nwant %d %s", resp.StatusCode, got, resp.Header.Get("X-Upstream"), status, body)
+				}
+				st := rec.only("tools/call")
+				if st.CausalTag != hindsight.TagFailure {
+					t.Errorf("step tagged %q, want failure: %+v", st.CausalTag, st)
+				}
+				if withID && (st.Error == nil || st.Error.Code != -32020) {
+					t.Errorf("step error %+v, want the upstream's -32020", st.Error)
+				}
+				if status == http.StatusNotFound { // the upstream forgot the session: so does the sidecar
+					r := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`), nil)
+					r.Body.Close()
+					if r.StatusCode != http.StatusNotFound {
+						t.Errorf("after the upstream's 404: ping got %d, want 404", r.StatusCode)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestHTTPUpstreamNonsense checks that an answer the agent could not use
+// (an error status without JSON-RPC, an HTML page, an answer to another
+// id) becomes a JSON-RPC error for the agent's request that names the
+// upstream, recorded as a failed step.
+func TestHTTPUpstreamNonsense(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer func(w http.ResponseWriter, id string)
+		says   string
+	}{
+		{"502", func(w http.ResponseWriter, id string) {
+			http.Error(w, "the backend is down", http.StatusBadGateway)
+		}, "upstream HTTP 502: the backend is down"},
+		{"html", func(w http.ResponseWriter, id string) {
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, "<html><body>Welcome to nginx!</body></html>")
+		}, "upstream answered text/html, not JSON-RPC"},
+		{"wrong id", func(w http.ResponseWriter, id string) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":"nobody-asked","result":{"content":[]}}`)
+		}, `not its response (id "nobody-asked")`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := httptest.NewServer(scripted(tc.answer))
+			defer up.Close()
+			rec := newSteps(t)
+			h := &proxy.HTTPHandler{Upstream: &proxy.HTTPUpstream{URL: up.URL + "/mcp", Transport: proxy.TransportStreamable},
+				Server: "s", Hooks: rec.hooks(), Logger: quietLogger()}
+			srv := httptest.NewServer(h)
+			defer func() { h.Close(); srv.Close() }()
+			url := srv.URL + "/mcp"
+			sid := initialize(t, url, nil)
+			resp := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"x"}}`), nil)
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			msg := gjson.GetBytes(got, "error.message").Str
+			if resp.StatusCode != http.StatusOK || gjson.GetBytes(got, "id").Raw != `"call-1"` ||
+				!strings.Contains(msg, tc.says) || !strings.Contains(msg, up.URL+"/mcp") {
+				t.Fatalf("agent got %d %s\nwant a JSON-RPC error for call-1 saying %q and naming %s", resp.StatusCode, got, tc.says, up.URL+"/mcp")
+			}
+			if st := rec.only("tools/call"); st.CausalTag != hindsight.TagFailure || st.Error == nil {
+				t.Errorf("step %+v, want a failure", st)
+			}
+		})
+	}
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
