@@ -178,12 +178,20 @@ func (s *httpSession) relayBatch(w http.ResponseWriter, reply *Reply) {
 func (s *httpSession) request(w http.ResponseWriter, r *http.Request, m Message, fwd []byte) []byte {
 	token := gjson.GetBytes(fwd, "params._meta.progressToken").Raw
 	wt := s.addWaiter(m.ID, token, acceptsSSE(r))
-	defer s.removeWaiter(wt)
 	reply, err := s.send(r, fwd, ForwardHeader(r.Header, s.h.AuthToken != ""))
+	var log *eventLog
+	if err == nil && reply == nil && wt.stream {
+		log = s.newLog(false) // the sidecar is the stream's origin
+	}
+	if log == nil {
+		defer s.removeWaiter(wt)
+	}
 	var se *StatusError
 	gone := errors.As(err, &se) && se.Code == http.StatusNotFound || reply != nil && reply.Status == http.StatusNotFound
 	if gone && s.h.session(s.id) == s {
-		s.h.endSessionLater(s, "the upstream answered 404: it forgot the session") // the agent gets the 404 too
+		// The upstream forgot the session: so does the sidecar, once the
+		// agent got the 404 (and its request was recorded as it went).
+		defer s.h.endSessionLater(s, "the upstream answered 404: it forgot the session")
 	}
 	if err != nil {
 		s.h.logger().Warn("upstream request failed", "session", s.id, "method", m.Method, "err", err)
@@ -193,6 +201,12 @@ func (s *httpSession) request(w http.ResponseWriter, r *http.Request, m Message,
 	}
 	if reply != nil {
 		return s.relayReply(w, r, m, reply)
+	}
+	if log != nil {
+		go s.collect(wt, log) // removes wt
+		sw := startSSE(w)
+		s.prime(sw, log)
+		return s.tail(sw, r, log, 1, m.ID)
 	}
 	return s.await(w, r, wt)
 }
@@ -353,15 +367,39 @@ func (h *HTTPHandler) listen(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Accept must include text/event-stream", http.StatusNotAcceptable)
 		return
 	}
-	if last := r.Header.Get("Last-Event-ID"); last != "" {
-		if up, ok := s.up.(resumer); ok {
-			s.resume(w, r, up, last)
+	// A Last-Event-ID names an event of a stream the sidecar keeps, or
+	// one of the HTTP upstream's.
+	last := r.Header.Get("Last-Event-ID")
+	old, n := s.findLog(last)
+	if up, ok := s.up.(resumer); ok && last != "" && old == nil && up.Resumable() {
+		s.resume(w, r, up, last)
+		return
+	}
+	sw := startSSE(w)
+	var log *eventLog
+	if last != "" {
+		switch {
+		case old == nil:
+			s.h.logger().Info("agent resumes a stream no longer kept; opening a new one", "session", s.id, "last_event_id", last)
+		case !old.listening:
+			s.tail(sw, r, old, n, nil) // a request stream: resumed to its end
 			return
+		default:
+			if s.tail(sw, r, old, n, nil); r.Context().Err() != nil {
+				return
+			}
+			log = old // go on as the listening stream it was
+			log.reopen()
+		}
+	}
+	if log == nil {
+		if log = s.newLog(true); log != nil {
+			s.prime(sw, log)
 		}
 	}
 	l := s.addListener()
 	defer s.removeListener(l)
-	s.pump(startSSE(w), r, l)
+	s.pump(sw, r, l, log)
 }
 
 // resume serves a GET with Last-Event-ID in front of an HTTP upstream: the
@@ -415,13 +453,20 @@ func (s *httpSession) relayEvent(sw *sseWriter, ev *sseEvent) (bool, error) {
 
 // pump writes routed messages to an agent stream until it or the session
 // ends.
-func (s *httpSession) pump(sw *sseWriter, r *http.Request, l *waiter) {
+func (s *httpSession) pump(sw *sseWriter, r *http.Request, l *waiter, log *eventLog) {
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	if log != nil {
+		defer log.finish()
+	}
 	for {
 		select {
 		case msg := <-l.ch:
-			if err := sw.Send("message", msg); err != nil {
+			ev := sseEvent{Event: "message", Data: msg, HasData: true}
+			if log != nil {
+				ev.ID = log.eventID(log.append(msg))
+			}
+			if err := sw.SendEvent(&ev); err != nil {
 				return
 			}
 		case <-tick.C:

@@ -28,7 +28,7 @@ func (h *HTTPHandler) sseOpen(w http.ResponseWriter, r *http.Request) {
 	if err := sw.Send("endpoint", []byte("/message?sessionId="+url.QueryEscape(s.id))); err != nil {
 		return
 	}
-	s.pump(sw, r, l)
+	s.pump(sw, r, l, nil)
 }
 
 // sseMessage serves a POST to the legacy message endpoint: it relays the

@@ -172,12 +172,12 @@ func redactedURL(req *http.Request) string {
 // method.
 func isJSONRPC(b []byte) bool {
 	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '[' {
+	if len(b) == 0 || (b[0] != '{' && b[0] != '[') || !gjson.ValidBytes(b) {
+		return false
+	}
+	if b[0] == '[' {
 		first := gjson.GetBytes(b, "0")
 		return first.IsObject() && isJSONRPC([]byte(first.Raw))
-	}
-	if len(b) == 0 || b[0] != '{' || !gjson.ValidBytes(b) {
-		return false
 	}
 	r := gjson.GetManyBytes(b, "jsonrpc", "result", "error", "method")
 	return r[0].Str == "2.0" && (r[1].Exists() || r[2].Exists() || r[3].Exists())

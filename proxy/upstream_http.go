@@ -166,6 +166,13 @@ func (s *autoSession) Send(ctx context.Context, msg []byte, hdr http.Header) (*R
 	return reply, err
 }
 
+func (s *autoSession) Resumable() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.inner.(*streamableSession)
+	return ok
+}
+
 // Resume resumes a stream of the Streamable HTTP session (see
 // streamableSession.Resume).
 func (s *autoSession) Resume(ctx context.Context, lastID string, hdr http.Header) (*Reply, error) {
@@ -311,11 +318,16 @@ var errNotResumable = errors.New("the upstream session has no resumable streams"
 
 // resumer is an upstream session whose streams the server can resume.
 type resumer interface {
+	// Resumable reports whether the session's streams are the server's
+	// (Streamable HTTP), to be resumed upstream.
+	Resumable() bool
 	// Resume asks the server for the events of a stream after lastID
 	// (a GET with Last-Event-ID, SEP-1699): the answer is a stream Reply,
 	// or a Reply with an error status and a JSON-RPC body.
 	Resume(ctx context.Context, lastID string, hdr http.Header) (*Reply, error)
 }
+
+func (s *streamableSession) Resumable() bool { return true }
 
 // Resume asks the server for the events after lastID, of the stream it
 // closed (a POST's, to be polled, or the listening one).
