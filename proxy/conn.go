@@ -230,6 +230,13 @@ func (c *Conn) Fail(id json.RawMessage, resp []byte, failure string) bool {
 	return true
 }
 
+// inFlight reports whether the agent's request id is in flight.
+func (c *Conn) inFlight(id json.RawMessage) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fromClient[string(id)] != nil
+}
+
 // Pending reports how many agent requests are in flight.
 func (c *Conn) Pending() int {
 	c.mu.Lock()

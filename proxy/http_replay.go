@@ -179,16 +179,23 @@ func (s *httpSession) findLog(lastID string) (*eventLog, uint64) {
 }
 
 // collect moves what is routed to wt, a request stream, into l until the
-// request's response, or the session's end; then it removes wt. It runs
-// whether or not the agent is still reading the stream.
+// request's response, the session's end, or the request's end without a
+// response (the agent cancelled it); then it removes wt. It runs whether
+// or not the agent is still reading the stream.
 func (s *httpSession) collect(wt *waiter, l *eventLog) {
 	defer s.removeWaiter(wt)
 	defer l.finish()
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
 	for {
 		select {
 		case msg := <-wt.ch:
 			l.append(msg)
 			if isResponseTo(msg, wt.id) {
+				return
+			}
+		case <-tick.C:
+			if !s.conn.inFlight(wt.id) {
 				return
 			}
 		case <-s.done:
@@ -215,6 +222,7 @@ func (s *httpSession) collect(wt *waiter, l *eventLog) {
 func (s *httpSession) tail(sw *sseWriter, r *http.Request, l *eventLog, n uint64, id json.RawMessage) []byte {
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	ended := s.done
 	for {
 		evs, done, wake := l.since(n)
 		for _, e := range evs {
@@ -237,11 +245,8 @@ func (s *httpSession) tail(sw *sseWriter, r *http.Request, l *eventLog, n uint64
 			}
 		case <-r.Context().Done():
 			return nil
-		case <-s.done:
-			if _, done, _ := l.since(n); done {
-				continue // send what the log got before the end
-			}
-			return nil
+		case <-ended:
+			ended = nil // the log's writer finishes it: send what it got
 		}
 	}
 }

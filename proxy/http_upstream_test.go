@@ -123,8 +123,8 @@ func TestHTTPUpstreamJSONRPCErrorRelayed(t *testing.T) {
 }
 
 // TestHTTPUpstreamNonsense checks that an answer the agent could not use
-// (an error status without JSON-RPC, an HTML page, an answer to another
-// id) becomes a JSON-RPC error for the agent's request that names the
+// (an error status without JSON-RPC, an HTML page, an empty body, an
+// answer to another id) becomes a JSON-RPC error for the agent's request that names the
 // upstream, recorded as a failed step.
 func TestHTTPUpstreamNonsense(t *testing.T) {
 	for _, tc := range []struct {
@@ -139,6 +139,9 @@ func TestHTTPUpstreamNonsense(t *testing.T) {
 			w.Header().Set("Content-Type", "text/html")
 			io.WriteString(w, "<html><body>Welcome to nginx!</body></html>")
 		}, "upstream answered text/html, not JSON-RPC"},
+		{"empty", func(w http.ResponseWriter, id string) {
+			w.Header().Set("Content-Type", "application/json")
+		}, `upstream answered application/json, not JSON-RPC: ""`},
 		{"wrong id", func(w http.ResponseWriter, id string) {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"jsonrpc":"2.0","id":"nobody-asked","result":{"content":[]}}`)

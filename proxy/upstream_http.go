@@ -263,10 +263,13 @@ func (s *streamableSession) Send(ctx context.Context, msg []byte, hdr http.Heade
 	}
 	defer resp.Body.Close()
 	b, err := s.u.readBody(resp)
-	if err != nil || len(bytes.TrimSpace(b)) == 0 {
+	if err != nil {
 		return nil, err
 	}
-	if !isJSONRPC(b) {
+	if len(bytes.TrimSpace(b)) == 0 && peek(msg).Kind != KindRequest {
+		return nil, nil // a notification's or response's answer
+	}
+	if !isJSONRPC(b) { // or empty, for a request
 		return nil, &BadReplyError{ContentType: orNone(resp.Header.Get("Content-Type")), Start: bodyStart(b), URL: redactedURL(resp.Request)}
 	}
 	return &Reply{Status: resp.StatusCode, Header: resp.Header, URL: redactedURL(resp.Request), single: b}, nil
