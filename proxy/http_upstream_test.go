@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -9,8 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 )
 
@@ -173,3 +176,29 @@ func TestHTTPUpstreamNonsense(t *testing.T) {
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestHTTPUpstreamErrorLegacyAgent checks that an agent of the legacy SSE
+// transport, which gets no HTTP status, is answered for its own request
+// when the upstream's error names none (id null): the go-sdk client
+// connects (its server/discover refused, it initializes) and its ping
+// gets the upstream's error.
+func TestHTTPUpstreamErrorLegacyAgent(t *testing.T) {
+	up := scripted(func(w http.ResponseWriter, id string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}}`)
+	})
+	url := sidecar(t, up, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx,
+		&mcp.SSEClientTransport{Endpoint: strings.TrimSuffix(url, "/mcp") + "/sse"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	err = cs.Ping(ctx, nil)
+	if err == nil || !strings.Contains(err.Error(), "upstream HTTP 400: Bad Request: Server not initialized") {
+		t.Fatalf("ping: %v; want the upstream's error", err)
+	}
+}

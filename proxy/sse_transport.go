@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -86,6 +87,11 @@ func (s *httpSession) sseForward(r *http.Request, fwd []byte) {
 		cancel()
 		return
 	}
+	if reply.failed() {
+		defer cancel()
+		s.sseRefused(m, reply)
+		return
+	}
 	go func() {
 		defer cancel()
 		defer reply.Close()
@@ -104,4 +110,24 @@ func (s *httpSession) sseForward(r *http.Request, fwd []byte) {
 			s.fromServer(msg)
 		}
 	}()
+}
+
+// sseRefused passes on an upstream's error status with a JSON-RPC body to
+// an agent of the legacy SSE transport, which has no status to get: an
+// error for its request goes as it came; one that names no request (id
+// null) would only confuse the agent, and stands for an error for its
+// request saying what the upstream said. An error for a notification or
+// response is logged.
+func (s *httpSession) sseRefused(m Message, reply *Reply) {
+	defer reply.Close()
+	msg, _ := reply.Next()
+	switch {
+	case m.Kind != KindRequest:
+		s.h.logger().Warn("upstream refused a message", "session", s.id, "method", m.Method, "status", reply.Status, "answer", truncate(string(msg), 200))
+	case isResponseTo(msg, m.ID):
+		s.fromServer(msg)
+	default:
+		why := fmt.Sprintf("upstream HTTP %d: %s%s", reply.Status, gjson.GetBytes(msg, "error.message").String(), from(reply.URL))
+		s.route(s.fail(m.ID, why))
+	}
 }
