@@ -251,7 +251,6 @@ func multiRound(_ context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallTo
 	return text("Multi-round complete: %s likes %s", name, cmp.Or(field(in, "step2", "color"), "unknown")), nil, nil
 }
 
-
 // byCapability asks for an elicitation, a sampling and the roots only as
 // far as the request's client capabilities declare them.
 func byCapability(_ context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
