@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // check is one entry of a scenario's checks.json.
@@ -23,6 +25,29 @@ func (c check) scored() bool { return c.Status != "INFO" }
 
 // run is what one suite run gave: the checks of each scenario.
 type run map[string][]check
+
+// notScored reads the scenarios a requirement set runs without scoring
+// (its not_scored entries of the server leg) from the suite's
+// requirements/<revision>.yaml.
+func notScored(suiteDir, revision string) (map[string]bool, error) {
+	b, err := os.ReadFile(filepath.Join(suiteDir, "requirements", revision+".yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("read requirement set: %w", err)
+	}
+	var set struct {
+		NotScored []struct{ Scenario, Leg string } `yaml:"not_scored"`
+	}
+	if err := yaml.Unmarshal(b, &set); err != nil {
+		return nil, fmt.Errorf("parse requirement set %s: %w", revision, err)
+	}
+	m := map[string]bool{}
+	for _, e := range set.NotScored {
+		if e.Leg == "server" {
+			m[e.Scenario] = true
+		}
+	}
+	return m, nil
+}
 
 // resultDirRE is a scenario's result folder, server-<scenario>-<timestamp>.
 var resultDirRE = regexp.MustCompile(`^server-(.+)-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z$`)
@@ -141,9 +166,12 @@ func firstNonEmpty(s ...string) string {
 }
 
 // tally is the number of checks of a run that passed, and of all its
-// verdicts.
-func (r run) tally() (passed, total int) {
-	for _, cs := range r {
+// verdicts, over the scenarios keep allows (nil: all).
+func (r run) tally(keep func(scenario string) bool) (passed, total int) {
+	for sc, cs := range r {
+		if keep != nil && !keep(sc) {
+			continue
+		}
 		for _, c := range cs {
 			total++
 			if c.Status == "SUCCESS" {
@@ -154,14 +182,26 @@ func (r run) tally() (passed, total int) {
 	return passed, total
 }
 
-// table is the comparison of one requirement set, as the test prints it.
-func table(revision string, direct, through run, lost []loss) string {
+// table is the comparison of one requirement set, as the test prints it:
+// the checks passed of the scored scenarios (those not in notScored) and of
+// all, directly and through Hindsight, and the scenarios that lose checks.
+func table(revision string, direct, through run, notScored map[string]bool, lost []loss) string {
 	var b strings.Builder
-	dp, dt := direct.tally()
-	tp, tt := through.tally()
-	fmt.Fprintf(&b, "requirement set %s: %d scenarios\n", revision, len(direct))
-	fmt.Fprintf(&b, "  %-28s %s\n", "direct", fraction(dp, dt))
-	fmt.Fprintf(&b, "  %-28s %s\n", "through hindsight serve", fraction(tp, tt))
+	scored := func(sc string) bool { return !notScored[sc] }
+	n := 0
+	for sc := range direct {
+		if scored(sc) {
+			n++
+		}
+	}
+	fmt.Fprintf(&b, "requirement set %s: %d scenarios, %d scored\n", revision, len(direct), n)
+	fmt.Fprintf(&b, "  %-28s %-9s %s\n", "checks passed", "scored", "all")
+	for _, row := range []struct {
+		name string
+		r    run
+	}{{"direct", direct}, {"through hindsight serve", through}} {
+		fmt.Fprintf(&b, "  %-28s %-9s %s\n", row.name, fraction(row.r.tally(scored)), fraction(row.r.tally(nil)))
+	}
 	byScenario := map[string]int{}
 	for _, l := range lost {
 		byScenario[l.scenario]++
@@ -177,11 +217,7 @@ func table(revision string, direct, through run, lost []loss) string {
 	return b.String()
 }
 
-func scenarioFraction(cs []check) string {
-	return run{"": cs}.tallyString()
-}
-
-func (r run) tallyString() string { return fraction(r.tally()) }
+func scenarioFraction(cs []check) string { return fraction(run{"": cs}.tally(nil)) }
 
 func fraction(passed, total int) string { return fmt.Sprintf("%d/%d", passed, total) }
 

@@ -42,8 +42,8 @@ func TestLosses(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("losses:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	tab := table("2025-11-25", direct, through, losses(direct, through))
-	for _, s := range []string{"direct                       4/5", "through hindsight serve      2/5", "a    ", "b    "} {
+	tab := table("2025-11-25", direct, through, map[string]bool{"a": true}, losses(direct, through))
+	for _, s := range []string{"3 scenarios, 2 scored", "direct                       2/2       4/5", "through hindsight serve      1/2       2/5", "a    ", "b    "} {
 		if !strings.Contains(tab, s) {
 			t.Errorf("table lacks %q:\n%s", s, tab)
 		}
