@@ -1,8 +1,10 @@
 // Command everything is the MCP server the conformance comparison test
 // (e2e/conformance) runs the official conformance suite against, directly
 // and through `hindsight serve`. It implements the tools, resources and
-// prompts the suite's server scenarios call, written from the scenarios'
-// requirement texts, on the go-sdk.
+// prompts the suite's server scenarios call (their names, arguments and
+// answers as the scenarios' requirement texts and checks state them), on
+// the go-sdk. Every scored scenario of both requirement sets passes
+// against it; the tasks extension's do not (the go-sdk has no tasks).
 //
 // It serves Streamable HTTP on one loopback listener at two paths:
 //
