@@ -127,6 +127,9 @@ func ParseImport(data []byte, opt ImportOptions, red Redactor, now time.Time) ([
 //     would otherwise sort first for ever); last_hit_at is dropped;
 //   - hit and counter counts reset; the evidence count moves to
 //     imported_evidence, for display;
+//   - the text must pass guard.Check (trusted or not): a lesson that
+//     addresses the model, overrides its instructions or moves secrets
+//     fails its line, and so the pack;
 //   - confidence is capped at ImportConfidenceCap unless opt.Trust;
 //   - then store.Validate, and the id rules of the API.
 func CleanImport(e *hindsight.Experience, opt ImportOptions, red Redactor, now time.Time) (int, error) {
@@ -151,6 +154,9 @@ func CleanImport(e *hindsight.Experience, opt ImportOptions, red Redactor, now t
 	}
 	if strings.TrimSpace(e.Lesson) == "" {
 		return 0, errors.New("the lesson is empty once control characters are removed")
+	}
+	if f := CheckText(e); f != nil {
+		return 0, fmt.Errorf("refused (%s): %q", f.Reason, f.Match)
 	}
 	e.Namespace = opt.Namespace
 	e.Origin = "import"
