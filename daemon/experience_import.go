@@ -25,12 +25,10 @@ import (
 // (confidence, evidence, dates, state, namespace) is not believed, and its
 // text is cleaned as a model's answer would be.
 
-// ImportConfidenceCap is the highest confidence an imported experience
-// gets unless the import is trusted (`experiences import --trust`). It is
-// below the confidence reflection requires of a lesson (0.6), so an
-// imported lesson ranks below the local ones until local evidence
-// confirms it (reflection merging a local lesson into it raises it).
-const ImportConfidenceCap = 0.5
+// ImportConfidenceCap is hindsight.ImportConfidenceCap: the highest
+// confidence an untrusted import gets; such a lesson is told to no agent
+// until local evidence confirms it (hindsight.Experience.Unconfirmed).
+const ImportConfidenceCap = hindsight.ImportConfidenceCap
 
 // ImportOptions are the importer's choices, not the file's.
 type ImportOptions struct {

@@ -323,12 +323,13 @@ func (in *Injector) answer(ctx context.Context, s *proxy.Session, st *session, p
 	return BudgetSpentText, nil
 }
 
-// usable drops experiences without a lesson or whose text fails
-// validation (passes), and sorts the rest best first.
+// usable drops experiences without a lesson, whose text fails validation
+// (passes), or that are untrusted imports no local task confirmed
+// (hindsight.Experience.Unconfirmed), and sorts the rest best first.
 func usable(list []hindsight.ScoredExperience) []hindsight.ScoredExperience {
 	out := list[:0:0]
 	for _, e := range list {
-		if oneLine(e.Lesson) != "" && !e.Deleted && passes(&e.Experience) {
+		if oneLine(e.Lesson) != "" && !e.Deleted && passes(&e.Experience) && !e.Unconfirmed() {
 			out = append(out, e)
 		}
 	}

@@ -90,7 +90,7 @@ func (in *Injector) fetchLessons(server string, f, prev *lessonsFetch) {
 	})
 	kept := list[:0:0]
 	for _, e := range list {
-		if passes(&e.Experience) {
+		if passes(&e.Experience) && !e.Unconfirmed() {
 			kept = append(kept, e)
 		}
 	}
