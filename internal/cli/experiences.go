@@ -92,6 +92,8 @@ func state(e *hindsight.Experience) string {
 		return "forgotten"
 	case e.SupersededBy != "":
 		return "superseded"
+	case daemon.CheckText(e) != nil:
+		return "quarantined" // never told; see experiences rejected
 	}
 	return "active"
 }
