@@ -162,3 +162,14 @@ func FuzzFold(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCheck: one lesson of the size reflection writes, as a search
+// checks each lesson it reads.
+func BenchmarkCheck(b *testing.B) {
+	lesson := `When calling create_invoice, pass due_date in the form NNNN-NN-NN (like "2026-04-15"), not NN/NN/NNNN (like "04/15/2026") (otherwise it failed with 400).`
+	for b.Loop() {
+		if Check(lesson, "create_invoice failed with 400: invalid due_date") != nil {
+			b.Fatal("refused")
+		}
+	}
+}
