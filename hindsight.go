@@ -8,6 +8,7 @@ package hindsight
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -186,6 +187,23 @@ type Experience struct {
 	// server whatever their rank and confidence (a person pinned them in
 	// the web UI); a forgotten or superseded one is not.
 	Pinned bool `json:"pinned,omitempty"`
+}
+
+// ImportConfidenceCap is the highest confidence an imported experience
+// gets unless the import is trusted (`experiences import --trust`). It is
+// below the confidence reflection requires of a lesson (0.6), so an
+// imported lesson ranks below the local ones until local evidence
+// confirms it (reflection merging a local lesson into it raises it).
+const ImportConfidenceCap = 0.5
+
+// Unconfirmed reports whether e is an untrusted import no local task has
+// confirmed yet: imported (origin "import…") without --trust, so its
+// confidence is at most ImportConfidenceCap, with no local evidence, and
+// not pinned by a person. Such a lesson is told to no agent, on any
+// channel, until reflection of a local task that shows the same recovery
+// merges into it and counts the evidence.
+func (e *Experience) Unconfirmed() bool {
+	return strings.HasPrefix(e.Origin, "import") && e.EvidenceCount == 0 && e.Confidence <= ImportConfidenceCap && !e.Pinned
 }
 
 // MaxEvidenceTasks bounds Experience.EvidenceTasks.

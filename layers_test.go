@@ -18,7 +18,7 @@ var layers = []struct {
 	name     string
 	packages []string
 }{
-	{"domain types and leaf helpers", []string{"", "bpe", "errtemplate", "store", "store/rank", "store/tokenize",
+	{"domain types and leaf helpers", []string{"", "bpe", "errtemplate", "guard", "store", "store/rank", "store/tokenize",
 		"internal/badgerdb", "internal/diskspace", "internal/erase", "internal/filelock", "internal/losses",
 		"internal/profile", "internal/cli/safelog", "internal/demo/exampleserver", "install"}},
 	{"wire format", []string{"wire"}},

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/guard"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/hindsight-proxy/hindsight/wire"
 	"github.com/tidwall/gjson"
@@ -103,6 +104,9 @@ func buildStep(s *hindsight.Step, ex *proxy.Exchange, r *Redactor, maxBody int) 
 		}
 	}
 
+	// Names become keys and are printed: what a client or server put in
+	// them may not carry control characters.
+	s.Server, s.Tool = guard.Key(s.Server), guard.Key(s.Tool)
 	s.ErrorCode = errorCode(s, ex.Failure)
 	s.CausalTag = baseTag(s, ex)
 

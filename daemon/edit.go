@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/guard"
 )
 
 // EditRequest is the body of POST /v1/experiences/{id}/edit: a person's
@@ -43,13 +44,28 @@ func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
 }
 
 // validateEdit refuses what no stored version could take: an empty lesson,
-// a confidence outside [0, 1].
+// a confidence outside [0, 1], a text that fails guard.Check (a person's
+// edit is validated as a model's answer is). It removes control and
+// invisible characters from the texts.
 func validateEdit(req *EditRequest) error {
 	if req.Lesson != nil && strings.TrimSpace(*req.Lesson) == "" {
 		return badRequest("an experience needs a lesson")
 	}
 	if c := req.Confidence; c != nil && (*c < 0 || *c > 1) {
 		return badRequest("confidence %v: not between 0 and 1", *c)
+	}
+	for _, f := range []*string{req.Lesson, req.Situation, req.Action, req.Result} {
+		if f == nil {
+			continue
+		}
+		*f = guard.Printable(*f)
+		g := guard.Check(*f)
+		if f == req.Lesson {
+			g = guard.CheckLesson(*f)
+		}
+		if g != nil {
+			return badRequest("refused (%s): %q", g.Reason, g.Match)
+		}
 	}
 	return nil
 }

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
+	"github.com/hindsight-proxy/hindsight/guard"
 	"github.com/hindsight-proxy/hindsight/store"
 	"github.com/hindsight-proxy/hindsight/traces"
 )
@@ -25,12 +25,10 @@ import (
 // (confidence, evidence, dates, state, namespace) is not believed, and its
 // text is cleaned as a model's answer would be.
 
-// ImportConfidenceCap is the highest confidence an imported experience
-// gets unless the import is trusted (`experiences import --trust`). It is
-// below the confidence reflection requires of a lesson (0.6), so an
-// imported lesson ranks below the local ones until local evidence
-// confirms it (reflection merging a local lesson into it raises it).
-const ImportConfidenceCap = 0.5
+// ImportConfidenceCap is hindsight.ImportConfidenceCap: the highest
+// confidence an untrusted import gets; such a lesson is told to no agent
+// until local evidence confirms it (hindsight.Experience.Unconfirmed).
+const ImportConfidenceCap = hindsight.ImportConfidenceCap
 
 // ImportOptions are the importer's choices, not the file's.
 type ImportOptions struct {
@@ -127,13 +125,16 @@ func ParseImport(data []byte, opt ImportOptions, red Redactor, now time.Time) ([
 //     would otherwise sort first for ever); last_hit_at is dropped;
 //   - hit and counter counts reset; the evidence count moves to
 //     imported_evidence, for display;
+//   - the text must pass guard.Check (trusted or not): a lesson that
+//     addresses the model, overrides its instructions or moves secrets
+//     fails its line, and so the pack;
 //   - confidence is capped at ImportConfidenceCap unless opt.Trust;
 //   - then store.Validate, and the id rules of the API.
 func CleanImport(e *hindsight.Experience, opt ImportOptions, red Redactor, now time.Time) (int, error) {
 	if e.ID == "" || strings.TrimSpace(e.Lesson) == "" {
 		return 0, errors.New("an experience needs an id and a lesson")
 	}
-	if !traces.ValidID(e.ID) || e.ID != stripControls(e.ID) {
+	if !traces.ValidID(e.ID) || e.ID != guard.Printable(e.ID) {
 		return 0, fmt.Errorf("id %q may not contain '/', NUL or control characters", e.ID)
 	}
 	if math.IsNaN(e.Confidence) || e.Confidence < 0 || e.Confidence > 1 {
@@ -142,7 +143,7 @@ func CleanImport(e *hindsight.Experience, opt ImportOptions, red Redactor, now t
 	redactions := 0
 	for _, f := range []*string{&e.Server, &e.Tool, &e.TaskType, &e.ErrorCode, &e.Situation, &e.Action,
 		&e.Result, &e.Lesson, &e.SourceTask, &e.SourceAgent, &e.ErrorTemplate} {
-		*f = stripControls(*f)
+		*f = guard.Printable(*f)
 		if red != nil && *f != "" {
 			var n int
 			*f, n = red.RedactString(*f)
@@ -151,6 +152,9 @@ func CleanImport(e *hindsight.Experience, opt ImportOptions, red Redactor, now t
 	}
 	if strings.TrimSpace(e.Lesson) == "" {
 		return 0, errors.New("the lesson is empty once control characters are removed")
+	}
+	if f := CheckText(e); f != nil {
+		return 0, fmt.Errorf("refused (%s): %q", f.Reason, f.Match)
 	}
 	e.Namespace = opt.Namespace
 	e.Origin = "import"
@@ -180,61 +184,6 @@ func clamp(t, now time.Time) time.Time {
 	return t
 }
 
-// stripControls removes terminal escape sequences (CSI, OSC, and other
-// ESC sequences), C0 and C1 control characters other than newline and
-// tab, bidirectional formatting characters and invalid UTF-8.
-func stripControls(s string) string {
-	clean := true
-	for _, r := range s {
-		if unwanted(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	rs := []rune(s)
-	for i := 0; i < len(rs); i++ {
-		r := rs[i]
-		switch {
-		case r == 0x1b && i+1 < len(rs) && rs[i+1] == '[': // CSI: parameters, then a final byte @–~
-			i += 2
-			for i < len(rs) && (rs[i] < 0x40 || rs[i] > 0x7e) {
-				i++
-			}
-		case r == 0x1b && i+1 < len(rs) && (rs[i+1] == ']' || rs[i+1] == 'P' || rs[i+1] == '_' || rs[i+1] == '^'):
-			// OSC, DCS, APC, PM: up to BEL or ST (ESC \)
-			i += 2
-			for i < len(rs) && rs[i] != 0x07 && !(rs[i] == 0x1b && i+1 < len(rs) && rs[i+1] == '\\') {
-				i++
-			}
-			if i < len(rs) && rs[i] == 0x1b {
-				i++
-			}
-		case r == 0x1b && i+1 < len(rs): // a two-character escape
-			i++
-		case unwanted(r):
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-func unwanted(r rune) bool {
-	switch {
-	case r == '\n' || r == '\t':
-		return false
-	case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == unicode.ReplacementChar:
-		return true
-	case (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c:
-		return true
-	}
-	return false
-}
-
 func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 	st, err := s.store()
 	if err != nil {
@@ -242,7 +191,7 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	opt := ImportOptions{Namespace: s.namespace(q.Get("namespace")), Pack: stripControls(q.Get("pack"))}
+	opt := ImportOptions{Namespace: s.namespace(q.Get("namespace")), Pack: guard.Printable(q.Get("pack"))}
 	if opt.Trust, err = boolParam(r, "trust"); err != nil {
 		s.fail(w, r, err)
 		return

@@ -128,6 +128,10 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// What was stored before validation, or by another daemon sharing
+	// the store, is checked again as it is read: a failing lesson is
+	// quarantined, never told.
+	res = s.screen(res)
 	if !req.Provenance.Empty() {
 		kept := res[:0]
 		for i := range res {

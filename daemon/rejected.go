@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"net/http"
+	"sort"
 	"strconv"
 	"time"
 )
@@ -13,7 +14,7 @@ import (
 type Rejection struct {
 	TaskID string    `json:"task_id"`
 	At     time.Time `json:"at"`
-	Reason string    `json:"reason"` // one of the reflect.Drop… reasons
+	Reason string    `json:"reason"` // a reflect.Drop… reason, or QuarantineReason and guard's
 	Detail string    `json:"detail"` // redacted
 	Server string    `json:"server,omitempty"`
 	Tool   string    `json:"tool,omitempty"`
@@ -28,24 +29,25 @@ type RejectionLister interface {
 }
 
 // handleRejected is GET /v1/experiences/rejected?limit=N: the latest
-// refused lessons, newest first.
+// refused lessons, newest first, with the quarantined ones (reason
+// "quarantined: …", the experience's id in place of a task's).
 func (s *Server) handleRejected(w http.ResponseWriter, r *http.Request) {
-	rl, ok := s.Queue.(RejectionLister)
-	if !ok {
-		writeJSON(w, http.StatusOK, []Rejection{})
-		return
-	}
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
 	if limit <= 0 {
 		limit = 100
 	}
-	list, err := rl.Rejected(r.Context(), limit)
-	if err != nil {
-		s.fail(w, r, err)
-		return
+	list := s.quar.list()
+	if rl, ok := s.Queue.(RejectionLister); ok {
+		refused, err := rl.Rejected(r.Context(), limit)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		list = append(list, refused...)
+		sort.SliceStable(list, func(i, j int) bool { return list[i].At.After(list[j].At) })
 	}
-	if list == nil {
-		list = []Rejection{}
+	if len(list) > limit {
+		list = list[:limit]
 	}
 	writeJSON(w, http.StatusOK, list)
 }

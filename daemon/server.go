@@ -69,6 +69,7 @@ type Server struct {
 
 	run       runState
 	m         metrics
+	quar      *quarantine
 	episodeMu sync.Mutex // serializes episodes that take the next index
 }
 
@@ -87,6 +88,7 @@ func (s *Server) init() {
 		if s.Logger == nil {
 			s.Logger = slog.Default()
 		}
+		s.quar = newQuarantine()
 		s.initMetrics()
 		if s.StoreOps != nil && s.StoreOps.Apply == nil {
 			s.StoreOps.Apply = func(ctx context.Context, op *StoreOp) error {

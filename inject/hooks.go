@@ -12,6 +12,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/errtemplate"
+	"github.com/hindsight-proxy/hindsight/guard"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -336,16 +337,25 @@ func (in *Injector) answer(ctx context.Context, s *proxy.Session, st *session, p
 	return BudgetSpentText, nil
 }
 
-// usable drops experiences without a lesson and sorts the rest best first.
+// usable drops experiences without a lesson, whose text fails validation
+// (passes), or that are untrusted imports no local task confirmed
+// (hindsight.Experience.Unconfirmed), and sorts the rest best first.
 func usable(list []hindsight.ScoredExperience) []hindsight.ScoredExperience {
 	out := list[:0:0]
 	for _, e := range list {
-		if oneLine(e.Lesson) != "" && !e.Deleted {
+		if oneLine(e.Lesson) != "" && !e.Deleted && passes(&e.Experience) && !e.Unconfirmed() {
 			out = append(out, e)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
 	return out
+}
+
+// passes reports whether e's texts pass guard.Check as they are read,
+// whatever store they came from: a lesson that fails is never told (the
+// daemon quarantines it too, so this is the sidecar's own check).
+func passes(e *hindsight.Experience) bool {
+	return guard.CheckLesson(e.Lesson, e.Situation, e.Action, e.Result, e.ErrorTemplate, e.TaskType) == nil
 }
 
 // toolResult encodes a CallToolResult with one text item.

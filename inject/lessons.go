@@ -88,7 +88,13 @@ func (in *Injector) fetchLessons(server string, f, prev *lessonsFetch) {
 		// instructionsBlock).
 		IncludePinned: true,
 	})
-	f.list, f.err, f.at = list, err, time.Now()
+	kept := list[:0:0]
+	for _, e := range list {
+		if passes(&e.Experience) && !e.Unconfirmed() {
+			kept = append(kept, e)
+		}
+	}
+	f.list, f.err, f.at = kept, err, time.Now()
 	if err != nil {
 		in.logger().Warn("prefetch lessons", "server", server, "err", err)
 	}

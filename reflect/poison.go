@@ -6,22 +6,21 @@ import (
 	"strings"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/guard"
 )
 
 // Reasons a candidate is refused as an attempt to reach an agent's
 // instructions rather than a lesson about a tool (see poisoned).
 const (
-	DropManipulation = "prompt_manipulation" // talks to the agent about its own instructions or data
-	DropURL          = "url"                 // names a URL or host no cited call of the server used
-	DropPath         = "path"                // names a file path no cited call of the server used
-	DropCommand      = "command"             // carries a shell command
-	DropForeignTool  = "foreign_tool"        // gives rules for a tool its server does not have
+	DropManipulation = guard.ReasonManipulation // talks to the agent about its own instructions or data
+	DropCredential   = guard.ReasonCredential   // moves secrets somewhere, or is built on one
+	DropURL          = "url"                    // names a URL or host no cited call of the server used
+	DropPath         = "path"                   // names a file path no cited call of the server used
+	DropCommand      = "command"                // carries a shell command
+	DropForeignTool  = "foreign_tool"           // gives rules for a tool its server does not have
 )
 
 var (
-	// manipulation matches text that addresses an agent's instructions,
-	// identity or secrets instead of a tool's behaviour.
-	manipulation = regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override|bypass)\b[^.;]{0,40}\b(instructions?|prompts?|rules|guidelines|context|above|previous|prior)\b|\bsystem prompt\b|\byou are now\b|\bdeveloper mode\b|\bjailbreak|\bexfiltrat|\b(reveal|print|dump|leak|send|upload|post|email|e-mail)\b[^.;]{0,40}\b(secrets?|credentials?|passwords?|api[ _-]?keys?|tokens?|ssh|private keys?|env(ironment)?( variables)?|\.env|id_rsa)\b|</?(system|assistant|user)>|\b(assistant|system)\s*:`)
 	// urlRe and hostRe match addresses on the network.
 	urlRe  = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>` + "`" + `]+`)
 	hostRe = regexp.MustCompile(`(?i)\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:com|net|org|io|dev|ai|app|co|xyz|info|biz|ru|cn|me|sh|site|online|cloud|tk)\b`)
@@ -33,14 +32,16 @@ var (
 
 // poisoned returns why c reads as an attempt on an agent rather than a
 // lesson about a tool, or "". Tool output and model answers are untrusted:
-// what reaches an agent's instructions may not address its prompt or its
-// secrets, carry shell commands, or name addresses, paths or tools that
-// the cited calls of the same server do not ground.
+// what reaches an agent's instructions must pass guard.Check (no
+// addressing the model, no overriding its instructions, no moving
+// secrets, in any of its languages and however disguised), may not carry
+// shell commands, or name addresses, paths or tools that the cited calls
+// of the same server do not ground.
 func poisoned(c *hindsight.Experience, cited []*hindsight.Step, task *hindsight.Task) (reason, detail string) {
 	texts := []string{c.Lesson, c.Situation, c.Action, c.Result, c.ErrorTemplate, c.TaskType}
 	all := strings.Join(texts, "\n")
-	if m := manipulation.FindString(all); m != "" {
-		return DropManipulation, fmt.Sprintf("%q", Truncate(m, 60))
+	if f := guard.CheckLesson(c.Lesson, texts[1:]...); f != nil {
+		return f.Reason, fmt.Sprintf("%q", f.Match)
 	}
 	if m := commandRe.FindString(all); m != "" {
 		return DropCommand, fmt.Sprintf("%q", Truncate(m, 60))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/errtemplate"
+	"github.com/hindsight-proxy/hindsight/guard"
 )
 
 // Rules is the rule-based reflector: deterministic, offline, used when no
@@ -79,6 +80,20 @@ func templateOf(s *hindsight.Step) string {
 	}
 	text := errorText(s)
 	return keepNames(errtemplate.Mask(text), text, stepValues(s))
+}
+
+// maxQuoted is how many bytes of a server's error template a lesson
+// quotes.
+const maxQuoted = 160
+
+// fence fences a server's error template as data inside Hindsight's own
+// sentence: invisible and control characters removed, white space
+// collapsed, back quotes (which would close the fence and put the rest in
+// the instruction position) replaced, cut to maxQuoted bytes. What it
+// says is validated with the whole lesson (poisoned).
+func fence(tpl string) string {
+	tpl = strings.Join(strings.Fields(guard.Clean(tpl)), " ")
+	return "`" + Truncate(strings.ReplaceAll(tpl, "`", "'"), maxQuoted) + "`"
 }
 
 // recovery is one failure-then-success window of a tool.
@@ -193,7 +208,7 @@ func (r *recovery) lesson() (*hindsight.Experience, []int) {
 	}
 	failedWith := "fails"
 	if tpl != "" {
-		failedWith = "fails with `" + tpl + "`"
+		failedWith = "fails with " + fence(tpl)
 	}
 	switch {
 	case len(rules) == 0:
@@ -431,10 +446,10 @@ func giveUpLessons(calls []*hindsight.Step, recovered map[int]bool, vals *taskVa
 		switch {
 		case identical:
 			e.Action = "repeated the identical call"
-			e.Lesson = fmt.Sprintf("When %s fails with `%s`, do not repeat the identical call: repeating it failed the same way; change the arguments, use another tool or ask the user.", tool, tpl)
+			e.Lesson = fmt.Sprintf("When %s fails with %s, do not repeat the identical call: repeating it failed the same way; change the arguments, use another tool or ask the user.", tool, fence(tpl))
 		case !succeeded[tool] || len(g.steps) >= 3:
 			e.Action = "called " + tool + " again with other arguments"
-			e.Lesson = fmt.Sprintf("When %s fails with `%s`, stop retrying it: other arguments failed the same way; use another tool or ask the user.", tool, tpl)
+			e.Lesson = fmt.Sprintf("When %s fails with %s, stop retrying it: other arguments failed the same way; use another tool or ask the user.", tool, fence(tpl))
 		default:
 			continue
 		}

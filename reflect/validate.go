@@ -120,6 +120,10 @@ func (v *Validator) check(c *hindsight.Experience, task *hindsight.Task, steps m
 	if reason, detail := poisoned(c, cited, task); reason != "" {
 		return reason, detail
 	}
+	if v.quotesSecret(c) {
+		// Advice that needs a credential is a one-off value at best.
+		return DropCredential, "the lesson quotes a secret"
+	}
 	if why := vocab.vague(c.Lesson, c.Tool); why != "" {
 		return DropVague, why
 	}
@@ -249,6 +253,17 @@ func stepErrorCode(s *hindsight.Step) string {
 		return fmt.Sprint(s.Error.Code)
 	}
 	return ""
+}
+
+// quotesSecret reports whether c's lesson holds what the redactor takes
+// for a secret (a model may answer "call login with token ghp_…"). The
+// other texts are redacted and kept.
+func (v *Validator) quotesSecret(c *hindsight.Experience) bool {
+	if v.Redactor == nil {
+		return false
+	}
+	_, n := v.Redactor.Redact(c.Lesson)
+	return n > 0
 }
 
 // redact runs the redactor over every text field of c.

@@ -85,7 +85,7 @@ func TestValidateFillsToolAndRedacts(t *testing.T) {
 	task := tasktest.Load(t, filepath.Join("testdata", "rules", "login_401.trace.json"))
 	e := hindsight.Experience{
 		Situation:   "list_orders says 401 Unauthorized",
-		Lesson:      "Call login before list_orders, then send Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.abc.def with each call.",
+		Lesson:      "Call login before list_orders, then pass its session with each call.",
 		Action:      "used key sk-abcdefghijklmnop1234",
 		Confidence:  0.8,
 		SourceSteps: []int{4, 2, 2},
@@ -101,10 +101,13 @@ func TestValidateFillsToolAndRedacts(t *testing.T) {
 	if !slicesEqual(got.SourceSteps, []int{2, 4}) {
 		t.Errorf("steps %v, want sorted and unique", got.SourceSteps)
 	}
-	for _, s := range []string{got.Lesson, got.Action} {
-		if strings.Contains(s, "eyJhbGci") || strings.Contains(s, "sk-abc") || !strings.Contains(s, "[REDACTED]") {
-			t.Errorf("secret kept: %q", s)
-		}
+	if strings.Contains(got.Action, "sk-abc") || !strings.Contains(got.Action, "[REDACTED]") {
+		t.Errorf("secret kept: %q", got.Action)
+	}
+	// A lesson built on a secret is refused, not redacted.
+	e.Lesson = "Call login before list_orders, then send Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.abc.def with each call."
+	if kept, drops := (&Validator{Redactor: fakeSecrets}).Validate(task, []hindsight.Experience{e}); len(kept) != 0 || len(drops) != 1 || drops[0].Reason != DropCredential {
+		t.Errorf("a lesson quoting a token: kept %+v, drops %+v", kept, drops)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/guard"
 	"github.com/hindsight-proxy/hindsight/wire"
 )
 
@@ -75,9 +76,10 @@ func validateRaw(steps []wire.Raw) error {
 }
 
 // ValidID reports whether s can name a task, a source or a session: the
-// key layout holds it.
+// key layout holds it, and it carries no control or format character
+// (guard.Key): an id a client chose is printed by the command line.
 func ValidID(s string) bool {
-	return s != "" && len(s) <= 256 && !strings.ContainsAny(s, "\x00/")
+	return s != "" && len(s) <= 256 && !strings.ContainsAny(s, "\x00/") && guard.Key(s) == s
 }
 
 // Ingest stores steps, assigning each a task and a step index. Steps seen

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/guard"
 )
 
 // stdout is where commands print; tests of the command functions swap it.
@@ -62,9 +63,12 @@ func newTable(w io.Writer, header ...string) *table {
 	return t
 }
 
+// row adds a row; every cell passes through guard.Printable, so what a
+// server, a client or a pack named cannot move the cursor or retitle the
+// terminal.
 func (t *table) row(cols ...string) {
 	for i := range cols {
-		cols[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(cols[i])
+		cols[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(guard.Printable(cols[i]))
 	}
 	fmt.Fprintln(t.tw, strings.Join(cols, "\t"))
 }

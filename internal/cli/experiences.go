@@ -12,6 +12,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/guard"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -93,6 +94,8 @@ func state(e *hindsight.Experience) string {
 		return "forgotten"
 	case e.SupersededBy != "":
 		return "superseded"
+	case daemon.CheckText(e) != nil:
+		return "quarantined" // never told; see experiences rejected
 	case e.Pinned:
 		return "pinned"
 	}
@@ -240,7 +243,7 @@ func changeOne(ctx context.Context, g *globals, fs *pflag.FlagSet, verb string, 
 	if asJSON {
 		return printJSON(stdout, e)
 	}
-	fmt.Fprintf(stdout, "experience %s %s\n", e.ID, done)
+	fmt.Fprintf(stdout, "experience %s %s\n", guard.Printable(e.ID), guard.Printable(done))
 	return nil
 }
 
@@ -295,7 +298,7 @@ func experiencesImport(ctx context.Context, g *globals, fs *pflag.FlagSet, pos [
 	} else {
 		fmt.Fprintf(stdout, "imported %d, updated %d, skipped %d (unchanged, or local lessons kept)\n", res.Imported, res.Updated, res.Skipped)
 		if len(res.Kept) > 0 {
-			fmt.Fprintf(stdout, "kept local lessons a pack may not replace: %s\n", strings.Join(res.Kept, " "))
+			fmt.Fprintf(stdout, "kept local lessons a pack may not replace: %s\n", guard.Printable(strings.Join(res.Kept, " ")))
 		}
 		if res.Redactions > 0 {
 			fmt.Fprintf(stdout, "redacted %d secret(s) in the pack\n", res.Redactions)
@@ -304,7 +307,7 @@ func experiencesImport(ctx context.Context, g *globals, fs *pflag.FlagSet, pos [
 			fmt.Fprintf(stdout, "confidence capped at %.1f until local evidence confirms a lesson (--trust keeps the pack's)\n", daemon.ImportConfidenceCap)
 		}
 		for _, e := range res.Errors {
-			fmt.Fprintln(stdout, "error:", e)
+			fmt.Fprintln(stdout, "error:", guard.Printable(e))
 		}
 	}
 	if len(res.Errors) > 0 {

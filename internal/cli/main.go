@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/hindsight-proxy/hindsight/guard"
 )
 
 // errUsage marks an error caused by a bad command line (exit status 2).
@@ -37,7 +39,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(errOut, "hindsight:", err)
+	fmt.Fprintln(errOut, "hindsight:", guard.Printable(err.Error()))
 	// An error before the command started is the command line's: an
 	// unknown command or flag, a flag's bad value.
 	if errors.Is(err, errUsage) || !*started {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/guard"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -154,7 +155,7 @@ func list(ids []string) string {
 	if len(ids) == 0 {
 		return ""
 	}
-	return ": " + strings.Join(ids, " ")
+	return ": " + guard.Printable(strings.Join(ids, " "))
 }
 
 // parseBefore reads a date (2006-01-02, local midnight), an RFC 3339 time,

@@ -273,6 +273,9 @@ func TestLLMDrops(t *testing.T) {
 	}
 }
 
+// TestLLMSecretEchoed: a model's lesson built on a token it saw is
+// refused as advice that needs a credential (not stored redacted), and
+// the secret reaches neither the store nor the log.
 func TestLLMSecretEchoed(t *testing.T) {
 	const secret = "ghp_Zx81kq0LmN3vB7cR2tY5wP9sD4fG6hJ1kL0a"
 	h := newHarness(t, Config{}, reply{content: answer(
@@ -282,19 +285,17 @@ func TestLLMSecretEchoed(t *testing.T) {
 	if e, err := h.run(t); err != nil || e.State != reflect.StateDone {
 		t.Fatalf("state %s, err %v", e.State, err)
 	}
-	all := all(t, h.store)
-	if len(all) != 1 {
-		t.Fatalf("%d stored", len(all))
+	if all := all(t, h.store); len(all) != 0 {
+		t.Fatalf("stored %+v, want the lesson on a token refused", all)
+	}
+	if got := h.metrics.Dropped()[reflect.DropCredential]; got != 1 {
+		t.Errorf("dropped[credential] = %d (all: %v)", got, h.metrics.Dropped())
 	}
 	if !strings.Contains(h.logs.String(), "Low confidence, dropped") {
 		t.Errorf("the dropped candidate was not logged:\n%s", h.logs.String())
 	}
-	b, _ := json.Marshal(all[0])
-	if strings.Contains(string(b), secret) || strings.Contains(h.logs.String(), secret) {
-		t.Fatalf("secret reached the store or the log: %s", b)
-	}
-	if !strings.Contains(all[0].Lesson, "[REDACTED") {
-		t.Errorf("lesson %q has no redaction marker", all[0].Lesson)
+	if strings.Contains(h.logs.String(), secret) {
+		t.Fatalf("secret reached the log")
 	}
 }
 
