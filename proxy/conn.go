@@ -215,6 +215,28 @@ func (c *Conn) FailPending(reason string) [][]byte {
 	return out
 }
 
+// Fail ends the agent's request id in flight with resp, the answer relayed
+// for it in place of the server's response (an error the sidecar made up,
+// or the server's error that names no id), and hands the exchange, with
+// failure as its Failure, to Hooks.Exchange. It reports whether such a
+// request was in flight.
+func (c *Conn) Fail(id json.RawMessage, resp []byte, failure string) bool {
+	ex := c.take(&c.fromClient, string(id))
+	if ex == nil {
+		return false
+	}
+	ex.Response, ex.Ended, ex.Failure = resp, time.Now(), failure
+	c.emit(ex)
+	return true
+}
+
+// inFlight reports whether the agent's request id is in flight.
+func (c *Conn) inFlight(id json.RawMessage) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fromClient[string(id)] != nil
+}
+
 // Pending reports how many agent requests are in flight.
 func (c *Conn) Pending() int {
 	c.mu.Lock()
@@ -251,6 +273,21 @@ func (c *Conn) invalid(m Message, err error, from string) Action {
 	return Action{Reply: ErrorResponse(nil, CodeInvalidRequest, "Invalid Request: "+err.Error())}
 }
 
+// take removes the request in flight under key from table, and returns it
+// (nil when there is none).
+func (c *Conn) take(table *map[string]*Exchange, key string) *Exchange {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ex := (*table)[key]
+	if ex != nil {
+		delete(*table, ex.key)
+		if ex.progressToken != "" {
+			delete(c.progress, ex.progressToken)
+		}
+	}
+	return ex
+}
+
 func (c *Conn) track(m *map[string]*Exchange, key string, ex *Exchange) {
 	if *m == nil {
 		*m = make(map[string]*Exchange)
@@ -263,15 +300,7 @@ func (c *Conn) track(m *map[string]*Exchange, key string, ex *Exchange) {
 // completed exchange, which the caller emits (nil when the response
 // answers nothing in flight).
 func (c *Conn) complete(table *map[string]*Exchange, m *Message, now time.Time) ([]byte, *Exchange) {
-	c.mu.Lock()
-	ex := (*table)[string(m.ID)] // no allocation for the lookup
-	if ex != nil {
-		delete(*table, ex.key)
-		if ex.progressToken != "" {
-			delete(c.progress, ex.progressToken)
-		}
-	}
-	c.mu.Unlock()
+	ex := c.take(table, string(m.ID)) // no allocation for the lookup
 	if ex == nil {
 		return m.Raw, nil // an answer to nothing we saw, or after a cancel: relay as is
 	}
@@ -352,16 +381,7 @@ func (c *Conn) cancelled(raw []byte, table *map[string]*Exchange) {
 	if !id.Exists() {
 		return
 	}
-	c.mu.Lock()
-	ex := (*table)[id.Raw]
-	if ex != nil {
-		delete(*table, id.Raw)
-		if ex.progressToken != "" {
-			delete(c.progress, ex.progressToken)
-		}
-	}
-	c.mu.Unlock()
-	if ex != nil {
+	if ex := c.take(table, id.Raw); ex != nil {
 		ex.Cancelled, ex.Ended = true, time.Now()
 		c.emit(ex)
 	}

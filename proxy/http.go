@@ -77,6 +77,17 @@ type HTTPHandler struct {
 	// for this long (an agent that left without DELETE); its upstream
 	// session, or child, goes with it. 0: DefaultIdleTimeout; <0: never.
 	IdleTimeout time.Duration
+	// ReplayEvents bounds the recent events kept per agent stream that the
+	// sidecar is the origin of (in front of a command or legacy SSE
+	// upstream: an HTTP upstream's streams are resumed by the upstream),
+	// for an agent that resumes a stream with Last-Event-ID after losing
+	// it. Such streams carry event ids, and a priming event for agents of
+	// protocol 2025-11-25 on. 0: DefaultReplayEvents; <0: none kept, no
+	// event ids.
+	ReplayEvents int
+	// ReplayAge bounds how long an event is kept for a resume, and how
+	// long the log of a stream that ended stays. 0: DefaultReplayAge.
+	ReplayAge time.Duration
 	// SessionEnded, when set, is called once for each agent session (one
 	// the agent was given an Mcp-Session-Id or legacy SSE stream for)
 	// after it ended: deleted by the agent, expired by IdleTimeout, closed

@@ -92,3 +92,43 @@ func TestHTTPCommandCrash(t *testing.T) {
 		t.Fatalf("ping: %d", r.StatusCode)
 	}
 }
+
+// TestHTTPCommandResume checks that a request stream the sidecar is the
+// origin of (a command upstream) can be resumed with Last-Event-ID: the
+// agent reads the priming event, loses the stream, and a GET naming the
+// priming event's id gets the response that came meanwhile.
+func TestHTTPCommandResume(t *testing.T) {
+	url := commandSidecar(t)
+	sid := initialize(t, url, nil)
+	postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), nil).Body.Close()
+	resp := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{"ms":200}}}`), nil)
+	evs := readEvents(t, resp.Body, func(event) bool { return true }) // the first event only
+	resp.Body.Close()                                                 // the agent loses the stream
+	if len(evs) != 1 || evs[0].id == "" || evs[0].data != "" {
+		t.Fatalf("POST stream began with %+v; want a priming event", evs)
+	}
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Last-Event-ID", evs[0].id)
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	evs = readEvents(t, resp.Body, func(ev event) bool { return gjson.Get(ev.data, "id").Raw == "5" })
+	if len(evs) == 0 || gjson.Get(evs[len(evs)-1].data, "result.content.0.text").Str != "slow done" || evs[len(evs)-1].id == "" {
+		t.Fatalf("resumed stream (status %d): %+v; want the response to 5, with an event id", resp.StatusCode, evs)
+	}
+	// Resuming after the response's own id: the stream has ended, nothing
+	// is sent again.
+	req.Header.Set("Last-Event-ID", evs[len(evs)-1].id)
+	resp2, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp2.Body.Close()
+	if again := readEvents(t, resp2.Body, func(event) bool { return false }); len(again) != 0 {
+		t.Errorf("resumed after the last event, got %+v", again)
+	}
+}

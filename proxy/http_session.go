@@ -29,12 +29,14 @@ type httpSession struct {
 	serial    sync.Mutex // one request at a time in the shared sessionless session
 
 	mu         sync.Mutex
-	lastActive time.Time          // the agent's last request or stream end
-	waiters    map[string]*waiter // request id → the POST waiting for its answer
-	progress   map[string]*waiter // progress token → the request stream that gets its progress
-	streams    []*waiter          // open request streams, oldest first
-	listeners  []*waiter          // open GET (or legacy SSE) streams, oldest first
-	queue      [][]byte           // messages for a listener that is not there yet
+	lastActive time.Time            // the agent's last request or stream end
+	waiters    map[string]*waiter   // request id → the POST waiting for its answer
+	progress   map[string]*waiter   // progress token → the request stream that gets its progress
+	streams    []*waiter            // open request streams, oldest first
+	listeners  []*waiter            // open GET (or legacy SSE) streams, oldest first
+	queue      [][]byte             // messages for a listener that is not there yet
+	logs       map[string]*eventLog // the recent events of the streams the sidecar originates, by stream id
+	streamSeq  uint64               // the last stream id given
 }
 
 // waiter is an open agent stream that server messages are routed to: a

@@ -2,7 +2,10 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -81,7 +84,7 @@ func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte) 
 	if m.Kind == KindRequest {
 		return s.request(w, r, m, act.Forward)
 	}
-	reply, err := s.up.Send(r.Context(), act.Forward, hdr)
+	reply, err := s.send(r, act.Forward, hdr)
 	if err != nil {
 		s.h.logger().Warn("upstream refused a message", "session", s.id, "method", m.Method, "err", err)
 		status := s.h.errorStatus(w, err)
@@ -93,6 +96,13 @@ func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte) 
 			}
 		}
 		writeJSON(w, status, ErrorResponse(nil, CodeServerUnavailable, err.Error()))
+		return nil
+	}
+	if reply != nil && reply.failed() { // the server's JSON-RPC error: as it came
+		defer reply.Close()
+		msg, _ := reply.Next()
+		copyReplyHeader(w.Header(), reply.Header)
+		writeJSON(w, reply.Status, msg)
 		return nil
 	}
 	if reply != nil && bytes.HasPrefix(bytes.TrimLeft(act.Forward, " \t\r\n"), []byte("[")) {
@@ -113,6 +123,31 @@ func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte) 
 	return nil
 }
 
+// send passes one agent message upstream. An upstream error status with a
+// JSON-RPC body comes back as a failed Reply, to relay as it came, except
+// that a refusal of the sidecar's own credentials (AuthToken set: the
+// agent's were not forwarded, and it could not mend them) comes back as
+// a *StatusError.
+func (s *httpSession) send(r *http.Request, msg []byte, hdr http.Header) (*Reply, error) {
+	reply, err := s.up.Send(r.Context(), msg, hdr)
+	if err != nil || reply == nil || !reply.failed() || s.h.AuthToken == "" ||
+		(reply.Status != http.StatusUnauthorized && reply.Status != http.StatusForbidden) {
+		return reply, err
+	}
+	defer reply.Close()
+	body, _ := reply.Next()
+	return nil, &StatusError{Code: reply.Status, Message: gjson.GetBytes(body, "error.message").String(), Header: reply.Header, URL: reply.URL}
+}
+
+// fail answers the agent's request id in place of the server, with a
+// JSON-RPC error saying why, and records the request as failed. It
+// returns the error response.
+func (s *httpSession) fail(id json.RawMessage, why string) []byte {
+	out := ErrorResponse(id, CodeServerUnavailable, why)
+	s.conn.Fail(id, out, why)
+	return out
+}
+
 // relayBatch passes the upstream's reply to a batch on as it came.
 func (s *httpSession) relayBatch(w http.ResponseWriter, reply *Reply) {
 	defer reply.Close()
@@ -123,7 +158,7 @@ func (s *httpSession) relayBatch(w http.ResponseWriter, reply *Reply) {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
-		writeJSON(w, http.StatusOK, s.conn.FromServer(msg))
+		writeJSON(w, reply.Status, s.conn.FromServer(msg))
 		return
 	}
 	sw := startSSE(w)
@@ -143,20 +178,35 @@ func (s *httpSession) relayBatch(w http.ResponseWriter, reply *Reply) {
 func (s *httpSession) request(w http.ResponseWriter, r *http.Request, m Message, fwd []byte) []byte {
 	token := gjson.GetBytes(fwd, "params._meta.progressToken").Raw
 	wt := s.addWaiter(m.ID, token, acceptsSSE(r))
-	defer s.removeWaiter(wt)
-	reply, err := s.up.Send(r.Context(), fwd, ForwardHeader(r.Header, s.h.AuthToken != ""))
+	reply, err := s.send(r, fwd, ForwardHeader(r.Header, s.h.AuthToken != ""))
+	var log *eventLog
+	if err == nil && reply == nil && wt.stream {
+		log = s.newLog(false) // the sidecar is the stream's origin
+	}
+	if log == nil {
+		defer s.removeWaiter(wt)
+	}
+	var se *StatusError
+	gone := errors.As(err, &se) && se.Code == http.StatusNotFound || reply != nil && reply.Status == http.StatusNotFound
+	if gone && s.h.session(s.id) == s {
+		// The upstream forgot the session: so does the sidecar, once the
+		// agent got the 404 (and its request was recorded as it went).
+		defer s.h.endSessionLater(s, "the upstream answered 404: it forgot the session")
+	}
 	if err != nil {
-		var se *StatusError
-		if errors.As(err, &se) && se.Code == http.StatusNotFound && s.h.session(s.id) == s {
-			s.h.endSessionLater(s, err.Error()) // the upstream forgot the session
-		}
 		s.h.logger().Warn("upstream request failed", "session", s.id, "method", m.Method, "err", err)
-		out := s.conn.FromServer(ErrorResponse(m.ID, CodeServerUnavailable, err.Error()))
+		out := s.fail(m.ID, err.Error())
 		writeJSON(w, s.h.errorStatus(w, err), out)
 		return out
 	}
 	if reply != nil {
 		return s.relayReply(w, r, m, reply)
+	}
+	if log != nil {
+		go s.collect(wt, log) // removes wt
+		sw := startSSE(w)
+		s.prime(sw, log)
+		return s.tail(sw, r, log, 1, m.ID)
 	}
 	return s.await(w, r, wt)
 }
@@ -182,42 +232,68 @@ func (h *HTTPHandler) errorStatus(w http.ResponseWriter, err error) int {
 }
 
 // relayReply passes the upstream's reply to a request on, as JSON or as an
-// event stream like the upstream's, each message through the Conn.
+// event stream like the upstream's, each message through the Conn and each
+// event with its id and retry fields. An error status with a JSON-RPC body
+// reaches the agent as it came. A JSON answer to another id stands for a
+// JSON-RPC error naming the upstream. A stream the server closes before
+// the response, after giving its events ids, was closed to be polled
+// (SEP-1699): the agent's stream ends too, and the agent resumes it with
+// Last-Event-ID (see resume); other ends stand for a JSON-RPC error.
 func (s *httpSession) relayReply(w http.ResponseWriter, r *http.Request, m Message, reply *Reply) []byte {
 	defer reply.Close()
 	copyReplyHeader(w.Header(), reply.Header)
 	if !reply.Stream {
-		msg, err := reply.Next()
-		if err != nil {
-			msg = ErrorResponse(m.ID, CodeServerUnavailable, "upstream sent no response")
+		msg, _ := reply.Next()
+		switch {
+		case reply.failed():
+			out := s.conn.FromServer(msg)
+			if !isResponseTo(out, m.ID) { // an error about the request as a whole (id null)
+				s.conn.Fail(m.ID, out, fmt.Sprintf("upstream HTTP %d", reply.Status))
+			}
+			writeJSON(w, reply.Status, out)
+			return out
+		case !isResponseTo(msg, m.ID):
+			s.fromServer(msg) // whoever it is for
+			why := fmt.Sprintf("upstream answered request %s with a message that is not its response (id %s)%s",
+				m.ID, orNull(gjson.GetBytes(msg, "id").Raw), from(reply.URL))
+			s.h.logger().Warn("upstream answered with another id", "session", s.id, "method", m.Method, "id", string(m.ID))
+			out := s.fail(m.ID, why)
+			writeJSON(w, http.StatusOK, out)
+			return out
 		}
 		out := s.conn.FromServer(msg)
 		writeJSON(w, http.StatusOK, out)
 		return out
 	}
 	sw := startSSE(w)
+	resumable := false
 	for {
-		msg, err := reply.Next()
+		ev, err := reply.nextEvent()
 		if err != nil {
 			if r.Context().Err() != nil {
 				return nil // the agent left
 			}
-			out := s.conn.FromServer(ErrorResponse(m.ID, CodeServerUnavailable,
-				"upstream stream ended before the response: "+err.Error()))
+			if resumable && errors.Is(err, io.EOF) {
+				return nil // closed to be polled: the request stays in flight
+			}
+			out := s.fail(m.ID, "upstream stream ended before the response: "+err.Error()+from(reply.URL))
 			sw.Send("message", out)
 			return out
 		}
-		out := s.conn.FromServer(msg)
-		if out == nil {
-			continue
-		}
-		if err := sw.Send("message", out); err != nil {
+		resumable = resumable || ev.ID != ""
+		if sent, err := s.relayEvent(sw, &ev); err != nil {
 			return nil
-		}
-		if isResponseTo(out, m.ID) {
-			return out
+		} else if sent && ev.message() && isResponseTo(ev.Data, m.ID) {
+			return ev.Data
 		}
 	}
+}
+
+func orNull(raw string) string {
+	if raw == "" {
+		return "null"
+	}
+	return raw
 }
 
 // await answers a request whose answer arrives through the session's
@@ -291,20 +367,106 @@ func (h *HTTPHandler) listen(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Accept must include text/event-stream", http.StatusNotAcceptable)
 		return
 	}
+	// A Last-Event-ID names an event of a stream the sidecar keeps, or
+	// one of the HTTP upstream's.
+	last := r.Header.Get("Last-Event-ID")
+	old, n := s.findLog(last)
+	if up, ok := s.up.(resumer); ok && last != "" && old == nil && up.Resumable() {
+		s.resume(w, r, up, last)
+		return
+	}
+	sw := startSSE(w)
+	var log *eventLog
+	if last != "" {
+		switch {
+		case old == nil:
+			s.h.logger().Info("agent resumes a stream no longer kept; opening a new one", "session", s.id, "last_event_id", last)
+		case !old.listening:
+			s.tail(sw, r, old, n, nil) // a request stream: resumed to its end
+			return
+		default:
+			if s.tail(sw, r, old, n, nil); r.Context().Err() != nil {
+				return
+			}
+			log = old // go on as the listening stream it was
+			log.reopen()
+		}
+	}
+	if log == nil {
+		if log = s.newLog(true); log != nil {
+			s.prime(sw, log)
+		}
+	}
 	l := s.addListener()
 	defer s.removeListener(l)
-	s.pump(startSSE(w), r, l)
+	s.pump(sw, r, l, log)
+}
+
+// resume serves a GET with Last-Event-ID in front of an HTTP upstream: the
+// upstream resumes its stream after that event (its event ids pass
+// through the sidecar unchanged), and the events are relayed as they come,
+// messages through the Conn.
+func (s *httpSession) resume(w http.ResponseWriter, r *http.Request, up resumer, last string) {
+	s.touch()
+	defer s.touch()
+	reply, err := up.Resume(r.Context(), last, ForwardHeader(r.Header, s.h.AuthToken != ""))
+	if err != nil {
+		s.h.logger().Warn("upstream refused to resume a stream", "session", s.id, "err", err)
+		status := http.StatusBadGateway
+		var se *StatusError
+		if errors.As(err, &se) {
+			status = se.Code
+		}
+		writeJSON(w, status, ErrorResponse(nil, CodeServerUnavailable, err.Error()))
+		return
+	}
+	defer reply.Close()
+	copyReplyHeader(w.Header(), reply.Header)
+	if !reply.Stream { // the server's JSON-RPC error
+		msg, _ := reply.Next()
+		writeJSON(w, reply.Status, msg)
+		return
+	}
+	sw := startSSE(w)
+	for {
+		ev, err := reply.nextEvent()
+		if err != nil {
+			return
+		}
+		if _, err := s.relayEvent(sw, &ev); err != nil {
+			return
+		}
+	}
+}
+
+// relayEvent writes an upstream event to the agent, its message (if it
+// carries one) through the Conn. It reports whether it wrote the event:
+// not when the Conn dropped its message.
+func (s *httpSession) relayEvent(sw *sseWriter, ev *sseEvent) (bool, error) {
+	if ev.message() {
+		if ev.Data = s.conn.FromServer(ev.Data); ev.Data == nil {
+			return false, nil
+		}
+	}
+	return true, sw.SendEvent(ev)
 }
 
 // pump writes routed messages to an agent stream until it or the session
 // ends.
-func (s *httpSession) pump(sw *sseWriter, r *http.Request, l *waiter) {
+func (s *httpSession) pump(sw *sseWriter, r *http.Request, l *waiter, log *eventLog) {
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	if log != nil {
+		defer log.finish()
+	}
 	for {
 		select {
 		case msg := <-l.ch:
-			if err := sw.Send("message", msg); err != nil {
+			ev := sseEvent{Event: "message", Data: msg, HasData: true}
+			if log != nil {
+				ev.ID = log.eventID(log.append(msg))
+			}
+			if err := sw.SendEvent(&ev); err != nil {
 				return
 			}
 		case <-tick.C:

@@ -265,7 +265,8 @@ func TestHTTPUnknownBytes(t *testing.T) {
 			if resp.Header.Get("Content-Type") != "text/event-stream" {
 				t.Errorf("content type %q, want the upstream's event stream", resp.Header.Get("Content-Type"))
 			}
-			want := "event: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/x-unknown","params":{"q":[true]}}` + "\n\nevent: message\ndata: " + respBody + "\n\n"
+			// The priming event (an id, empty data) passes too.
+			want := "id: 1\ndata: \n\nevent: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/x-unknown","params":{"q":[true]}}` + "\n\nevent: message\ndata: " + respBody + "\n\n"
 			if string(body) != want {
 				t.Errorf("agent got %q\nwant %q", body, want)
 			}
@@ -317,7 +318,7 @@ func TestHTTPLargeBodies(t *testing.T) {
 	resp := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","arguments":{"blob":"`+blob+`"}}}`), nil)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	data := strings.TrimSuffix(strings.TrimPrefix(string(body), "event: message\ndata: "), "\n\n")
+	data := strings.TrimSuffix(strings.TrimPrefix(string(body), "data: "), "\n\n") // the event as the upstream wrote it
 	r := gjson.Parse(data)
 	if r.Get("result.n").Int() != 65<<20 || len(r.Get("result.content.0.text").Str) != len(big) {
 		t.Fatalf("request or result cut: n=%d, text=%d bytes (%d bytes of body)", r.Get("result.n").Int(), len(r.Get("result.content.0.text").Str), len(body))

@@ -18,9 +18,16 @@ var errTooLarge = errors.New("message too large")
 
 // sseEvent is one server-sent event.
 type sseEvent struct {
-	Event string // the event type; "" means "message"
-	ID    string
-	Data  []byte // the data lines joined with "\n"
+	Event   string // the event type; "" means "message"
+	ID      string // the id field, if any ("" when absent)
+	Retry   string // the retry field (milliseconds), if any
+	Data    []byte // the data lines joined with "\n"
+	HasData bool   // the event had a data field (perhaps empty)
+}
+
+// message reports whether ev carries a message: data, of the default type.
+func (ev *sseEvent) message() bool {
+	return len(ev.Data) > 0 && (ev.Event == "" || ev.Event == "message")
 }
 
 // sseReader reads server-sent events (the text/event-stream format) of any
@@ -68,24 +75,26 @@ func (s *sseReader) line() ([]byte, error) {
 	}
 }
 
-// Next returns the next event that carries data. Events without data (such
-// as the priming event of a resumable stream) and comments are skipped. An
-// event cut off by the end of the stream is dropped, as the format says.
+// Next returns the next event that carries data, an id or a retry field:
+// the priming event of a resumable stream (an id and empty data) and a
+// bare retry field count. Comments, and events of other fields only, are
+// skipped. An event cut off by the end of the stream is dropped, as the
+// format says.
 func (s *sseReader) Next() (sseEvent, error) {
 	var ev sseEvent
 	var data []byte
-	lines := 0
+	lines, hasID := 0, false
 	for {
 		line, err := s.line()
 		if err != nil {
 			return sseEvent{}, err
 		}
 		if len(line) == 0 {
-			if lines > 0 && len(data) > 0 {
-				ev.Data = data
+			if len(data) > 0 || hasID || ev.Retry != "" {
+				ev.Data, ev.HasData = data, lines > 0
 				return ev, nil
 			}
-			ev, data, lines = sseEvent{}, nil, 0
+			ev, data, lines, hasID = sseEvent{}, nil, 0, false
 			continue
 		}
 		if line[0] == ':' {
@@ -111,19 +120,65 @@ func (s *sseReader) Next() (sseEvent, error) {
 		case "event":
 			ev.Event = string(value)
 		case "id":
-			ev.ID = string(value)
+			ev.ID, hasID = string(value), true
+		case "retry":
+			if isDigits(value) {
+				ev.Retry = string(value)
+			}
 		}
 	}
+}
+
+// nextMessage returns the next event that carries a message (see
+// sseEvent.message), skipping the others.
+func (s *sseReader) nextMessage() (sseEvent, error) {
+	for {
+		ev, err := s.Next()
+		if err != nil || ev.message() {
+			return ev, err
+		}
+	}
+}
+
+// nextData returns the next event that carries data, of any type.
+func (s *sseReader) nextData() (sseEvent, error) {
+	for {
+		ev, err := s.Next()
+		if err != nil || len(ev.Data) > 0 {
+			return ev, err
+		}
+	}
+}
+
+func isDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(b) > 0
 }
 
 // appendSSE appends one event carrying data to b. Data containing newlines
 // is split over several data lines, which the reader joins back unchanged.
 func appendSSE(b []byte, event string, data []byte) []byte {
-	if event != "" {
-		b = append(b, "event: "...)
-		b = append(b, event...)
-		b = append(b, '\n')
+	return appendEvent(b, &sseEvent{Event: event, Data: data, HasData: true})
+}
+
+// appendEvent appends ev to b: its event, id and retry fields, then its
+// data lines, if it had any (an empty data field is kept as one).
+func appendEvent(b []byte, ev *sseEvent) []byte {
+	for _, f := range [...]struct{ name, value string }{{"event: ", ev.Event}, {"id: ", ev.ID}, {"retry: ", ev.Retry}} {
+		if f.value != "" {
+			b = append(b, f.name...)
+			b = append(b, f.value...)
+			b = append(b, '\n')
+		}
 	}
+	if !ev.HasData && len(ev.Data) == 0 {
+		return append(b, '\n')
+	}
+	data := ev.Data
 	for {
 		i := bytes.IndexByte(data, '\n')
 		b = append(b, "data: "...)
@@ -160,7 +215,12 @@ func startSSE(w http.ResponseWriter) *sseWriter {
 
 // Send writes one event and flushes it.
 func (s *sseWriter) Send(event string, data []byte) error {
-	s.buf = appendSSE(s.buf[:0], event, data)
+	return s.SendEvent(&sseEvent{Event: event, Data: data, HasData: true})
+}
+
+// SendEvent writes ev, with its id and retry fields, and flushes it.
+func (s *sseWriter) SendEvent(ev *sseEvent) error {
+	s.buf = appendEvent(s.buf[:0], ev)
 	if _, err := s.w.Write(s.buf); err != nil {
 		return err
 	}

@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -18,8 +20,9 @@ func TestSSEReader(t *testing.T) {
 		{"crlf, type and id", "event: endpoint\r\nid: 7\r\ndata: /message?x=1\r\n\r\n", []sseEvent{{Event: "endpoint", ID: "7", Data: []byte("/message?x=1")}}},
 		{"multi-line data", "data: a\ndata: b\n\n", []sseEvent{{Data: []byte("a\nb")}}},
 		{"no space after colon", "data:x\n\n", []sseEvent{{Data: []byte("x")}}},
-		{"priming event and comments skipped", ": ping\n\nid: 1\ndata: \n\ndata: y\n\n", []sseEvent{{Data: []byte("y")}}},
-		{"retry and unknown fields ignored", "retry: 100\nfoo: bar\ndata: z\n\n", []sseEvent{{Data: []byte("z")}}},
+		{"priming event kept, comments skipped", ": ping\n\nid: 1\ndata: \n\ndata: y\n\n", []sseEvent{{ID: "1", HasData: true}, {Data: []byte("y")}}},
+		{"retry kept, unknown fields ignored", "retry: 100\nfoo: bar\ndata: z\n\n", []sseEvent{{Retry: "100", Data: []byte("z")}}},
+		{"bare retry kept, bad retry and empty data dropped", "retry: 3000\n\nretry: x\ndata:\n\nfoo: 1\n\n", []sseEvent{{Retry: "3000"}}},
 		{"unterminated last event dropped", "data: a\n\ndata: b", []sseEvent{{Data: []byte("a")}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,11 +39,12 @@ func TestSSEReader(t *testing.T) {
 				got = append(got, ev)
 			}
 			if len(got) != len(tc.want) {
-				t.Fatalf("got %d events %q, want %d", len(got), got, len(tc.want))
+				t.Fatalf("got %d events %+v, want %d", len(got), got, len(tc.want))
 			}
-			for i := range got {
-				if got[i].Event != tc.want[i].Event || got[i].ID != tc.want[i].ID || !bytes.Equal(got[i].Data, tc.want[i].Data) {
-					t.Errorf("event %d: got %+q, want %+q", i, got[i], tc.want[i])
+			for i, g := range got {
+				w := tc.want[i]
+				if g.Event != w.Event || g.ID != w.ID || g.Retry != w.Retry || !bytes.Equal(g.Data, w.Data) || (w.HasData && !g.HasData) {
+					t.Errorf("event %d: got %+v, want %+v", i, g, w)
 				}
 			}
 		})
@@ -60,13 +64,13 @@ func TestSSEReaderLimit(t *testing.T) {
 	}
 }
 
-// FuzzSSE checks that what appendSSE writes reads back unchanged, and that
-// no input makes the reader panic.
+// FuzzSSE checks that what appendEvent writes reads back unchanged (id,
+// retry, event and data), and that no input makes the reader panic.
 func FuzzSSE(f *testing.F) {
-	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`), "message")
-	f.Add([]byte("line one\nline two\n"), "")
-	f.Add([]byte("data: nested\n\n: x"), "endpoint")
-	f.Fuzz(func(t *testing.T, data []byte, event string) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`), "message", "", uint16(0))
+	f.Add([]byte("line one\nline two\n"), "", "17", uint16(3000))
+	f.Add([]byte("data: nested\n\n: x"), "endpoint", "a-b", uint16(1))
+	f.Fuzz(func(t *testing.T, data []byte, event, id string, retry uint16) {
 		// Reading arbitrary bytes must not panic.
 		r := newSSEReader(bytes.NewReader(data), 1<<20)
 		for {
@@ -74,17 +78,54 @@ func FuzzSSE(f *testing.F) {
 				break
 			}
 		}
-		if len(data) == 0 || bytes.ContainsRune(data, '\r') || strings.ContainsAny(event, "\r\n") {
+		if len(data) == 0 || bytes.ContainsRune(data, '\r') || strings.ContainsAny(event+id, "\r\n\x00") ||
+			strings.HasPrefix(id, " ") || strings.HasPrefix(event, " ") {
 			return // not representable: SSE treats CR as a line end; empty data is not dispatched
 		}
-		out := appendSSE(nil, event, data)
+		in := sseEvent{Event: event, ID: id, Data: data, HasData: true}
+		if retry > 0 {
+			in.Retry = strconv.Itoa(int(retry))
+		}
+		out := appendEvent(nil, &in)
 		r = newSSEReader(bytes.NewReader(out), 0)
 		ev, err := r.Next()
 		if err != nil {
 			t.Fatalf("read back %q: %v", out, err)
 		}
-		if !bytes.Equal(ev.Data, data) || ev.Event != event {
-			t.Fatalf("round trip of %q (event %q): got %q (event %q)", data, event, ev.Data, ev.Event)
+		if !bytes.Equal(ev.Data, data) || ev.Event != event || ev.ID != id || ev.Retry != in.Retry {
+			t.Fatalf("round trip of %+v: got %+v", in, ev)
 		}
 	})
+}
+
+// FuzzIsJSONRPC checks that the test for an upstream's JSON-RPC body never
+// panics and never accepts what is not JSON.
+func FuzzIsJSONRPC(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}`))
+	f.Add([]byte(`[{"jsonrpc":"2.0","id":1,"result":{}}]`))
+	f.Add([]byte(`<html><body>Bad Gateway</body></html>`))
+	f.Add([]byte(`{"jsonrpc":"2.0"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if isJSONRPC(b) && !json.Valid(b) {
+			t.Fatalf("accepted invalid JSON %q", b)
+		}
+	})
+}
+
+func TestIsJSONRPC(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}`:   true,
+		` {"jsonrpc":"2.0","id":null,"error":{"code":-32020,"message":"x"}}`: true,
+		`[{"jsonrpc":"2.0","id":1,"result":{}}]`:                             true,
+		`{"jsonrpc":"2.0","method":"notifications/message"}`:                 true,
+		`<html><body>Bad Gateway</body></html>`:                              false,
+		`{"jsonrpc":"2.0"}`:                                                  false,
+		`{"error":"not found"}`:                                              false,
+		`{"jsonrpc":"2.0","id":1,"result":{}`:                                false,
+		``:                                                                   false,
+	} {
+		if got := isJSONRPC([]byte(in)); got != want {
+			t.Errorf("isJSONRPC(%s) = %v, want %v", in, got, want)
+		}
+	}
 }

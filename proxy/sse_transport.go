@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -28,7 +29,7 @@ func (h *HTTPHandler) sseOpen(w http.ResponseWriter, r *http.Request) {
 	if err := sw.Send("endpoint", []byte("/message?sessionId="+url.QueryEscape(s.id))); err != nil {
 		return
 	}
-	s.pump(sw, r, l)
+	s.pump(sw, r, l, nil)
 }
 
 // sseMessage serves a POST to the legacy message endpoint: it relays the
@@ -78,12 +79,17 @@ func (s *httpSession) sseForward(r *http.Request, fwd []byte) {
 		cancel()
 		s.h.logger().Warn("upstream refused a message", "session", s.id, "method", m.Method, "err", err)
 		if m.Kind == KindRequest {
-			s.fromServer(ErrorResponse(m.ID, CodeServerUnavailable, err.Error()))
+			s.route(s.fail(m.ID, err.Error()))
 		}
 		return
 	}
 	if reply == nil {
 		cancel()
+		return
+	}
+	if reply.failed() {
+		defer cancel()
+		s.sseRefused(m, reply)
 		return
 	}
 	go func() {
@@ -94,8 +100,7 @@ func (s *httpSession) sseForward(r *http.Request, fwd []byte) {
 			msg, err := reply.Next()
 			if err != nil {
 				if !answered && ctx.Err() == nil {
-					s.fromServer(ErrorResponse(m.ID, CodeServerUnavailable,
-						"upstream stream ended before the response: "+err.Error()))
+					s.route(s.fail(m.ID, "upstream stream ended before the response: "+err.Error()+from(reply.URL)))
 				}
 				return
 			}
@@ -105,4 +110,24 @@ func (s *httpSession) sseForward(r *http.Request, fwd []byte) {
 			s.fromServer(msg)
 		}
 	}()
+}
+
+// sseRefused passes on an upstream's error status with a JSON-RPC body to
+// an agent of the legacy SSE transport, which has no status to get: an
+// error for its request goes as it came; one that names no request (id
+// null) would only confuse the agent, and stands for an error for its
+// request saying what the upstream said. An error for a notification or
+// response is logged.
+func (s *httpSession) sseRefused(m Message, reply *Reply) {
+	defer reply.Close()
+	msg, _ := reply.Next()
+	switch {
+	case m.Kind != KindRequest:
+		s.h.logger().Warn("upstream refused a message", "session", s.id, "method", m.Method, "status", reply.Status, "answer", truncate(string(msg), 200))
+	case isResponseTo(msg, m.ID):
+		s.fromServer(msg)
+	default:
+		why := fmt.Sprintf("upstream HTTP %d: %s%s", reply.Status, gjson.GetBytes(msg, "error.message").String(), from(reply.URL))
+		s.route(s.fail(m.ID, why))
+	}
 }

@@ -159,11 +159,30 @@ func (s *autoSession) Send(ctx context.Context, msg []byte, hdr http.Header) (*R
 		s.inner = sse
 		return sse.Send(ctx, msg, hdr)
 	}
-	if err == nil && isInit {
+	if err == nil && isInit && (reply == nil || !reply.failed()) {
 		s.u.detect(TransportStreamable)
 		s.inner = st
 	}
 	return reply, err
+}
+
+func (s *autoSession) Resumable() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.inner.(*streamableSession)
+	return ok
+}
+
+// Resume resumes a stream of the Streamable HTTP session (see
+// streamableSession.Resume).
+func (s *autoSession) Resume(ctx context.Context, lastID string, hdr http.Header) (*Reply, error) {
+	s.mu.Lock()
+	inner, _ := s.inner.(*streamableSession)
+	s.mu.Unlock()
+	if inner == nil {
+		return nil, errNotResumable
+	}
+	return inner.Resume(ctx, lastID, hdr)
 }
 
 func (s *autoSession) Close() error {
@@ -231,31 +250,116 @@ func (s *streamableSession) Send(ctx context.Context, msg []byte, hdr http.Heade
 		}
 		s.mu.Unlock()
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer resp.Body.Close()
-		return nil, statusError(resp)
-	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
+	case resp.StatusCode/100 != 2:
+		return s.u.errorReply(resp)
 	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 		return nil, nil
 	case ct == "text/event-stream":
-		return &Reply{Header: resp.Header, Stream: true, events: newSSEReader(resp.Body, s.u.maxBytes()), body: resp.Body}, nil
+		return s.u.streamReply(resp), nil
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, int64(s.u.maxBytes())+1))
+	b, err := s.u.readBody(resp)
 	if err != nil {
-		return nil, fmt.Errorf("read upstream reply: %w", err)
+		return nil, err
 	}
-	if len(b) > s.u.maxBytes() {
-		return nil, fmt.Errorf("read upstream reply: %w", errTooLarge)
+	if len(bytes.TrimSpace(b)) == 0 && peek(msg).Kind != KindRequest {
+		return nil, nil // a notification's or response's answer
 	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, nil
+	if !isJSONRPC(b) { // or empty, for a request
+		return nil, &BadReplyError{ContentType: orNone(resp.Header.Get("Content-Type")), Start: bodyStart(b), URL: redactedURL(resp.Request)}
 	}
-	return &Reply{Header: resp.Header, single: b}, nil
+	return &Reply{Status: resp.StatusCode, Header: resp.Header, URL: redactedURL(resp.Request), single: b}, nil
+}
+
+// errorReply turns an error status into a Reply when its body is a
+// JSON-RPC message (the server's own answer: invalid params, an
+// unsupported protocol version, a header that does not match the body),
+// and into a *StatusError otherwise.
+func (u *HTTPUpstream) errorReply(resp *http.Response) (*Reply, error) {
+	defer resp.Body.Close()
+	b, err := u.readBody(resp)
+	if err != nil {
+		return nil, fmt.Errorf("%w (reading it: %v)", statusErrorOf(resp, b), err)
+	}
+	if isJSONRPC(b) {
+		return &Reply{Status: resp.StatusCode, Header: resp.Header, URL: redactedURL(resp.Request), single: b}, nil
+	}
+	return nil, statusErrorOf(resp, b)
+}
+
+// streamReply is the Reply of an event stream, read as it comes.
+func (u *HTTPUpstream) streamReply(resp *http.Response) *Reply {
+	return &Reply{Status: resp.StatusCode, Header: resp.Header, URL: redactedURL(resp.Request), Stream: true,
+		events: newSSEReader(resp.Body, u.maxBytes()), body: resp.Body}
+}
+
+// readBody reads a response body up to the message size bound.
+func (u *HTTPUpstream) readBody(resp *http.Response) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, int64(u.maxBytes())+1))
+	if err != nil {
+		return b, fmt.Errorf("read upstream reply: %w", err)
+	}
+	if len(b) > u.maxBytes() {
+		return b[:0], fmt.Errorf("read upstream reply: %w", errTooLarge)
+	}
+	return b, nil
+}
+
+func orNone(ct string) string {
+	if ct == "" {
+		return "without a Content-Type"
+	}
+	return ct
+}
+
+// errNotResumable: the session's streams cannot be resumed upstream.
+var errNotResumable = errors.New("the upstream session has no resumable streams")
+
+// resumer is an upstream session whose streams the server can resume.
+type resumer interface {
+	// Resumable reports whether the session's streams are the server's
+	// (Streamable HTTP), to be resumed upstream.
+	Resumable() bool
+	// Resume asks the server for the events of a stream after lastID
+	// (a GET with Last-Event-ID, SEP-1699): the answer is a stream Reply,
+	// or a Reply with an error status and a JSON-RPC body.
+	Resume(ctx context.Context, lastID string, hdr http.Header) (*Reply, error)
+}
+
+func (s *streamableSession) Resumable() bool { return true }
+
+// Resume asks the server for the events after lastID, of the stream it
+// closed (a POST's, to be polled, or the listening one).
+func (s *streamableSession) Resume(ctx context.Context, lastID string, hdr http.Header) (*Reply, error) {
+	req, err := s.u.newRequest(ctx, http.MethodGet, s.u.URL, nil, hdr)
+	if err != nil {
+		return nil, fmt.Errorf("build upstream request: %w", err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", lastID)
+	s.mu.Lock()
+	if s.sessionID != "" {
+		req.Header.Set("Mcp-Session-Id", s.sessionID)
+	}
+	s.mu.Unlock()
+	resp, err := s.u.client().Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("resume upstream stream: %w", err)
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case resp.StatusCode/100 != 2:
+		return s.u.errorReply(resp)
+	case ct != "text/event-stream":
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return nil, &BadReplyError{ContentType: orNone(resp.Header.Get("Content-Type")), Start: bodyStart(b), URL: redactedURL(resp.Request)}
+	}
+	return s.u.streamReply(resp), nil
 }
 
 // startListening opens the GET stream for server-initiated messages once.
@@ -298,6 +402,7 @@ func (s *streamableSession) listen(ctx context.Context, ready chan struct{}) {
 	signal := func() { once.Do(func() { close(ready) }) }
 	defer signal()
 	backoff := 250 * time.Millisecond
+	lastID := "" // the stream's last event id: a reconnect resumes after it
 	for ctx.Err() == nil {
 		s.mu.Lock()
 		hdr, sid := s.hdr, s.sessionID
@@ -309,6 +414,9 @@ func (s *streamableSession) listen(ctx context.Context, ready chan struct{}) {
 		req.Header.Set("Accept", "text/event-stream")
 		if sid != "" {
 			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
 		}
 		resp, err := s.u.client().Do(req)
 		signal() // answered: the server knows the stream, or will not have one
@@ -332,7 +440,10 @@ func (s *streamableSession) listen(ctx context.Context, ready chan struct{}) {
 				if err != nil {
 					break
 				}
-				if ev.Event == "" || ev.Event == "message" {
+				if ev.ID != "" {
+					lastID = ev.ID
+				}
+				if ev.message() {
 					s.sink.Message(ev.Data)
 					backoff = 250 * time.Millisecond
 				}

@@ -47,7 +47,7 @@ func (u *HTTPUpstream) dialSSE(ctx context.Context, hdr http.Header, sink Upstre
 		return fail(statusError(resp))
 	}
 	r := newSSEReader(resp.Body, u.maxBytes())
-	ev, err := r.Next()
+	ev, err := r.nextData()
 	if err == nil && ev.Event != "endpoint" {
 		err = fmt.Errorf("first event is %q, want \"endpoint\"", ev.Event)
 	}
@@ -77,13 +77,11 @@ func (s *sseSession) read(r *sseReader, body io.Closer) {
 	var err error
 	for {
 		var ev sseEvent
-		ev, err = r.Next()
+		ev, err = r.nextMessage()
 		if err != nil {
 			break
 		}
-		if ev.Event == "" || ev.Event == "message" {
-			s.sink.Message(ev.Data)
-		}
+		s.sink.Message(ev.Data)
 	}
 	s.mu.Lock()
 	closed := s.closed

@@ -54,6 +54,8 @@ type serveOptions struct {
 	maxSessions  int
 	maxChildren  int
 	bodyTimeout  time.Duration
+	replayEvents int
+	replayAge    time.Duration
 }
 
 // listFlags collects a repeated string option.
@@ -111,6 +113,8 @@ func serveFlags(fs *pflag.FlagSet) func(command []string) (*serveOptions, error)
 	fs.IntVar(&o.maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions open at once; more are refused with a JSON-RPC error (<0: no bound)")
 	fs.IntVar(&o.maxChildren, "max-children", proxy.DefaultMaxChildren, "with a command upstream, server processes (one per session) at once (<0: only --max-sessions)")
 	fs.DurationVar(&o.bodyTimeout, "body-timeout", proxy.DefaultBodyTimeout, "how long an agent may take to send one request body")
+	fs.IntVar(&o.replayEvents, "replay-events", proxy.DefaultReplayEvents, "recent events kept per stream the sidecar originates (command or legacy SSE upstream), for Last-Event-ID (<0: none, no event ids)")
+	fs.DurationVar(&o.replayAge, "replay-age", proxy.DefaultReplayAge, "how long those events are kept for a resume")
 	return func(command []string) (*serveOptions, error) { return o.check(hdr, hosts, command) }
 }
 
@@ -192,7 +196,7 @@ func runServe(ctx context.Context, g *globals, o *serveOptions) error {
 		Upstream: up, Server: o.name, Hooks: sc.Hooks, Logger: logger,
 		TaskID: os.Getenv("HINDSIGHT_TASK_ID"), AuthToken: o.authToken, AllowRemote: o.allowRemote,
 		AllowedHosts: o.allowedHosts, MaxSessions: o.maxSessions, MaxChildren: o.maxChildren,
-		BodyTimeout: o.bodyTimeout,
+		BodyTimeout: o.bodyTimeout, ReplayEvents: o.replayEvents, ReplayAge: o.replayAge,
 		// A session's end makes its task final at once, not after the
 		// idle gap.
 		SessionEnded: func(s *proxy.Session) { sc.EndSession(context.Background(), s.ID) },

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hindsight-proxy/hindsight"
 )
@@ -47,8 +48,9 @@ func TestParseServe(t *testing.T) {
 		{args: []string{"--listen", "192.168.1.5:8931", "--upstream", "http://h/mcp"}, wantErr: "not a loopback address"},
 		{args: []string{"--listen", "0.0.0.0:8931", "--allow-remote", "--upstream", "http://h/mcp"}, wantErr: "--allow-remote needs --auth-token"},
 		{args: []string{"--listen", "0.0.0.0:8931", "--allow-remote", "--auth-token", "t", "--upstream", "http://h/mcp"}},
-		{args: []string{"--upstream", "http://h/mcp", "--allowed-host", "mcp.internal", "--allowed-host", "box:8931", "--max-sessions", "3", "--max-children", "2", "--body-timeout", "5s"}, check: func(t *testing.T, o *serveOptions) {
-			if strings.Join(o.allowedHosts, " ") != "mcp.internal box:8931" || o.maxSessions != 3 || o.maxChildren != 2 || o.bodyTimeout.String() != "5s" {
+		{args: []string{"--upstream", "http://h/mcp", "--allowed-host", "mcp.internal", "--allowed-host", "box:8931", "--max-sessions", "3", "--max-children", "2", "--body-timeout", "5s", "--replay-events", "16", "--replay-age", "1m"}, check: func(t *testing.T, o *serveOptions) {
+			if strings.Join(o.allowedHosts, " ") != "mcp.internal box:8931" || o.maxSessions != 3 || o.maxChildren != 2 || o.bodyTimeout.String() != "5s" ||
+				o.replayEvents != 16 || o.replayAge != time.Minute {
 				t.Errorf("front door options: %+v", o)
 			}
 		}},

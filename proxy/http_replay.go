@@ -1,0 +1,261 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults of the event logs that make the sidecar's own streams
+// resumable (see HTTPHandler.ReplayEvents).
+const (
+	DefaultReplayEvents = 64
+	DefaultReplayAge    = 5 * time.Minute
+)
+
+// eventLog holds the recent events of one agent stream the sidecar is the
+// origin of (in front of a command or legacy SSE upstream), so that an
+// agent that lost the stream can resume it with Last-Event-ID. Events are
+// numbered from 1 in the stream; their ids are "<stream>_<n>", and
+// "<stream>_0" is the stream's priming event (streams are "hs1", "hs2"…
+// in their session). The log keeps at most max
+// events, none older than age.
+type eventLog struct {
+	stream    string
+	listening bool // a GET stream's log, not a request stream's
+	max       int
+	age       time.Duration
+
+	mu     sync.Mutex
+	next   uint64 // the number of the next event
+	events []loggedEvent
+	done   bool          // no more events will come (until reopen)
+	last   time.Time     // the last event, or the end of the last writer
+	wake   chan struct{} // closed and replaced at every change
+}
+
+type loggedEvent struct {
+	n    uint64
+	data []byte
+	at   time.Time
+}
+
+func newEventLog(stream string, listening bool, max int, age time.Duration) *eventLog {
+	return &eventLog{stream: stream, listening: listening, max: max, age: age, next: 1, last: time.Now(), wake: make(chan struct{})}
+}
+
+// eventID is the id of event n of the log's stream.
+func (l *eventLog) eventID(n uint64) string { return l.stream + "_" + strconv.FormatUint(n, 10) }
+
+// parseEventID splits an id made by eventID.
+func parseEventID(id string) (stream string, n uint64, ok bool) {
+	i := strings.LastIndexByte(id, '_')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseUint(id[i+1:], 10, 64)
+	return id[:i], n, err == nil
+}
+
+// changed wakes the writers waiting on the log. l.mu is held.
+func (l *eventLog) changed() {
+	close(l.wake)
+	l.wake = make(chan struct{})
+}
+
+// trim drops the events past the bounds. l.mu is held.
+func (l *eventLog) trim(now time.Time) {
+	drop := max(0, len(l.events)-l.max)
+	for drop < len(l.events) && now.Sub(l.events[drop].at) > l.age {
+		drop++
+	}
+	if drop > 0 {
+		clear(l.events[:drop])
+		l.events = l.events[drop:]
+	}
+}
+
+// append adds a message as the stream's next event and returns its number.
+func (l *eventLog) append(msg []byte) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	n := l.next
+	l.events = append(l.events, loggedEvent{n: n, data: msg, at: now})
+	l.next++
+	l.last = now
+	l.trim(now)
+	l.changed()
+	return n
+}
+
+// finish marks the stream as ended: its writers stop once they sent all.
+func (l *eventLog) finish() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.done, l.last = true, time.Now()
+	l.changed()
+}
+
+// reopen lets a resumed listening stream go on with the log.
+func (l *eventLog) reopen() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.done = false
+}
+
+// since returns the events numbered from n on that the log still holds,
+// whether the stream has ended, and a channel closed at the next change.
+func (l *eventLog) since(n uint64) ([]loggedEvent, bool, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.trim(time.Now())
+	i := 0
+	for i < len(l.events) && l.events[i].n < n {
+		i++
+	}
+	return l.events[i:len(l.events):len(l.events)], l.done, l.wake
+}
+
+// stale reports whether the log can go: its stream ended longer ago than
+// age.
+func (l *eventLog) stale(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.done && now.Sub(l.last) > l.age
+}
+
+func (h *HTTPHandler) replayEvents() int {
+	if h.ReplayEvents == 0 {
+		return DefaultReplayEvents
+	}
+	return h.ReplayEvents
+}
+
+func (h *HTTPHandler) replayAge() time.Duration {
+	if h.ReplayAge > 0 {
+		return h.ReplayAge
+	}
+	return DefaultReplayAge
+}
+
+// newLog opens the event log of a new stream of s (a listening one or a
+// request's), or returns nil when the sidecar keeps none; logs of streams
+// that ended long ago go.
+func (s *httpSession) newLog(listening bool) *eventLog {
+	if s.h.replayEvents() < 0 {
+		return nil
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, l := range s.logs {
+		if l.stale(now) {
+			delete(s.logs, id)
+		}
+	}
+	if s.logs == nil {
+		s.logs = make(map[string]*eventLog)
+	}
+	s.streamSeq++
+	l := newEventLog("hs"+strconv.FormatUint(s.streamSeq, 10), listening, s.h.replayEvents(), s.h.replayAge())
+	s.logs[l.stream] = l
+	return l
+}
+
+// findLog returns the log an agent's Last-Event-ID names, and the number
+// of the first event to send again.
+func (s *httpSession) findLog(lastID string) (*eventLog, uint64) {
+	stream, n, ok := parseEventID(lastID)
+	if !ok {
+		return nil, 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs[stream], n + 1
+}
+
+// collect moves what is routed to wt, a request stream, into l until the
+// request's response, the session's end, or the request's end without a
+// response (the agent cancelled it); then it removes wt. It runs whether
+// or not the agent is still reading the stream.
+func (s *httpSession) collect(wt *waiter, l *eventLog) {
+	defer s.removeWaiter(wt)
+	defer l.finish()
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case msg := <-wt.ch:
+			l.append(msg)
+			if isResponseTo(msg, wt.id) {
+				return
+			}
+		case <-tick.C:
+			if !s.conn.inFlight(wt.id) {
+				return
+			}
+		case <-s.done:
+			for { // what end routed before closing done
+				select {
+				case msg := <-wt.ch:
+					l.append(msg)
+					if isResponseTo(msg, wt.id) {
+						return
+					}
+				default:
+					l.append(ErrorResponse(wt.id, CodeServerUnavailable, "session ended"))
+					return
+				}
+			}
+		}
+	}
+}
+
+// tail writes l's events numbered from n on to the agent as they come,
+// until the stream ends (once its response to id, if any, was written),
+// the agent leaves or the session ends. It returns the response to id it
+// wrote, if any.
+func (s *httpSession) tail(sw *sseWriter, r *http.Request, l *eventLog, n uint64, id json.RawMessage) []byte {
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	ended := s.done
+	for {
+		evs, done, wake := l.since(n)
+		for _, e := range evs {
+			if sw.SendEvent(&sseEvent{Event: "message", ID: l.eventID(e.n), Data: e.data, HasData: true}) != nil {
+				return nil
+			}
+			n = e.n + 1
+			if id != nil && isResponseTo(e.data, id) {
+				return e.data
+			}
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-tick.C:
+			if sw.comment() != nil {
+				return nil
+			}
+		case <-r.Context().Done():
+			return nil
+		case <-ended:
+			ended = nil // the log's writer finishes it: send what it got
+		}
+	}
+}
+
+// prime sends a stream's priming event (its id, empty data: SEP-1699), so
+// that the agent can resume the stream before its first message, to an
+// agent of protocol 2025-11-25 or later.
+func (s *httpSession) prime(sw *sseWriter, l *eventLog) {
+	if _, _, v := s.conn.Session.Client(); v >= "2025-11-25" {
+		sw.SendEvent(&sseEvent{ID: l.eventID(0), HasData: true})
+	}
+}
