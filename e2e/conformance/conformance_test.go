@@ -87,6 +87,7 @@ func TestConformanceThroughServe(t *testing.T) {
 		direct, through := legs[i], legs[i+1]
 		lost := losses(direct.res, through.res)
 		for _, sc := range lostScenarios(lost) {
+			t.Logf("%s: %s lost checks through hindsight serve; running it once more", through.revision, sc)
 			if err := runSuite(ctx, node, suite, through.dir, through.url, "--scenario", sc, "--spec-version", through.revision, "--force"); err != nil {
 				t.Fatalf("conformance %s, scenario %s again through hindsight: %v", through.revision, sc, err)
 			}
