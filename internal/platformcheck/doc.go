@@ -1,7 +1,8 @@
 // Package platformcheck holds no code: its test checks that the release
-// configuration (.goreleaser.yaml) and the Makefile's cross checks
-// (CROSS_PAIRS: `make vet-cross`, which `make test` runs, and `make cross`)
-// cover the same six GOOS/GOARCH pairs and both binaries; and that make
+// configuration (.goreleaser.yaml) and `make cross` (CROSS_PAIRS) cover the
+// same six GOOS/GOARCH pairs and both binaries; that the pairs `make
+// vet-cross` vets (VET_PAIRS, which `make test` runs) compile every file a
+// released pair compiles; and that make
 // test's script (.ci/test) runs its phases in order, each with the
 // environment it needs, and fails naming every phase that failed.
 package platformcheck

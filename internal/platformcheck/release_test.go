@@ -131,7 +131,7 @@ func TestReleaseConfig(t *testing.T) {
 	}
 }
 
-// TestCrossPairs checks that `make vet-cross` and `make cross` cover the
+// TestCrossPairs checks that `make cross` covers the
 // released pairs, and that `make test` runs vet-cross.
 func TestCrossPairs(t *testing.T) {
 	m := regexp.MustCompile(`(?m)^CROSS_PAIRS\s*:=\s*(.+)$`).FindSubmatch(readRoot(t, "Makefile"))
