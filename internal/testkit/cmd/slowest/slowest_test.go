@@ -65,7 +65,7 @@ func TestSummary(t *testing.T) {
 	s.write(&out, 2)
 	got := out.String()
 	for _, want := range []string{"failed: example.com/sample TestFails\n", "failed: example.com/sample TestFails/sub\n",
-		"tests (top-level): 2 passed, 1 failed, 1 skipped; packages: 0 passed, 1 failed"} {
+		"packages: 0 passed, 1 failed", "tests: 2 passed, 1 failed, 1 skipped"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
