@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -90,22 +91,53 @@ func startDir(t testing.TB, dir string, env []string) *Server {
 			"  GOBIN=$HOME/.cache/hindsight/bin go install github.com/weaviate/weaviate/cmd/weaviate-server@%s\n"+
 			"or set HINDSIGHT_WEAVIATE_BIN", bin, err, Version)
 	}
-	s, err := newServer(bin, dir, env)
+	// A port found free can be taken before the server binds it (another
+	// test's server, an outgoing connection): a first start on an empty
+	// directory is then tried again on other ports, the directory emptied
+	// (the failed start may have kept its ports in its Raft state).
+	entries, _ := os.ReadDir(dir)
+	fresh := len(entries) == 0
+	for attempt := 1; ; attempt++ {
+		s, err := newServer(bin, dir, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.start()
+		if err != nil && fresh && attempt < 3 && strings.Contains(s.tail(4000), "address already in use") {
+			t.Logf("start weaviate: a port was taken meanwhile, trying other ports: %v", err)
+			s.Stop()
+			if err := emptyDir(dir); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		t.Cleanup(func() {
+			if err := s.Stop(); err != nil {
+				t.Errorf("stop weaviate: %v", err)
+			}
+			if t.Failed() {
+				t.Logf("weaviate log (tail):\n%s", s.tail(4000))
+			}
+		})
+		if err != nil {
+			t.Fatalf("start weaviate: %v\n%s", err, s.tail(4000))
+		}
+		return s
+	}
+}
+
+// emptyDir removes what dir holds, keeping dir.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("read data dir: %w", err)
 	}
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Errorf("stop weaviate: %v", err)
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("empty data dir: %w", err)
 		}
-		if t.Failed() {
-			t.Logf("weaviate log (tail):\n%s", s.tail(4000))
-		}
-	})
-	if err := s.start(); err != nil {
-		t.Fatalf("start weaviate: %v\n%s", err, s.tail(4000))
 	}
-	return s
+	return nil
 }
 
 // portNames are the ports each server listens on.
@@ -275,7 +307,9 @@ func (l *logBuffer) tail(n int) string {
 // they must be adjacent.
 func freePorts(n int) ([]int, error) {
 	for range 100 {
-		base := 20000 + rand.IntN(40000)
+		// Below Linux's ephemeral range (32768 and up by default), where
+		// outgoing connections take their ports.
+		base := 10000 + rand.IntN(22000)
 		var ls []net.Listener
 		ok := true
 		for i := range n {
