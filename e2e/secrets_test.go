@@ -222,3 +222,52 @@ func stopDaemon(home hindsight.Home) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
+
+// TestWrapCommandLineSecretsNotLogged: the values of a wrapped server's
+// secret-named flags and variables reach no file under the home, whatever
+// they look like (no detector would recognise these), while the command is
+// still logged.
+func TestWrapCommandLineSecretsNotLogged(t *testing.T) {
+	bin := testbin.Hindsight(t)
+	dir := testbin.Home(t)
+	const flagValue, envValue = "plainflagvalue7391", "plainenvvalue8462"
+	cmd := exec.Command(bin, "wrap", "--name", "argv", "--",
+		"sh", "-c", "exec cat", "sh", "--api-key", flagValue, "GITHUB_TOKEN="+envValue)
+	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+dir)
+	cmd.Stdin = strings.NewReader("") // the agent leaves at once
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Logf("wrap: %v\n%s", err, out)
+	}
+	for _, v := range []string{flagValue, envValue} {
+		if bytes.Contains(out, []byte(v)) {
+			t.Errorf("wrap printed %s:\n%s", v, out)
+		}
+	}
+	logged := false
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Type()&fs.ModeSocket != 0 {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, v := range []string{flagValue, envValue} {
+			if bytes.Contains(b, []byte(v)) {
+				t.Errorf("%s holds %s", path, v)
+			}
+		}
+		if strings.HasPrefix(filepath.Base(path), "wrap-argv") && bytes.Contains(b, []byte("--api-key")) &&
+			bytes.Contains(b, []byte("[REDACTED:flag]")) {
+			logged = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !logged {
+		t.Error("no wrap log names the command with its flag's value redacted")
+	}
+}

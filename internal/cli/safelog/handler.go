@@ -160,9 +160,12 @@ func (h *Handler) attr(a slog.Attr) slog.Attr {
 		case error:
 			return slog.String(a.Key, h.redact(x.Error()))
 		case []string:
-			out := make([]string, len(x))
-			changed := false
-			for i, s := range x {
+			// A list of strings is read as a command line: secret-named
+			// flags and variables lose their values whatever they are.
+			argv := RedactArgv(x)
+			out := make([]string, len(argv))
+			changed := len(x) > 0 && &argv[0] != &x[0]
+			for i, s := range argv {
 				out[i] = h.redact(s)
 				changed = changed || out[i] != s
 			}
