@@ -255,6 +255,11 @@ func (c *Conn) Handshake() (initialize, initialized []byte) {
 func (c *Conn) invalid(m Message, err error, from string) Action {
 	c.logger().Warn("malformed message", "from", from, "server", c.Session.Server, "err", err, "bytes", len(m.Raw))
 	if err == ErrParse {
+		if id, deep := tooDeepID(m.Raw); deep && id != nil {
+			// Valid JSON but for its depth: the sender waits for its id.
+			return Action{Reply: ErrorResponse(id, CodeInvalidRequest,
+				fmt.Sprintf("Invalid Request: nested deeper than %d levels, which cannot be relayed", wire.MaxNesting))}
+		}
 		// The id cannot be trusted from invalid JSON: answer with a null id.
 		return Action{Reply: ErrorResponse(nil, CodeParseError, "Parse error: "+truncate(string(m.Raw), 80))}
 	}

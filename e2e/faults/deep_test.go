@@ -64,3 +64,24 @@ func TestDeepNesting(t *testing.T) {
 		t.Errorf("status losses = %+v, want one truncated step, none lost", st.Losses)
 	}
 }
+
+// TestTooDeepAnsweredWithItsID: a request nested deeper than JSON readers
+// accept (10,000 levels) cannot be relayed; the agent gets an error for its
+// own id rather than a parse error with a null id it cannot match, and the
+// session goes on.
+func TestTooDeepAnsweredWithItsID(t *testing.T) {
+	home := plainHome(t)
+	a := wrapFake(t, home)
+	a.initialize()
+	const depth = 10005
+	args := strings.Repeat("[", depth) + strings.Repeat("]", depth)
+	a.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"too-deep","method":"tools/call","params":{"name":"echo","arguments":{"x":%s}}}`, args))
+	if got := a.Recv(); !strings.Contains(got, `"id":"too-deep"`) || !strings.Contains(got, `"code":-32600`) {
+		t.Fatalf("too-deep call answered %.300s", got)
+	}
+	a.echoCalls("after", 1, 1, 10, 1)
+	a.CloseInput()
+	if err := a.cmd.Wait(); err != nil {
+		t.Fatalf("hindsight wrap exited with %v", err)
+	}
+}
