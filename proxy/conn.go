@@ -114,6 +114,14 @@ func (c *Conn) fromClientAt(raw []byte, now time.Time) Action {
 		}
 		ex.key = wire.StringView(m.ID) // raw is never modified: a key that aliases it is stable
 		c.mu.Lock()
+		if c.fromClient[ex.key] != nil {
+			// Its answer could not be told from the first one's: JSON-RPC
+			// ids are unique among requests in flight.
+			c.mu.Unlock()
+			c.logger().Warn("request id already in flight", "server", c.Session.Server, "id", truncate(ex.key, 80))
+			return Action{Reply: ErrorResponse(m.ID, CodeInvalidRequest,
+				"Invalid Request: id "+truncate(ex.key, 80)+" is already used by a request in flight")}
+		}
 		c.track(&c.fromClient, ex.key, ex)
 		if ex.progressToken != "" {
 			c.track(&c.progress, ex.progressToken, ex)

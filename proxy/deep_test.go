@@ -87,3 +87,26 @@ func FuzzTooDeepID(f *testing.F) {
 		}
 	})
 }
+
+// TestConnRefusesIDInFlight: a request whose id is already in flight is
+// answered at once and not forwarded, so the first request's answer cannot
+// be paired with the second's arguments; once the first is answered the id
+// may be used again.
+func TestConnRefusesIDInFlight(t *testing.T) {
+	c := &Conn{Session: &Session{ID: "s", Server: "srv"}, Logger: slog.New(slog.DiscardHandler)}
+	first := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"a","arguments":{"n":1}}}`
+	second := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"b","arguments":{"n":2}}}`
+	if a := c.FromClient([]byte(first)); a.Forward == nil {
+		t.Fatal("first request not forwarded")
+	}
+	a := c.FromClient([]byte(second))
+	if a.Forward != nil || !strings.Contains(string(a.Reply), `"id":5`) || !strings.Contains(string(a.Reply), `-32600`) {
+		t.Fatalf("duplicate id: forward %s, reply %s", a.Forward, a.Reply)
+	}
+	if out := c.FromServer([]byte(`{"jsonrpc":"2.0","id":5,"result":{"content":[]}}`)); out == nil {
+		t.Fatal("the first request's answer was not relayed")
+	}
+	if a := c.FromClient([]byte(second)); a.Forward == nil {
+		t.Fatalf("id 5 refused after its request was answered: %s", a.Reply)
+	}
+}
