@@ -56,6 +56,7 @@ type serveOptions struct {
 	bodyTimeout  time.Duration
 	replayEvents int
 	replayAge    time.Duration
+	sessionIdle  time.Duration
 }
 
 // listFlags collects a repeated string option.
@@ -115,6 +116,7 @@ func serveFlags(fs *pflag.FlagSet) func(command []string) (*serveOptions, error)
 	fs.DurationVar(&o.bodyTimeout, "body-timeout", proxy.DefaultBodyTimeout, "how long an agent may take to send one request body")
 	fs.IntVar(&o.replayEvents, "replay-events", proxy.DefaultReplayEvents, "recent events kept per stream the sidecar originates (command or legacy SSE upstream), for Last-Event-ID (<0: none, no event ids)")
 	fs.DurationVar(&o.replayAge, "replay-age", proxy.DefaultReplayAge, "how long those events are kept for a resume")
+	fs.DurationVar(&o.sessionIdle, "session-idle", proxy.DefaultIdleTimeout, "a session with no request and no open stream this long is ended and its slot freed (an agent that crashed never says goodbye; <0: never)")
 	return func(command []string) (*serveOptions, error) { return o.check(hdr, hosts, command) }
 }
 
@@ -197,6 +199,7 @@ func runServe(ctx context.Context, g *globals, o *serveOptions) error {
 		TaskID: os.Getenv("HINDSIGHT_TASK_ID"), AuthToken: o.authToken, AllowRemote: o.allowRemote,
 		AllowedHosts: o.allowedHosts, MaxSessions: o.maxSessions, MaxChildren: o.maxChildren,
 		BodyTimeout: o.bodyTimeout, ReplayEvents: o.replayEvents, ReplayAge: o.replayAge,
+		IdleTimeout: o.sessionIdle,
 		// A session's end makes its task final at once, not after the
 		// idle gap.
 		SessionEnded: func(s *proxy.Session) { sc.EndSession(context.Background(), s.ID) },

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/proxy"
 )
 
 func TestParseServe(t *testing.T) {
@@ -31,6 +32,16 @@ func TestParseServe(t *testing.T) {
 		{args: []string{"--listen", "[::1]:9000", "--", "srv"}, check: func(t *testing.T, o *serveOptions) {
 			if o.name != "srv" {
 				t.Errorf("name %q, want srv", o.name)
+			}
+		}},
+		{args: []string{"--session-idle", "90s", "--", "srv"}, check: func(t *testing.T, o *serveOptions) {
+			if o.sessionIdle != 90*time.Second {
+				t.Errorf("session idle %v, want 90s", o.sessionIdle)
+			}
+		}},
+		{args: []string{"--", "srv"}, check: func(t *testing.T, o *serveOptions) {
+			if o.sessionIdle != proxy.DefaultIdleTimeout {
+				t.Errorf("session idle %v, want the default %v", o.sessionIdle, proxy.DefaultIdleTimeout)
 			}
 		}},
 		{args: []string{"--namespace", "team", "--", "srv"}, check: func(t *testing.T, o *serveOptions) {
