@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hindsight-proxy/hindsight/internal/httpserve"
 )
 
 // IsLoopbackHost reports whether host (a name or an IP literal, without a
@@ -60,13 +62,7 @@ func ServeMetrics(ctx context.Context, ln net.Listener, reg *prometheus.Registry
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(sctx)
-	}()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := httpserve.Serve(ctx, hs, ln); err != nil {
 		return fmt.Errorf("serve metrics: %w", err)
 	}
 	return nil

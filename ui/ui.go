@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/internal/httpserve"
 )
 
 //go:embed templates/*.html static/*
@@ -200,13 +201,7 @@ func (l *Launcher) URL(context.Context) (string, error) {
 		ctx = context.Background()
 	}
 	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(sctx)
-	}()
-	go func() {
-		if err := hs.Serve(ln); err != nil && err != http.ErrServerClosed {
+		if err := httpserve.Serve(ctx, hs, ln); err != nil {
 			logger.Error("web ui stopped", "err", err)
 		}
 	}()

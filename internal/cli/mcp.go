@@ -16,6 +16,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/internal/httpserve"
 	"github.com/hindsight-proxy/hindsight/memserver"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/spf13/cobra"
@@ -112,16 +113,10 @@ func serveMCPHTTP(ctx context.Context, g *globals, srv *memserver.Server, addr, 
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	g.info("hindsight mcp: listening on http://%s/mcp", ln.Addr())
 	logger.Info("mcp starting over HTTP", "addr", ln.Addr().String(), "auth", token != "")
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
+	if err := httpserve.Serve(ctx, hs, ln); err != nil {
 		return fmt.Errorf("serve mcp over HTTP: %w", err)
 	}
-	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return hs.Shutdown(shut)
+	return nil
 }
 
 // requireBearer answers 401 to a request without "Authorization: Bearer

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/httpserve"
 	"github.com/hindsight-proxy/hindsight/replay"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -106,13 +107,7 @@ func replayServe(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []strin
 	mux.Handle("/mcp", srv)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	g.info("replaying %s (%d calls) at http://%s/mcp", rec.Server, len(rec.Calls), ln.Addr())
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(sctx)
-	}()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := httpserve.Serve(ctx, hs, ln); err != nil {
 		return fmt.Errorf("serve replay: %w", err)
 	}
 	return nil
