@@ -211,3 +211,16 @@ const MaxEvidenceTasks = 32
 
 // DefaultNamespace is the namespace of experiences when none is configured.
 const DefaultNamespace = "default"
+
+// CallStat counts the recorded steps of one tool (or, for a step that is no
+// tool call, its method): what a sidecar reports to the daemon, which sums
+// the reports of every sidecar into its metrics.
+type CallStat struct {
+	Tool       string  `json:"tool"`
+	Count      uint64  `json:"count"`
+	Failures   uint64  `json:"failures"`
+	LatencySum float64 `json:"latency_sum_seconds"`
+	// LatencyBuckets are cumulative counts, one per bound of the latency
+	// histogram (Prometheus' default buckets, in seconds).
+	LatencyBuckets []uint64 `json:"latency_buckets"`
+}

@@ -9,7 +9,7 @@ import (
 )
 
 // CallLatencyBuckets are the upper bounds, in seconds, of the latency
-// histogram in CallStat.
+// histogram in hindsight.CallStat.
 var CallLatencyBuckets = prometheus.DefBuckets
 
 // maxCallKeys bounds the tools counted apart; past it they count as
@@ -19,22 +19,10 @@ const (
 	otherTool   = "(other)"
 )
 
-// CallStat counts the recorded steps of one tool (or, for a step that is
-// no tool call, its method).
-type CallStat struct {
-	Tool       string  `json:"tool"`
-	Count      uint64  `json:"count"`
-	Failures   uint64  `json:"failures"`
-	LatencySum float64 `json:"latency_sum_seconds"`
-	// LatencyBuckets are cumulative counts, one per CallLatencyBuckets
-	// bound.
-	LatencyBuckets []uint64 `json:"latency_buckets"`
-}
-
 // callCounters count recorded steps by tool and failures by error code.
 type callCounters struct {
 	mu       sync.Mutex
-	calls    map[string]*CallStat
+	calls    map[string]*hindsight.CallStat
 	failures map[string]uint64
 }
 
@@ -62,7 +50,7 @@ func (c *callCounters) count(s *hindsight.Step) {
 	}
 	secs := s.LatencyMS / 1000
 	if c.calls == nil {
-		c.calls, c.failures = map[string]*CallStat{}, map[string]uint64{}
+		c.calls, c.failures = map[string]*hindsight.CallStat{}, map[string]uint64{}
 	}
 	st := c.calls[tool]
 	if st == nil {
@@ -71,7 +59,7 @@ func (c *callCounters) count(s *hindsight.Step) {
 			st = c.calls[tool]
 		}
 		if st == nil {
-			st = &CallStat{Tool: tool, LatencyBuckets: make([]uint64, len(CallLatencyBuckets))}
+			st = &hindsight.CallStat{Tool: tool, LatencyBuckets: make([]uint64, len(CallLatencyBuckets))}
 			c.calls[tool] = st
 		}
 	}
@@ -97,10 +85,10 @@ func (c *callCounters) count(s *hindsight.Step) {
 }
 
 // snapshot copies the counters: calls sorted by tool, failures by code.
-func (c *callCounters) snapshot() ([]CallStat, map[string]uint64) {
+func (c *callCounters) snapshot() ([]hindsight.CallStat, map[string]uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	calls := make([]CallStat, 0, len(c.calls))
+	calls := make([]hindsight.CallStat, 0, len(c.calls))
 	for _, st := range c.calls {
 		cp := *st
 		cp.LatencyBuckets = append([]uint64(nil), st.LatencyBuckets...)
@@ -116,4 +104,4 @@ func (c *callCounters) snapshot() ([]CallStat, map[string]uint64) {
 
 // Calls returns the recorded steps counted by tool, and the failed ones by
 // error code (their causal tag when they have none).
-func (r *Recorder) Calls() ([]CallStat, map[string]uint64) { return r.calls.snapshot() }
+func (r *Recorder) Calls() ([]hindsight.CallStat, map[string]uint64) { return r.calls.snapshot() }

@@ -7,19 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hindsight-proxy/hindsight"
 	"github.com/prometheus/client_golang/prometheus"
 )
-
-// CallStat is one tool's recorded calls in a SidecarReport (the wire form
-// of capture.CallStat; LatencyBuckets are cumulative, one per
-// SidecarLatencyBuckets bound).
-type CallStat struct {
-	Tool           string   `json:"tool"`
-	Count          uint64   `json:"count"`
-	Failures       uint64   `json:"failures"`
-	LatencySum     float64  `json:"latency_sum_seconds"`
-	LatencyBuckets []uint64 `json:"latency_buckets"`
-}
 
 // SidecarLatencyBuckets are the upper bounds, in seconds, of the call
 // latency histogram (capture.CallLatencyBuckets).
@@ -29,15 +19,15 @@ var SidecarLatencyBuckets = prometheus.DefBuckets
 // counters since it started, posted every few seconds and when it stops.
 // The daemon serves their sums by server at GET /metrics.
 type SidecarReport struct {
-	Source     string            `json:"source"` // the sidecar's outbox id
-	Server     string            `json:"server"`
-	PID        int               `json:"pid"`
-	Steps      int64             `json:"steps"`      // steps recorded
-	Spilled    int64             `json:"spilled"`    // steps written to the disk outbox
-	Dropped    int64             `json:"dropped"`    // exchanges lost
-	Redactions int64             `json:"redactions"` // secrets replaced
-	Calls      []CallStat        `json:"calls,omitempty"`
-	Failures   map[string]uint64 `json:"failures,omitempty"` // failed calls by error code
+	Source     string               `json:"source"` // the sidecar's outbox id
+	Server     string               `json:"server"`
+	PID        int                  `json:"pid"`
+	Steps      int64                `json:"steps"`      // steps recorded
+	Spilled    int64                `json:"spilled"`    // steps written to the disk outbox
+	Dropped    int64                `json:"dropped"`    // exchanges lost
+	Redactions int64                `json:"redactions"` // secrets replaced
+	Calls      []hindsight.CallStat `json:"calls,omitempty"`
+	Failures   map[string]uint64    `json:"failures,omitempty"` // failed calls by error code
 }
 
 // maxSidecarReports bounds the sidecars whose counters the daemon keeps

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hindsight-proxy/hindsight"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -24,10 +25,10 @@ func TestSidecarReports(t *testing.T) {
 		return b
 	}
 	reports := []SidecarReport{
-		{Source: "a", Server: "fs", Steps: 1, Calls: []CallStat{{Tool: "read", Count: 1, LatencySum: 0.001, LatencyBuckets: buckets(1)}}},
-		{Source: "a", Server: "fs", Steps: 3, Redactions: 2, Calls: []CallStat{{Tool: "read", Count: 3, Failures: 1, LatencySum: 0.003, LatencyBuckets: buckets(3)}},
+		{Source: "a", Server: "fs", Steps: 1, Calls: []hindsight.CallStat{{Tool: "read", Count: 1, LatencySum: 0.001, LatencyBuckets: buckets(1)}}},
+		{Source: "a", Server: "fs", Steps: 3, Redactions: 2, Calls: []hindsight.CallStat{{Tool: "read", Count: 3, Failures: 1, LatencySum: 0.003, LatencyBuckets: buckets(3)}},
 			Failures: map[string]uint64{"-32602": 1}},
-		{Source: "b", Server: "fs", Steps: 2, Dropped: 1, Calls: []CallStat{{Tool: "read", Count: 2, LatencySum: 0.002, LatencyBuckets: buckets(2)}}},
+		{Source: "b", Server: "fs", Steps: 2, Dropped: 1, Calls: []hindsight.CallStat{{Tool: "read", Count: 2, LatencySum: 0.002, LatencyBuckets: buckets(2)}}},
 		{Source: "c", Server: "web", Steps: 5, Spilled: 4},
 	}
 	for _, r := range reports {

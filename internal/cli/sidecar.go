@@ -416,10 +416,7 @@ func (s *sidecar) startCapture(g *globals, name string, logger *slog.Logger) (*c
 func (s *sidecar) postCounters(name string, st capture.Stats) {
 	calls, failures := s.recorder.Calls()
 	rep := daemon.SidecarReport{Source: s.recorder.Source(), Server: name, PID: os.Getpid(),
-		Steps: st.Captured, Spilled: st.Spilled, Dropped: st.Dropped, Redactions: st.Redactions, Failures: failures}
-	for _, c := range calls {
-		rep.Calls = append(rep.Calls, daemon.CallStat(c))
-	}
+		Steps: st.Captured, Spilled: st.Spilled, Dropped: st.Dropped, Redactions: st.Redactions, Calls: calls, Failures: failures}
 	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 	defer cancel()
 	if err := s.client.ReportSidecar(ctx, rep); err != nil {
