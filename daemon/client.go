@@ -117,6 +117,13 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, in
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil
 	}
+	return decodeAnswer(resp, out)
+}
+
+// decodeAnswer decodes the JSON body of a 2xx answer into out and closes
+// it.
+func decodeAnswer(resp *http.Response, out any) error {
+	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("decode daemon answer: %w", err)
 	}
@@ -201,11 +208,7 @@ func (c *Client) ingestRaw(ctx context.Context, path string, steps []json.RawMes
 	if err != nil {
 		return res, err
 	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
-		return res, fmt.Errorf("decode daemon answer: %w", err)
-	}
-	return res, nil
+	return res, decodeAnswer(resp, &res)
 }
 
 // batchBody is the body of a batch of steps, {"steps":[…]}, read from the
@@ -412,11 +415,7 @@ func (c *Client) ImportWith(ctx context.Context, r io.Reader, opt ImportOptions)
 	if err != nil {
 		return res, err
 	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
-		return res, fmt.Errorf("decode daemon answer: %w", err)
-	}
-	return res, nil
+	return res, decodeAnswer(resp, &res)
 }
 
 // ExportExperiences copies experiences to w as JSON Lines.
