@@ -20,7 +20,7 @@ var layers = []struct {
 }{
 	{"domain types and leaf helpers", []string{"", "bpe", "errtemplate", "guard", "store", "store/rank", "store/tokenize",
 		"internal/badgerdb", "internal/diskspace", "internal/erase", "internal/filelock", "internal/losses",
-		"internal/profile", "internal/httpserve", "internal/cli/safelog", "internal/demo/exampleserver", "install"}},
+		"internal/profile", "internal/httpserve", "internal/defaults", "internal/cli/safelog", "internal/demo/exampleserver", "install"}},
 	{"wire format", []string{"wire"}},
 	{"relay", []string{"proxy"}},
 	{"spool", []string{"spool"}},

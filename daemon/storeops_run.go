@@ -9,6 +9,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/defaults"
 )
 
 // The apply loop of StoreOps: passes over the queue, the backoff between
@@ -58,20 +59,12 @@ func (o *StoreOps) Run(ctx context.Context) {
 // up.
 func (o *StoreOps) newBackoff() *backoff.ExponentialBackOff {
 	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = orDefault(o.Backoff, DefaultStoreOpsBackoff)
-	b.MaxInterval = orDefault(o.MaxBackoff, DefaultStoreOpsMaxBackoff)
+	b.InitialInterval = defaults.Positive(o.Backoff, DefaultStoreOpsBackoff)
+	b.MaxInterval = defaults.Positive(o.MaxBackoff, DefaultStoreOpsMaxBackoff)
 	b.Multiplier = 2
 	b.MaxElapsedTime = 0
 	b.Reset()
 	return b
-}
-
-// orDefault returns d, or def when d is not positive.
-func orDefault(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // Drain applies waiting ops in order until none is left (nil), the store
@@ -121,7 +114,7 @@ func (o *StoreOps) giveUp(op *StoreOp) bool {
 		op.RefusedSince = now
 	}
 	op.Refusals++
-	return op.Refusals >= minRefusals && now.Sub(op.RefusedSince) >= orDefault(o.RefusedGrace, DefaultStoreOpsRefusedGrace)
+	return op.Refusals >= minRefusals && now.Sub(op.RefusedSince) >= defaults.Positive(o.RefusedGrace, DefaultStoreOpsRefusedGrace)
 }
 
 // refused stores op's count of refusals and clears the mark of the op

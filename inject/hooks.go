@@ -13,6 +13,7 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/errtemplate"
 	"github.com/hindsight-proxy/hindsight/guard"
+	"github.com/hindsight-proxy/hindsight/internal/defaults"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -43,7 +44,7 @@ func (in *Injector) Initialize(ctx context.Context, s *proxy.Session, result jso
 		sep = ""
 	}
 	pointer := in.pointer()
-	budget := orDefault(in.SessionBudget, DefaultSessionBudget)
+	budget := defaults.Positive(in.SessionBudget, DefaultSessionBudget)
 	text, ids, tokens := "", []string(nil), 0
 	for range 3 { // retried when a concurrent hook spent the budget first
 		text, ids, tokens = in.instructionsBlock(sep, lessons, pointer, st.remaining(budget))
@@ -95,8 +96,8 @@ func (in *Injector) instructionsBlock(sep string, lessons []hindsight.ScoredExpe
 		// MaxInstructionLessons ranked ones (the token budget still
 		// bounds them all).
 		pinned := lessons[i].Pinned && !lessons[i].Deleted
-		if !pinned && (ranked == orDefault(in.MaxInstructionLessons, DefaultMaxInstructionLessons) ||
-			lessons[i].Confidence < orDefault(in.MinConfidence, DefaultMinConfidence)) {
+		if !pinned && (ranked == defaults.Positive(in.MaxInstructionLessons, DefaultMaxInstructionLessons) ||
+			lessons[i].Confidence < defaults.Positive(in.MinConfidence, DefaultMinConfidence)) {
 			continue
 		}
 		bl := lessonLine(&lessons[i], true, perLesson)
@@ -129,7 +130,7 @@ func (in *Injector) instructionsBlock(sep string, lessons []hindsight.ScoredExpe
 // lineCap is the token cap of one lesson line: MaxTokensPerLine, and never
 // more than MaxTokensPerLesson.
 func (in *Injector) lineCap() int {
-	return min(orDefault(in.MaxTokensPerLine, DefaultMaxTokensPerLine), orDefault(in.MaxTokensPerLesson, DefaultMaxTokensPerLesson))
+	return min(defaults.Positive(in.MaxTokensPerLine, DefaultMaxTokensPerLine), defaults.Positive(in.MaxTokensPerLesson, DefaultMaxTokensPerLesson))
 }
 
 // ToolsList adds the query_hindsight tool (and, with EndTaskTool, the
@@ -324,7 +325,7 @@ func (in *Injector) answer(ctx context.Context, s *proxy.Session, st *session, p
 	}
 	blocks := in.queryBlocks(found)
 	header := queryHeader
-	budget := orDefault(in.SessionBudget, DefaultSessionBudget)
+	budget := defaults.Positive(in.SessionBudget, DefaultSessionBudget)
 	for range 3 {
 		text, ids, tokens := assemble(header, blocks, "\n\n", "", st.remaining(budget))
 		if text == "" {
@@ -391,7 +392,7 @@ func (in *Injector) ToolResult(ctx context.Context, ex *proxy.Exchange, result j
 	}
 	tool := gjson.GetBytes(ex.Request, "params.name").String()
 	st := in.state(ex.Session)
-	budget := orDefault(in.SessionBudget, DefaultSessionBudget)
+	budget := defaults.Positive(in.SessionBudget, DefaultSessionBudget)
 	if st.remaining(budget) <= 0 {
 		return nil
 	}
@@ -402,7 +403,7 @@ func (in *Injector) ToolResult(ctx context.Context, ex *proxy.Exchange, result j
 		Namespace:     in.namespace(),
 		Server:        ex.Session.Server,
 		Tool:          tool,
-		K:             2 * orDefault(in.MaxErrorLessons, DefaultMaxErrorLessons),
+		K:             2 * defaults.Positive(in.MaxErrorLessons, DefaultMaxErrorLessons),
 		NoHit:         true,
 	})
 	if err != nil {
@@ -413,7 +414,7 @@ func (in *Injector) ToolResult(ctx context.Context, ex *proxy.Exchange, result j
 	var blocks []block
 	seen := map[string]bool{}
 	for _, e := range usable(found) {
-		if len(blocks) == orDefault(in.MaxErrorLessons, DefaultMaxErrorLessons) {
+		if len(blocks) == defaults.Positive(in.MaxErrorLessons, DefaultMaxErrorLessons) {
 			break
 		}
 		if !in.aboutError(&e, tool, errText) {
@@ -484,12 +485,12 @@ func (in *Injector) aboutError(e *hindsight.ScoredExperience, tool, errText stri
 	if e.Tool != tool {
 		return false
 	}
-	if e.Confidence < orDefault(in.MinConfidence, DefaultMinConfidence) {
+	if e.Confidence < defaults.Positive(in.MinConfidence, DefaultMinConfidence) {
 		return in.SeenOnce && e.Confidence >= SeenOnceConfidence && learnedHere(e.Origin) &&
 			seenOnceFits(e.ErrorTemplate, errText)
 	}
 	if e.ErrorTemplate != "" {
-		return errtemplate.Similarity(e.ErrorTemplate, errText) >= orDefault(in.TemplateMatch, DefaultTemplateMatch)
+		return errtemplate.Similarity(e.ErrorTemplate, errText) >= defaults.Positive(in.TemplateMatch, DefaultTemplateMatch)
 	}
 	return strings.TrimSpace(e.ErrorCode) != "" && sameError(e.ErrorCode, errText)
 }

@@ -159,13 +159,6 @@ func (in *Injector) logger() *slog.Logger {
 	return slog.Default()
 }
 
-func orDefault[T int | time.Duration | float64](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
-}
-
 func (in *Injector) namespace() string {
 	if in.Namespace != "" {
 		return in.Namespace

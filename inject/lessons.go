@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/defaults"
 )
 
 // lessonsCache is the last search for each server's top lessons, and
@@ -38,7 +39,7 @@ func (in *Injector) Prefetch(ctx context.Context) {
 // or those of a search it starts or joins, waiting at most until ctx ends;
 // then stale ones, if any.
 func (in *Injector) lessonsFor(ctx context.Context, server string) ([]hindsight.ScoredExperience, error) {
-	ttl := orDefault(in.LessonsTTL, DefaultLessonsTTL)
+	ttl := defaults.Positive(in.LessonsTTL, DefaultLessonsTTL)
 	in.lessons.mu.Lock()
 	if in.lessons.m == nil {
 		in.lessons.m = make(map[string]*lessonsFetch)
@@ -75,9 +76,9 @@ func (in *Injector) lessonsFor(ctx context.Context, server string) ([]hindsight.
 // fetchLessons runs one search for server's top lessons into f, and makes f
 // the cached fetch when it succeeded (or when there was none before).
 func (in *Injector) fetchLessons(server string, f, prev *lessonsFetch) {
-	ctx, cancel := context.WithTimeout(context.Background(), orDefault(in.QueryTimeout, DefaultQueryTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), defaults.Positive(in.QueryTimeout, DefaultQueryTimeout))
 	defer cancel()
-	n := orDefault(in.MaxInstructionLessons, DefaultMaxInstructionLessons)
+	n := defaults.Positive(in.MaxInstructionLessons, DefaultMaxInstructionLessons)
 	list, err := in.Source.Search(ctx, hindsight.Query{
 		Text:      "", // no text: the store's best by confidence, evidence, hits and age
 		Namespace: in.namespace(),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/errtemplate"
+	"github.com/hindsight-proxy/hindsight/internal/defaults"
 )
 
 // queryHeader starts a query_hindsight answer that shows experiences.
@@ -22,9 +23,9 @@ func (in *Injector) search(ctx context.Context, server, situation, tool, taskTyp
 	if in.Source == nil {
 		return nil, errNoSource
 	}
-	ctx, cancel := context.WithTimeout(ctx, orDefault(in.QueryTimeout, DefaultQueryTimeout))
+	ctx, cancel := context.WithTimeout(ctx, defaults.Positive(in.QueryTimeout, DefaultQueryTimeout))
 	defer cancel()
-	max := orDefault(in.MaxExperiences, DefaultMaxExperiences)
+	max := defaults.Positive(in.MaxExperiences, DefaultMaxExperiences)
 	q := hindsight.Query{
 		// An agent often pastes the error it got: its template is a signal.
 		ErrorTemplate: errtemplate.Mask(situation),
@@ -52,7 +53,7 @@ func (in *Injector) search(ctx context.Context, server, situation, tool, taskTyp
 
 // queryBlocks formats found for a query_hindsight answer.
 func (in *Injector) queryBlocks(found []hindsight.ScoredExperience) []block {
-	perLesson := orDefault(in.MaxTokensPerLesson, DefaultMaxTokensPerLesson)
+	perLesson := defaults.Positive(in.MaxTokensPerLesson, DefaultMaxTokensPerLesson)
 	blocks := make([]block, len(found))
 	for i := range found {
 		blocks[i] = experienceBlock(i+1, &found[i], perLesson)
@@ -84,7 +85,7 @@ func (in *Injector) Query(ctx context.Context, server, situation, tool, taskType
 		return NoExperienceText, nil, nil
 	}
 	blocks := in.queryBlocks(found)
-	limit := len(blocks)*(orDefault(in.MaxTokensPerLesson, DefaultMaxTokensPerLesson)+8) + CountTokens(queryHeader)
+	limit := len(blocks)*(defaults.Positive(in.MaxTokensPerLesson, DefaultMaxTokensPerLesson)+8) + CountTokens(queryHeader)
 	text, ids, _ := assemble(queryHeader, blocks, "\n\n", "", limit)
 	shown := found[:0:0]
 	for _, e := range found {

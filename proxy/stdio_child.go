@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/hindsight-proxy/hindsight/internal/defaults"
 )
 
 // child is one run of the server process.
@@ -105,8 +106,8 @@ func (r *relay) logStderr(ch *child) {
 // and starts the next one, until the sidecar stops.
 func (r *relay) supervise(ch *child) {
 	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = orDefault(r.s.MinRestartDelay, DefaultMinRestartDelay)
-	bo.MaxInterval = orDefault(r.s.MaxRestartDelay, DefaultMaxRestartDelay)
+	bo.InitialInterval = defaults.Positive(r.s.MinRestartDelay, DefaultMinRestartDelay)
+	bo.MaxInterval = defaults.Positive(r.s.MaxRestartDelay, DefaultMaxRestartDelay)
 	bo.MaxElapsedTime = 0
 	bo.Reset()
 	for {
@@ -268,11 +269,4 @@ func waitFor(c <-chan struct{}, d time.Duration) bool {
 	case <-t.C:
 		return false
 	}
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }

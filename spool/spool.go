@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/defaults"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
 )
 
@@ -149,22 +150,15 @@ func open(opts Options, c *counters) (*Spool, error) {
 
 // withDefaults returns opts with every zero bound replaced by its default.
 func (opts Options) withDefaults() Options {
-	orDefault(&opts.Retention, DefaultRetention)
-	orDefault(&opts.BatchSize, DefaultBatchSize)
-	orDefault(&opts.MaxHeld, DefaultMaxHeld)
-	orDefault(&opts.MaxHeldBytes, DefaultMaxHeldBytes)
-	orDefault(&opts.SyncInterval, DefaultSyncInterval)
-	orDefault(&opts.MaxMemBytes, DefaultMaxMemBytes)
-	orDefault(&opts.PersistAfter, DefaultPersistAfter)
-	orDefault(&opts.JournalPersistAfter, DefaultJournalPersistAfter)
+	opts.Retention = defaults.Positive(opts.Retention, DefaultRetention)
+	opts.BatchSize = defaults.Positive(opts.BatchSize, DefaultBatchSize)
+	opts.MaxHeld = defaults.Positive(opts.MaxHeld, DefaultMaxHeld)
+	opts.MaxHeldBytes = defaults.Positive(opts.MaxHeldBytes, DefaultMaxHeldBytes)
+	opts.SyncInterval = defaults.Positive(opts.SyncInterval, DefaultSyncInterval)
+	opts.MaxMemBytes = defaults.Positive(opts.MaxMemBytes, DefaultMaxMemBytes)
+	opts.PersistAfter = defaults.Positive(opts.PersistAfter, DefaultPersistAfter)
+	opts.JournalPersistAfter = defaults.Positive(opts.JournalPersistAfter, DefaultJournalPersistAfter)
 	return opts
-}
-
-// orDefault sets *v to def unless it is positive.
-func orDefault[T int | int64 | time.Duration](v *T, def T) {
-	if *v <= 0 {
-		*v = def
-	}
 }
 
 // SpillDir is the directory inside the spool's outbox where the Recorder
