@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,8 +18,9 @@ import (
 )
 
 // commandSidecar serves an HTTPHandler in front of the fake stdio server
-// (this test binary re-executed) and returns its /mcp URL.
-func commandSidecar(t *testing.T) string {
+// (this test binary re-executed), changed by configure, and returns its
+// /mcp URL.
+func commandSidecar(t *testing.T, configure ...func(h *proxy.HTTPHandler)) string {
 	t.Helper()
 	h := &proxy.HTTPHandler{
 		Upstream: &proxy.CommandUpstream{
@@ -29,6 +31,9 @@ func commandSidecar(t *testing.T) string {
 		},
 		Server: "fake",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	for _, f := range configure {
+		f(h)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { h.Close(); srv.Close() })
@@ -130,5 +135,40 @@ func TestHTTPCommandResume(t *testing.T) {
 	defer resp2.Body.Close()
 	if again := readEvents(t, resp2.Body, func(event) bool { return false }); len(again) != 0 {
 		t.Errorf("resumed after the last event, got %+v", again)
+	}
+}
+
+// TestHTTPCommandBatch: a batch relayed to a stdio server whose answer is
+// a batch too (which reaches the agent's GET stream, as today) has each of
+// its calls recorded.
+func TestHTTPCommandBatch(t *testing.T) {
+	steps := newSteps(t)
+	url := commandSidecar(t, func(h *proxy.HTTPHandler) { h.Hooks = steps.hooks() })
+	sid := initialize(t, url, nil)
+	postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), nil).Body.Close()
+	const answers = `[{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"seven"}]}},{"jsonrpc":"2.0","id":8,"result":{}}]`
+	resp := postMCP(t, url, sid, []byte(`[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"seven"}}},{"jsonrpc":"2.0","id":8,"method":"ping"}]`), nil)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("batch: %d", resp.StatusCode)
+	}
+	// The fake server answers no batch itself: it is made to send one.
+	say, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "fake/say", "params": map[string]any{"lines": []string{answers}}})
+	postMCP(t, url, sid, say, nil).Body.Close()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	get, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer get.Body.Close()
+	evs := readEvents(t, get.Body, func(ev event) bool { return strings.HasPrefix(ev.data, "[") })
+	if len(evs) == 0 || evs[len(evs)-1].data != answers {
+		t.Fatalf("GET stream: %+v; want the batch answer as the server sent it", evs)
+	}
+	call, ping := steps.only("tools/call"), steps.only("ping")
+	if gjson.GetBytes(call.Response, "result.content.0.text").Str != "seven" || string(ping.Response) != `{"jsonrpc":"2.0","id":8,"result":{}}` {
+		t.Errorf("recorded tools/call → %s, ping → %s", call.Response, ping.Response)
 	}
 }

@@ -469,7 +469,8 @@ func TestHTTPBatch(t *testing.T) {
 		}
 		rec.ServeHTTP(w, r)
 	})
-	url := sidecar(t, rec2, nil)
+	steps := newSteps(t)
+	url := sidecar(t, rec2, func(h *proxy.HTTPHandler) { h.Hooks = steps.hooks() })
 	sid := initialize(t, url, nil)
 	resp := postMCP(t, url, sid, []byte(batch), nil)
 	body, _ := io.ReadAll(resp.Body)
@@ -479,6 +480,51 @@ func TestHTTPBatch(t *testing.T) {
 	}
 	if resp.StatusCode != http.StatusOK || string(body) != answers {
 		t.Errorf("agent got %d %s; want %s", resp.StatusCode, body, answers)
+	}
+	// Each call of the batch is recorded as a step of its own.
+	ping, list := steps.only("ping"), steps.only("tools/list")
+	if string(ping.Request) != `{"jsonrpc":"2.0","id":5,"method":"ping"}` || string(ping.Response) != `{"jsonrpc":"2.0","id":5,"result":{}}` ||
+		string(list.Response) != `{"jsonrpc":"2.0","id":6,"result":{"tools":[]}}` || failed(ping) || failed(list) {
+		t.Errorf("recorded ping %s → %s, tools/list %s → %s", ping.Request, ping.Response, list.Request, list.Response)
+	}
+}
+
+// TestHTTPBatchRefused: an upstream of a later protocol refuses a batch
+// with a JSON-RPC error naming no id; the agent gets it as it came, each
+// request of the batch is recorded as failed, and their ids are free again.
+func TestHTTPBatchRefused(t *testing.T) {
+	const refusal = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batches are not supported"}}`
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case bytes.HasPrefix(b, []byte("[")):
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, refusal)
+		case gjson.GetBytes(b, "method").Str == "initialize":
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+		default:
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+gjson.GetBytes(b, "id").Raw+`,"result":{}}`)
+		}
+	})
+	steps := newSteps(t)
+	url := sidecar(t, up, func(h *proxy.HTTPHandler) { h.Hooks = steps.hooks() })
+	sid := initialize(t, url, nil)
+	resp := postMCP(t, url, sid, []byte(`[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"}]`), nil)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || string(body) != refusal {
+		t.Fatalf("agent got %d %s; want the refusal as it came", resp.StatusCode, body)
+	}
+	if ex := steps.only("ping"); !failed(ex) || string(ex.Response) != refusal {
+		t.Errorf("recorded %s (failure %q); want a failed step with the refusal", ex.Response, ex.Failure)
+	}
+	// Id 7 is not held in flight by the refused batch.
+	resp = postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`), nil)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if gjson.GetBytes(body, "error").Exists() {
+		t.Errorf("id 7 after the refused batch: %s", body)
 	}
 }
 
