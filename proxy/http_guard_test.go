@@ -314,7 +314,8 @@ func TestHTTPSlowBody(t *testing.T) {
 	}
 }
 
-// TestHTTPOriginPolicy: browsers' Origins follow the Host policy.
+// TestHTTPOriginPolicy: beyond the sidecar's own origin, browsers'
+// Origins pass when on AllowedHosts (no loopback name) or AllowedOrigins.
 func TestHTTPOriginPolicy(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -322,7 +323,9 @@ func TestHTTPOriginPolicy(t *testing.T) {
 		origin    string
 		status    int
 	}{
-		{"loopback", nil, "http://localhost:6274", http.StatusNoContent},
+		{"another loopback port", nil, "http://localhost:6274", http.StatusForbidden},
+		{"allowed origin", func(h *proxy.HTTPHandler) { h.AllowedOrigins = []string{"http://localhost:6274"} }, "http://localhost:6274", http.StatusNoContent},
+		{"loopback on allowed hosts", func(h *proxy.HTTPHandler) { h.AllowedHosts = []string{"localhost"} }, "http://localhost:6274", http.StatusForbidden},
 		{"foreign", nil, "https://attacker.example", http.StatusForbidden},
 		{"allowed host", func(h *proxy.HTTPHandler) { h.AllowedHosts = []string{"app.internal"} }, "https://app.internal", http.StatusNoContent},
 		{"remote, allowed hosts set", func(h *proxy.HTTPHandler) { h.AllowRemote, h.AllowedHosts = true, []string{"app.internal"} }, "https://attacker.example", http.StatusForbidden},

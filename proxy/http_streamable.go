@@ -18,10 +18,11 @@ const keepAlive = 25 * time.Second
 
 // post handles a POST to /mcp: one JSON-RPC message from the agent.
 func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
-	body, ok := h.readBody(w, r)
+	body, release, ok := h.readBody(w, r)
 	if !ok {
 		return
 	}
+	defer release()
 	m := peek(body) // the Conn validates it
 	isInit := m.Kind == KindRequest && m.Method == "initialize"
 	var s *httpSession

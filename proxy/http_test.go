@@ -528,18 +528,30 @@ func TestHTTPBatchRefused(t *testing.T) {
 	}
 }
 
-// TestHTTPOrigin lets browser clients from loopback origins in (with CORS)
-// and keeps other origins out, as a guard against DNS rebinding.
+// TestHTTPOrigin lets browser clients of the sidecar's own origin and of
+// AllowedOrigins in (with CORS) and keeps other origins out: a page on
+// another port of 127.0.0.1 is another origin (any local web server the
+// user visits), as is a rebound name.
 func TestHTTPOrigin(t *testing.T) {
-	url := sidecar(t, &recorder{}, func(h *proxy.HTTPHandler) { h.AuthToken = "tok" })
+	url := sidecar(t, &recorder{}, func(h *proxy.HTTPHandler) {
+		h.AuthToken, h.AllowedOrigins = "tok", []string{"http://localhost:6274"}
+	})
+	port := url[strings.LastIndex(url, ":")+1 : strings.LastIndex(url, "/")]
 	for _, tc := range []struct {
 		origin string
 		status int
 	}{
-		{"http://localhost:6274", http.StatusNoContent},
-		{"http://127.0.0.1:6274", http.StatusNoContent},
+		{"http://localhost:6274", http.StatusNoContent},  // allowed
+		{"http://127.0.0.1:6274", http.StatusForbidden},  // another origin than the allowed one
+		{"http://localhost:6275", http.StatusForbidden},  // another loopback port
+		{"https://localhost:6274", http.StatusForbidden}, // another scheme
+		{"http://127.0.0.1:" + port, http.StatusNoContent},
+		{"http://localhost:" + port, http.StatusNoContent}, // a loopback name on the sidecar's own port
+		{"http://[::1]:" + port, http.StatusNoContent},
 		{"http://evil.example", http.StatusForbidden},
+		{"http://evil.example:" + port, http.StatusForbidden},
 		{"http://127.0.0.1.evil.example", http.StatusForbidden},
+		{"null", http.StatusForbidden},
 	} {
 		req, _ := http.NewRequest(http.MethodOptions, url, nil)
 		req.Header.Set("Origin", tc.origin)
@@ -561,6 +573,19 @@ func TestHTTPOrigin(t *testing.T) {
 	resp := postMCP(t, url, "", []byte(initBody), map[string]string{"Origin": "http://localhost:6274", "Authorization": "Bearer tok"})
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") {
-		t.Errorf("POST from a loopback origin: %d %v", resp.StatusCode, resp.Header)
+		t.Errorf("POST from an allowed origin: %d %v", resp.StatusCode, resp.Header)
+	}
+	// Without a token, a page on another loopback port is refused before
+	// anything reaches the upstream; a client without Origin passes.
+	open := sidecar(t, &recorder{}, nil)
+	resp = postMCP(t, open, "", []byte(initBody), map[string]string{"Origin": "http://127.0.0.1:6274"})
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("POST from another loopback port without a token: %d, want 403", resp.StatusCode)
+	}
+	resp = postMCP(t, open, "", []byte(initBody), nil)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("POST without Origin: %d, want 200", resp.StatusCode)
 	}
 }
