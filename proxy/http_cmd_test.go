@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/fakeserver"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/tidwall/gjson"
@@ -78,10 +80,16 @@ func TestHTTPCommandSessionless(t *testing.T) {
 }
 
 // TestHTTPCommandCrash crashes the child under a session: the request in
-// flight gets an error naming the exit status, and the session goes on
-// with a new child.
+// flight gets an error naming the exit status, the session ends with its
+// child (404: the agent initializes again) and gives its slot back, so a
+// sidecar of one child takes a new session.
 func TestHTTPCommandCrash(t *testing.T) {
-	url := commandSidecar(t)
+	pids := t.TempDir() + "/pids"
+	url := commandSidecar(t, func(h *proxy.HTTPHandler) {
+		h.MaxChildren = 1
+		h.IdleTimeout = -1 // only the child's exit frees the slot
+		h.Upstream.(*proxy.CommandUpstream).Env = fakeserver.Env(fakeserver.ModeMCP, "", pids)
+	})
 	sid := initialize(t, url, nil)
 	resp := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), nil)
 	resp.Body.Close()
@@ -89,13 +97,98 @@ func TestHTTPCommandCrash(t *testing.T) {
 	if msg := gjson.Get(got, "error.message").Str; gjson.Get(got, "id").Raw != "2" || !strings.Contains(msg, "exit status 3") {
 		t.Fatalf("crash: got %s; want an error for id 2 naming exit status 3", got)
 	}
-	got = answer(t, url, sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"again"}}}`)
+	// The session ends as its child's exit is seen (just after the answer).
+	waitStatus(t, url, sid, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, http.StatusNotFound)
+	sid2 := waitSession(t, url)
+	got = answer(t, url, sid2, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"text":"again"}}}`)
 	if gjson.Get(got, "result.content.0.text").Str != "again" {
-		t.Fatalf("after the crash: %s", got)
+		t.Fatalf("in a new session: %s", got)
 	}
-	if r := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","id":4,"method":"ping"}`), nil); r.StatusCode != http.StatusOK {
-		t.Fatalf("ping: %d", r.StatusCode)
+	if n := len(strings.Fields(readFile(t, pids))); n != 2 {
+		t.Errorf("%d children started, want 2 (none restarted under the ended session)", n)
 	}
+}
+
+// TestHTTPCommandAbandonedSessions: agents that crashed without DELETE hold
+// every child slot; after --session-idle their sessions end, their
+// children are stopped, and new agents get sessions again.
+func TestHTTPCommandAbandonedSessions(t *testing.T) {
+	pids := t.TempDir() + "/pids"
+	url := commandSidecar(t, func(h *proxy.HTTPHandler) {
+		h.MaxChildren = 3
+		h.IdleTimeout = 200 * time.Millisecond
+		h.Upstream.(*proxy.CommandUpstream).Env = fakeserver.Env(fakeserver.ModeMCP, "", pids)
+	})
+	var abandoned []string
+	for range 3 {
+		abandoned = append(abandoned, initialize(t, url, nil))
+	}
+	// A flood of agents past the slots: refused while the crashed ones hold them.
+	resp := postMCP(t, url, "", []byte(initBody), nil)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable && resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize past the slots: %d", resp.StatusCode)
+	}
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		waitSession(t, url) // reclaimed after the idle time
+	}
+	for _, p := range strings.Fields(readFile(t, pids))[:3] {
+		pid, _ := strconv.Atoi(p)
+		testkit.WaitGone(t, pid)
+	}
+	for _, sid := range abandoned { // a request now would keep a session alive: one, after
+		resp := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","id":9,"method":"ping"}`), nil)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("abandoned session %s: %d, want 404", sid, resp.StatusCode)
+		}
+	}
+}
+
+// waitStatus posts body in session sid until the answer has status want
+// (the session's end trails the events that cause it).
+func waitStatus(t *testing.T, url, sid, body string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp := postMCP(t, url, sid, []byte(body), nil)
+		resp.Body.Close()
+		if resp.StatusCode == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s: status %d, want %d", sid, resp.StatusCode, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitSession initializes a session, retrying while the sidecar answers
+// 503 (no slot free yet), and returns its id.
+func waitSession(t *testing.T, url string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp := postMCP(t, url, "", []byte(initBody), nil)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if sid := resp.Header.Get("Mcp-Session-Id"); resp.StatusCode == http.StatusOK && sid != "" {
+			return sid
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("initialize: %d; want a session once a slot is free", resp.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // TestHTTPCommandResume checks that a request stream the sidecar is the
