@@ -217,7 +217,8 @@ func (h *HTTPHandler) authorized(r *http.Request) bool {
 // calls release once the request is answered.
 func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), ok bool) {
 	limit := h.maxBody()
-	if r.ContentLength > limit {
+	if budget := h.bodyBudget(); r.ContentLength > limit || (budget > 0 && r.ContentLength > budget) {
+		// Past the whole budget, waiting would not help either.
 		w.Header().Set("Connection", "close")
 		writeJSON(w, http.StatusRequestEntityTooLarge, ErrorResponse(nil, CodeInvalidRequest, "message too large"))
 		return nil, nil, false

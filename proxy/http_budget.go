@@ -68,25 +68,25 @@ func (h *HTTPHandler) give(n int64) {
 // the bodies in flight would have gone over BodyBudget.
 func (h *HTTPHandler) BodiesRefused() int64 { return h.bodies.refused.Load() }
 
-// readBudgeted reads r to its end into a buffer whose every byte of
-// capacity it first takes from the budget: the size announced (hint, the
-// request's Content-Length; <= 0: unknown) at once, growth as it comes,
-// never beyond limit+1 (a reader bounded to limit fails past it). It
+// readBudgeted reads r to its end into a buffer whose capacity it first
+// takes from the budget: the size announced (hint, the request's
+// Content-Length; <= 0: unknown) at once, growth as it comes, never beyond
+// limit+1 (a reader bounded to limit fails past it). It
 // returns the body and the bytes it holds, to give back when the request
 // is answered (also on error).
 func (h *HTTPHandler) readBudgeted(r io.Reader, hint, limit int64) (body []byte, held int64, err error) {
 	c := min(int64(4096), limit+1)
 	if hint > 0 {
-		c = min(hint+1, limit+1) // one spare byte to see the end
+		c = min(hint, limit)
 	}
 	if !h.take(c) {
 		return nil, 0, errBodyBudget
 	}
 	held = c
-	buf := make([]byte, 0, c)
+	buf := make([]byte, 0, c+1) // a spare byte to see the end, not counted
 	for {
 		if len(buf) == cap(buf) {
-			grow := min(int64(cap(buf)), limit+1-int64(cap(buf)))
+			grow := min(int64(cap(buf)), limit+1-int64(cap(buf))) // 0 or less: at the limit
 			if grow <= 0 {
 				grow = 1 // the limit reader fails on the next read
 			}

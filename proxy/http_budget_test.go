@@ -91,6 +91,12 @@ func TestHTTPBodyBudget(t *testing.T) {
 			t.Fatalf("the body within the budget: %v", resp)
 		}
 	}
+	// A body larger than the whole budget could never be taken: 413.
+	resp := postMCP(t, srv.URL+"/mcp", "", []byte(strings.Replace(body, `"pad":"`, `"pad":"`+strings.Repeat("y", budget), 1)), nil)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body over the whole budget: %d, want 413", resp.StatusCode)
+	}
 	// The budget is free again (its release may trail the answer).
 	for try := 0; ; try++ {
 		resp := postMCP(t, srv.URL+"/mcp", "", []byte(body), nil)
