@@ -52,6 +52,10 @@ type Action struct {
 	// its own and send what it returns to the agent. It returns nil when
 	// the agent cancelled the request meanwhile: nothing is to be sent.
 	Local func(ctx context.Context) []byte
+	// Batch holds, for a batch (Forward), the ids of its requests that
+	// the Conn put in flight: a transport whose upstream answered the
+	// batch without answering them all fails the rest (see Conn.Fail).
+	Batch []json.RawMessage
 }
 
 func (c *Conn) logger() *slog.Logger {
@@ -91,60 +95,84 @@ func (c *Conn) fromClientAt(raw []byte, now time.Time) Action {
 		return c.invalid(m, err, "agent")
 	}
 	switch m.Kind {
+	case KindBatch:
+		return Action{Forward: m.Raw, Batch: c.clientBatch(m.Raw, now)}
 	case KindRequest:
-		ex := &Exchange{Session: c.Session, Direction: hindsight.ClientToServer, Method: m.Method,
-			ID: m.ID, Request: m.Raw, Started: now}
-		switch m.Method {
-		case "initialize", "server/discover":
-			c.noteClient(m.Raw)
-			if m.Method == "initialize" {
-				c.mu.Lock()
-				c.initRequest = m.Raw
-				c.mu.Unlock()
-			}
-		case "tools/call":
+		ex := c.clientRequest(&m, now)
+		if m.Method == "tools/call" {
 			if a, ok := c.localToolCall(&m, ex); ok {
 				return a
 			}
 		}
-		if meta := m.member(m.meta); bytes.Contains(meta, progressTokenMember) {
-			if tok := gjson.Get(wire.StringView(meta), "progressToken"); tok.Exists() {
-				ex.progressToken = tok.Raw // aliases raw, which is never modified
-			}
-		}
-		ex.key = wire.StringView(m.ID) // raw is never modified: a key that aliases it is stable
-		c.mu.Lock()
-		if c.fromClient[ex.key] != nil {
+		if !c.putInFlight(ex, &m) {
 			// Its answer could not be told from the first one's: JSON-RPC
 			// ids are unique among requests in flight.
-			c.mu.Unlock()
-			c.logger().Warn("request id already in flight", "server", c.Session.Server, "id", truncate(ex.key, 80))
 			return Action{Reply: ErrorResponse(m.ID, CodeInvalidRequest,
 				"Invalid Request: id "+truncate(ex.key, 80)+" is already used by a request in flight")}
 		}
-		c.track(&c.fromClient, ex.key, ex)
-		if ex.progressToken != "" {
-			c.track(&c.progress, ex.progressToken, ex)
-		}
-		c.mu.Unlock()
 	case KindNotification:
-		switch m.Method {
-		case "notifications/cancelled":
-			if c.cancelLocal(m.Raw) {
-				return Action{} // the server never saw that request
-			}
-			c.cancelled(m.Raw, &c.fromClient) // the agent gives up on its own request
-		case "notifications/initialized":
-			c.mu.Lock()
-			c.initialized = m.Raw
-			c.mu.Unlock()
+		if m.Method == "notifications/cancelled" && c.cancelLocal(m.Raw) {
+			return Action{} // the server never saw that request
 		}
+		c.clientNotification(&m)
 	case KindResponse:
 		if _, ex := c.complete(&c.fromServer, &m, now); ex != nil {
 			c.emit(ex)
 		}
 	}
 	return Action{Forward: m.Raw}
+}
+
+// clientRequest returns the exchange of the agent's request m, noting the
+// agent's initialize.
+func (c *Conn) clientRequest(m *Message, now time.Time) *Exchange {
+	ex := &Exchange{Session: c.Session, Direction: hindsight.ClientToServer, Method: m.Method,
+		ID: m.ID, Request: m.Raw, Started: now}
+	switch m.Method {
+	case "initialize", "server/discover":
+		c.noteClient(m.Raw)
+		if m.Method == "initialize" {
+			c.mu.Lock()
+			c.initRequest = m.Raw
+			c.mu.Unlock()
+		}
+	}
+	return ex
+}
+
+// putInFlight tracks ex, the agent's request m, until its answer; it
+// reports false, tracking nothing, when m's id is already in flight.
+func (c *Conn) putInFlight(ex *Exchange, m *Message) bool {
+	if meta := m.member(m.meta); bytes.Contains(meta, progressTokenMember) {
+		if tok := gjson.Get(wire.StringView(meta), "progressToken"); tok.Exists() {
+			ex.progressToken = tok.Raw // aliases raw, which is never modified
+		}
+	}
+	ex.key = wire.StringView(m.ID) // raw is never modified: a key that aliases it is stable
+	c.mu.Lock()
+	if c.fromClient[ex.key] != nil {
+		c.mu.Unlock()
+		c.logger().Warn("request id already in flight", "server", c.Session.Server, "id", truncate(ex.key, 80))
+		return false
+	}
+	c.track(&c.fromClient, ex.key, ex)
+	if ex.progressToken != "" {
+		c.track(&c.progress, ex.progressToken, ex)
+	}
+	c.mu.Unlock()
+	return true
+}
+
+// clientNotification takes note of the agent's notification m.
+func (c *Conn) clientNotification(m *Message) {
+	switch m.Method {
+	case "notifications/cancelled":
+		c.cancelled(m.Raw, &c.fromClient) // the agent gives up on its own request
+	case "notifications/initialized":
+		c.mu.Lock()
+		c.initialized = m.Raw
+		c.mu.Unlock()
+	}
 }
 
 // FromServer takes one message from the server and returns the bytes to
@@ -178,30 +206,42 @@ func (c *Conn) fromServerAt(raw []byte, now time.Time) (out []byte, done *Exchan
 		return m.Raw, nil
 	}
 	switch m.Kind {
+	case KindBatch:
+		c.serverBatch(m.Raw, now)
 	case KindRequest:
-		ex := &Exchange{Session: c.Session, Direction: hindsight.ServerToClient, Method: m.Method,
-			ID: m.ID, Request: m.Raw, Started: now, key: wire.StringView(m.ID)}
-		c.mu.Lock()
-		c.track(&c.fromServer, ex.key, ex)
-		c.mu.Unlock()
+		c.serverRequest(&m, now)
 	case KindNotification:
-		switch m.Method {
-		case "notifications/progress":
-			// tok aliases raw: it is only looked up, never kept.
-			if tok := gjson.Get(wire.StringView(m.Raw), "params.progressToken"); tok.Exists() {
-				c.mu.Lock()
-				if ex := c.progress[tok.Raw]; ex != nil {
-					ex.Notifications++
-				}
-				c.mu.Unlock()
-			}
-		case "notifications/cancelled":
-			c.cancelled(m.Raw, &c.fromServer) // the server gives up on its own request
-		}
+		c.serverNotification(&m)
 	case KindResponse:
 		return c.complete(&c.fromClient, &m, now)
 	}
 	return m.Raw, nil
+}
+
+// serverRequest tracks the server's request m until the agent answers it.
+func (c *Conn) serverRequest(m *Message, now time.Time) {
+	ex := &Exchange{Session: c.Session, Direction: hindsight.ServerToClient, Method: m.Method,
+		ID: m.ID, Request: m.Raw, Started: now, key: wire.StringView(m.ID)}
+	c.mu.Lock()
+	c.track(&c.fromServer, ex.key, ex)
+	c.mu.Unlock()
+}
+
+// serverNotification takes note of the server's notification m.
+func (c *Conn) serverNotification(m *Message) {
+	switch m.Method {
+	case "notifications/progress":
+		// tok aliases raw: it is only looked up, never kept.
+		if tok := gjson.Get(wire.StringView(m.Raw), "params.progressToken"); tok.Exists() {
+			c.mu.Lock()
+			if ex := c.progress[tok.Raw]; ex != nil {
+				ex.Notifications++
+			}
+			c.mu.Unlock()
+		}
+	case "notifications/cancelled":
+		c.cancelled(m.Raw, &c.fromServer) // the server gives up on its own request
+	}
 }
 
 // FailPending ends every agent request in flight with a JSON-RPC error

@@ -4,12 +4,9 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
-	"io"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -56,8 +53,12 @@ type HTTPHandler struct {
 	AllowRemote bool
 	// AllowedHosts are the Host header values, beyond loopback names,
 	// that requests may carry (a name, or name:port); others get 421.
-	// Browsers' Origins are held to the same list (others get 403).
 	AllowedHosts []string
+	// AllowedOrigins are the browser Origins (scheme://host[:port]), beyond
+	// the sidecar's own, that may use it (see originAllowed); requests
+	// from other Origins get 403. Requests without Origin (not from a
+	// browser) pass.
+	AllowedOrigins []string
 	// MaxSessions bounds the sessions open at once (agent sessions and the
 	// shared sessionless one); past it an initialize or a GET of /sse is
 	// refused with 503 and a JSON-RPC error. 0: DefaultMaxSessions; <0:
@@ -73,6 +74,11 @@ type HTTPHandler struct {
 	BodyTimeout time.Duration
 	// MaxBodyBytes bounds one POST body; 0: DefaultMaxMessageBytes.
 	MaxBodyBytes int64
+	// BodyBudget bounds the bytes of all the POST bodies in flight (read,
+	// or being read, and not answered yet); a request whose body would go
+	// over it is refused with 503 and Retry-After (see BodiesRefused). 0:
+	// DefaultBodyBudget; <0: no bound.
+	BodyBudget int64
 	// IdleTimeout ends a session that had no request and no open stream
 	// for this long (an agent that left without DELETE); its upstream
 	// session, or child, goes with it. 0: DefaultIdleTimeout; <0: never.
@@ -96,7 +102,8 @@ type HTTPHandler struct {
 	// Sessionless (2026-07-28) requests do not call it.
 	SessionEnded func(s *Session)
 
-	table sessionTable // the open sessions
+	table  sessionTable // the open sessions
+	bodies bodyBudget   // the request bodies in flight
 }
 
 // DefaultIdleTimeout is HTTPHandler.IdleTimeout's default.
@@ -123,8 +130,8 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
-		if !h.originAllowed(origin) {
-			http.Error(w, "forbidden: Origin is not a loopback address nor an allowed host", http.StatusForbidden)
+		if !h.originAllowed(r, origin) {
+			http.Error(w, "forbidden: Origin "+strconv.Quote(origin)+" is not this sidecar's own (see --allowed-origin)", http.StatusForbidden)
 			return
 		}
 		if cors(w, r, origin) {
@@ -205,33 +212,26 @@ func (h *HTTPHandler) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-// loopbackOrigin reports whether a browser's Origin names a loopback host.
-// Requests without Origin (not from a browser) pass.
-func loopbackOrigin(origin string) bool {
-	if origin == "" {
-		return true
+// readBody reads a POST body up to the limit, within the budget for
+// bodies in flight, answering the agent itself when it cannot. The caller
+// calls release once the request is answered.
+func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), ok bool) {
+	limit := h.maxBody()
+	if budget := h.bodyBudget(); r.ContentLength > limit || (budget > 0 && r.ContentLength > budget) {
+		// Past the whole budget, waiting would not help either.
+		w.Header().Set("Connection", "close")
+		writeJSON(w, http.StatusRequestEntityTooLarge, ErrorResponse(nil, CodeInvalidRequest, "message too large"))
+		return nil, nil, false
 	}
-	u, err := url.Parse(origin)
-	if err != nil {
-		return false
-	}
-	host := u.Hostname()
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// readBody reads a POST body up to the limit, answering the agent itself
-// when it cannot.
-func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	lift := h.bodyDeadline(w)
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody()))
+	body, held, err := h.readBudgeted(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
 	lift()
 	if err != nil {
+		h.give(held)
 		var tooBig *http.MaxBytesError
 		switch {
+		case errors.Is(err, errBodyBudget):
+			h.refuseBody(w)
 		case errors.As(err, &tooBig):
 			writeJSON(w, http.StatusRequestEntityTooLarge, ErrorResponse(nil, CodeInvalidRequest, "message too large"))
 		case isTimeout(err):
@@ -240,9 +240,9 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, 
 		default:
 			http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
 		}
-		return nil, false
+		return nil, nil, false
 	}
-	return body, true
+	return body, func() { h.give(held) }, true
 }
 
 func writeJSON(w http.ResponseWriter, status int, msg []byte) {

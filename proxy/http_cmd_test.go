@@ -1,24 +1,28 @@
 package proxy_test
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hindsight-proxy/hindsight/internal/testkit"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/fakeserver"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/tidwall/gjson"
 )
 
 // commandSidecar serves an HTTPHandler in front of the fake stdio server
-// (this test binary re-executed) and returns its /mcp URL.
-func commandSidecar(t *testing.T) string {
+// (this test binary re-executed), changed by configure, and returns its
+// /mcp URL.
+func commandSidecar(t *testing.T, configure ...func(h *proxy.HTTPHandler)) string {
 	t.Helper()
 	h := &proxy.HTTPHandler{
 		Upstream: &proxy.CommandUpstream{
@@ -29,6 +33,9 @@ func commandSidecar(t *testing.T) string {
 		},
 		Server: "fake",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	for _, f := range configure {
+		f(h)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { h.Close(); srv.Close() })
@@ -73,10 +80,16 @@ func TestHTTPCommandSessionless(t *testing.T) {
 }
 
 // TestHTTPCommandCrash crashes the child under a session: the request in
-// flight gets an error naming the exit status, and the session goes on
-// with a new child.
+// flight gets an error naming the exit status, the session ends with its
+// child (404: the agent initializes again) and gives its slot back, so a
+// sidecar of one child takes a new session.
 func TestHTTPCommandCrash(t *testing.T) {
-	url := commandSidecar(t)
+	pids := t.TempDir() + "/pids"
+	url := commandSidecar(t, func(h *proxy.HTTPHandler) {
+		h.MaxChildren = 1
+		h.IdleTimeout = -1 // only the child's exit frees the slot
+		h.Upstream.(*proxy.CommandUpstream).Env = fakeserver.Env(fakeserver.ModeMCP, "", pids)
+	})
 	sid := initialize(t, url, nil)
 	resp := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), nil)
 	resp.Body.Close()
@@ -84,13 +97,98 @@ func TestHTTPCommandCrash(t *testing.T) {
 	if msg := gjson.Get(got, "error.message").Str; gjson.Get(got, "id").Raw != "2" || !strings.Contains(msg, "exit status 3") {
 		t.Fatalf("crash: got %s; want an error for id 2 naming exit status 3", got)
 	}
-	got = answer(t, url, sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"again"}}}`)
+	// The session ends as its child's exit is seen (just after the answer).
+	waitStatus(t, url, sid, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, http.StatusNotFound)
+	sid2 := waitSession(t, url)
+	got = answer(t, url, sid2, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"text":"again"}}}`)
 	if gjson.Get(got, "result.content.0.text").Str != "again" {
-		t.Fatalf("after the crash: %s", got)
+		t.Fatalf("in a new session: %s", got)
 	}
-	if r := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","id":4,"method":"ping"}`), nil); r.StatusCode != http.StatusOK {
-		t.Fatalf("ping: %d", r.StatusCode)
+	if n := len(strings.Fields(readFile(t, pids))); n != 2 {
+		t.Errorf("%d children started, want 2 (none restarted under the ended session)", n)
 	}
+}
+
+// TestHTTPCommandAbandonedSessions: agents that crashed without DELETE hold
+// every child slot; after --session-idle their sessions end, their
+// children are stopped, and new agents get sessions again.
+func TestHTTPCommandAbandonedSessions(t *testing.T) {
+	pids := t.TempDir() + "/pids"
+	url := commandSidecar(t, func(h *proxy.HTTPHandler) {
+		h.MaxChildren = 3
+		h.IdleTimeout = 200 * time.Millisecond
+		h.Upstream.(*proxy.CommandUpstream).Env = fakeserver.Env(fakeserver.ModeMCP, "", pids)
+	})
+	var abandoned []string
+	for range 3 {
+		abandoned = append(abandoned, initialize(t, url, nil))
+	}
+	// A flood of agents past the slots: refused while the crashed ones hold them.
+	resp := postMCP(t, url, "", []byte(initBody), nil)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable && resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize past the slots: %d", resp.StatusCode)
+	}
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		waitSession(t, url) // reclaimed after the idle time
+	}
+	for _, p := range strings.Fields(readFile(t, pids))[:3] {
+		pid, _ := strconv.Atoi(p)
+		testkit.WaitGone(t, pid)
+	}
+	for _, sid := range abandoned { // a request now would keep a session alive: one, after
+		resp := postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","id":9,"method":"ping"}`), nil)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("abandoned session %s: %d, want 404", sid, resp.StatusCode)
+		}
+	}
+}
+
+// waitStatus posts body in session sid until the answer has status want
+// (the session's end trails the events that cause it).
+func waitStatus(t *testing.T, url, sid, body string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp := postMCP(t, url, sid, []byte(body), nil)
+		resp.Body.Close()
+		if resp.StatusCode == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s: status %d, want %d", sid, resp.StatusCode, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitSession initializes a session, retrying while the sidecar answers
+// 503 (no slot free yet), and returns its id.
+func waitSession(t *testing.T, url string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp := postMCP(t, url, "", []byte(initBody), nil)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if sid := resp.Header.Get("Mcp-Session-Id"); resp.StatusCode == http.StatusOK && sid != "" {
+			return sid
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("initialize: %d; want a session once a slot is free", resp.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // TestHTTPCommandResume checks that a request stream the sidecar is the
@@ -130,5 +228,40 @@ func TestHTTPCommandResume(t *testing.T) {
 	defer resp2.Body.Close()
 	if again := readEvents(t, resp2.Body, func(event) bool { return false }); len(again) != 0 {
 		t.Errorf("resumed after the last event, got %+v", again)
+	}
+}
+
+// TestHTTPCommandBatch: a batch relayed to a stdio server whose answer is
+// a batch too (which reaches the agent's GET stream, as today) has each of
+// its calls recorded.
+func TestHTTPCommandBatch(t *testing.T) {
+	steps := newSteps(t)
+	url := commandSidecar(t, func(h *proxy.HTTPHandler) { h.Hooks = steps.hooks() })
+	sid := initialize(t, url, nil)
+	postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), nil).Body.Close()
+	const answers = `[{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"seven"}]}},{"jsonrpc":"2.0","id":8,"result":{}}]`
+	resp := postMCP(t, url, sid, []byte(`[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"seven"}}},{"jsonrpc":"2.0","id":8,"method":"ping"}]`), nil)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("batch: %d", resp.StatusCode)
+	}
+	// The fake server answers no batch itself: it is made to send one.
+	say, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "fake/say", "params": map[string]any{"lines": []string{answers}}})
+	postMCP(t, url, sid, say, nil).Body.Close()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	get, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer get.Body.Close()
+	evs := readEvents(t, get.Body, func(ev event) bool { return strings.HasPrefix(ev.data, "[") })
+	if len(evs) == 0 || evs[len(evs)-1].data != answers {
+		t.Fatalf("GET stream: %+v; want the batch answer as the server sent it", evs)
+	}
+	call, ping := steps.only("tools/call"), steps.only("ping")
+	if gjson.GetBytes(call.Response, "result.content.0.text").Str != "seven" || string(ping.Response) != `{"jsonrpc":"2.0","id":8,"result":{}}` {
+		t.Errorf("recorded tools/call → %s, ping → %s", call.Response, ping.Response)
 	}
 }

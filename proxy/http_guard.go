@@ -100,23 +100,68 @@ func (h *HTTPHandler) hostAllowed(r *http.Request) bool {
 	return h.AllowRemote && len(h.AllowedHosts) == 0
 }
 
-// originAllowed applies the Host policy (see hostAllowed) to a browser's
-// Origin: loopback origins pass, then origins on AllowedHosts; any other
-// only with AllowRemote and no AllowedHosts.
-func (h *HTTPHandler) originAllowed(origin string) bool {
-	if loopbackOrigin(origin) {
-		return true
-	}
+// originAllowed reports whether a browser page of origin may use the
+// sidecar (DNS rebinding and cross-port guard: every port of 127.0.0.1 is
+// another origin, any local web page the user visits among them). It
+// passes the sidecar's own origin (the request's Host, or a loopback name
+// on the port the request came in on), AllowedOrigins, an origin on
+// AllowedHosts that is no loopback name, and with AllowRemote and no
+// AllowedHosts any (its bearer token guards then).
+func (h *HTTPHandler) originAllowed(r *http.Request, origin string) bool {
 	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return false
 	}
-	for _, a := range h.AllowedHosts {
-		if strings.EqualFold(a, u.Host) || strings.EqualFold(a, u.Hostname()) {
+	for _, a := range h.AllowedOrigins {
+		if au, err := url.Parse(a); err == nil && sameOriginExactly(au, u) {
 			return true
 		}
 	}
+	name, port := strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")), portOf(u)
+	if ownName, ownPort, err := net.SplitHostPort(r.Host); err == nil {
+		if strings.EqualFold(strings.Trim(ownName, "[]"), name) && ownPort == port {
+			return true
+		}
+	} else if strings.EqualFold(strings.Trim(r.Host, "[]"), name) && port == "80" && r.TLS == nil {
+		return true
+	}
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && loopbackHost(name) {
+		if _, lport, err := net.SplitHostPort(local.String()); err == nil && lport == port {
+			return true
+		}
+	}
+	if !loopbackHost(name) {
+		for _, a := range h.AllowedHosts {
+			if strings.EqualFold(a, u.Host) || strings.EqualFold(a, name) {
+				return true
+			}
+		}
+	}
 	return h.AllowRemote && len(h.AllowedHosts) == 0
+}
+
+// sameOriginExactly reports whether a and b are one origin: scheme, host
+// and port (an absent port being the scheme's).
+func sameOriginExactly(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && portOf(a) == portOf(b) &&
+		strings.EqualFold(strings.TrimSuffix(a.Hostname(), "."), strings.TrimSuffix(b.Hostname(), "."))
+}
+
+// CheckOrigin checks an origin given to AllowedOrigins: scheme://host with
+// an optional port, http or https, and nothing else.
+func CheckOrigin(origin string) error {
+	u, err := url.Parse(origin)
+	switch {
+	case err != nil:
+		return fmt.Errorf("parse origin %q: %w", origin, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("origin %q: want http://HOST[:PORT] or https://HOST[:PORT]", origin)
+	case u.Host == "" || u.Hostname() == "":
+		return fmt.Errorf("origin %q has no host", origin)
+	case u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
+		return fmt.Errorf("origin %q: an origin is scheme://host[:port], nothing more", origin)
+	}
+	return nil
 }
 
 // loopbackHost reports whether a host name is a loopback name or address.

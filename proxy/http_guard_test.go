@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -314,7 +315,8 @@ func TestHTTPSlowBody(t *testing.T) {
 	}
 }
 
-// TestHTTPOriginPolicy: browsers' Origins follow the Host policy.
+// TestHTTPOriginPolicy: beyond the sidecar's own origin, browsers'
+// Origins pass when on AllowedHosts (no loopback name) or AllowedOrigins.
 func TestHTTPOriginPolicy(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -322,7 +324,9 @@ func TestHTTPOriginPolicy(t *testing.T) {
 		origin    string
 		status    int
 	}{
-		{"loopback", nil, "http://localhost:6274", http.StatusNoContent},
+		{"another loopback port", nil, "http://localhost:6274", http.StatusForbidden},
+		{"allowed origin", func(h *proxy.HTTPHandler) { h.AllowedOrigins = []string{"http://localhost:6274"} }, "http://localhost:6274", http.StatusNoContent},
+		{"loopback on allowed hosts", func(h *proxy.HTTPHandler) { h.AllowedHosts = []string{"localhost"} }, "http://localhost:6274", http.StatusForbidden},
 		{"foreign", nil, "https://attacker.example", http.StatusForbidden},
 		{"allowed host", func(h *proxy.HTTPHandler) { h.AllowedHosts = []string{"app.internal"} }, "https://app.internal", http.StatusNoContent},
 		{"remote, allowed hosts set", func(h *proxy.HTTPHandler) { h.AllowRemote, h.AllowedHosts = true, []string{"app.internal"} }, "https://attacker.example", http.StatusForbidden},
@@ -343,4 +347,34 @@ func TestHTTPOriginPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzAllowedOrigin: an origin CheckOrigin accepts, given to
+// AllowedOrigins, lets exactly that Origin in; whatever the Origin header
+// holds, a sidecar with no allowed origins admits none off its own port.
+func FuzzAllowedOrigin(f *testing.F) {
+	for _, s := range []string{"http://localhost:6274", "https://inspector.example", "http://[::1]:80", "http://127.0.0.1:8931", "null", "http://a:b@c", "http://x/y"} {
+		f.Add(s, "http://localhost:6275")
+	}
+	f.Fuzz(func(t *testing.T, allowed, other string) {
+		preflight := func(h *proxy.HTTPHandler, origin string) int {
+			req := httptest.NewRequest(http.MethodOptions, "http://127.0.0.1:8931/mcp", nil)
+			req.Header.Set("Origin", origin)
+			req.Header.Set("Access-Control-Request-Method", "POST")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			return w.Code
+		}
+		if other != "" && preflight(&proxy.HTTPHandler{}, other) == http.StatusNoContent {
+			if u, err := url.Parse(other); err != nil || u.Port() != "8931" {
+				t.Fatalf("Origin %q, not on the sidecar's own port, let into a sidecar at 127.0.0.1:8931 that allows none", other)
+			}
+		}
+		if proxy.CheckOrigin(allowed) != nil {
+			return
+		}
+		if code := preflight(&proxy.HTTPHandler{AllowedOrigins: []string{allowed}}, allowed); code != http.StatusNoContent {
+			t.Fatalf("allowed origin %q: preflight %d", allowed, code)
+		}
+	})
 }

@@ -18,10 +18,11 @@ const keepAlive = 25 * time.Second
 
 // post handles a POST to /mcp: one JSON-RPC message from the agent.
 func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
-	body, ok := h.readBody(w, r)
+	body, release, ok := h.readBody(w, r)
 	if !ok {
 		return
 	}
+	defer release()
 	m := peek(body) // the Conn validates it
 	isInit := m.Kind == KindRequest && m.Method == "initialize"
 	var s *httpSession
@@ -95,18 +96,24 @@ func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte) 
 				status = se.Code
 			}
 		}
-		writeJSON(w, status, ErrorResponse(nil, CodeServerUnavailable, err.Error()))
+		out := ErrorResponse(nil, CodeServerUnavailable, err.Error())
+		s.failBatch(act.Batch, out, err.Error())
+		writeJSON(w, status, out)
 		return nil
 	}
 	if reply != nil && reply.failed() { // the server's JSON-RPC error: as it came
 		defer reply.Close()
 		msg, _ := reply.Next()
+		s.failBatch(act.Batch, msg, fmt.Sprintf("upstream HTTP %d", reply.Status))
 		copyReplyHeader(w.Header(), reply.Header)
 		writeJSON(w, reply.Status, msg)
 		return nil
 	}
 	if reply != nil && bytes.HasPrefix(bytes.TrimLeft(act.Forward, " \t\r\n"), []byte("[")) {
 		s.relayBatch(w, reply) // a batch (spec 2025-03-26): its answers come back here
+		// The reply is all the upstream says about the batch: a request
+		// it left unanswered will never be.
+		s.failBatch(act.Batch, nil, "the upstream's reply to the batch did not answer this request"+from(reply.URL))
 		return nil
 	}
 	if reply != nil { // not expected for a notification or response; pass on what it says
@@ -146,6 +153,15 @@ func (s *httpSession) fail(id json.RawMessage, why string) []byte {
 	out := ErrorResponse(id, CodeServerUnavailable, why)
 	s.conn.Fail(id, out, why)
 	return out
+}
+
+// failBatch ends the requests of a batch (ids) still in flight with resp,
+// the answer relayed for the whole batch (nil: none), and failure as the
+// reason: their exchanges are recorded, and their ids free again.
+func (s *httpSession) failBatch(ids []json.RawMessage, resp []byte, failure string) {
+	for _, id := range ids {
+		s.conn.Fail(id, resp, failure)
+	}
 }
 
 // relayBatch passes the upstream's reply to a batch on as it came.

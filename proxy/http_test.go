@@ -469,7 +469,8 @@ func TestHTTPBatch(t *testing.T) {
 		}
 		rec.ServeHTTP(w, r)
 	})
-	url := sidecar(t, rec2, nil)
+	steps := newSteps(t)
+	url := sidecar(t, rec2, func(h *proxy.HTTPHandler) { h.Hooks = steps.hooks() })
 	sid := initialize(t, url, nil)
 	resp := postMCP(t, url, sid, []byte(batch), nil)
 	body, _ := io.ReadAll(resp.Body)
@@ -480,20 +481,77 @@ func TestHTTPBatch(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || string(body) != answers {
 		t.Errorf("agent got %d %s; want %s", resp.StatusCode, body, answers)
 	}
+	// Each call of the batch is recorded as a step of its own.
+	ping, list := steps.only("ping"), steps.only("tools/list")
+	if string(ping.Request) != `{"jsonrpc":"2.0","id":5,"method":"ping"}` || string(ping.Response) != `{"jsonrpc":"2.0","id":5,"result":{}}` ||
+		string(list.Response) != `{"jsonrpc":"2.0","id":6,"result":{"tools":[]}}` || failed(ping) || failed(list) {
+		t.Errorf("recorded ping %s → %s, tools/list %s → %s", ping.Request, ping.Response, list.Request, list.Response)
+	}
 }
 
-// TestHTTPOrigin lets browser clients from loopback origins in (with CORS)
-// and keeps other origins out, as a guard against DNS rebinding.
+// TestHTTPBatchRefused: an upstream of a later protocol refuses a batch
+// with a JSON-RPC error naming no id; the agent gets it as it came, each
+// request of the batch is recorded as failed, and their ids are free again.
+func TestHTTPBatchRefused(t *testing.T) {
+	const refusal = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batches are not supported"}}`
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case bytes.HasPrefix(b, []byte("[")):
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, refusal)
+		case gjson.GetBytes(b, "method").Str == "initialize":
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+		default:
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+gjson.GetBytes(b, "id").Raw+`,"result":{}}`)
+		}
+	})
+	steps := newSteps(t)
+	url := sidecar(t, up, func(h *proxy.HTTPHandler) { h.Hooks = steps.hooks() })
+	sid := initialize(t, url, nil)
+	resp := postMCP(t, url, sid, []byte(`[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"}]`), nil)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || string(body) != refusal {
+		t.Fatalf("agent got %d %s; want the refusal as it came", resp.StatusCode, body)
+	}
+	if ex := steps.only("ping"); !failed(ex) || string(ex.Response) != refusal {
+		t.Errorf("recorded %s (failure %q); want a failed step with the refusal", ex.Response, ex.Failure)
+	}
+	// Id 7 is not held in flight by the refused batch.
+	resp = postMCP(t, url, sid, []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`), nil)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if gjson.GetBytes(body, "error").Exists() {
+		t.Errorf("id 7 after the refused batch: %s", body)
+	}
+}
+
+// TestHTTPOrigin lets browser clients of the sidecar's own origin and of
+// AllowedOrigins in (with CORS) and keeps other origins out: a page on
+// another port of 127.0.0.1 is another origin (any local web server the
+// user visits), as is a rebound name.
 func TestHTTPOrigin(t *testing.T) {
-	url := sidecar(t, &recorder{}, func(h *proxy.HTTPHandler) { h.AuthToken = "tok" })
+	url := sidecar(t, &recorder{}, func(h *proxy.HTTPHandler) {
+		h.AuthToken, h.AllowedOrigins = "tok", []string{"http://localhost:6274"}
+	})
+	port := url[strings.LastIndex(url, ":")+1 : strings.LastIndex(url, "/")]
 	for _, tc := range []struct {
 		origin string
 		status int
 	}{
-		{"http://localhost:6274", http.StatusNoContent},
-		{"http://127.0.0.1:6274", http.StatusNoContent},
+		{"http://localhost:6274", http.StatusNoContent},  // allowed
+		{"http://127.0.0.1:6274", http.StatusForbidden},  // another origin than the allowed one
+		{"http://localhost:6275", http.StatusForbidden},  // another loopback port
+		{"https://localhost:6274", http.StatusForbidden}, // another scheme
+		{"http://127.0.0.1:" + port, http.StatusNoContent},
+		{"http://localhost:" + port, http.StatusNoContent}, // a loopback name on the sidecar's own port
+		{"http://[::1]:" + port, http.StatusNoContent},
 		{"http://evil.example", http.StatusForbidden},
+		{"http://evil.example:" + port, http.StatusForbidden},
 		{"http://127.0.0.1.evil.example", http.StatusForbidden},
+		{"null", http.StatusForbidden},
 	} {
 		req, _ := http.NewRequest(http.MethodOptions, url, nil)
 		req.Header.Set("Origin", tc.origin)
@@ -515,6 +573,19 @@ func TestHTTPOrigin(t *testing.T) {
 	resp := postMCP(t, url, "", []byte(initBody), map[string]string{"Origin": "http://localhost:6274", "Authorization": "Bearer tok"})
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") {
-		t.Errorf("POST from a loopback origin: %d %v", resp.StatusCode, resp.Header)
+		t.Errorf("POST from an allowed origin: %d %v", resp.StatusCode, resp.Header)
+	}
+	// Without a token, a page on another loopback port is refused before
+	// anything reaches the upstream; a client without Origin passes.
+	open := sidecar(t, &recorder{}, nil)
+	resp = postMCP(t, open, "", []byte(initBody), map[string]string{"Origin": "http://127.0.0.1:6274"})
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("POST from another loopback port without a token: %d, want 403", resp.StatusCode)
+	}
+	resp = postMCP(t, open, "", []byte(initBody), nil)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("POST without Origin: %d, want 200", resp.StatusCode)
 	}
 }

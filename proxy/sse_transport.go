@@ -45,10 +45,11 @@ func (h *HTTPHandler) sseMessage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
-	body, ok := h.readBody(w, r)
+	body, release, ok := h.readBody(w, r)
 	if !ok {
 		return
 	}
+	defer release()
 	s.touch()
 	act := s.conn.FromClient(body)
 	switch {

@@ -60,6 +60,11 @@ type Stdio struct {
 	ReplayTimeout time.Duration
 	// MaxLineBytes limits one message in either direction (0: MaxLineBytes).
 	MaxLineBytes int
+	// NoRestart makes a child that exits on its own end Run instead of
+	// being started again (its pending requests are still answered with
+	// an error naming it): for a sidecar whose agent can open a new
+	// session, as `hindsight serve` in front of a command does.
+	NoRestart bool
 
 	nStarts, nCrashes atomic.Int64 // see Starts
 	lastCrash         atomic.Int64 // unix nanoseconds
@@ -130,6 +135,8 @@ func (s *Stdio) Run(ctx context.Context, agentIn io.Reader, agentOut io.Writer) 
 	case <-r.agent.gone:
 		runErr = fmt.Errorf("write to agent: %w", r.agent.err)
 		r.log.Error("cannot write to the agent; stopping", "server", r.name, "err", r.agent.err)
+	case <-superDone: // the child exited, and NoRestart
+		runErr = r.exitErr
 	}
 	close(r.stopCh)
 	<-superDone

@@ -120,7 +120,7 @@ func (r *relay) supervise(ch *child) {
 				r.terminate(ch)
 			}
 			r.reap(ch, stopping)
-			if stopping {
+			if stopping || r.s.NoRestart {
 				return
 			}
 			if time.Since(ch.started) > stableRun {
@@ -227,6 +227,13 @@ func (r *relay) settle(ch *child, stopping bool) {
 	}
 	r.s.nCrashes.Add(1)
 	r.s.lastCrash.Store(time.Now().UnixNano())
+	if r.s.NoRestart {
+		r.exitErr = fmt.Errorf("MCP server %q exited (%s)", r.name, status)
+		r.log.Warn("server exited; not restarting it", "server", r.name, "pid", ch.pgid, "status", status,
+			"ran", time.Since(ch.started).Round(time.Millisecond).String(), "pending", r.conn.Pending())
+		r.failPending(fmt.Sprintf("MCP server %q exited unexpectedly (%s) before answering; its session ends", r.name, status))
+		return
+	}
 	if ok, dropped := r.crashLog.allow(); ok {
 		r.log.Error("server exited unexpectedly; restarting", "server", r.name, "pid", ch.pgid,
 			"status", status, "ran", time.Since(ch.started).Round(time.Millisecond).String(), "pending", r.conn.Pending(), "suppressed", dropped)

@@ -33,6 +33,9 @@ type relay struct {
 	starts   int
 	crashLog rateLimit // crash and restart failures
 	startLog rateLimit // restarts
+	// exitErr says how the child exited, with NoRestart; set before
+	// supervise returns.
+	exitErr error
 }
 
 // agentLink writes to the agent; its first failure stops the sidecar.

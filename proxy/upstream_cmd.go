@@ -15,9 +15,10 @@ import (
 
 // CommandUpstream runs an MCP server as a stdio child, one child per
 // session. Each child is run by a Stdio, so it gets the stdio transport's
-// lifecycle: its own process group, stderr to Logger, a crashed child's
-// pending requests answered with an error naming it, and a respawn that
-// replays the session's initialize.
+// lifecycle: its own process group, stderr to Logger, and a crashed
+// child's pending requests answered with an error naming it. A child that
+// exits is not started again: its session ends (the HTTP sidecar frees its
+// slot, and the agent, answered 404 on that session, initializes again).
 type CommandUpstream struct {
 	Path        string
 	Args        []string
@@ -33,7 +34,7 @@ type CommandUpstream struct {
 func (u *CommandUpstream) Dial(ctx context.Context, _ http.Header, sink UpstreamSink) (UpstreamSession, error) {
 	st := &Stdio{
 		Command: u.Path, Args: u.Args, Env: u.Env, Dir: u.Dir, Server: u.Server,
-		Logger: u.Logger, GracePeriod: u.GracePeriod, MaxLineBytes: u.MaxBytes,
+		Logger: u.Logger, GracePeriod: u.GracePeriod, MaxLineBytes: u.MaxBytes, NoRestart: true,
 	}
 	toChildR, toChildW := io.Pipe()
 	fromChildR, fromChildW := io.Pipe()

@@ -72,6 +72,16 @@ type Config struct {
 		// a free port, chosen when `hindsight ui` first starts it).
 		Listen string `yaml:"listen"`
 	} `yaml:"ui"`
+	Serve struct {
+		// BodyBudget bounds the bytes of request bodies `hindsight serve`
+		// holds at once (default 256 MiB; negative: no bound); past it a
+		// request gets 503 with Retry-After. --body-budget overrides it.
+		BodyBudget int64 `yaml:"body_budget"`
+		// AllowedOrigins are browser Origins (scheme://host:port) besides
+		// serve's own that may use it, e.g. an inspector's page on another
+		// loopback port; --allowed-origin adds to them.
+		AllowedOrigins []string `yaml:"allowed_origins"`
+	} `yaml:"serve"`
 	Store struct {
 		Backend  string `yaml:"backend"` // "embedded" (default) or "weaviate"
 		Weaviate struct {

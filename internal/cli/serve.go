@@ -57,6 +57,12 @@ type serveOptions struct {
 	replayEvents int
 	replayAge    time.Duration
 	sessionIdle  time.Duration
+	// bodyBudget bounds the request bodies in flight (0: the
+	// configuration's serve.body_budget, else the default).
+	bodyBudget int64
+	// allowedOrigins are the browser Origins besides serve's own that may
+	// use it (with the configuration's serve.allowed_origins).
+	allowedOrigins []string
 }
 
 // listFlags collects a repeated string option.
@@ -117,7 +123,13 @@ func serveFlags(fs *pflag.FlagSet) func(command []string) (*serveOptions, error)
 	fs.IntVar(&o.replayEvents, "replay-events", proxy.DefaultReplayEvents, "recent events kept per stream the sidecar originates (command or legacy SSE upstream), for Last-Event-ID (<0: none, no event ids)")
 	fs.DurationVar(&o.replayAge, "replay-age", proxy.DefaultReplayAge, "how long those events are kept for a resume")
 	fs.DurationVar(&o.sessionIdle, "session-idle", proxy.DefaultIdleTimeout, "a session with no request and no open stream this long is ended and its slot freed (an agent that crashed never says goodbye; <0: never)")
-	return func(command []string) (*serveOptions, error) { return o.check(hdr, hosts, command) }
+	fs.Int64Var(&o.bodyBudget, "body-budget", 0, "bytes of request bodies in flight at once; past it a request is refused with 503 and Retry-After (default: serve.body_budget, else 256 MiB; <0: no bound)")
+	var origins listFlags
+	fs.Var(&origins, "allowed-origin", "a browser Origin (scheme://host:port) besides serve's own that may use it, such as an inspector's page on another port (repeatable; adds to serve.allowed_origins)")
+	return func(command []string) (*serveOptions, error) {
+		o.allowedOrigins = origins
+		return o.check(hdr, hosts, command)
+	}
 }
 
 // check completes o with the repeated flags and the command, and checks
@@ -148,6 +160,11 @@ func (o *serveOptions) check(hdr headerFlags, hosts listFlags, command []string)
 	}
 	if !o.allowRemote && !isLoopback(o.listen) {
 		return nil, fmt.Errorf("%w: refusing to listen on %s, which is not a loopback address: the sidecar relays your agent's credentials; pass --allow-remote and --auth-token to expose it", errUsage, o.listen)
+	}
+	for _, origin := range o.allowedOrigins {
+		if err := proxy.CheckOrigin(origin); err != nil {
+			return nil, fmt.Errorf("%w: --allowed-origin: %v", errUsage, err)
+		}
 	}
 	if o.allowRemote && o.authToken == "" {
 		return nil, fmt.Errorf("%w: --allow-remote needs --auth-token (or $HINDSIGHT_AUTH_TOKEN): a sidecar beyond loopback without one relays anyone's requests with your upstream's credentials", errUsage)
@@ -194,12 +211,20 @@ func runServe(ctx context.Context, g *globals, o *serveOptions) error {
 			Client: &http.Client{Transport: tr},
 		}
 	}
+	if o.bodyBudget == 0 {
+		o.bodyBudget = g.config.Serve.BodyBudget
+	}
+	for _, origin := range g.config.Serve.AllowedOrigins {
+		if err := proxy.CheckOrigin(origin); err != nil {
+			return fmt.Errorf("read config: serve.allowed_origins: %w", err)
+		}
+	}
 	h := &proxy.HTTPHandler{
 		Upstream: up, Server: o.name, Hooks: sc.Hooks, Logger: logger,
 		TaskID: os.Getenv("HINDSIGHT_TASK_ID"), AuthToken: o.authToken, AllowRemote: o.allowRemote,
 		AllowedHosts: o.allowedHosts, MaxSessions: o.maxSessions, MaxChildren: o.maxChildren,
 		BodyTimeout: o.bodyTimeout, ReplayEvents: o.replayEvents, ReplayAge: o.replayAge,
-		IdleTimeout: o.sessionIdle,
+		IdleTimeout: o.sessionIdle, BodyBudget: o.bodyBudget, AllowedOrigins: append(o.allowedOrigins, g.config.Serve.AllowedOrigins...),
 		// A session's end makes its task final at once, not after the
 		// idle gap.
 		SessionEnded: func(s *proxy.Session) { sc.EndSession(context.Background(), s.ID) },
@@ -231,6 +256,9 @@ func runServe(ctx context.Context, g *globals, o *serveOptions) error {
 	}
 	// End the sessions first: their open streams would hold Shutdown.
 	h.Close()
+	if n := h.BodiesRefused(); n > 0 {
+		logger.Warn("requests refused over the body budget", "refused", n, "budget_bytes", o.bodyBudget)
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if serr := srv.Shutdown(sctx); serr != nil && !errors.Is(serr, http.ErrServerClosed) {

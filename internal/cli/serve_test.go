@@ -65,6 +65,19 @@ func TestParseServe(t *testing.T) {
 				t.Errorf("front door options: %+v", o)
 			}
 		}},
+		{args: []string{"--body-budget", "1048576", "--allowed-origin", "http://localhost:6274", "--allowed-origin", "https://inspector.example", "--", "srv"}, check: func(t *testing.T, o *serveOptions) {
+			if o.bodyBudget != 1<<20 || strings.Join(o.allowedOrigins, " ") != "http://localhost:6274 https://inspector.example" {
+				t.Errorf("budget %d, origins %v", o.bodyBudget, o.allowedOrigins)
+			}
+		}},
+		{args: []string{"--", "srv"}, check: func(t *testing.T, o *serveOptions) {
+			if o.bodyBudget != 0 || o.allowedOrigins != nil {
+				t.Errorf("budget %d (want 0: the configuration's or the default), origins %v", o.bodyBudget, o.allowedOrigins)
+			}
+		}},
+		{args: []string{"--allowed-origin", "localhost:6274", "--", "srv"}, wantErr: "--allowed-origin"},
+		{args: []string{"--allowed-origin", "http://localhost:6274/app", "--", "srv"}, wantErr: "nothing more"},
+		{args: []string{"--allowed-origin", "*", "--", "srv"}, wantErr: "--allowed-origin"},
 		{args: []string{}, wantErr: "needs --upstream URL or a command"},
 		{args: []string{"--upstream", "http://h/mcp", "--", "srv"}, wantErr: "not both"},
 		{args: []string{"--upstream", "ftp://h/mcp"}, wantErr: "http(s) URL"},
