@@ -298,8 +298,11 @@ func (r *recovery) changed(k string, d argDiff, others []*hindsight.Step, errTex
 	}
 }
 
-// listCue matches error texts that list or describe the allowed values.
-var listCue = regexp.MustCompile(`(?i)\b(one of|allowed|valid values|must be|expected|supported)\b`)
+// listCue matches error texts that list the allowed values: a cue ("one
+// of", "allowed values", "must be", "expected", "supported") followed by
+// at least two items joined by commas, "or" or bars. A cue alone ("not
+// allowed", "must be a string") lists nothing.
+var listCue = regexp.MustCompile(`(?i)\b(one of|allowed(?: values)?(?: are| is)?|valid (?:values|options|choices)(?: are)?|must be(?: either)?|expected|supported(?: values)?(?: are)?|possible values(?: are)?|choose from)\W{0,4}[\w.'"-]+['"]?\s*(?:,|\bor\b|\|)\s*\W?[\w.-]+`)
 
 // shapeNamed reports whether an error text names the value shape shape:
 // "expected YYYY-MM-DD", "not an RFC 3339 timestamp".

@@ -19,6 +19,7 @@ type taskValues struct {
 	values map[string]bool
 	schema map[string]bool // enum and const values from tools/list results
 	names  map[string]bool // tool and argument names
+	tools  map[string]bool // the tools the task called
 	codes  map[string]bool // error codes of failed steps and their numbers
 	// prescribed are the values that the server's own error texts
 	// introduced: found in an error text, but in no argument sent up to
@@ -27,7 +28,7 @@ type taskValues struct {
 }
 
 func newTaskValues(task *hindsight.Task) *taskValues {
-	v := &taskValues{values: map[string]bool{}, schema: map[string]bool{}, names: map[string]bool{}, codes: map[string]bool{}, prescribed: map[string]bool{}}
+	v := &taskValues{values: map[string]bool{}, schema: map[string]bool{}, names: map[string]bool{}, tools: map[string]bool{}, codes: map[string]bool{}, prescribed: map[string]bool{}}
 	known := &taskValues{values: map[string]bool{}, names: map[string]bool{}} // sent or returned so far
 	for i := range task.Steps {
 		s := &task.Steps[i]
@@ -36,6 +37,7 @@ func newTaskValues(task *hindsight.Task) *taskValues {
 			collectSchema(s.Result, v.schema, v.names)
 		case s.Method == "tools/call" && !s.Local:
 			v.names[s.Tool] = true
+			v.tools[s.Tool] = true
 			var args any
 			if json.Unmarshal(s.Arguments, &args) == nil {
 				v.walk(args, true)
