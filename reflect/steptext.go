@@ -133,6 +133,22 @@ func firstText(s *hindsight.Step) string {
 	return ""
 }
 
+// foundText is what a successful step's result says, for finding a
+// value in it: its text items and structured content as read (JSON
+// string escapes undone, so "\npayments-prod" is the token
+// payments-prod), or the raw result when it is no CallToolResult.
+func foundText(s *hindsight.Step) string {
+	var r callResult
+	if json.Unmarshal(s.Result, &r) != nil || len(r.Content) == 0 && len(r.Structured) == 0 {
+		return string(s.Result)
+	}
+	parts := []string{string(r.Structured)}
+	for _, c := range r.Content {
+		parts = append(parts, c.Text)
+	}
+	return strings.Join(parts, "\n")
+}
+
 func upperFirst(s string) string {
 	if s == "" {
 		return s

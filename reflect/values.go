@@ -77,6 +77,10 @@ func newTaskValues(task *hindsight.Task) *taskValues {
 
 var digitRun = regexp.MustCompile(`\d+`)
 
+// identRun matches identifiers: letters, digits, _ and ., with a letter
+// first.
+var identRun = regexp.MustCompile(`\pL[\pL\pN_.]*[\pL\pN]`)
+
 // prescriptive matches a value an error text tells the caller to use:
 // "retry after 300 ms", "pass pause_ms=300", "expected one of 10, 20",
 // "at most 50".
@@ -133,6 +137,15 @@ func (v *taskValues) walk(x any, args bool) {
 		}
 		for _, tok := range valueTokens(s) {
 			v.values[tok] = true
+		}
+		// A snake_case or dotted identifier inside an argument (a table in
+		// a query, a column, a sheet) is this task's wherever it shows up.
+		if args {
+			for _, tok := range identRun.FindAllString(s, -1) {
+				if strings.ContainsAny(strings.Trim(tok, "._"), "._") {
+					v.values[tok] = true
+				}
+			}
 		}
 		// JSON inside text results (a common shape) holds values too.
 		if strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[") {
