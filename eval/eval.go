@@ -80,6 +80,9 @@ type Report struct {
 	// Irrelevant shows up to five appended lines that were not about
 	// their call's error.
 	Irrelevant []string `json:"irrelevant_examples,omitempty"`
+	// Missed shows up to five known failing calls that got no relevant
+	// line: tool, error class and error text.
+	Missed []string `json:"missed_examples,omitempty"`
 	// RPCErrors counts the unseen failing calls answered with a JSON-RPC
 	// error: there is no result to append a line to, so they are left out
 	// of UnseenFailures, KnownFailures and the recall.
@@ -251,6 +254,8 @@ func Run(ctx context.Context, steps []hindsight.Step, labels map[StepRef]string,
 			}
 			if helped && isKnown {
 				rep.KnownHelped++
+			} else if isKnown && len(rep.Missed) < missedShown {
+				rep.Missed = append(rep.Missed, fmt.Sprintf("%s (%s): %s", s.Tool, class, reflect.Truncate(reflect.ErrorText(s), 160)))
 			}
 			if helped {
 				rep.HelpedTokens += tok.failure(calls, i, counted)
@@ -268,6 +273,9 @@ func Run(ctx context.Context, steps []hindsight.Step, labels map[StepRef]string,
 	}
 	return rep, nil
 }
+
+// missedShown is how many missed known failures a report shows.
+var missedShown = 5
 
 // learnFrom reflects on tasks in order, as the daemon's queue would, and
 // returns the candidates validation refused.
