@@ -110,3 +110,26 @@ func TestAccidentalGrounding(t *testing.T) {
 		}
 	}
 }
+
+// TestGiveUpFlood: repeated failures the error itself calls too fast (a
+// rate limit, "too quickly") ground "stop retrying" from one task; other
+// repeated failures stay below the gate until other tasks agree.
+func TestGiveUpFlood(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		conf float64
+	}{
+		{"Error: DDG detected an anomaly in the request, you are likely making requests too quickly.", unambiguousPrior},
+		{`{"message":"API rate limit exceeded for 203.0.113.7.","documentation_url":"https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting"}`, unambiguousPrior},
+		{"INTERNAL_ERROR", singlePrior},
+	} {
+		task := newTrace("t-flood").
+			fail("web_search", `{"query":"cheap gpu deals 2024"}`, c.text, "").
+			fail("web_search", `{"query":"affordable graphics cards"}`, c.text, "").
+			fail("web_search", `{"query":"gpu under 300"}`, c.text, "").build()
+		exps, _ := Rules{}.Reflect(context.Background(), task)
+		if len(exps) != 1 || !strings.Contains(exps[0].Lesson, "stop retrying it") || exps[0].Confidence != c.conf {
+			t.Errorf("%q: %+v, want one stop-retrying lesson at %v", c.text, exps, c.conf)
+		}
+	}
+}

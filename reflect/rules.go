@@ -524,6 +524,11 @@ func giveUpLessons(calls []*hindsight.Step, recovered map[int]bool, vals *taskVa
 		case !succeeded[tool] || len(g.steps) >= 3:
 			e.Action = "called " + tool + " again with other arguments"
 			e.Lesson = fmt.Sprintf("When %s fails with %s, stop retrying it: other arguments failed the same way; use another tool or ask the user.", tool, fence(tpl))
+			if floodCue.MatchString(errorText(first)) {
+				// The error says the calls come too fast: it grounds
+				// "stop retrying" by itself.
+				e.Confidence = unambiguousPrior
+			}
 		default:
 			continue
 		}
