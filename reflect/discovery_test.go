@@ -169,3 +169,26 @@ func TestRulesDiscoveryBefore(t *testing.T) {
 		t.Fatalf("lessons %+v", exps)
 	}
 }
+
+// TestRulesListedConstraint: when the error states the values it takes
+// and the retry used one of them, the lesson is the constraint with the
+// value that worked (the error's own words, no value of the task).
+func TestRulesListedConstraint(t *testing.T) {
+	task := newTrace("t-country").
+		fail("update_address", `{"customer_id":"C-48213","address":{"line1":"12 Elm Street","country":"Germany"}}`,
+			`{"error":{"type":"invalid_request_error","param":"address.country","message":"address.country must be a two-letter ISO 3166-1 code, one of: US, GB, DE, FR, NL, ES"}}`, "http-400").
+		ok("update_address", `{"customer_id":"C-48213","address":{"line1":"12 Elm Street","country":"DE"}}`, `{"updated":true}`).build()
+	exps, _ := Rules{}.Reflect(context.Background(), task)
+	if len(exps) != 1 {
+		t.Fatalf("lessons %+v", exps)
+	}
+	l := exps[0].Lesson
+	t.Log(l)
+	if !strings.Contains(l, `set address.country to one of the values the error lists ("US", "GB", "DE", "FR", "NL", "ES"); "DE" worked`) || strings.Contains(l, "Germany") {
+		t.Errorf("lesson %q", l)
+	}
+	kept, drops := (&Validator{}).Validate(task, exps)
+	if len(kept) != 1 || kept[0].Confidence != unambiguousPrior {
+		t.Fatalf("kept %+v, dropped %+v", kept, drops)
+	}
+}

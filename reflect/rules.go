@@ -290,6 +290,15 @@ func (r *recovery) changed(k string, d argDiff, others []*hindsight.Step, errTex
 		}
 		return fix{rule: rule, action: "changed " + k, unambiguous: named}
 	}
+	if listed := listedValues(errText); named && slices.Contains(listed, nvs) {
+		// The constraint the error states, checked against the retry:
+		// the value that worked is one it lists.
+		return fix{
+			rule:        fmt.Sprintf("set %s to one of the values the error lists (%s); %q worked", k, strings.Join(quoteAll(listed, 8), ", "), nvs),
+			action:      "changed " + k,
+			unambiguous: true,
+		}
+	}
 	if named && listCue.MatchString(errText) {
 		return fix{
 			rule:        fmt.Sprintf("set %s to one of the values the error lists", k),
@@ -303,6 +312,39 @@ func (r *recovery) changed(k string, d argDiff, others []*hindsight.Step, errTex
 		named:  named,
 	}
 }
+
+// listedValues returns the values an error text lists after a listCue
+// ("must be one of: US, GB, DE"), each a short token without quotes or
+// brackets; nil when it lists none.
+func listedValues(errText string) []string {
+	loc := listCue.FindStringIndex(errText)
+	if loc == nil {
+		return nil
+	}
+	head := listHead.FindString(errText[loc[0]:loc[1]])
+	rest := errText[loc[0]+len(head):]
+	if end := listEnd.FindStringIndex(rest); end != nil {
+		rest = rest[:end[0]]
+	}
+	var out []string
+	for _, item := range listSep.Split(rest, -1) {
+		item = strings.Trim(item, " \t:[]{}()'\"`.")
+		if item == "" || len(item) > 40 || strings.ContainsAny(item, " \t") {
+			return nil
+		}
+		out = append(out, item)
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	return out
+}
+
+var (
+	listHead = regexp.MustCompile(`(?i)^(one of|allowed(?: values)?(?: are| is)?|valid (?:values|options|choices)(?: are)?|must be(?: either)?|expected|supported(?: values)?(?: are)?|possible values(?: are)?|choose from)`)
+	listEnd  = regexp.MustCompile(`[.;]\s|[.;"}]*$|\n`)
+	listSep  = regexp.MustCompile(`\s*(?:,|\bor\b|\|)\s*`)
+)
 
 // listCue matches error texts that list the allowed values: a cue ("one
 // of", "allowed values", "must be", "expected", "supported") followed by

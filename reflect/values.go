@@ -58,7 +58,7 @@ func newTaskValues(task *hindsight.Task) *taskValues {
 				for _, tok := range valueTokens(text) {
 					v.values[tok] = true
 				}
-				for _, tok := range prescriptions(text) {
+				for _, tok := range append(prescriptions(text), listedValues(text)...) {
 					if !known.values[tok] {
 						v.prescribed[tok] = true
 					}
