@@ -133,3 +133,27 @@ func TestGiveUpFlood(t *testing.T) {
 		}
 	}
 }
+
+// FuzzListedValues: the values an error lists are pieces of its text, each
+// one token, two or more of them or none.
+func FuzzListedValues(f *testing.F) {
+	for _, s := range []string{
+		"invalid priority: must be one of low, normal, high",
+		"address.country must be a two-letter ISO 3166-1 code, one of: US, GB, DE, FR, NL, ES",
+		"expected 'asc' or 'desc'", "status must be one of: open|closed. See docs",
+		"value is not one of ['x', 'y']", "must be a string or null", "one of", "one of ,,,", "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		got := listedValues(text)
+		if len(got) == 1 {
+			t.Fatalf("%q lists one value %q", text, got)
+		}
+		for _, v := range got {
+			if v == "" || !strings.Contains(text, v) || strings.ContainsAny(v, " \t") {
+				t.Fatalf("%q: listed %q", text, v)
+			}
+		}
+	})
+}
