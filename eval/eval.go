@@ -80,6 +80,9 @@ type Report struct {
 	// Irrelevant shows up to five appended lines that were not about
 	// their call's error.
 	Irrelevant []string `json:"irrelevant_examples,omitempty"`
+	// Missed shows up to five known failing calls that got no relevant
+	// line: tool, error class and error text.
+	Missed []string `json:"missed_examples,omitempty"`
 	// RPCErrors counts the unseen failing calls answered with a JSON-RPC
 	// error: there is no result to append a line to, so they are left out
 	// of UnseenFailures, KnownFailures and the recall.
@@ -129,12 +132,7 @@ func Run(ctx context.Context, steps []hindsight.Step, labels map[StepRef]string,
 	if len(tasks) < 2 {
 		return nil, fmt.Errorf("evaluate: %d tasks; need at least 2", len(tasks))
 	}
-	share := opt.Learn
-	if share <= 0 || share >= 1 {
-		share = 0.5
-	}
-	n := max(1, min(len(tasks)-1, int(float64(len(tasks))*share+0.5)))
-	learn, unseen := tasks[:n], tasks[n:]
+	learn, unseen := split(tasks, opt.Learn)
 	rep := &Report{Tasks: len(tasks), LearnTasks: len(learn), UnseenTasks: len(unseen), Truth: "labels"}
 	classOf := func(task string, s *hindsight.Step) string { return labels[StepRef{task, s.StepIndex}] }
 	if labels == nil {
@@ -142,19 +140,12 @@ func Run(ctx context.Context, steps []hindsight.Step, labels map[StepRef]string,
 		classOf = oracle(tasks)
 	}
 
-	dir, err := os.MkdirTemp("", "hindsight-eval-*")
+	st, cleanup, err := openStore(tasks)
 	if err != nil {
-		return nil, fmt.Errorf("evaluate: %w", err)
+		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	now := lastTime(tasks)
-	st, err := embedded.Open(dir, embedder.NewLocal(0), embedded.Options{Now: func() time.Time { return now }})
-	if err != nil {
-		return nil, fmt.Errorf("evaluate: %w", err)
-	}
-	defer st.Close()
-
-	drops, err := learnFrom(ctx, st, learn)
+	defer cleanup()
+	drops, live, err := learnFrom(ctx, st, learn)
 	if err != nil {
 		return nil, err
 	}
@@ -165,10 +156,6 @@ func Run(ctx context.Context, steps []hindsight.Step, labels map[StepRef]string,
 				rep.Vacuous = append(rep.Vacuous, fmt.Sprintf("%s: %s — %s", d.Experience.Tool, d.Experience.Lesson, d.Detail))
 			}
 		}
-	}
-	live, err := st.List(ctx, hindsight.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("evaluate: list lessons: %w", err)
 	}
 	byID := map[string]*hindsight.Experience{}
 	for i := range live {
@@ -251,6 +238,8 @@ func Run(ctx context.Context, steps []hindsight.Step, labels map[StepRef]string,
 			}
 			if helped && isKnown {
 				rep.KnownHelped++
+			} else if isKnown && len(rep.Missed) < missedShown {
+				rep.Missed = append(rep.Missed, fmt.Sprintf("%s (%s): %s", s.Tool, class, reflect.Truncate(reflect.ErrorText(s), 160)))
 			}
 			if helped {
 				rep.HelpedTokens += tok.failure(calls, i, counted)
@@ -269,12 +258,41 @@ func Run(ctx context.Context, steps []hindsight.Step, labels map[StepRef]string,
 	return rep, nil
 }
 
+// missedShown is how many missed known failures a report shows.
+var missedShown = 5
+
+// split cuts tasks (in start order) into the share that learns (0 or
+// out of (0, 1): half) and the unseen rest, each at least one task.
+func split(tasks []*hindsight.Task, share float64) (learn, unseen []*hindsight.Task) {
+	if share <= 0 || share >= 1 {
+		share = 0.5
+	}
+	n := max(1, min(len(tasks)-1, int(float64(len(tasks))*share+0.5)))
+	return tasks[:n], tasks[n:]
+}
+
+// openStore opens a fresh embedded store in a temporary directory, its
+// clock at the last end of tasks; cleanup closes and removes it.
+func openStore(tasks []*hindsight.Task) (*embedded.Store, func(), error) {
+	dir, err := os.MkdirTemp("", "hindsight-eval-*")
+	if err != nil {
+		return nil, nil, fmt.Errorf("evaluate: %w", err)
+	}
+	now := lastTime(tasks)
+	st, err := embedded.Open(dir, embedder.NewLocal(0), embedded.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("evaluate: %w", err)
+	}
+	return st, func() { st.Close(); os.RemoveAll(dir) }, nil
+}
+
 // learnFrom reflects on tasks in order, as the daemon's queue would, and
-// returns the candidates validation refused.
-func learnFrom(ctx context.Context, st hindsight.ExperienceStore, tasks []*hindsight.Task) ([]reflect.Drop, error) {
+// returns the candidates validation refused and the experiences stored.
+func learnFrom(ctx context.Context, st hindsight.ExperienceStore, tasks []*hindsight.Task) ([]reflect.Drop, []hindsight.Experience, error) {
 	tpl, err := reflect.NewTemplates(nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p := &reflect.Pipeline{
 		Reflector: reflect.Rules{},
@@ -289,14 +307,18 @@ func learnFrom(ctx context.Context, st hindsight.ExperienceStore, tasks []*hinds
 	for _, t := range tasks {
 		out, err := p.Process(ctx, t)
 		if err != nil {
-			return nil, fmt.Errorf("evaluate: %w", err)
+			return nil, nil, fmt.Errorf("evaluate: %w", err)
 		}
 		drops = append(drops, out.Dropped...)
 		if err := p.Credit(ctx, t); err != nil {
-			return nil, fmt.Errorf("evaluate: %w", err)
+			return nil, nil, fmt.Errorf("evaluate: %w", err)
 		}
 	}
-	return drops, nil
+	live, err := st.List(ctx, hindsight.ListOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("evaluate: list lessons: %w", err)
+	}
+	return drops, live, nil
 }
 
 // sourceClass is the class of the failure an experience was learned from:

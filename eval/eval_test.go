@@ -33,7 +33,7 @@ func TestCorpus(t *testing.T) {
 		t.Errorf("split %d/%d, truth %s", rep.LearnTasks, rep.Tasks, rep.Truth)
 	}
 	if rep.LessonsStored < 8 {
-		t.Errorf("%d lessons stored; the corpus has 14 error classes", rep.LessonsStored)
+		t.Errorf("%d lessons stored; the corpus has 16 error classes", rep.LessonsStored)
 	}
 	if rep.LessonsOneOff != 0 {
 		t.Errorf("%d lessons quote one-off values: %q", rep.LessonsOneOff, rep.OneOffExamples)

@@ -9,14 +9,14 @@ import (
 // namesArg reports whether an error text points at argument name by
 // structure, not by a word that happens to be the argument's name: it
 // quotes the name ('file_path'), states the value the call passed for it
-// (failed, a scalar of two or more characters), or names it as an
+// (failed, a scalar of two or more characters, as a whole token), or names it as an
 // argument ("missing required argument: currency", "field amount",
 // "pass pause_ms", "limit=", "count must be…").
 func namesArg(errText, name string, failed json.RawMessage) bool {
 	if len(name) < 2 {
 		return false
 	}
-	if v := scalarOf(failed); len(v) >= 2 && strings.Contains(errText, v) {
+	if v := scalarOf(failed); len(v) >= 2 && containsToken(errText, v) {
 		return true
 	}
 	if !mentions(errText, name) {

@@ -339,13 +339,10 @@ func mergeAcrossTasks(t *testing.T, b backend) {
 }
 
 // mergeRetriedTask: a task reflected again after another task reinforced
-// the experience is no new evidence either. Skipped: it fails on the
-// current code. reinforce counts a task as new when it differs from the
-// stored SourceTask, which only follows the task whose wording was kept,
-// so t2 counts twice here (evidence 3, confidence 0.75), against
-// Pipeline.Process's promise that merging is idempotent for one task.
+// the experience is no new evidence either, though the stored SourceTask
+// only follows the task whose wording was kept: t2 counts once (evidence
+// 2), as Pipeline.Process promises that merging one task is idempotent.
 func mergeRetriedTask(t *testing.T, b backend) {
-	t.Skip("known bug in reflect/merge.go reinforce: a retried task counts again once the stored SourceTask is another task's")
 	ctx := context.Background()
 	store := b.open(t)
 	mg := &Merger{Store: store, Embedder: b.emb}
@@ -365,14 +362,11 @@ func mergeRetriedTask(t *testing.T, b backend) {
 }
 
 // mergeTemplatesDisagree: the same fix for errors whose templates do not
-// agree is two lessons, however alike their words. Skipped: it fails on
-// the current code. mergeOne falls back to the cosine of the whole texts
-// when sameLesson is false, and these texts differ only in the quoted
-// templates (cosine above DefaultDuplicateThreshold), so the second is
-// counted as evidence for the first (evidence 2, confidence 0.667, above
-// the injection gate) and its template is lost.
+// agree is two lessons, however alike their words: texts that differ only
+// in their quoted templates have a cosine above DefaultDuplicateThreshold,
+// and counting one as evidence for the other would lift both over the
+// injection gate and lose a template.
 func mergeTemplatesDisagree(t *testing.T, b backend) {
-	t.Skip("known bug in reflect/merge.go mergeOne: lessons whose templates disagree still merge by cosine")
 	cases := []struct {
 		name string
 		a, b string

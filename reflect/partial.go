@@ -37,7 +37,9 @@ func partialLessons(task *hindsight.Task, calls []*hindsight.Step, vals *taskVal
 		}
 		errText := errorText(f)
 		d := diffArgs(f.Arguments, n.Arguments)
-		r := &recovery{task: task, vals: vals, before: calls[:i], window: calls[i : j+1]}
+		// No lookup is credited here (no before, no others): the lesson
+		// cites only the failure and the next call.
+		r := &recovery{task: task, vals: vals, window: calls[i : j+1]}
 		var rules, actions []string
 		for _, k := range d.added {
 			p, rest := namedPrefix(k, errText)
@@ -46,7 +48,7 @@ func partialLessons(task *hindsight.Task, calls []*hindsight.Step, vals *taskVal
 			case p == "":
 				continue
 			case rest == "":
-				rule = r.added(k, d, errText, n).rule
+				rule = r.added(k, d, nil, errText, n).rule
 			case strings.HasPrefix(rest, "[]"):
 				rule = fmt.Sprintf("pass %s (a list)", p)
 			default:

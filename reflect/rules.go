@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/errtemplate"
@@ -141,7 +142,7 @@ func (r *recovery) lesson() (*hindsight.Experience, []int) {
 		fixes = append(fixes, r.changed(k, d, others, errText, s))
 	}
 	for _, k := range d.added {
-		fixes = append(fixes, r.added(k, d, errText, s))
+		fixes = append(fixes, r.added(k, d, others, errText, s))
 	}
 	for _, k := range d.removed {
 		fixes = append(fixes, fix{
@@ -163,8 +164,8 @@ func (r *recovery) lesson() (*hindsight.Experience, []int) {
 		if o.StepIndex < last.StepIndex || slices.ContainsFunc(pre, func(p *hindsight.Step) bool { return p.Tool == o.Tool }) {
 			continue
 		}
-		if r.calledBefore(o.Tool, fails[0]) {
-			continue
+		if r.calledBefore(o.Tool, fails[0]) || slices.ContainsFunc(fixes, func(f fix) bool { return slices.Contains(f.cites, o.StepIndex) }) {
+			continue // no precondition: it failed with it, or a fix names it
 		}
 		named := namesTool(errText, o.Tool)
 		if named || (len(fixes) == 0 && !r.noop(o.Tool)) {
@@ -268,12 +269,17 @@ func (r *recovery) changed(k string, d argDiff, others []*hindsight.Step, errTex
 	}
 	// Taken from another call's result: an id the agent looked up.
 	if src := r.sourceOf(nv, ov, others, s.Server); src != nil {
-		return fix{
-			rule:   fmt.Sprintf("the %s passed was not a valid one; take %s from the result of %s instead of guessing or reusing it", k, k, src.Tool),
-			action: fmt.Sprintf("took %s from %s's result", k, src.Tool),
-			cites:  []int{src.StepIndex},
-			named:  named,
+		rule := fmt.Sprintf("the %s passed was not a valid one; take %s from the result of %s instead of guessing or reusing it", k, k, src.Tool)
+		if r.lookedUp(src) {
+			rule = fmt.Sprintf("call %s first to get a valid %s, and take %s from its result instead of guessing or reusing one", src.Tool, k, k)
 		}
+		return r.fromLookup(rule, k, src, errText, named)
+	}
+	// Names inside it taken from a lookup made to recover: a table name in
+	// a query, a file name in a path.
+	if src := r.partSourceOf(nv, ov, others, s.Server); src != nil {
+		rule := fmt.Sprintf("call %s first and take the names in %s from its result instead of guessing them", src.Tool, k)
+		return r.fromLookup(rule, k, src, errText, named)
 	}
 	enum := schemaEnum(r.task, s.Tool, leafName(k))
 	nvs, ovs := scalarOf(nv), scalarOf(ov)
@@ -283,6 +289,15 @@ func (r *recovery) changed(k string, d argDiff, others []*hindsight.Step, errTex
 			rule += fmt.Sprintf(" where %q failed", ovs)
 		}
 		return fix{rule: rule, action: "changed " + k, unambiguous: named}
+	}
+	if listed := listedValues(errText); named && slices.Contains(listed, nvs) {
+		// The constraint the error states, checked against the retry:
+		// the value that worked is one it lists.
+		return fix{
+			rule:        fmt.Sprintf("set %s to one of the values the error lists (%s); %q worked", k, strings.Join(quoteAll(listed, 8), ", "), nvs),
+			action:      "changed " + k,
+			unambiguous: true,
+		}
 	}
 	if named && listCue.MatchString(errText) {
 		return fix{
@@ -298,8 +313,44 @@ func (r *recovery) changed(k string, d argDiff, others []*hindsight.Step, errTex
 	}
 }
 
-// listCue matches error texts that list or describe the allowed values.
-var listCue = regexp.MustCompile(`(?i)\b(one of|allowed|valid values|must be|expected|supported)\b`)
+// listedValues returns the values an error text lists after a listCue
+// ("must be one of: US, GB, DE"), each a short token without quotes or
+// brackets; nil when it lists none.
+func listedValues(errText string) []string {
+	loc := listCue.FindStringIndex(errText)
+	if loc == nil {
+		return nil
+	}
+	head := listHead.FindString(errText[loc[0]:loc[1]])
+	rest := errText[loc[0]+len(head):]
+	if end := listEnd.FindStringIndex(rest); end != nil {
+		rest = rest[:end[0]]
+	}
+	var out []string
+	for _, item := range listSep.Split(rest, -1) {
+		item = strings.Trim(item, " \t:[]{}()'\"`.")
+		if item == "" || len(item) > 40 || strings.ContainsAny(item, " \t") {
+			return nil
+		}
+		out = append(out, item)
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	return out
+}
+
+var (
+	listHead = regexp.MustCompile(`(?i)^(one of|allowed(?: values)?(?: are| is)?|valid (?:values|options|choices)(?: are)?|must be(?: either)?|expected|supported(?: values)?(?: are)?|possible values(?: are)?|choose from)`)
+	listEnd  = regexp.MustCompile(`[.;]\s|[.;"}]*$|\n`)
+	listSep  = regexp.MustCompile(`\s*(?:,|\bor\b|\|)\s*`)
+)
+
+// listCue matches error texts that list the allowed values: a cue ("one
+// of", "allowed values", "must be", "expected", "supported") followed by
+// at least two items joined by commas, "or" or bars. A cue alone ("not
+// allowed", "must be a string") lists nothing.
+var listCue = regexp.MustCompile(`(?i)\b(one of|allowed(?: values)?(?: are| is)?|valid (?:values|options|choices)(?: are)?|must be(?: either)?|expected|supported(?: values)?(?: are)?|possible values(?: are)?|choose from)\W{0,4}[\w.'"-]+['"]?\s*(?:,|\bor\b|\|)\s*\W?[\w.-]+`)
 
 // shapeNamed reports whether an error text names the value shape shape:
 // "expected YYYY-MM-DD", "not an RFC 3339 timestamp".
@@ -323,7 +374,7 @@ func shapeNamed(errText, shape string) bool {
 var shapeNotation = regexp.MustCompile(`[YMDHS]{2,4}(?:[-/.: T][YMDHS]{2,4})+`)
 
 // added states the addition of argument k.
-func (r *recovery) added(k string, d argDiff, errText string, s *hindsight.Step) fix {
+func (r *recovery) added(k string, d argDiff, others []*hindsight.Step, errText string, s *hindsight.Step) fix {
 	what := kindOf(d.new[k])
 	if sh := shapeOf(d.new[k]); sh != "" && !strings.HasPrefix(sh, "a JSON") {
 		what = sh
@@ -338,6 +389,17 @@ func (r *recovery) added(k string, d argDiff, errText string, s *hindsight.Step)
 			action:      "added " + k,
 			unambiguous: true,
 		}
+	}
+	// Its value came from another call's result: a project, a sheet, a
+	// schema's field the agent looked up.
+	if src := r.sourceOf(d.new[k], nil, others, s.Server); src != nil {
+		rule := fmt.Sprintf("pass %s, taken from the result of %s", k, src.Tool)
+		if r.lookedUp(src) {
+			rule = fmt.Sprintf("call %s first to get %s, and pass the %s its result gives", src.Tool, k, k)
+		}
+		f := r.fromLookup(rule, k, src, errText, namesArg(errText, leafName(k), nil))
+		f.action = fmt.Sprintf("added %s from %s's result", k, src.Tool)
+		return f
 	}
 	return fix{
 		rule:        fmt.Sprintf("pass %s (%s)", k, what),
@@ -358,12 +420,66 @@ func (r *recovery) sourceOf(nv, ov json.RawMessage, others []*hindsight.Step, se
 		if c.Failed() || c.Server != server || r.noop(c.Tool) {
 			continue
 		}
-		res := string(c.Result)
+		res := foundText(c)
 		if containsToken(res, n) && (o == "" || !containsToken(res, o)) {
 			return c
 		}
 	}
 	return nil
+}
+
+// partSourceOf returns the successful call made after the first failure
+// (a lookup to recover) whose result holds a name of the new value nv
+// that the old value ov did not hold: "accounts" of `SELECT * FROM
+// accounts` from list_tables, "report_q3.csv" of a path from
+// list_directory. Names are runs of letters, digits, _ . and - with a
+// letter, three characters or more.
+func (r *recovery) partSourceOf(nv, ov json.RawMessage, others []*hindsight.Step, server string) *hindsight.Step {
+	old := map[string]bool{}
+	for _, w := range nameRun.FindAllString(scalarOf(ov), -1) {
+		old[w] = true
+	}
+	var fresh []string
+	for _, w := range nameRun.FindAllString(scalarOf(nv), -1) {
+		if !old[w] && strings.IndexFunc(w, unicode.IsLetter) >= 0 && !r.vals.names[w] {
+			fresh = append(fresh, w)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	for _, c := range others {
+		if c.Failed() || c.Server != server || !r.lookedUp(c) || r.noop(c.Tool) {
+			continue
+		}
+		res := foundText(c)
+		if slices.ContainsFunc(fresh, func(w string) bool { return containsToken(res, w) }) {
+			return c
+		}
+	}
+	return nil
+}
+
+var nameRun = regexp.MustCompile(`[\pL\pN_.-]{3,}`)
+
+// lookedUp reports whether src, the call a recovery took a value from,
+// came after the first failure of the window: the agent made a discovery
+// call (list what is allowed, look up an id, read a schema) to recover.
+func (r *recovery) lookedUp(src *hindsight.Step) bool {
+	return src.StepIndex > r.window[0].StepIndex
+}
+
+// fromLookup is the fix of argument k whose new value the result of src
+// held, stated as rule. It rests on src's step; the error grounds it when
+// it names src (unambiguous) or the argument (named).
+func (r *recovery) fromLookup(rule, k string, src *hindsight.Step, errText string, named bool) fix {
+	return fix{
+		rule:        rule,
+		action:      fmt.Sprintf("took %s from %s's result", k, src.Tool),
+		cites:       []int{src.StepIndex},
+		named:       named,
+		unambiguous: namesTool(errText, src.Tool),
+	}
 }
 
 // noop reports whether tool's calls in the task returned nothing of
@@ -450,6 +566,11 @@ func giveUpLessons(calls []*hindsight.Step, recovered map[int]bool, vals *taskVa
 		case !succeeded[tool] || len(g.steps) >= 3:
 			e.Action = "called " + tool + " again with other arguments"
 			e.Lesson = fmt.Sprintf("When %s fails with %s, stop retrying it: other arguments failed the same way; use another tool or ask the user.", tool, fence(tpl))
+			if floodCue.MatchString(errorText(first)) {
+				// The error says the calls come too fast: it grounds
+				// "stop retrying" by itself.
+				e.Confidence = unambiguousPrior
+			}
 		default:
 			continue
 		}

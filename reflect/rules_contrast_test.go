@@ -386,14 +386,10 @@ func goldenTasks(t *testing.T) map[string]*hindsight.Task {
 
 // TestRulesNamedPlainArgument is (h) when the argument the error names
 // changed to a plain value (no shape, no schema enum): the lesson should be
-// about that argument alone. It fails on the current code and is skipped
-// until the lead decides: recovery.changed gives a plain change no
-// unambiguity even when the error names the argument, so the named change
-// is dropped (beside a reshaped argument) or kept among all the incidental
-// ones; and formatCue ("invalid", "must be") makes a reshaped argument the
-// error does not name look grounded.
+// about that argument alone: the named change is kept, the reshaped or
+// plain changes the error does not name are incidental, and a format cue
+// of the error ("invalid", "must be") grounds no argument it does not name.
 func TestRulesNamedPlainArgument(t *testing.T) {
-	t.Skip("known bug in reflect/rules.go recovery.changed: see the test's comment")
 	cases := []struct {
 		name string
 		task *hindsight.Task

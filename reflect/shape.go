@@ -114,5 +114,9 @@ func kindOf(v json.RawMessage) string {
 // formatCue matches error texts that are about a value's format.
 var formatCue = regexp.MustCompile(`(?i)\b(format|formatted|expected|expecting|must be|should be|invalid|malformed|pattern|parse|unparseable|iso|yyyy|not a valid)\b`)
 
+// floodCue matches error texts that say the calls come too fast: the
+// error itself tells the caller to stop sending them.
+var floodCue = regexp.MustCompile(`(?i)(rate.?limit|too many requests|too (quickly|fast|frequent)|slow down|throttl|quota exceeded)`)
+
 // transientCue matches error texts of failures that pass by themselves.
 var transientCue = regexp.MustCompile(`(?i)(timed? ?out|timeout|temporar|try again|unavailable|rate.?limit|too many requests|\b429\b|\b503\b|\b502\b|\b504\b|overloaded|busy|ECONNRESET|ETIMEDOUT)`)

@@ -3,6 +3,7 @@ package reflect
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 
 	"github.com/hindsight-proxy/hindsight"
@@ -53,23 +54,22 @@ func isWordByte(b byte) bool {
 	return b == '_' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9'
 }
 
-// namesTool reports whether an error text points to tool: names it, or
-// names its verb-free part ("login" for auth_login, "branch" for
-// create_branch together with "create").
+// namesTool reports whether an error text points to tool by its name:
+// the name itself ("call auth_refresh"), or its parts next to each other
+// ("auth refresh", "create-branch"). Its parts scattered through the text
+// ("could not create the branch") are shared words, not a pointer.
 func namesTool(errText, tool string) bool {
 	if mentions(errText, tool) {
 		return true
 	}
 	parts := strings.FieldsFunc(strings.ToLower(tool), func(r rune) bool { return r == '_' || r == '-' || r == '.' })
-	if len(parts) == 0 {
+	if len(parts) < 2 {
 		return false
 	}
-	for _, p := range parts {
-		if len(p) < 3 || !mentions(errText, p) {
-			return false
-		}
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
 	}
-	return true
+	return regexp.MustCompile(`\b` + strings.Join(parts, `[\s_.-]`) + `\b`).MatchString(strings.ToLower(errText))
 }
 
 // callResult is what reflection reads of a CallToolResult.
@@ -131,6 +131,22 @@ func firstText(s *hindsight.Step) string {
 		}
 	}
 	return ""
+}
+
+// foundText is what a successful step's result says, for finding a
+// value in it: its text items and structured content as read (JSON
+// string escapes undone, so "\npayments-prod" is the token
+// payments-prod), or the raw result when it is no CallToolResult.
+func foundText(s *hindsight.Step) string {
+	var r callResult
+	if json.Unmarshal(s.Result, &r) != nil || len(r.Content) == 0 && len(r.Structured) == 0 {
+		return string(s.Result)
+	}
+	parts := []string{string(r.Structured)}
+	for _, c := range r.Content {
+		parts = append(parts, c.Text)
+	}
+	return strings.Join(parts, "\n")
 }
 
 func upperFirst(s string) string {

@@ -164,7 +164,12 @@ func oneOffLiteral(c *hindsight.Experience, vals *taskValues) string {
 // task: Confidence(1, 0, unambiguous). Rules decide unambiguity as they
 // derive the lesson (and say so with their candidate's confidence); for
 // any other origin a lesson is unambiguous when a cited failure's error
-// text names what the lesson is about: an argument or tool it names.
+// text points at what the lesson is about by structure, not by a shared
+// word: it names an argument as one ("missing required argument: x",
+// 'x' quoted, "x must…") or another tool by its name, and the lesson names
+// it too; or it names the notation of a shape the lesson prescribes
+// ("expected YYYY-MM-DD"). An error code, or a word of the error that
+// happens to be an argument's name, grounds nothing.
 func evidencePrior(c *hindsight.Experience, cited []*hindsight.Step, vals *taskValues) float64 {
 	if c.Origin == "rules" {
 		return min(c.Confidence, unambiguousPrior)
@@ -175,11 +180,14 @@ func evidencePrior(c *hindsight.Experience, cited []*hindsight.Step, vals *taskV
 		}
 		text := errorText(s)
 		for name := range vals.names {
-			if name != s.Tool && len(name) >= 3 && mentions(text, name) && mentions(c.Lesson, name) {
+			if name == s.Tool || len(name) < 3 || vals.codes[name] || !mentions(c.Lesson, name) {
+				continue
+			}
+			if vals.tools[name] && namesTool(text, name) || !vals.tools[name] && namesArg(text, name, nil) {
 				return unambiguousPrior
 			}
 		}
-		if formatCue.MatchString(text) && strings.Contains(c.Lesson, "YYYY") {
+		if shapeNamed(text, c.Lesson) {
 			return unambiguousPrior
 		}
 	}

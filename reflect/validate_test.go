@@ -218,14 +218,11 @@ func TestValidateOneOffFields(t *testing.T) {
 }
 
 // TestEvidencePriorErrorCode: quoting the error code grounds nothing; the
-// error text must name what the lesson is about. Skipped: it fails on the
-// current code. newTaskValues adds error codes (and their digit runs) to
-// names so that lessons may quote them, and evidencePrior takes any name
-// that both the error text and the lesson mention as grounding, so every
-// model lesson that repeats the code of an error whose text holds it
-// ("404: …") is stored at 0.667, above the injection gate, from one task.
+// error text must name what the lesson is about. Error codes (and their
+// digit runs) are names a lesson may quote, but a model lesson that
+// repeats the code of an error whose text holds it ("404: …") stays at
+// the prior of one task, below the injection gate.
 func TestEvidencePriorErrorCode(t *testing.T) {
-	t.Skip("known bug in reflect/validate.go evidencePrior: an error code counts as a name the error grounds")
 	task := newTrace("t-code").
 		ok("find_customer", `{"email":"ann.lee@example.com"}`, `{"customer_id":"cus_8842"}`).
 		fail("create_invoice", `{"customer_id":"cust-ann"}`, "404: customer cust-ann not found", "404").

@@ -19,6 +19,7 @@ type taskValues struct {
 	values map[string]bool
 	schema map[string]bool // enum and const values from tools/list results
 	names  map[string]bool // tool and argument names
+	tools  map[string]bool // the tools the task called
 	codes  map[string]bool // error codes of failed steps and their numbers
 	// prescribed are the values that the server's own error texts
 	// introduced: found in an error text, but in no argument sent up to
@@ -27,7 +28,7 @@ type taskValues struct {
 }
 
 func newTaskValues(task *hindsight.Task) *taskValues {
-	v := &taskValues{values: map[string]bool{}, schema: map[string]bool{}, names: map[string]bool{}, codes: map[string]bool{}, prescribed: map[string]bool{}}
+	v := &taskValues{values: map[string]bool{}, schema: map[string]bool{}, names: map[string]bool{}, tools: map[string]bool{}, codes: map[string]bool{}, prescribed: map[string]bool{}}
 	known := &taskValues{values: map[string]bool{}, names: map[string]bool{}} // sent or returned so far
 	for i := range task.Steps {
 		s := &task.Steps[i]
@@ -36,6 +37,7 @@ func newTaskValues(task *hindsight.Task) *taskValues {
 			collectSchema(s.Result, v.schema, v.names)
 		case s.Method == "tools/call" && !s.Local:
 			v.names[s.Tool] = true
+			v.tools[s.Tool] = true
 			var args any
 			if json.Unmarshal(s.Arguments, &args) == nil {
 				v.walk(args, true)
@@ -56,7 +58,7 @@ func newTaskValues(task *hindsight.Task) *taskValues {
 				for _, tok := range valueTokens(text) {
 					v.values[tok] = true
 				}
-				for _, tok := range prescriptions(text) {
+				for _, tok := range append(prescriptions(text), listedValues(text)...) {
 					if !known.values[tok] {
 						v.prescribed[tok] = true
 					}
@@ -74,6 +76,10 @@ func newTaskValues(task *hindsight.Task) *taskValues {
 }
 
 var digitRun = regexp.MustCompile(`\d+`)
+
+// identRun matches identifiers: letters, digits, _ and ., with a letter
+// first.
+var identRun = regexp.MustCompile(`\pL[\pL\pN_.]*[\pL\pN]`)
 
 // prescriptive matches a value an error text tells the caller to use:
 // "retry after 300 ms", "pass pause_ms=300", "expected one of 10, 20",
@@ -131,6 +137,15 @@ func (v *taskValues) walk(x any, args bool) {
 		}
 		for _, tok := range valueTokens(s) {
 			v.values[tok] = true
+		}
+		// A snake_case or dotted identifier inside an argument (a table in
+		// a query, a column, a sheet) is this task's wherever it shows up.
+		if args {
+			for _, tok := range identRun.FindAllString(s, -1) {
+				if strings.ContainsAny(strings.Trim(tok, "._"), "._") {
+					v.values[tok] = true
+				}
+			}
 		}
 		// JSON inside text results (a common shape) holds values too.
 		if strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[") {

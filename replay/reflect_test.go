@@ -111,7 +111,9 @@ func TestReflectAgain(t *testing.T) {
 	for _, c := range plan.Changes {
 		counts[c.Outcome]++
 	}
-	if plan.Tasks != len(ids) || counts[reflect.Added] == 0 || counts[reflect.Reinforced] == 0 {
+	// Every class of the corpus recurs in both halves: the second half
+	// reinforces what the first taught (it may add lessons too).
+	if plan.Tasks != len(ids) || counts[reflect.Reinforced] == 0 {
 		t.Fatalf("plan: %d tasks, outcomes %v", plan.Tasks, counts)
 	}
 

@@ -10,8 +10,8 @@ import (
 )
 
 func evalCmd(g *globals) *cobra.Command {
-	c := leaf("eval [--json] [--learn SHARE] [--no-seen-once] FILE|DIR", "learn from half of recorded tasks, replay the other half's failures",
-		"  hindsight traces export --out tasks.jsonl && hindsight eval tasks.jsonl\n  hindsight eval --json --learn 0.7 exports/")
+	c := leaf("eval [--json] [--learn SHARE] [--no-seen-once] FILE|DIR…", "learn from half of recorded tasks, replay the other half's failures",
+		"  hindsight traces export --out tasks.jsonl && hindsight eval tasks.jsonl\n  hindsight eval --json --learn 0.7 exports/\n  hindsight eval testdata/livemcpbench testdata/toolbench testdata/corpus   # one row per corpus")
 	asJSON := c.Flags().Bool("json", false, "print the report as JSON")
 	learn := c.Flags().Float64("learn", 0.5, "share of tasks, by start time, to learn from")
 	noSeenOnce := c.Flags().Bool("no-seen-once", false, "replay without appending lessons seen in one task to the errors their templates fit exactly")
@@ -20,24 +20,58 @@ func evalCmd(g *globals) *cobra.Command {
 	})
 }
 
-// runEval is `hindsight eval [--json] [--learn SHARE] [--no-seen-once] FILE|DIR`.
+// runEval is `hindsight eval [--json] [--learn SHARE] [--no-seen-once]
+// FILE|DIR…`. One corpus prints its full report; several print one row
+// per corpus (--json: an array of {corpus, report}), each evaluated on
+// its own.
 func runEval(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []string, asJSON *bool, learn *float64, noSeenOnce *bool) error {
-	if len(pos) != 1 || *learn <= 0 || *learn >= 1 {
+	if len(pos) == 0 || *learn <= 0 || *learn >= 1 {
 		fs.Usage()
-		return usageErr("eval takes one trace export (a JSONL file, or a directory of them) and --learn in (0, 1)")
+		return usageErr("eval takes trace exports (JSONL files, or directories of them) and --learn in (0, 1)")
 	}
-	steps, labels, err := eval.Load(pos[0])
-	if err != nil {
-		return err
+	var runs []corpusReport
+	for _, p := range pos {
+		steps, labels, err := eval.Load(p)
+		if err != nil {
+			return err
+		}
+		rep, err := eval.Run(ctx, steps, labels, eval.Options{Learn: *learn, NoSeenOnce: *noSeenOnce})
+		if err != nil {
+			return fmt.Errorf("evaluate %s: %w", p, err)
+		}
+		runs = append(runs, corpusReport{p, rep})
 	}
-	rep, err := eval.Run(ctx, steps, labels, eval.Options{Learn: *learn, NoSeenOnce: *noSeenOnce})
-	if err != nil {
-		return err
+	switch {
+	case *asJSON && len(runs) == 1:
+		return printJSON(stdout, runs[0].Report)
+	case *asJSON:
+		return printJSON(stdout, runs)
+	case len(runs) == 1:
+		return printEval(runs[0].Report)
 	}
-	if *asJSON {
-		return printJSON(stdout, rep)
+	return printEvalRows(runs)
+}
+
+// corpusReport is one corpus's report in `eval --json` over several.
+type corpusReport struct {
+	Corpus string       `json:"corpus"`
+	Report *eval.Report `json:"report"`
+}
+
+// printEvalRows prints one row per corpus: what the learning table of
+// docs/learning.md shows.
+func printEvalRows(runs []corpusReport) error {
+	t := newTable(stdout, "CORPUS", "TASKS", "LEAKS", "PRECISION", "RECALL", "VACUOUS STORED (REFUSED)", "LESSONS (≥ GATE)", "TOOL TOKENS HELPED")
+	for _, r := range runs {
+		x := r.Report
+		t.row(r.Corpus, fmt.Sprint(x.Tasks), fmt.Sprint(x.LessonsOneOff),
+			fmt.Sprintf("%.3f (%d/%d)", x.Precision, x.RelevantLines, x.LinesAppended),
+			fmt.Sprintf("%.3f (%d/%d)", x.Recall, x.KnownHelped, x.KnownFailures),
+			fmt.Sprintf("%d (%d)", x.VacuousStored, x.VacuousRefused),
+			fmt.Sprintf("%d (%d)", x.LessonsStored, x.LessonsAboveGate),
+			fmt.Sprintf("%.3f", x.TokenShare))
 	}
-	return printEval(rep)
+	return t.flush()
 }
 
 func printEval(r *eval.Report) error {
@@ -81,6 +115,9 @@ func printEval(r *eval.Report) error {
 	}
 	for _, x := range r.Irrelevant {
 		fmt.Fprintln(stdout, "not about the error:", x)
+	}
+	for _, x := range r.Missed {
+		fmt.Fprintln(stdout, "known error, no line:", x)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package corpus
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -14,11 +15,13 @@ const calendarTools = `[
 {"name":"create_event","description":"Create an event. start is the day (YYYY-MM-DD), start_time the local time (HH:MM).","inputSchema":{"type":"object","properties":{"calendar_id":{"type":"string"},"title":{"type":"string"},"start":{"type":"string"},"start_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]$"},"duration_minutes":{"type":"integer","minimum":5,"maximum":480},"time_zone":{"type":"string","enum":["UTC","Europe/London","Europe/Berlin","America/New_York","Asia/Tokyo"]},"description":{"type":"string"}},"required":["calendar_id","title","start","start_time","duration_minutes"]}},
 {"name":"invite","description":"Invite people to an event; they receive an e-mail invitation.","inputSchema":{"type":"object","properties":{"event_id":{"type":"string"},"attendees":{"type":"array","items":{"type":"string","format":"email"},"minItems":1},"message":{"type":"string"}},"required":["event_id","attendees"]}},
 {"name":"cancel_event","description":"Cancel an event and optionally notify its attendees.","inputSchema":{"type":"object","properties":{"event_id":{"type":"string"},"notify":{"type":"boolean","default":true}},"required":["event_id"]}},
+{"name":"list_calendars","description":"List the calendars the caller can read: their ids and names.","inputSchema":{"type":"object","properties":{}}},
 {"name":"think","description":"Use this tool to think. It changes nothing and returns nothing.","inputSchema":{"type":"object","properties":{"thought":{"type":"string"}},"required":["thought"]}}
 ]`
 
 var meetingKinds = []string{"Kick-off", "Quarterly review", "Design review", "Vendor call", "Onboarding session", "Budget check-in", "Retro", "Interview loop debrief"}
 var busyTitles = []string{"Team standup", "Focus time", "Lunch", "1:1", "All hands", "Dentist"}
+var teamNames = []string{"Design", "Platform", "Sales", "Support", "Finance", "Research", "Legal", "Data"}
 var timeZones = []string{"UTC", "Europe/London", "Europe/Berlin", "America/New_York", "Asia/Tokyo"}
 
 func (t *task) newEventID() string {
@@ -50,7 +53,29 @@ func (t *task) calendarFlow(specs map[string]bool) {
 		events["events"] = []any{}
 	}
 	good := map[string]any{"calendar_id": owner.email, "time_min": iso + "T00:00:00Z", "time_max": iso + "T23:59:59Z"}
-	if specs[ClassTimeFormat] {
+	switch {
+	case specs[ClassCalendarNotFound]:
+		// The agent guesses a team calendar's id from its name; the API
+		// answers with a JSON error body naming the guess, and the agent
+		// lists the calendars to find the real id.
+		team := g.pick(teamNames)
+		guess := g.fresh(func() string { return strings.ToLower(team) + "-team-" + g.hex(3) })
+		id := g.fresh(func() string { return "cal_" + g.hex(10) })
+		other := g.fresh(func() string { return "cal_" + g.hex(10) })
+		bad := map[string]any{"calendar_id": guess, "time_min": good["time_min"], "time_max": good["time_max"]}
+		f := t.fail("calendar", "list_events", bad,
+			fmt.Sprintf(`{"error":{"code":404,"message":"Calendar not found: %s","status":"NOT_FOUND","details":[{"reason":"notFound","domain":"calendar"}]}}`, guess))
+		t.ok("calendar", "list_calendars", map[string]any{}, map[string]any{"calendars": []map[string]any{
+			{"calendar_id": owner.email, "summary": owner.name()},
+			{"calendar_id": id, "summary": team + " team"},
+			{"calendar_id": other, "summary": g.pick(teamNames) + " on-call"}}})
+		good["calendar_id"], events["calendar_id"] = id, id
+		s := t.ok("calendar", "list_events", good, events)
+		if g.chance(0.5) {
+			s.thought = "Calendar ids are not names; take the id from the list."
+		}
+		t.episode(ClassCalendarNotFound, s, f)
+	case specs[ClassTimeFormat]:
 		bad := map[string]any{"calendar_id": owner.email, "time_min": iso + "T00:00", "time_max": iso + "T23:59"}
 		f := t.rpcFail("calendar", "list_events", bad, -32602,
 			fmt.Sprintf("Invalid params: time_min '%sT00:00' is not an RFC 3339 timestamp (e.g. %sT00:00:00Z)", iso, iso))
@@ -59,7 +84,7 @@ func (t *task) calendarFlow(specs map[string]bool) {
 			s.thought = "It wants full RFC 3339 timestamps with seconds and a zone."
 		}
 		t.episode(ClassTimeFormat, s, f)
-	} else {
+	default:
 		t.do("calendar", "list_events", good, events)
 	}
 

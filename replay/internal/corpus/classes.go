@@ -39,6 +39,8 @@ const (
 	ClassUnavailable      = "service_unavailable"      // calendar: 503, backend restarting
 	ClassRepoArchived     = "repo_archived"            // repo: permission denied, repository archived
 	ClassRecipientRejects = "email_recipient_rejected" // shop: 550 recipient address rejected
+	ClassCalendarNotFound = "calendar_not_found"       // calendar: JSON body, 404 Calendar not found: <guessed id>
+	ClassCountryCode      = "address_country_code"     // shop: JSON body, address.country must be a two-letter code, one of …
 )
 
 // class describes an error class.
@@ -67,7 +69,13 @@ var classes = []class{
 	{name: ClassUnavailable, recovery: RecoveryRetry, servers: []string{"calendar"}, generic: true},
 	{name: ClassRepoArchived, recovery: RecoveryNone, servers: []string{"repo"}},
 	{name: ClassRecipientRejects, recovery: RecoveryNone, servers: []string{"shop"}},
+	{name: ClassCalendarNotFound, recovery: RecoveryOtherID, servers: []string{"calendar"}},
+	{name: ClassCountryCode, recovery: RecoveryFormat, servers: []string{"shop"}},
 }
+
+// sameCall are the pairs of classes staged on the same call of a workflow:
+// one task holds at most one of each pair.
+var sameCall = [][2]string{{ClassTimeFormat, ClassCalendarNotFound}}
 
 func classOf(name string) class {
 	for _, c := range classes {

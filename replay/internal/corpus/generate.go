@@ -190,7 +190,7 @@ func compatible(have []epSpec, e epSpec) bool {
 	servers := map[string]bool{e.server: true}
 	for _, h := range have {
 		servers[h.server] = true
-		if h.class == e.class {
+		if h.class == e.class || slices.Contains(sameCall, [2]string{h.class, e.class}) || slices.Contains(sameCall, [2]string{e.class, h.class}) {
 			return false
 		}
 		if h.server == e.server && classOf(h.class).generic && classOf(e.class).generic {

@@ -1,6 +1,9 @@
 package corpus
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+)
 
 // The shop server: an e-commerce support desk's order, payment and returns
 // API. Its workflows: refund an order, return an order's items, change a
@@ -104,6 +107,12 @@ func (t *task) shopFlows(specs map[string]bool) []func() {
 	if specs[ClassMissingReason] {
 		kinds = append(kinds, "return")
 	}
+	if specs[ClassCountryCode] {
+		kinds = append(kinds, "address")
+		if specs[ClassOrderNotFound] && len(kinds) == 1 {
+			kinds = append(kinds, "refund") // an address change looks no order up
+		}
+	}
 	if len(kinds) == 0 {
 		kinds = append(kinds, t.g.pick([]string{"refund", "return", "address"}))
 		if specs[ClassOrderNotFound] && kinds[0] == "address" {
@@ -115,8 +124,8 @@ func (t *task) shopFlows(specs map[string]bool) []func() {
 	notFound := specs[ClassOrderNotFound]
 	for i, k := range kinds {
 		last := i == len(kinds)-1
-		nf := notFound
-		notFound = false
+		nf := notFound && k != "address"
+		notFound = notFound && !nf
 		flows = append(flows, func() {
 			switch k {
 			case "refund":
@@ -249,6 +258,7 @@ func (t *task) returnFlow(c *shopCase, specs map[string]bool, notFound, last boo
 }
 
 var streets = []string{"Maple Avenue", "Harbour Road", "Lindenstraße", "Rue des Acacias", "Keizersgracht", "Calle Mayor", "Station Road", "Elm Street"}
+var countryNames = map[string]string{"GB": "United Kingdom", "DE": "Germany", "FR": "France", "NL": "Netherlands", "ES": "Spain", "US": "United States"}
 var cities = []struct{ city, country string }{{"Leeds", "GB"}, {"Bristol", "GB"}, {"Leipzig", "DE"}, {"Lyon", "FR"}, {"Utrecht", "NL"}, {"Valencia", "ES"}, {"Portland", "US"}, {"Austin", "US"}}
 
 func (t *task) addressFlow(c *shopCase, specs map[string]bool, last bool) {
@@ -266,7 +276,18 @@ func (t *task) addressFlow(c *shopCase, specs map[string]bool, last bool) {
 		"postal_code": g.fresh(func() string { return fmt.Sprintf("%d", g.between(10000, 99999)) }),
 		"country":     city.country,
 	}
-	t.ok("shop", "update_address", map[string]any{"customer_id": c.id, "address": addr}, map[string]any{"customer_id": c.id, "address": addr, "updated": true})
+	if specs[ClassCountryCode] {
+		// The agent writes the country out; the API's JSON error states
+		// the constraint and lists the codes it takes.
+		bad := maps.Clone(addr)
+		bad["country"] = countryNames[city.country]
+		f := t.fail("shop", "update_address", map[string]any{"customer_id": c.id, "address": bad},
+			`{"error":{"type":"invalid_request_error","code":"parameter_invalid","param":"address.country","message":"address.country must be a two-letter ISO 3166-1 code, one of: US, GB, DE, FR, NL, ES"}}`)
+		s := t.ok("shop", "update_address", map[string]any{"customer_id": c.id, "address": addr}, map[string]any{"customer_id": c.id, "address": addr, "updated": true})
+		t.episode(ClassCountryCode, s, f)
+	} else {
+		t.ok("shop", "update_address", map[string]any{"customer_id": c.id, "address": addr}, map[string]any{"customer_id": c.id, "address": addr, "updated": true})
+	}
 	if last {
 		t.email(c, specs, "Your address has been updated",
 			fmt.Sprintf("Hi %s, your default shipping address is now %s, %s. Orders that have not shipped yet will go there.", c.cust.first, addr["line1"], city.city))

@@ -51,7 +51,10 @@ type Query struct {
 	// query's error (Mask); "" when the query carries none.
 	ErrorTemplate string `json:"error_template,omitempty"`
 	Want          string `json:"want"` // id of the experience that answers it
-	Lang          string `json:"lang"` // "en" or "zh"
+	// Relevant are all the experiences that answer it, Want among them
+	// (empty: Want alone).
+	Relevant []string `json:"relevant,omitempty"`
+	Lang     string   `json:"lang"` // "en" or "zh"
 }
 
 type errorKind struct {
