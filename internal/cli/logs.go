@@ -72,3 +72,14 @@ func logRedactor(g *globals) (*capture.Redactor, error) {
 	}
 	return builtin, err
 }
+
+// redactName redacts a name given on the command line (a server's, which
+// names its log file, its traces and its metrics): a secret in it reaches
+// no file.
+func redactName(g *globals, name string) string {
+	red, _ := logRedactor(g)
+	if red == nil {
+		return "unnamed" // not even the built-in rules load: keep the name out
+	}
+	return red.RedactName(name)
+}

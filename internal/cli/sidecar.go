@@ -32,6 +32,7 @@ type sidecar struct {
 	client   *daemon.Client
 	keeper   *daemonKeeper
 	recorder *capture.Recorder // nil until capture started
+	red      *capture.Redactor // the recorder's; redacts the task ids noteFinal names
 	logger   *slog.Logger
 
 	mu       sync.Mutex
@@ -407,6 +408,7 @@ func (s *sidecar) startCapture(g *globals, name string, logger *slog.Logger) (*c
 	if err != nil {
 		return nil, fmt.Errorf("start capture: %w", err)
 	}
+	s.red = red
 	return rec, nil
 }
 
@@ -523,7 +525,8 @@ func (s *sidecar) noteFinal(ex *proxy.Exchange) {
 		req.TaskID = t.Str
 	}
 	if req.TaskID != "" {
-		req.SessionID = ""
+		// Stored steps carry the id redacted: so does their end.
+		req.TaskID, req.SessionID = s.red.RedactName(req.TaskID), ""
 	}
 	s.ending.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), endTaskTimeout)
