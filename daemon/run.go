@@ -34,7 +34,7 @@ func LockPath(home hindsight.Home) string { return home.Path("daemon.lock") }
 // ErrAlreadyRunning when another process holds it.
 func AcquireLock(home hindsight.Home) (*Lock, error) {
 	if err := home.Ensure(); err != nil {
-		return nil, fmt.Errorf("create home: %w", err)
+		return nil, fmt.Errorf("acquire lock: %w", err)
 	}
 	f, err := os.OpenFile(LockPath(home), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {

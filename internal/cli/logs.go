@@ -31,7 +31,7 @@ func (c logCloser) Close() error {
 // package safelog). Stdout is never used for logs: it carries the protocol.
 func openLog(g *globals, name string) (*slog.Logger, io.Closer, error) {
 	if err := g.home.Ensure(); err != nil {
-		return nil, nil, fmt.Errorf("create home: %w", err)
+		return nil, nil, fmt.Errorf("open log: %w", err)
 	}
 	c := g.config.Logs
 	f, err := safelog.Open(filepath.Join(g.home.Logs(), logName(name)+".log"), c.MaxBytes, c.Keep)

@@ -71,6 +71,10 @@ const finalDrainTimeout = 3 * time.Second
 // It never blocks on the daemon: the daemon is started in the background
 // when none answers, and capture's outbox buffers steps meanwhile.
 func newSidecar(ctx context.Context, g *globals, name, transport string, logger *slog.Logger) (*sidecar, error) {
+	// Nothing is recorded into a home another user owns.
+	if err := g.home.Ensure(); err != nil {
+		return nil, err
+	}
 	s := &sidecar{
 		Hooks:    &proxy.Hooks{},
 		client:   daemon.NewClient(g.home.Socket()),
