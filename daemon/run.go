@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/cli/safelog"
 	"github.com/hindsight-proxy/hindsight/internal/filelock"
 )
 
@@ -275,7 +276,7 @@ func spawn(home hindsight.Home, exe, errPath string, globalArgs []string) (<-cha
 	cmd := exec.Command(exe, append(append([]string{}, globalArgs...), "daemon")...)
 	cmd.Env = daemonEnv(os.Environ(), home)
 	cmd.Dir = "/"
-	if f, err := os.OpenFile(errPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600); err == nil {
+	if f, _, err := safelog.OpenFile(errPath, os.O_TRUNC); err == nil {
 		cmd.Stderr = f
 		defer f.Close()
 	}

@@ -112,3 +112,38 @@ func TestSecretsInNamesReachNoFile(t *testing.T) {
 		}
 	}
 }
+
+// TestWrapLogLinkNotFollowed: a symbolic link at a sidecar's log file path
+// is not followed: a real wrap leaves the link's target as it was, and its
+// log, a regular file in the link's place, says what happened.
+func TestWrapLogLinkNotFollowed(t *testing.T) {
+	bin := testbin.Hindsight(t)
+	home := testbin.Home(t)
+	if err := hindsight.Home(home).Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(testkit.ShortTempDir(t), "bashrc")
+	if err := os.WriteFile(target, []byte("keep me\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(home, "logs", "wrap-linked.log")
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "wrap", "--name", "linked", "--", "sh", "-c", "exec cat")
+	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+home)
+	cmd.Stdin = strings.NewReader("")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("wrap: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep me\n" {
+		t.Errorf("the link's target was written to: %q", b)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("the log's path: %v, %v; want a regular file", fi, err)
+	}
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), "was a symbolic link") || !strings.Contains(string(b), "wrap starting") {
+		t.Errorf("the log does not say the link was replaced, or holds no line of the sidecar:\n%s", b)
+	}
+}
