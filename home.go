@@ -1,6 +1,8 @@
 package hindsight
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 )
@@ -36,17 +38,22 @@ func (h Home) Outboxes() string { return h.Path("outbox") }
 // DaemonData is the daemon's Badger directory (traces, queue, experiences).
 func (h Home) DaemonData() string { return h.Path("daemon") }
 
+// ErrNotYours is the error of a home (or its log directory) that another
+// user owns.
+var ErrNotYours = errors.New("owned by another user")
+
 // Ensure creates the home directory and its log directory with mode 0700
-// (on Windows, it gives the home an ACL that admits only the user).
+// (on Windows, it gives the home an ACL that admits only the user). On
+// Unix, existing ones that others may read or write are tightened to 0700
+// when the user owns them, and refused (ErrNotYours) when another user
+// does: that user could read the traces and logs, or change them.
 func (h Home) Ensure() error {
 	for i, d := range []string{string(h), h.Logs()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return err
+			return fmt.Errorf("create home: %w", err)
 		}
-		if i == 0 {
-			if err := restrictDir(d); err != nil {
-				return err
-			}
+		if err := privateDir(d, i == 0); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -3,8 +3,10 @@
 package hindsight
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // defaultHome is ~/.hindsight on Linux and macOS alike (a short path: a
@@ -16,6 +18,26 @@ func defaultHome() Home {
 	return Home(".hindsight")
 }
 
-// restrictDir does nothing on Unix: the directory's mode (0700) is its
-// access control.
-func restrictDir(dir string) error { return nil }
+// privateDir makes dir, which exists, the user's alone: its mode is its
+// access control, so one that others may use is set to 0700 when the user
+// owns it, and refused when another user does (root included: a home is
+// one user's).
+func privateDir(dir string, _ bool) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("check home: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("check home: %s is not a directory", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("check home: %s is %w (uid %d; you are uid %d), who could read or change its traces and logs: "+
+			"use a directory of yours (--home or HINDSIGHT_HOME), or give this one to yourself", dir, ErrNotYours, st.Uid, os.Geteuid())
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("check home: make %s private: %w", dir, err)
+		}
+	}
+	return nil
+}

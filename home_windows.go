@@ -22,6 +22,15 @@ func defaultHome() Home {
 	return Home(".hindsight")
 }
 
+// privateDir restricts the home (top) with restrictDir; the directories
+// inside it inherit its ACL.
+func privateDir(dir string, top bool) error {
+	if !top {
+		return nil
+	}
+	return restrictDir(dir)
+}
+
 // restrictDir gives dir a protected ACL (no inherited entries) that lets
 // only the current user, SYSTEM and Administrators in, inherited by what is
 // created inside it: Windows ignores file modes, and the daemon's socket is

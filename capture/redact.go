@@ -63,6 +63,7 @@ type Redactor struct {
 	keywords *keywordIndex
 	// commonKeys are the common keys scanJSON passes without a look.
 	commonKeys *cleanKeyTable
+	names      *names // RedactName's cache
 }
 
 // NewRedactor returns a Redactor with the built-in rules and those of cfg.
@@ -71,7 +72,7 @@ func NewRedactor(cfg RedactorConfig) (*Redactor, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Redactor{keywords: kw, keys: map[string]string{}}
+	r := &Redactor{keywords: kw, keys: map[string]string{}, names: &names{}}
 	for _, k := range cfg.Keys {
 		n := normalizeKey(k)
 		if n == "" {

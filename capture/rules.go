@@ -156,6 +156,18 @@ var builtinText = []textRule{
 		parts:    cookieValues,
 	},
 	{
+		// OpenAI keys without the "T3BlbkFJ" marker gitleaks' rule needs:
+		// project, service-account and admin keys (sk-proj-…, 150 to 170
+		// bytes today), and the bare sk-… keys of OpenAI-compatible
+		// services (32 to 64 letters and digits). A key is random: its
+		// body has upper and lower case letters and digits, which hyphenated
+		// words ("sk-learn", "task-force-one") do not.
+		id:       "openai-api-key",
+		keywords: []string{"sk-"},
+		re:       regexp.MustCompile(`\bsk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}|[A-Za-z0-9]{32,})`),
+		check:    func(_, v string) bool { return randomLooking(v[strings.LastIndexByte(v[:min(len(v), 12)], '-')+1:]) },
+	},
+	{
 		// ADO/ODBC connection strings: ";Pwd=…;".
 		id:       "key:password",
 		keywords: []string{"pwd"},
@@ -170,6 +182,19 @@ var builtinText = []textRule{
 		valueGroup: 2,
 		check:      func(key, v string) bool { return !notSensitive[normalizeKey(key)] && !isReference(v) },
 	},
+}
+
+// randomLooking reports whether s holds an upper-case letter, a
+// lower-case letter and a digit, as a random key of 32 bytes or more does.
+func randomLooking(s string) bool {
+	var upper, lower, digit bool
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		upper = upper || 'A' <= c && c <= 'Z'
+		lower = lower || 'a' <= c && c <= 'z'
+		digit = digit || '0' <= c && c <= '9'
+	}
+	return upper && lower && digit
 }
 
 // basicCredentials reports whether v is base64 of "user:password".

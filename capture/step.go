@@ -63,7 +63,9 @@ func buildStep(s *hindsight.Step, ex *proxy.Exchange, r *Redactor, maxBody int) 
 		s.LatencyMS = float64(ex.Ended.Sub(ex.Started).Microseconds()) / 1000
 	}
 	if sess := ex.Session; sess != nil {
-		s.SessionID, s.Server, s.Transport, s.HostPID, s.ExplicitTask = sess.ID, sess.Server, sess.Transport, sess.HostPID, sess.TaskID
+		// The session's names come from the command line and the
+		// environment: a secret in them is redacted like one in a body.
+		s.SessionID, s.Server, s.Transport, s.HostPID, s.ExplicitTask = sess.ID, r.RedactName(sess.Server), sess.Transport, sess.HostPID, r.RedactName(sess.TaskID)
 		s.ClientName, s.ClientVersion, s.ProtocolVersion = sess.Client()
 	}
 

@@ -148,6 +148,8 @@ func (s *Server) storeEpisode(ctx context.Context, e *Episode) (*EpisodeResult, 
 	if err := e.validate(); err != nil {
 		return nil, err
 	}
+	// The task id becomes keys and log lines: a secret in it goes first.
+	e.TaskID, _ = red.RedactString(e.TaskID)
 	var idx int
 	if e.StepIndex != nil {
 		idx = *e.StepIndex

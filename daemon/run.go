@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/cli/safelog"
 	"github.com/hindsight-proxy/hindsight/internal/filelock"
 )
 
@@ -34,7 +35,7 @@ func LockPath(home hindsight.Home) string { return home.Path("daemon.lock") }
 // ErrAlreadyRunning when another process holds it.
 func AcquireLock(home hindsight.Home) (*Lock, error) {
 	if err := home.Ensure(); err != nil {
-		return nil, fmt.Errorf("create home: %w", err)
+		return nil, fmt.Errorf("acquire lock: %w", err)
 	}
 	f, err := os.OpenFile(LockPath(home), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -275,7 +276,7 @@ func spawn(home hindsight.Home, exe, errPath string, globalArgs []string) (<-cha
 	cmd := exec.Command(exe, append(append([]string{}, globalArgs...), "daemon")...)
 	cmd.Env = daemonEnv(os.Environ(), home)
 	cmd.Dir = "/"
-	if f, err := os.OpenFile(errPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600); err == nil {
+	if f, _, err := safelog.OpenFile(errPath, os.O_TRUNC); err == nil {
 		cmd.Stderr = f
 		defer f.Close()
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,9 +50,9 @@ func filesHolding(t *testing.T, root, s string) []string {
 // trace (in a small step and in one large enough for Badger's value log)
 // and in an experience of a real daemon, purges both with the CLI, and
 // finds the secret in no file under the home (Badger's tables, value logs
-// and memtable logs included): at once, but for the value-log file being
-// appended to, and after a restart of the daemon in none; the other task
-// (whose id extends a purged one's) and experience are intact.
+// and memtable logs included) when the purges return, without a restart;
+// the daemon still serves, and the other task (whose id extends a purged
+// one's) and experience are intact.
 func TestPurgeErasesFromDisk(t *testing.T) {
 	home := hindsight.Home(testkit.ShortTempDir(t))
 	testbin.StopDaemon(t, string(home))
@@ -92,30 +91,24 @@ func TestPurgeErasesFromDisk(t *testing.T) {
 		t.Fatal("the planted secret is on no file before the purge: the test proves nothing")
 	}
 
+	t0 := time.Now()
 	out := testbin.Run(t, string(home), false, "traces", "purge", "leaky-task", "leaky-task-2", "no-such-task", "--with-experiences")
-	if !strings.Contains(out, "purged 2 task(s)") || !strings.Contains(out, "purged 1 experience(s) learnt from them: derived") {
+	t.Logf("traces purge took %v", time.Since(t0).Round(time.Millisecond))
+	if !strings.Contains(out, "purged 2 task(s)") || !strings.Contains(out, "purged 1 experience(s) learnt from them: derived") ||
+		strings.Contains(out, "next starts") {
 		t.Errorf("traces purge said %q", out)
 	}
 	out = testbin.Run(t, string(home), false, "experiences", "purge", "leaky")
 	if !strings.Contains(out, "purged 1 experience(s)") {
 		t.Errorf("experiences purge said %q", out)
 	}
-	// At once, it is gone everywhere but from the value-log file the
-	// trace store appends to (Badger never rewrites that one)...
-	for _, f := range filesHolding(t, string(home), leaked) {
-		if !strings.HasPrefix(f, filepath.Join("daemon", "traces")) || !strings.HasSuffix(f, ".vlog") {
-			t.Errorf("the secret is still in %s after the purge", f)
-		}
-	}
-	// ... and from there once the daemon restarts (a new value-log file
-	// is opened, and the old one collected).
-	daemon.cmd.Process.Signal(syscall.SIGTERM)
-	if err := daemon.wait(t, time.Minute); err != nil {
-		t.Fatalf("daemon stop: %v\n%s", err, daemon.stderr)
-	}
-	_, c = startDaemon(t, home)
+	// When the purges return, it is in no file, the value-log file the
+	// trace store was appending to included, and the daemon still runs.
 	if hits := filesHolding(t, string(home), leaked); len(hits) > 0 {
-		t.Errorf("the secret is still on disk after the purge and a restart, in %v", hits)
+		t.Errorf("the secret is still on disk after the purge, in %v", hits)
+	}
+	if daemon.exited() {
+		t.Fatalf("the daemon stopped: %v\n%s", daemon.err, daemon.stderr)
 	}
 	if _, err := c.Task(ctx, "leaky-task"); err == nil {
 		t.Error("a purged task is still listed")

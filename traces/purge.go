@@ -18,7 +18,8 @@ import (
 // PurgeTasks removes the tasks ids and everything stored for them: their
 // records, steps, group index entries and finality markers, every version
 // of them erased from the files. Unknown ids are ignored; it returns the
-// ids removed. (The dedupe records of the steps' sources stay: they hold
+// ids removed; when it returns, their bytes are in no file of the store
+// (see erase.RotateValueLog). (The dedupe records of the steps' sources stay: they hold
 // sequence numbers, not content.)
 func (t *Store) PurgeTasks(ctx context.Context, ids []string) ([]string, error) {
 	t.mu.Lock()
@@ -66,6 +67,11 @@ func (t *Store) PurgeTasks(ctx context.Context, ids []string) ([]string, error) 
 		return nil, nil
 	}
 	if err := erase.Keys(t.db, exact, prefixes); err != nil {
+		return nil, fmt.Errorf("purge tasks: %w", err)
+	}
+	// Steps from 1 KiB are in the value log, maybe in the file Badger
+	// appends to: it is left, and collected.
+	if err := erase.RotateValueLog(t.db); err != nil {
 		return nil, fmt.Errorf("purge tasks: %w", err)
 	}
 	t.dirty.Store(true)

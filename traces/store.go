@@ -206,8 +206,16 @@ func traceBadgerOptions(dir string, logger *slog.Logger) badger.Options {
 	return badgerdb.Options(dir, logger).
 		WithSyncWrites(false). // synced by syncLoop (see Store)
 		WithValueThreshold(traceValueThreshold).
+		WithValueLogMaxEntries(traceValueLogMaxEntries).
 		WithDetectConflicts(false)
 }
+
+// traceValueLogMaxEntries bounds the entries of a value-log file: a purge
+// fills the file being appended to so that Badger opens another and the
+// old one can be collected (erase.RotateValueLog), which costs up to this
+// many entries of traceValueThreshold bytes (8 MiB) rather than the file's
+// 64 MiB.
+const traceValueLogMaxEntries = 8 << 10
 
 // traceValueThreshold is the size from which a trace store's value goes to
 // the value log.

@@ -3,9 +3,13 @@ package ui
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,5 +146,68 @@ func TestBrowser(t *testing.T) {
 	}
 	if got := queryHindsight(t, in, "the payment gateway timed out"); strings.Contains(got, edited) || strings.Contains(got, lessonText) {
 		t.Fatalf("after forget: query_hindsight still answers the lesson: %s", got)
+	}
+}
+
+// TestBrowserOtherPortNeverSeesToken: a browser that opened the UI's token
+// URL then visits a page served on another port of 127.0.0.1, which
+// receives the browser's 127.0.0.1 cookies: none holds the token (the
+// cookie is a session id), and the UI still answers the browser.
+func TestBrowserOtherPortNeverSeesToken(t *testing.T) {
+	exe := findChromium()
+	if exe == "" {
+		t.Skip("no chromium found (apt-get install chromium, or set HINDSIGHT_CHROMIUM)")
+	}
+	client := startDaemon(t)
+	raw, err := client.UI(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := raw[strings.Index(raw, "token=")+len("token="):]
+	var mu sync.Mutex
+	var seen []string // what the other port received: every header
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		for k, vs := range r.Header {
+			seen = append(seen, k+": "+strings.Join(vs, "; "))
+		}
+		seen = append(seen, r.URL.String())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<!doctype html><title>other</title><p id="other">another local server</p>`)
+	}))
+	defer other.Close()
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe),
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("headless", "new"))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelT()
+	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	do("open the UI", chromedp.Navigate(raw), chromedp.WaitVisible(chromedp.CSS(`li.task`)))
+	do("visit the other port", chromedp.Navigate(other.URL+"/page"), chromedp.WaitVisible(chromedp.CSS(`#other`)))
+	do("back to the UI without the token", chromedp.Navigate(strings.Split(raw, "?")[0]+"experiences"), chromedp.WaitVisible(chromedp.CSS(`#search`)))
+
+	mu.Lock()
+	defer mu.Unlock()
+	cookies := 0
+	for _, h := range seen {
+		if strings.Contains(h, token) {
+			t.Errorf("the page on another port received the token: %s", h)
+		}
+		if strings.HasPrefix(h, "Cookie: ") {
+			cookies++
+		}
+	}
+	if cookies == 0 {
+		t.Errorf("the other port received no cookie: the test shows nothing (headers %q)", seen)
 	}
 }

@@ -62,14 +62,18 @@ func parsePages() map[string]*template.Template {
 // page is what every template receives.
 type page struct {
 	Title string
-	Token string // for forms
+	CSRF  string // for forms: the browser session's (see session)
 	Nav   string
 	Data  any
 }
 
-func (s *Server) render(w http.ResponseWriter, name, title string, data any) {
+func (s *Server) render(w http.ResponseWriter, r *http.Request, name, title string, data any) {
 	var buf bytes.Buffer
-	if err := s.pages[name].Execute(&buf, page{Title: title, Token: s.Token, Nav: navOf(name), Data: data}); err != nil {
+	var csrf string
+	if sess, _ := r.Context().Value(sessionKey{}).(*session); sess != nil {
+		csrf = sess.csrf
+	}
+	if err := s.pages[name].Execute(&buf, page{Title: title, CSRF: csrf, Nav: navOf(name), Data: data}); err != nil {
 		s.Logger.Error("render page", "page", name, "err", err)
 		http.Error(w, "render page: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -125,7 +129,7 @@ func (s *Server) handleTasks(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	s.render(w, "tasks", "Tasks", out)
+	s.render(w, r, "tasks", "Tasks", out)
 }
 
 type taskPage struct {
@@ -143,7 +147,7 @@ func (s *Server) handleTask(w http.ResponseWriter, r *http.Request) {
 	for _, st := range t.Steps {
 		p.Redactions += st.Redactions
 	}
-	s.render(w, "task", "Task "+t.ID, p)
+	s.render(w, r, "task", "Task "+t.ID, p)
 }
 
 // --- experiences ---
@@ -201,7 +205,7 @@ func (s *Server) handleExperiences(w http.ResponseWriter, r *http.Request) {
 			kept = append(kept, e)
 		}
 	}
-	s.render(w, "experiences", "Experiences", experiencesPage{Filter: f, Results: kept, Search: f.Q != ""})
+	s.render(w, r, "experiences", "Experiences", experiencesPage{Filter: f, Results: kept, Search: f.Q != ""})
 }
 
 // injection is one step that showed an experience to an agent.
@@ -253,7 +257,7 @@ func (s *Server) handleExperience(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		p.Error = "injections: " + err.Error()
 	}
-	s.render(w, "experience", "Experience "+e.ID, p)
+	s.render(w, r, "experience", "Experience "+e.ID, p)
 }
 
 // injections scans the recorded steps for those that showed the experience

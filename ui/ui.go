@@ -3,20 +3,20 @@
 // search, edit, pin, forget, restore and purge). The daemon serves it on a
 // loopback TCP port; `hindsight ui` starts or finds it.
 //
-// Every request needs the token of this start: the URL the daemon hands
-// out carries it as ?token=, which the first page load turns into a
-// cookie; scripts may send it as the X-Hindsight-Token header. The Host
-// header must name loopback (against DNS rebinding), and a state-changing
-// request must be a POST with the token in its form (or header) and an
-// Origin or Referer of the UI itself (against cross-site requests).
+// Every request needs the token of this start, or a browser session begun
+// with it: the URL the daemon hands out carries the token as ?token=,
+// which the first page load exchanges for a session id in a cookie (the
+// token itself is never a cookie: browsers send a 127.0.0.1 cookie to
+// every port); scripts may send the token as the X-Hindsight-Token header.
+// The Host header must name loopback (against DNS rebinding), and a
+// state-changing request must be a POST with its session's form value
+// (or the token header) and an Origin or Referer of the UI itself
+// (against cross-site requests).
 package ui
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/subtle"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -43,17 +43,17 @@ type Server struct {
 	Token  string         // the token every request must carry
 	Logger *slog.Logger
 
-	once  sync.Once
-	mux   *http.ServeMux
-	pages map[string]*template.Template
+	once     sync.Once
+	mux      *http.ServeMux
+	pages    map[string]*template.Template
+	sessions sessions
 }
 
+// sessionKey is the request context's key of the browser session, if any.
+type sessionKey struct{}
+
 // NewToken returns a fresh random token.
-func NewToken() string {
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func NewToken() string { return randomHex() }
 
 func (s *Server) init() {
 	s.once.Do(func() {
@@ -80,19 +80,17 @@ func (s *Server) init() {
 	})
 }
 
-// cookieName is the token's cookie; cookies ignore ports, so the name
+// cookieName is the session's cookie; cookies ignore ports, so the name
 // carries the port of the UI it belongs to.
 func cookieName(host string) string {
 	_, port, _ := net.SplitHostPort(host)
 	return "hindsight_ui_" + port
 }
 
-func (s *Server) tokenOK(t string) bool {
-	return t != "" && subtle.ConstantTimeCompare([]byte(t), []byte(s.Token)) == 1
-}
+func (s *Server) tokenOK(t string) bool { return equal(t, s.Token) }
 
-// ServeHTTP checks the Host, the token and, for a POST, the origin and the
-// form's token, then serves the page.
+// ServeHTTP checks the Host, the token or session and, for a POST, the
+// origin and the form's session value, then serves the page.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.init()
 	h := w.Header()
@@ -114,23 +112,32 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "forbidden: wrong token; open the URL that `hindsight ui` prints", http.StatusForbidden)
 			return
 		}
-		http.SetCookie(w, &http.Cookie{Name: cookieName(r.Host), Value: s.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		http.SetCookie(w, &http.Cookie{Name: cookieName(r.Host), Value: s.sessions.begin(), Path: "/",
+			MaxAge: int(sessionMax / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		q := r.URL.Query()
 		q.Del("token")
 		u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
 		http.Redirect(w, r, u.String(), http.StatusSeeOther)
 		return
 	}
-	tok := r.Header.Get(TokenHeader)
-	if c, err := r.Cookie(cookieName(r.Host)); err == nil && tok == "" {
-		tok = c.Value
+	var sess *session
+	if tok := r.Header.Get(TokenHeader); tok != "" {
+		if !s.tokenOK(tok) {
+			http.Error(w, "forbidden: wrong token in "+TokenHeader, http.StatusForbidden)
+			return
+		}
+	} else if c, err := r.Cookie(cookieName(r.Host)); err == nil {
+		sess = s.sessions.use(c.Value)
 	}
-	if !s.tokenOK(tok) {
-		http.Error(w, "forbidden: no token; open the URL that `hindsight ui` prints", http.StatusForbidden)
+	if sess == nil && r.Header.Get(TokenHeader) == "" {
+		http.Error(w, "forbidden: no session, or it expired; open the URL that `hindsight ui` prints", http.StatusForbidden)
 		return
 	}
+	if sess != nil {
+		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		if err := s.checkPost(r); err != nil {
+		if err := s.checkPost(r, sess); err != nil {
 			http.Error(w, "forbidden: "+err.Error(), http.StatusForbidden)
 			return
 		}
@@ -139,9 +146,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkPost accepts a state-changing request only as a POST from the UI's
-// own pages: its Origin (else its Referer) is this UI, and its form or
-// header carries the token.
-func (s *Server) checkPost(r *http.Request) error {
+// own pages: its Origin (else its Referer) is this UI, and its form
+// carries its session's value (or a header the token).
+func (s *Server) checkPost(r *http.Request, sess *session) error {
 	if r.Method != http.MethodPost {
 		return fmt.Errorf("method %s not allowed", r.Method)
 	}
@@ -155,13 +162,12 @@ func (s *Server) checkPost(r *http.Request) error {
 	if origin != self {
 		return fmt.Errorf("cross-origin request (origin %q)", origin)
 	}
-	tok := r.Header.Get(TokenHeader)
-	if tok == "" {
-		r.Body = http.MaxBytesReader(nil, r.Body, 1<<20)
-		tok = r.PostFormValue("token")
+	if sess == nil {
+		return nil // the token header was checked
 	}
-	if !s.tokenOK(tok) {
-		return fmt.Errorf("the form carries no valid token")
+	r.Body = http.MaxBytesReader(nil, r.Body, 1<<20)
+	if !equal(r.PostFormValue("csrf"), sess.csrf) {
+		return fmt.Errorf("the form carries no valid session value; reload the page")
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -45,6 +46,33 @@ func do(t *testing.T, method, u string, hdr map[string]string, form url.Values) 
 	return resp, string(b)
 }
 
+// login exchanges the token URL for a session, as a browser does, and
+// returns the session's Cookie header and its forms' value. The token
+// appears in no Set-Cookie.
+func login(t *testing.T, raw string) (cookie, csrf string) {
+	t.Helper()
+	u, _ := url.Parse(raw)
+	token := u.Query().Get("token")
+	resp, _ := do(t, "GET", raw, nil, nil)
+	set := resp.Header.Values("Set-Cookie")
+	if resp.StatusCode != http.StatusSeeOther || len(set) != 1 || strings.Contains(resp.Header.Get("Location"), "token") {
+		t.Fatalf("token URL: status %d, cookies %q, location %q", resp.StatusCode, set, resp.Header.Get("Location"))
+	}
+	if strings.Contains(set[0], token) || !strings.Contains(set[0], "HttpOnly") || !strings.Contains(set[0], "SameSite=Strict") {
+		t.Fatalf("the session cookie %q holds the token, or lacks HttpOnly or SameSite", set[0])
+	}
+	cookie, _, _ = strings.Cut(set[0], ";")
+	_, body := do(t, "GET", "http://"+u.Host+"/experiences/"+lessonID, map[string]string{"Cookie": cookie}, nil)
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]{48})"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no form value on the experience page: %s", body)
+	}
+	if strings.Contains(body, token) {
+		t.Fatal("a page holds the token")
+	}
+	return cookie, m[1]
+}
+
 // TestGuards checks the token, the Host check and the CSRF checks, then
 // that the pages render what the daemon holds.
 func TestGuards(t *testing.T) {
@@ -60,7 +88,6 @@ func TestGuards(t *testing.T) {
 	u, _ := url.Parse(raw)
 	token := u.Query().Get("token")
 	base := "http://" + u.Host
-	cookie := cookieName(u.Host) + "=" + token
 
 	if resp, _ := do(t, "GET", base+"/tasks", nil, nil); resp.StatusCode != 403 {
 		t.Errorf("no token: status %d, want 403", resp.StatusCode)
@@ -68,13 +95,13 @@ func TestGuards(t *testing.T) {
 	if resp, _ := do(t, "GET", base+"/?token=wrong", nil, nil); resp.StatusCode != 403 {
 		t.Errorf("wrong token: status %d, want 403", resp.StatusCode)
 	}
+	cookie, csrf := login(t, raw)
 	if resp, _ := do(t, "GET", base+"/tasks", map[string]string{"Cookie": cookie, "Host": "evil.example:" + u.Port()}, nil); resp.StatusCode != 403 {
 		t.Errorf("rebound host: status %d, want 403", resp.StatusCode)
 	}
-	resp, _ := do(t, "GET", raw, nil, nil)
-	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Set-Cookie"), cookie) ||
-		strings.Contains(resp.Header.Get("Location"), "token") {
-		t.Fatalf("token URL: status %d, cookie %q, location %q", resp.StatusCode, resp.Header.Get("Set-Cookie"), resp.Header.Get("Location"))
+	// The token is no cookie: one holding it is no session.
+	if resp, _ := do(t, "GET", base+"/tasks", map[string]string{"Cookie": cookieName(u.Host) + "=" + token}, nil); resp.StatusCode != 403 {
+		t.Errorf("the token as a cookie: status %d, want 403", resp.StatusCode)
 	}
 	resp, body := do(t, "GET", base+"/tasks", map[string]string{"Cookie": cookie}, nil)
 	if resp.StatusCode != 200 || !strings.Contains(body, "task-1") || !strings.Contains(body, "2 redactions") ||
@@ -96,11 +123,14 @@ func TestGuards(t *testing.T) {
 		hdr  map[string]string
 		form url.Values
 	}{
-		"no origin":        {map[string]string{"Cookie": cookie}, url.Values{"token": {token}}},
-		"other origin":     {map[string]string{"Cookie": cookie, "Origin": "http://evil.example"}, url.Values{"token": {token}}},
-		"no form token":    {map[string]string{"Cookie": cookie, "Origin": base}, url.Values{}},
-		"no cookie":        {map[string]string{"Origin": base}, url.Values{"token": {token}}},
-		"wrong form token": {map[string]string{"Cookie": cookie, "Origin": base}, url.Values{"token": {"x"}}},
+		"no origin":            {map[string]string{"Cookie": cookie}, url.Values{"csrf": {csrf}}},
+		"other origin":         {map[string]string{"Cookie": cookie, "Origin": "http://evil.example"}, url.Values{"csrf": {csrf}}},
+		"other port":           {map[string]string{"Cookie": cookie, "Origin": "http://127.0.0.1:1"}, url.Values{"csrf": {csrf}}},
+		"no form value":        {map[string]string{"Cookie": cookie, "Origin": base}, url.Values{}},
+		"no cookie":            {map[string]string{"Origin": base}, url.Values{"csrf": {csrf}}},
+		"wrong form value":     {map[string]string{"Cookie": cookie, "Origin": base}, url.Values{"csrf": {"x"}}},
+		"token for form value": {map[string]string{"Cookie": cookie, "Origin": base}, url.Values{"csrf": {token}}},
+		"wrong token header":   {map[string]string{TokenHeader: "x", "Origin": base}, url.Values{}},
 	} {
 		if resp, _ := do(t, "POST", forget, c.hdr, c.form); resp.StatusCode != 403 {
 			t.Errorf("forget, %s: status %d, want 403", name, resp.StatusCode)
@@ -109,7 +139,7 @@ func TestGuards(t *testing.T) {
 	if e, _ := client.Experience(context.Background(), "", lessonID); e.Deleted {
 		t.Fatal("a refused forget forgot the lesson")
 	}
-	resp, _ = do(t, "POST", forget, map[string]string{"Cookie": cookie, "Origin": base}, url.Values{"token": {token}})
+	resp, _ = do(t, "POST", forget, map[string]string{"Cookie": cookie, "Origin": base}, url.Values{"csrf": {csrf}})
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("forget: status %d", resp.StatusCode)
 	}
@@ -131,12 +161,12 @@ func TestActions(t *testing.T) {
 		t.Fatal(err)
 	}
 	u, _ := url.Parse(raw)
-	token := u.Query().Get("token")
 	base := "http://" + u.Host
-	hdr := map[string]string{"Cookie": cookieName(u.Host) + "=" + token, "Origin": base}
+	cookie, csrf := login(t, raw)
+	hdr := map[string]string{"Cookie": cookie, "Origin": base}
 	post := func(action string, form url.Values) *http.Response {
 		t.Helper()
-		form.Set("token", token)
+		form.Set("csrf", csrf)
 		resp, _ := do(t, "POST", base+"/experiences/"+lessonID+"/"+action, hdr, form)
 		return resp
 	}

@@ -31,7 +31,7 @@ func (c logCloser) Close() error {
 // package safelog). Stdout is never used for logs: it carries the protocol.
 func openLog(g *globals, name string) (*slog.Logger, io.Closer, error) {
 	if err := g.home.Ensure(); err != nil {
-		return nil, nil, fmt.Errorf("create home: %w", err)
+		return nil, nil, fmt.Errorf("open log: %w", err)
 	}
 	c := g.config.Logs
 	f, err := safelog.Open(filepath.Join(g.home.Logs(), logName(name)+".log"), c.MaxBytes, c.Keep)
@@ -41,7 +41,7 @@ func openLog(g *globals, name string) (*slog.Logger, io.Closer, error) {
 	// The runtime's fatal errors (a crash, a memory fault) go to the log
 	// too, as the runtime writes them (a daemon's stderr is /dev/null):
 	// stack traces, unredacted; the file is 0600 like every log.
-	if cf, err := os.OpenFile(filepath.Join(g.home.Logs(), logName(name)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+	if cf, _, err := safelog.OpenFile(filepath.Join(g.home.Logs(), logName(name)+".log"), os.O_APPEND); err == nil {
 		_ = debug.SetCrashOutput(cf, debug.CrashOptions{})
 		cf.Close()
 	}
@@ -55,6 +55,9 @@ func openLog(g *globals, name string) (*slog.Logger, io.Closer, error) {
 	logger := slog.New(h)
 	if rerr != nil {
 		logger.Error("the configured redaction rules are broken; logs use the built-in ones", "err", rerr)
+	}
+	if target := f.Replaced(); target != "" {
+		logger.Warn("the log file's path was a symbolic link; it was removed (its target left as it was) and a regular file created in its place", "link_target", target)
 	}
 	return logger, logCloser{h: h, f: f}, nil
 }
@@ -71,4 +74,15 @@ func logRedactor(g *globals) (*capture.Redactor, error) {
 		return nil, berr
 	}
 	return builtin, err
+}
+
+// redactName redacts a name given on the command line (a server's, which
+// names its log file, its traces and its metrics): a secret in it reaches
+// no file.
+func redactName(g *globals, name string) string {
+	red, _ := logRedactor(g)
+	if red == nil {
+		return "unnamed" // not even the built-in rules load: keep the name out
+	}
+	return red.RedactName(name)
 }

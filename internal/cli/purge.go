@@ -79,7 +79,7 @@ func tracesPurge(ctx context.Context, g *globals, fs *pflag.FlagSet, pos []strin
 		res.Derived = nil
 	}
 	if len(res.Purged) > 0 {
-		fmt.Fprintf(stdout, "(steps above 16 KiB leave the disk when the daemon next starts: kill $(cat %s); the next command starts it again)\n", g.home.Path("daemon.lock"))
+		fmt.Fprintln(stdout, "(erased from every file of the trace store; copies you made, such as exports and backups, are yours to remove)")
 	}
 	if len(res.Derived) > 0 {
 		fmt.Fprintf(stdout, "experiences learnt from them (purge them too if the secret may be in them, or use --with-experiences):\n  hindsight experiences purge %s\n", strings.Join(res.Derived, " "))

@@ -187,6 +187,7 @@ func isLoopback(addr string) bool {
 
 // runServe is `hindsight serve`: the HTTP sidecar.
 func runServe(ctx context.Context, g *globals, o *serveOptions) error {
+	o.name = redactName(g, o.name)
 	logger, logFile, err := openLog(g, "serve-"+o.name)
 	if err != nil {
 		return err

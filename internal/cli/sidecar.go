@@ -32,6 +32,7 @@ type sidecar struct {
 	client   *daemon.Client
 	keeper   *daemonKeeper
 	recorder *capture.Recorder // nil until capture started
+	red      *capture.Redactor // the recorder's; redacts the task ids noteFinal names
 	logger   *slog.Logger
 
 	mu       sync.Mutex
@@ -70,6 +71,10 @@ const finalDrainTimeout = 3 * time.Second
 // It never blocks on the daemon: the daemon is started in the background
 // when none answers, and capture's outbox buffers steps meanwhile.
 func newSidecar(ctx context.Context, g *globals, name, transport string, logger *slog.Logger) (*sidecar, error) {
+	// Nothing is recorded into a home another user owns.
+	if err := g.home.Ensure(); err != nil {
+		return nil, err
+	}
 	s := &sidecar{
 		Hooks:    &proxy.Hooks{},
 		client:   daemon.NewClient(g.home.Socket()),
@@ -407,6 +412,7 @@ func (s *sidecar) startCapture(g *globals, name string, logger *slog.Logger) (*c
 	if err != nil {
 		return nil, fmt.Errorf("start capture: %w", err)
 	}
+	s.red = red
 	return rec, nil
 }
 
@@ -520,7 +526,8 @@ func (s *sidecar) noteFinal(ex *proxy.Exchange) {
 		req.TaskID = t.Str
 	}
 	if req.TaskID != "" {
-		req.SessionID = ""
+		// Stored steps carry the id redacted: so does their end.
+		req.TaskID, req.SessionID = s.red.RedactName(req.TaskID), ""
 	}
 	s.ending.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), endTaskTimeout)

@@ -48,6 +48,7 @@ func runWrap(ctx context.Context, g *globals, fs *pflag.FlagSet, cmdline []strin
 	if *name == "" {
 		*name = filepath.Base(cmdline[0])
 	}
+	*name = redactName(g, *name)
 	// Hindsight's own trouble must not cost the agent its server: without
 	// a log file the sidecar logs to stderr, and without capture and
 	// injection it still relays.

@@ -10,6 +10,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -93,4 +96,84 @@ func CollectValueLog(db *badger.DB) error {
 		}
 	}
 	return nil
+}
+
+// fillerPrefix keys the entries RotateValueLog writes; no other key of
+// Hindsight's databases begins with a NUL byte.
+var fillerPrefix = []byte("\x00erase-filler/")
+
+// fillerBatch is how many filler entries are written between two looks
+// at the value log's files.
+const fillerBatch = 256
+
+// RotateValueLog makes Badger leave the value-log file it appends to, so
+// that the garbage collector may rewrite it: Badger never rewrites that
+// file, so a value erased from it would stay on disk until it is full.
+// It writes filler entries (each just large enough for the value log)
+// until Badger opens a new file, which it does past ValueLogMaxEntries
+// entries or ValueLogFileSize bytes, whichever comes first; then it erases
+// the filler and collects the value log, which rewrites what was still
+// live in the old file and deletes it. A database with a small
+// ValueLogMaxEntries costs little filler (entries of ValueThreshold bytes
+// each). It does nothing to a database without a value log.
+func RotateValueLog(db *badger.DB) error {
+	opt := db.Opts()
+	if opt.InMemory {
+		return nil
+	}
+	first, err := lastValueLog(opt.ValueDir)
+	if err != nil || first < 0 {
+		return err
+	}
+	value := make([]byte, max(opt.ValueThreshold, 1))
+	limit := opt.ValueLogFileSize + int64(fillerBatch)*int64(len(value))
+	var n, written int64
+	for {
+		wb := db.NewWriteBatch()
+		for range fillerBatch {
+			if err := wb.Set(fmt.Appendf(append([]byte(nil), fillerPrefix...), "%016x", n), value); err != nil {
+				wb.Cancel()
+				return fmt.Errorf("rotate value log: %w", err)
+			}
+			n++
+		}
+		if err := wb.Flush(); err != nil {
+			return fmt.Errorf("rotate value log: %w", err)
+		}
+		written += int64(fillerBatch) * int64(len(value))
+		cur, err := lastValueLog(opt.ValueDir)
+		if err != nil {
+			return err
+		}
+		if cur > first {
+			break
+		}
+		if written > limit {
+			return fmt.Errorf("rotate value log: no new file after %d bytes", written)
+		}
+	}
+	if err := db.DropPrefix(fillerPrefix); err != nil {
+		return fmt.Errorf("rotate value log: drop filler: %w", err)
+	}
+	return CollectValueLog(db)
+}
+
+// lastValueLog returns the highest number of the value-log files in dir,
+// or -1 when there is none.
+func lastValueLog(dir string) (int64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("rotate value log: %w", err)
+	}
+	last := int64(-1)
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".vlog")
+		if !ok {
+			continue
+		}
+		if fid, err := strconv.ParseInt(name, 10, 64); err == nil && fid > last {
+			last = fid
+		}
+	}
+	return last, nil
 }

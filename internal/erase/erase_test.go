@@ -116,3 +116,58 @@ func TestKeys(t *testing.T) {
 	}
 	check(db)
 }
+
+// TestRotateValueLog: a value erased from the value-log file Badger
+// appends to is in no file once RotateValueLog returns, with the database
+// open; live values of that file are still read, and the filler is gone.
+func TestRotateValueLog(t *testing.T) {
+	dir := t.TempDir()
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil).WithValueThreshold(1 << 10).
+		WithMemTableSize(1 << 20).WithBlockCacheSize(1 << 20).WithValueLogFileSize(16 << 20).WithValueLogMaxEntries(500))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	live := strings.Repeat("live ", 400)
+	err = db.Update(func(txn *badger.Txn) error {
+		if err := txn.Set([]byte("step/gone"), []byte(strings.Repeat("y", 2<<10)+secret)); err != nil {
+			return err
+		}
+		return txn.Set([]byte("step/kept"), []byte(live))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := erase.Keys(db, nil, [][]byte{[]byte("step/gone")}); err != nil {
+		t.Fatal(err)
+	}
+	if len(holding(t, dir)) == 0 {
+		t.Fatal("the erased value left the active value-log file without a rotation: the test shows nothing")
+	}
+	if err := erase.RotateValueLog(db); err != nil {
+		t.Fatal(err)
+	}
+	if files := holding(t, dir); len(files) > 0 {
+		t.Errorf("the erased value is still in %v", files)
+	}
+	err = db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte("step/kept"))
+		if err != nil {
+			return err
+		}
+		v, err := item.ValueCopy(nil)
+		if string(v) != live {
+			t.Errorf("the live value reads %.20q…", v)
+		}
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("\x00")})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			t.Errorf("filler left: %q", it.Item().Key())
+			break
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

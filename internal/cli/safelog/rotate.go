@@ -24,12 +24,22 @@ type File struct {
 	maxBytes int64
 	keep     int
 
-	mu   sync.Mutex
-	f    *os.File
-	size int64
+	mu       sync.Mutex
+	f        *os.File
+	size     int64
+	replaced string // the target of a link found at path, if any (see OpenFile)
 }
 
-// Open opens (creating) path for appending. maxBytes 0: DefaultMaxBytes,
+// Replaced returns the target of the symbolic link that was at the file's
+// path and was replaced by a regular file, or "".
+func (l *File) Replaced() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.replaced
+}
+
+// Open opens (creating) path for appending, never through a symbolic
+// link (see OpenFile). maxBytes 0: DefaultMaxBytes,
 // <0: never rotate; keep 0: DefaultKeep.
 func Open(path string, maxBytes int64, keep int) (*File, error) {
 	if maxBytes == 0 {
@@ -46,9 +56,12 @@ func Open(path string, maxBytes int64, keep int) (*File, error) {
 }
 
 func (l *File) open() error {
-	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, replaced, err := OpenFile(l.path, os.O_APPEND)
 	if err != nil {
-		return fmt.Errorf("open log: %w", err)
+		return err
+	}
+	if replaced != "" {
+		l.replaced = replaced
 	}
 	st, err := f.Stat()
 	if err != nil {
