@@ -108,7 +108,12 @@ type Store struct {
 	instance string          // this store's id in its hit counters' object ids
 	hitc     map[string]hits // this instance's hit counters, by object id
 	dmu      sync.Mutex
-	deltas   map[string]delta // deltas read, by object id (they never change)
+	deltas   map[string]delta      // deltas read, by object id (they never change)
+	cps      map[string]checkpoint // checkpoints read, by object id (likewise)
+	st       stats
+	// stopAfterCheckpoint makes a compaction stop after writing its
+	// checkpoint, as a process killed then would (tests).
+	stopAfterCheckpoint bool
 
 	repl     replication
 	retryFor time.Duration
@@ -151,7 +156,7 @@ func Open(ctx context.Context, cfg Config, emb hindsight.Embedder) (*Store, erro
 		return nil, fmt.Errorf("open weaviate store: %w", err)
 	}
 	s := &Store{c: c, class: cfg.Class, opt: cfg.Rank, log: cfg.Logger, emb: emb, embID: store.EmbedderID(emb), tenants: tenantSet{known: map[string]bool{}},
-		instance: uuid.NewString(), hitc: map[string]hits{}, deltas: map[string]delta{},
+		instance: uuid.NewString(), hitc: map[string]hits{}, deltas: map[string]delta{}, cps: map[string]checkpoint{},
 		repl: replication{factor: cfg.ReplicationFactor, clWant: cfg.Consistency}, retryFor: cfg.RetryFor}
 	if s.repl.factor < 0 {
 		return nil, fmt.Errorf("open weaviate store: replication factor %d", s.repl.factor)

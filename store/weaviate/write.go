@@ -79,7 +79,7 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	}
 	now := s.now().UTC()
 	d.Epoch, d.At, d.Token = cur.epoch, now.UnixNano(), uuid.NewString()
-	obj, err := s.deltaObject(e.Namespace, e.ID, d.Token, "edit", d)
+	obj, err := s.deltaObject(e.Namespace, e.ID, d.Token, kindEdit, d)
 	if err != nil {
 		return fmt.Errorf("put experience %q: %w", e.ID, err)
 	}
@@ -157,7 +157,7 @@ func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, 
 		h.Epoch = o.epoch
 		h.Count++
 		h.Last = max(h.Last, at.UnixNano())
-		obj, err := s.deltaObject(ns, id, oid, "hits", h)
+		obj, err := s.deltaObject(ns, id, oid, kindHits, h)
 		if err != nil {
 			return fmt.Errorf("record experience hits: %w", err)
 		}
