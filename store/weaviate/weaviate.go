@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"sync"
 	"time"
@@ -84,6 +85,9 @@ type Config struct {
 	// Consistency is the level of reads and writes when the factor is
 	// above 1: ONE, QUORUM (the default) or ALL.
 	Consistency string
+	// HTTPClient carries the REST requests (its Timeout, when zero, is
+	// set to Timeout's); nil: a client of its own.
+	HTTPClient *http.Client
 	// RetryFor bounds the retry of one operation's transient cluster
 	// errors; 0 means DefaultRetryFor, negative means no retry.
 	RetryFor time.Duration
@@ -145,6 +149,13 @@ func Open(ctx context.Context, cfg Config, emb hindsight.Embedder) (*Store, erro
 		cfg.Timeout = DefaultTimeout
 	}
 	wc := wv.Config{Host: u.Host, Scheme: u.Scheme, Timeout: cfg.Timeout}
+	if cfg.HTTPClient != nil {
+		hc := *cfg.HTTPClient
+		if hc.Timeout == 0 {
+			hc.Timeout = cfg.Timeout
+		}
+		wc.ConnectionClient = &hc
+	}
 	if cfg.GRPC != "" {
 		wc.GrpcConfig = &grpc.Config{Host: cfg.GRPC, Secured: u.Scheme == "https"}
 	}

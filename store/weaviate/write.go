@@ -133,18 +133,26 @@ func (s *Store) create(ctx context.Context, e *hindsight.Experience) error {
 	return nil
 }
 
-// RecordHits adds a hit at at to each of ids in namespace: this store
-// instance's hit counter of each (one object per experience and instance,
-// written by no one else) is raised in one request, then each view is
-// folded again.
+// RecordHits adds a hit at at to each of ids in namespace (an id listed
+// twice gets two): this store instance's hit counter of each (one object
+// per experience and instance, written by no one else) is raised in one
+// request, then each view is folded again.
 func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, at time.Time) error {
 	ns := rank.Namespace(namespace)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	counts := map[string]int{}
+	var distinct []string
+	for _, id := range ids {
+		if counts[id] == 0 {
+			distinct = append(distinct, id)
+		}
+		counts[id]++
+	}
 	var objs []*models.Object
 	var hit []string
 	raised := map[string]hits{}
-	for _, id := range ids {
+	for _, id := range distinct {
 		o, err := s.get(ctx, ns, id)
 		if err != nil {
 			return fmt.Errorf("record experience hits: %w", err)
@@ -155,7 +163,7 @@ func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, 
 		oid := s.hitsID(ns, id, o.epoch)
 		h := s.hitc[oid]
 		h.Epoch = o.epoch
-		h.Count++
+		h.Count += counts[id]
 		h.Last = max(h.Last, at.UnixNano())
 		obj, err := s.deltaObject(ns, id, oid, kindHits, h)
 		if err != nil {
