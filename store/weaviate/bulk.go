@@ -3,20 +3,28 @@ package weaviate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/store"
+	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
+	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
 	"github.com/weaviate/weaviate/entities/models"
 )
 
 // Import writes experiences in batches of 100 (one request each) for
-// loading packs and benchmarks. Each is written as given — id (generated
-// when empty), version (1 when 0), timestamps (now when zero) — replacing
-// any stored experience with the same id without a version check; missing
-// vectors are embedded in batches.
+// loading packs and benchmarks. A new one is written as given — id
+// (generated when empty), version (1 when 0), timestamps (now when zero);
+// missing vectors are embedded in batches. One whose id is stored already
+// is written over it without a version check, as an import's delta made
+// on the version it carries (the stored one when it carries none or a
+// later one): its fields become the imported ones, except those an edit
+// made on that version or since changed, however the two interleave; its
+// counts, evidence tasks and hits stay the stored ones.
 func (s *Store) Import(ctx context.Context, exps []*hindsight.Experience) error {
 	if s.stale {
 		return fmt.Errorf("import experiences: collection holds another embedder's vectors; re-embed first: %w", store.ErrDimension)
@@ -57,8 +65,18 @@ func (s *Store) Import(ctx context.Context, exps []*hindsight.Experience) error 
 				part[j].Vector = vs[k]
 			}
 		}
-		objs := make([]*models.Object, len(part))
-		for j, e := range part {
+		over, err := s.existing(ctx, part)
+		if err != nil {
+			return fmt.Errorf("import experiences: %w", err)
+		}
+		var objs []*models.Object
+		for _, e := range part {
+			if over[e] {
+				if err := s.importOver(ctx, e); err != nil {
+					return fmt.Errorf("import experiences: %w", err)
+				}
+				continue
+			}
 			if e.Version == 0 {
 				e.Version = 1
 			}
@@ -76,13 +94,82 @@ func (s *Store) Import(ctx context.Context, exps []*hindsight.Experience) error 
 			if err != nil {
 				return fmt.Errorf("import experience %q: %w", e.ID, err)
 			}
-			objs[j] = obj
+			objs = append(objs, obj)
+		}
+		if len(objs) == 0 {
+			continue
 		}
 		if err := s.writeView(ctx, objs...); err != nil {
 			return fmt.Errorf("import experiences: %w", err)
 		}
 	}
 	return nil
+}
+
+// existing returns which of exps are stored already (one query per
+// namespace).
+func (s *Store) existing(ctx context.Context, exps []*hindsight.Experience) (map[*hindsight.Experience]bool, error) {
+	byNS := map[string][]*hindsight.Experience{}
+	for _, e := range exps {
+		byNS[e.Namespace] = append(byNS[e.Namespace], e)
+	}
+	out := map[*hindsight.Experience]bool{}
+	for ns, list := range byNS {
+		ids := make([]string, len(list))
+		for i, e := range list {
+			ids[i] = e.ID
+		}
+		get := s.c.GraphQL().Get().WithClassName(s.class).WithTenant(Tenant(ns)).WithLimit(len(ids)).
+			WithWhere(filters.Where().WithPath([]string{"hid"}).WithOperator(filters.ContainsAny).WithValueText(ids...)).
+			WithFields(graphql.Field{Name: "hid"})
+		if s.repl.cl != "" {
+			get = get.WithConsistencyLevel(s.repl.cl)
+		}
+		var resp *models.GraphQLResponse
+		err := s.retry(ctx, func() (err error) {
+			resp, err = get.Do(ctx)
+			if err == nil && len(resp.Errors) > 0 {
+				err = errors.New(resp.Errors[0].Message)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("find stored experiences: %w", err)
+		}
+		data, _ := resp.Data["Get"].(map[string]any)
+		rows, _ := data[s.class].([]any)
+		have := map[string]bool{}
+		for _, r := range rows {
+			if m, ok := r.(map[string]any); ok {
+				id, _ := m["hid"].(string)
+				have[id] = true
+			}
+		}
+		for _, e := range list {
+			out[e] = have[e.ID]
+		}
+	}
+	return out, nil
+}
+
+// importOver writes e over the stored experience of its id (see Import).
+func (s *Store) importOver(ctx context.Context, e *hindsight.Experience) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, err := s.state(ctx, e.Namespace, e.ID)
+	if err != nil {
+		return fmt.Errorf("import experience %q: %w", e.ID, err)
+	}
+	if cur == nil { // purged meanwhile
+		return s.create(ctx, e)
+	}
+	base := cur.exp.Version
+	if e.Version > 0 && e.Version < base {
+		base = e.Version
+	}
+	e.EvidenceCount, e.CounterCount = cur.exp.EvidenceCount, cur.exp.CounterCount
+	e.EvidenceTasks = slices.Clone(cur.exp.EvidenceTasks)
+	return s.update(ctx, e, cur, base, true)
 }
 
 // NeedsReembed returns how many experiences hold vectors of another

@@ -32,17 +32,25 @@ type checkpoint struct {
 	Hits    map[string]hits       `json:"hits,omitempty"` // by counter object id
 }
 
-// stamp orders writes: by the version they were made on, then time, then
-// token. Of two edits of one field made on the same version, the later
-// (then the greater token) wins; the other stays in its delta.
+// stamp orders writes: by the version they were made on, then an
+// import's before an edit's, then time, then token. Of two edits of one
+// field made on the same version, the later (then the greater token)
+// wins; the other stays in its delta.
 type stamp struct {
 	Base  int    `json:"b"`
+	Weak  bool   `json:"w,omitempty"`
 	At    int64  `json:"a"`
 	Token string `json:"t"`
 }
 
 func (x stamp) compare(y stamp) int {
-	return cmp.Or(cmp.Compare(x.Base, y.Base), cmp.Compare(x.At, y.At), cmp.Compare(x.Token, y.Token))
+	strong := func(s stamp) int {
+		if s.Weak {
+			return 0
+		}
+		return 1
+	}
+	return cmp.Or(cmp.Compare(x.Base, y.Base), cmp.Compare(strong(x), strong(y)), cmp.Compare(x.At, y.At), cmp.Compare(x.Token, y.Token))
 }
 
 type stampedVal struct {
@@ -63,7 +71,7 @@ type added struct {
 
 // fromDelta is the checkpoint of d alone.
 func fromDelta(d delta) checkpoint {
-	s := stamp{Base: d.Base, At: d.At, Token: d.Token}
+	s := stamp{Base: d.Base, Weak: d.Weak, At: d.At, Token: d.Token}
 	cp := checkpoint{Epoch: d.Epoch, Fields: map[string]stampedVal{}, Tasks: map[string]stampedIn{},
 		Edits: map[string]added{d.Token: {Evidence: d.Evidence, Counter: d.Counter}}, Updated: d.At}
 	for k, v := range d.Set {

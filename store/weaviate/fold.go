@@ -22,6 +22,9 @@ type delta struct {
 	Base  int    `json:"base"`  // the version the writer read
 	At    int64  `json:"at"`    // when it was written, Unix nanoseconds
 	Token string `json:"token"` // unique to the write; breaks ties
+	// Weak marks an import's write: of two changes of one field made on
+	// the same version, an edit's wins over it whatever their times.
+	Weak bool `json:"weak,omitempty"`
 	// Set holds the fields it changed (JSON names of hindsight.Experience),
 	// null for a field it cleared.
 	Set      map[string]json.RawMessage `json:"set,omitempty"`

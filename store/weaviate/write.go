@@ -73,12 +73,19 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	if cur.exp.Version != e.Version {
 		return fmt.Errorf("put experience %q: stored version %d, given %d: %w", e.ID, cur.exp.Version, e.Version, hindsight.ErrConflict)
 	}
+	return s.update(ctx, e, cur, cur.exp.Version, false)
+}
+
+// update stores what e changes of cur as a delta made on version base
+// (weak for an import's, see delta), folds and writes the view, and gives
+// e the version its write made.
+func (s *Store) update(ctx context.Context, e *hindsight.Experience, cur *state, base int, weak bool) error {
 	d, err := diff(cur.exp, e)
 	if err != nil {
 		return fmt.Errorf("put experience %q: %w", e.ID, err)
 	}
 	now := s.now().UTC()
-	d.Epoch, d.At, d.Token = cur.epoch, now.UnixNano(), uuid.NewString()
+	d.Epoch, d.At, d.Token, d.Base, d.Weak = cur.epoch, now.UnixNano(), uuid.NewString(), base, weak
 	obj, err := s.deltaObject(e.Namespace, e.ID, d.Token, kindEdit, d)
 	if err != nil {
 		return fmt.Errorf("put experience %q: %w", e.ID, err)
