@@ -10,6 +10,7 @@ import (
 	"github.com/go-openapi/strfmt"
 	"github.com/google/uuid"
 	"github.com/hindsight-proxy/hindsight/store/rank"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
 	"github.com/weaviate/weaviate/entities/models"
@@ -197,4 +198,31 @@ func (s *Store) deleteObjects(ctx context.Context, ns string, oids []string) err
 		s.st.deleted.Add(int64(len(part)))
 	}
 	return nil
+}
+
+var (
+	descCompactions = prometheus.NewDesc("hindsight_weaviate_compactions_total",
+		"Checkpoints written: delta objects of an experience folded into one.", nil, nil)
+	descFolded = prometheus.NewDesc("hindsight_weaviate_deltas_folded_total",
+		"Delta objects folded into checkpoints.", nil, nil)
+	descDeleted = prometheus.NewDesc("hindsight_weaviate_deltas_deleted_total",
+		"Delta objects deleted once a checkpoint held them.", nil, nil)
+	descFetched = prometheus.NewDesc("hindsight_weaviate_deltas_fetched_total",
+		"Delta objects read from Weaviate (each once per process, counters every time).", nil, nil)
+)
+
+// Describe sends the descriptions of the store's metrics (Stats).
+func (s *Store) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descCompactions, descFolded, descDeleted, descFetched} {
+		ch <- d
+	}
+}
+
+// Collect sends the store's metrics (Stats).
+func (s *Store) Collect(ch chan<- prometheus.Metric) {
+	st := s.Stats()
+	for d, v := range map[*prometheus.Desc]int64{descCompactions: st.Compactions, descFolded: st.Folded,
+		descDeleted: st.Deleted, descFetched: st.Fetched} {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/weaviatetest"
 	"github.com/hindsight-proxy/hindsight/store/embedder"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/weaviate/weaviate/entities/models"
 )
 
@@ -96,6 +98,13 @@ func TestCompactOverTenThousand(t *testing.T) {
 	t.Logf("first read: %d checkpoints, %d objects folded, %d deleted, %d fetched", st.Compactions, st.Folded, st.Deleted, st.Fetched)
 	if st.Compactions < 1 || st.Deleted < n+1-compactAt {
 		t.Fatalf("stats %+v: want a compaction that deleted the deltas", st)
+	}
+	if err := testutil.CollectAndCompare(r, strings.NewReader(fmt.Sprintf(`
+# HELP hindsight_weaviate_compactions_total Checkpoints written: delta objects of an experience folded into one.
+# TYPE hindsight_weaviate_compactions_total counter
+hindsight_weaviate_compactions_total %d
+`, st.Compactions)), "hindsight_weaviate_compactions_total"); err != nil {
+		t.Errorf("metrics: %v", err)
 	}
 	left, _, err := r.deltaIDs(ctx, "team", "big")
 	if err != nil || len(left) > 3 {
