@@ -59,6 +59,22 @@ func TestTwoStoresConcurrentEdits(t *testing.T) {
 	concurrentEdits(t, stores[0], stores[1])
 }
 
+// TestTwoStoresConcurrentLearning: two stores over one server (two
+// daemons) learn the same lessons at once; each ends as one lesson.
+func TestTwoStoresConcurrentLearning(t *testing.T) {
+	srv := weaviatetest.Start(t)
+	emb := embedder.NewLocal(0)
+	var stores []*weaviate.Store
+	for range 2 {
+		s, err := weaviate.Open(context.Background(), weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: "TwoLearners"}, emb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, s)
+	}
+	concurrentLearning(t, stores[0], stores[1], "team")
+}
+
 // TestStoreDown: with the server down, a query bounded by its caller's
 // deadline (query_hindsight's) fails by then instead of retrying on, a
 // write then fails at once as unavailable, and writes succeed once the
