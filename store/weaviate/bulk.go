@@ -188,15 +188,28 @@ func (s *Store) NeedsReembed() int {
 
 // Reembed rebuilds the collection with emb's vectors: it reads every
 // experience, embeds them (progress is called after each batch), drops the
-// collection, creates it again for emb and writes them back. A Weaviate
-// collection's vector dimension cannot change in place. Meanwhile a copy
-// of every experience is kept in a 0600 JSONL file in the temporary
-// directory (logged); it is removed on success and names the way back
-// (hindsight experiences import) if the process dies half way.
+// collection, creates it again for emb and writes them back, each with the
+// base and epoch it had, so its deltas (the delta collection is kept),
+// those written meanwhile too, still fold over it: an edit racing the
+// re-embedding is kept (the view searches read shows it from the next
+// write of the experience). A Weaviate collection's vector dimension
+// cannot change in place. Meanwhile a copy of every experience is kept in
+// a 0600 JSONL file in the temporary directory (logged); it is removed on
+// success and names the way back (hindsight experiences import) if the
+// process dies half way.
 func (s *Store) Reembed(ctx context.Context, emb hindsight.Embedder, progress func(done, total int)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	all, err := s.List(ctx, hindsight.ListOptions{IncludeSuperseded: true, IncludeDeleted: true})
+	tenants, err := s.allTenants(ctx)
+	if err != nil {
+		return fmt.Errorf("re-embed experiences: %w", err)
+	}
+	var all []stored
+	err = s.eachObject(ctx, tenants, func(o *models.Object) error {
+		st, err := storedOf(o)
+		all = append(all, st)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("re-embed experiences: %w", err)
 	}
@@ -206,7 +219,7 @@ func (s *Store) Reembed(ctx context.Context, emb hindsight.Embedder, progress fu
 	}
 	enc := json.NewEncoder(backup)
 	for i := range all {
-		if err := enc.Encode(&all[i]); err != nil {
+		if err := enc.Encode(all[i].view); err != nil {
 			backup.Close()
 			return fmt.Errorf("re-embed experiences: backup: %w", err)
 		}
@@ -216,14 +229,14 @@ func (s *Store) Reembed(ctx context.Context, emb hindsight.Embedder, progress fu
 	}
 	s.log.Info("re-embedding weaviate collection; a copy of every experience is kept until done",
 		"collection", s.class, "count", len(all), "backup", backup.Name())
-	ptrs := make([]*hindsight.Experience, len(all))
 	newID := store.EmbedderID(emb)
+	vecs := make([][]float32, len(all))
 	const batch = 64
 	for i := 0; i < len(all); i += batch {
 		part := all[i:min(i+batch, len(all))]
 		texts := make([]string, len(part))
 		for j := range part {
-			texts[j] = store.Text(&part[j])
+			texts[j] = store.Text(part[j].view)
 		}
 		vs, err := emb.Embed(ctx, texts)
 		if err != nil {
@@ -233,23 +246,40 @@ func (s *Store) Reembed(ctx context.Context, emb hindsight.Embedder, progress fu
 			if len(vs[j]) != emb.Dim() {
 				return fmt.Errorf("re-embed experiences: %w", store.ErrDimension)
 			}
-			part[j].Vector, part[j].Embedder = vs[j], newID
-			ptrs[i+j] = &part[j]
+			vecs[i+j] = vs[j]
 		}
 		if progress != nil {
 			progress(i+len(part), len(all))
 		}
 	}
+	if s.afterReembedRead != nil {
+		s.afterReembedRead()
+	}
 	if err := s.retry(ctx, func() error { return s.c.Schema().ClassDeleter().WithClassName(s.class).Do(ctx) }); err != nil {
 		return fmt.Errorf("re-embed experiences: drop collection: %w", err)
 	}
-	s.emb, s.embID, s.stale = emb, store.EmbedderID(emb), false
+	s.emb, s.embID, s.stale = emb, newID, false
 	s.tenants.reset()
 	if err := s.migrate(ctx); err != nil {
 		return fmt.Errorf("re-embed experiences (backup in %s): %w", backup.Name(), err)
 	}
-	if err := s.Import(ctx, ptrs); err != nil {
-		return fmt.Errorf("re-embed experiences (backup in %s): %w", backup.Name(), err)
+	for i := 0; i < len(all); i += 100 {
+		var objs []*models.Object
+		for j := i; j < min(i+100, len(all)); j++ {
+			st := all[j]
+			if _, err := s.hasTenant(ctx, st.view.Namespace, true); err != nil {
+				return fmt.Errorf("re-embed experiences (backup in %s): %w", backup.Name(), err)
+			}
+			st.view.Embedder, st.base.Embedder = newID, newID
+			obj, err := s.object(st.view, st.base, st.epoch, vecs[j])
+			if err != nil {
+				return fmt.Errorf("re-embed experiences (backup in %s): %w", backup.Name(), err)
+			}
+			objs = append(objs, obj)
+		}
+		if err := s.writeView(ctx, objs...); err != nil {
+			return fmt.Errorf("re-embed experiences (backup in %s): %w", backup.Name(), err)
+		}
 	}
 	os.Remove(backup.Name())
 	return nil

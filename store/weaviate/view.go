@@ -41,6 +41,11 @@ func (s *Store) get(ctx context.Context, ns, id string) (stored, error) {
 	if err != nil || obj == nil {
 		return stored{}, err
 	}
+	return storedOf(obj)
+}
+
+// storedOf decodes an experience's object (see get).
+func storedOf(obj *models.Object) (stored, error) {
 	view, err := decode(obj.Properties)
 	if err != nil {
 		return stored{}, err

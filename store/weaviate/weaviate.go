@@ -118,6 +118,9 @@ type Store struct {
 	// stopAfterCheckpoint makes a compaction stop after writing its
 	// checkpoint, as a process killed then would (tests).
 	stopAfterCheckpoint bool
+	// afterReembedRead runs once Reembed has read every experience,
+	// before it drops the collection (tests).
+	afterReembedRead func()
 
 	repl     replication
 	retryFor time.Duration
