@@ -3,7 +3,6 @@ package weaviate
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -125,14 +124,7 @@ func (s *Store) existing(ctx context.Context, exps []*hindsight.Experience) (map
 		if s.repl.cl != "" {
 			get = get.WithConsistencyLevel(s.repl.cl)
 		}
-		var resp *models.GraphQLResponse
-		err := s.retry(ctx, func() (err error) {
-			resp, err = get.Do(ctx)
-			if err == nil && len(resp.Errors) > 0 {
-				err = errors.New(resp.Errors[0].Message)
-			}
-			return err
-		})
+		resp, err := s.query(ctx, get)
 		if err != nil {
 			return nil, fmt.Errorf("find stored experiences: %w", err)
 		}

@@ -1,6 +1,7 @@
 package weaviate
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -94,7 +95,7 @@ func (cp *checkpoint) join(o checkpoint) {
 		cp.Fields, cp.Tasks, cp.Edits, cp.Hits = map[string]stampedVal{}, map[string]stampedIn{}, map[string]added{}, map[string]hits{}
 	}
 	for k, v := range o.Fields {
-		if cur, ok := cp.Fields[k]; !ok || v.S.compare(cur.S) > 0 {
+		if cur, ok := cp.Fields[k]; !ok || cmp.Or(v.S.compare(cur.S), bytes.Compare(v.V, cur.V)) > 0 {
 			cp.Fields[k] = v
 		}
 	}

@@ -142,14 +142,7 @@ func (s *Store) readAll(ctx context.Context, ns, id string) (map[string]rawObjec
 	if s.repl.cl != "" {
 		get = get.WithConsistencyLevel(s.repl.cl)
 	}
-	var resp *models.GraphQLResponse
-	err := s.retry(ctx, func() (err error) {
-		resp, err = get.Do(ctx)
-		if err == nil && len(resp.Errors) > 0 {
-			err = errors.New(resp.Errors[0].Message)
-		}
-		return err
-	})
+	resp, err := s.query(ctx, get)
 	if err != nil {
 		return nil, fmt.Errorf("read deltas: %w", err)
 	}
@@ -174,6 +167,20 @@ func (s *Store) readAll(ctx context.Context, ns, id string) (map[string]rawObjec
 	}
 	s.st.fetched.Add(int64(len(rows)))
 	return out, nil
+}
+
+// query runs a GraphQL query, retried while transient; an error in the
+// answer is an error.
+func (s *Store) query(ctx context.Context, get *graphql.GetBuilder) (*models.GraphQLResponse, error) {
+	var resp *models.GraphQLResponse
+	err := s.retry(ctx, func() (err error) {
+		resp, err = get.Do(ctx)
+		if err == nil && len(resp.Errors) > 0 {
+			err = errors.New(resp.Errors[0].Message)
+		}
+		return err
+	})
+	return resp, err
 }
 
 // deleteBatch bounds the ids one delete request names.

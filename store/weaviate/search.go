@@ -3,7 +3,6 @@ package weaviate
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -104,14 +103,7 @@ func (s *Store) Search(ctx context.Context, q hindsight.Query) ([]hindsight.Scor
 	if s.repl.cl != "" {
 		get = get.WithConsistencyLevel(s.repl.cl)
 	}
-	var resp *models.GraphQLResponse
-	err = s.retry(ctx, func() (err error) {
-		resp, err = get.Do(ctx)
-		if err == nil && len(resp.Errors) > 0 {
-			err = errors.New(resp.Errors[0].Message)
-		}
-		return err
-	})
+	resp, err := s.query(ctx, get)
 	if err != nil {
 		return nil, fmt.Errorf("search experiences: %w", err)
 	}
