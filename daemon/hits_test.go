@@ -4,12 +4,14 @@ import (
 	"context"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/weaviatetest"
 	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
@@ -101,5 +103,46 @@ func TestHitsLostInCrashCounted(t *testing.T) {
 	}
 	if n := newHitQueue(tr.DB()).recover(); n != 0 {
 		t.Fatalf("lost hits counted twice: %d", n)
+	}
+}
+
+// TestReimportKeepsLocalState: a pack imported again with a new text
+// replaces the lesson's text but keeps what was done to it here: its pin
+// and evidence, on the embedded store and on Weaviate (where the import
+// is written as one that gives way to edits).
+func TestReimportKeepsLocalState(t *testing.T) {
+	srv := weaviatetest.Start(t)
+	ctx := context.Background()
+	wst, err := weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: "Reimport"}, embedder.NewLocal(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for name, st := range map[string]hindsight.ExperienceStore{"embedded": openEmbedded(t), "weaviate": wst} {
+		t.Run(name, func(t *testing.T) {
+			c := startServer(t, &Server{Store: st, StoreName: name})
+			if _, err := c.Import(ctx, strings.NewReader(tasktest.ExperienceLine("p1", "read_file", "Call read_file with an absolute path.", day))); err != nil {
+				t.Fatal(err)
+			}
+			e, err := st.Get(ctx, "default", "p1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Pinned, e.EvidenceCount, e.EvidenceTasks = true, e.EvidenceCount+1, append(e.EvidenceTasks, "local-task")
+			if err := st.Put(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.Import(ctx, strings.NewReader(tasktest.ExperienceLine("p1", "read_file", "Call read_file with an absolute path under /data.", day)))
+			if err != nil || res.Updated != 1 {
+				t.Fatalf("re-import: %+v, %v", res, err)
+			}
+			g, err := c.Experience(ctx, "default", "p1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !g.Pinned || g.EvidenceCount != e.EvidenceCount || !strings.Contains(g.Lesson, "/data") {
+				t.Fatalf("after the re-import: pinned %v evidence %d (want %d) lesson %q", g.Pinned, g.EvidenceCount, e.EvidenceCount, g.Lesson)
+			}
+		})
 	}
 }

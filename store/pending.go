@@ -77,6 +77,24 @@ func (p *Pending) store() (hindsight.ExperienceStore, error) {
 	return nil, fmt.Errorf("%w: not opened yet", hindsight.ErrStoreUnavailable)
 }
 
+// Import imports through the store opened when it is an Importer, else
+// puts each experience.
+func (p *Pending) Import(ctx context.Context, exps []*hindsight.Experience) error {
+	st, err := p.store()
+	if err != nil {
+		return err
+	}
+	if imp, ok := st.(Importer); ok {
+		return imp.Import(ctx, exps)
+	}
+	for _, e := range exps {
+		if err := st.Put(ctx, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Describe describes nothing: the metrics of the store opened, when it
 // has any, are unchecked.
 func (p *Pending) Describe(chan<- *prometheus.Desc) {}
