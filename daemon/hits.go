@@ -50,7 +50,7 @@ func newHitQueue(db *badger.DB) *hitQueue {
 	return &hitQueue{pending: map[hitKey]*hitCount{}, db: db,
 		queued:  c("hindsight_daemon_hits_queued_total", "Hits of searches queued to be written to the experience store."),
 		flushed: c("hindsight_daemon_hits_flushed_total", "Queued hits handed to the experience store (or its write queue)."),
-		lost:    c("hindsight_daemon_hits_lost_total", "Queued hits lost: the daemon died before writing them."),
+		lost:    c("hindsight_daemon_hits_lost_total", "Queued hits lost: the daemon died before writing them, or the store refused them."),
 	}
 }
 
@@ -136,8 +136,9 @@ func (q *hitQueue) overlay(e *hindsight.Experience) {
 }
 
 // flush hands the waiting hits to record, one call per namespace (an id
-// repeated once per hit, at the latest hit's time).
-func (q *hitQueue) flush(record func(ns string, ids []string, at time.Time)) {
+// repeated once per hit, at the latest hit's time); those record fails
+// to write are counted lost.
+func (q *hitQueue) flush(record func(ns string, ids []string, at time.Time) error) {
 	q.mu.Lock()
 	byNS := map[string][]string{}
 	lastNS := map[string]time.Time{}
@@ -157,7 +158,9 @@ func (q *hitQueue) flush(record func(ns string, ids []string, at time.Time)) {
 	}
 	for ns, ids := range byNS {
 		slices.Sort(ids)
-		record(ns, ids, lastNS[ns])
+		if record(ns, ids, lastNS[ns]) != nil {
+			q.lost.Add(float64(len(ids)))
+		}
 	}
 	q.flushed.Add(float64(n))
 	q.mu.Lock()
@@ -181,5 +184,5 @@ func (s *Server) hitLoop(ctx context.Context) {
 
 // flushHits writes the waiting hits.
 func (s *Server) flushHits(ctx context.Context) {
-	s.hits.flush(func(ns string, ids []string, at time.Time) { s.recordHits(ctx, ns, ids, at) })
+	s.hits.flush(func(ns string, ids []string, at time.Time) error { return s.recordHits(ctx, ns, ids, at) })
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
 	"github.com/hindsight-proxy/hindsight/traces"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // countingTransport counts the requests it carries.
@@ -91,7 +93,7 @@ func TestHitsLostInCrashCounted(t *testing.T) {
 	tr := open()
 	q := newHitQueue(tr.DB())
 	q.add("default", []string{"a", "b"}, time.Now())
-	q.flush(func(string, []string, time.Time) {})
+	q.flush(func(string, []string, time.Time) error { return nil })
 	q.add("default", []string{"a", "c", "d"}, time.Now())
 	if err := tr.Close(); err != nil { // the daemon dies without flushing
 		t.Fatal(err)
@@ -101,8 +103,15 @@ func TestHitsLostInCrashCounted(t *testing.T) {
 	if n := newHitQueue(tr.DB()).recover(); n != 3 {
 		t.Fatalf("hits counted lost after a crash: %d, want 3", n)
 	}
-	if n := newHitQueue(tr.DB()).recover(); n != 0 {
+	q = newHitQueue(tr.DB())
+	if n := q.recover(); n != 0 {
 		t.Fatalf("lost hits counted twice: %d", n)
+	}
+	// Hits the store refuses at a flush are lost too, and counted.
+	q.add("default", []string{"a", "b"}, time.Now())
+	q.flush(func(string, []string, time.Time) error { return errors.New("refused") })
+	if n := testutil.ToFloat64(q.lost); n != 2 {
+		t.Fatalf("hits refused at a flush counted lost: %v, want 2", n)
 	}
 }
 
