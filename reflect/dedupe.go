@@ -1,6 +1,7 @@
 package reflect
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,7 +41,7 @@ func (m *Merger) dedupe(ctx context.Context, e *hindsight.Experience) (string, e
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
 		}
-		return compareStrings(a.ID, b.ID)
+		return cmp.Compare(a.ID, b.ID)
 	})
 	keep := all[0]
 	for _, loser := range all[1:] {
@@ -51,16 +52,6 @@ func (m *Merger) dedupe(ctx context.Context, e *hindsight.Experience) (string, e
 		m.logger().Info("reflect: a copy of a lesson learnt at the same time elsewhere merged", "kept", keep.ID, "merged", loser.ID)
 	}
 	return keep.ID, nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // copiesOf returns the live experiences the merge rule takes for e.
