@@ -220,7 +220,7 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 
 // importAll stores the cleaned experiences: new ids are inserted; an id
 // that an earlier import brought is replaced when its text changed (its
-// local counts, dates and state are kept, and the confidence local
+// local counts, dates and state, pin included, are kept, and the confidence local
 // evidence earned it); an id of a local lesson is never
 // overwritten by a pack. When a write fails, what this import inserted is
 // removed again (purged where the store can), so nothing partial stays.
@@ -251,11 +251,11 @@ func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, li
 		default:
 			e.Version, e.CreatedAt, e.LastHitAt = old.Version, old.CreatedAt, old.LastHitAt
 			e.EvidenceCount, e.HitCount, e.CounterCount = old.EvidenceCount, old.HitCount, old.CounterCount
-			e.SupersededBy, e.Deleted = old.SupersededBy, old.Deleted
+			e.SupersededBy, e.Deleted, e.Pinned = old.SupersededBy, old.Deleted, old.Pinned
 			if old.EvidenceCount > 0 { // local evidence confirmed it: keep what it earned
 				e.Confidence = max(e.Confidence, old.Confidence)
 			}
-			if err := st.Put(ctx, e); err != nil {
+			if err := replaceImported(ctx, st, e); err != nil {
 				fail(e, err)
 				break
 			}
@@ -274,6 +274,16 @@ func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, li
 	s.Logger.Info("experiences imported", "imported", res.Imported, "updated", res.Updated, "skipped", res.Skipped,
 		"redactions", res.Redactions, "errors", len(res.Errors))
 	return res
+}
+
+// replaceImported writes e over the stored version it was built from: as
+// an import where the store is shared (an edit another daemon makes
+// meanwhile is kept, see store.Importer), else as a Put.
+func replaceImported(ctx context.Context, st hindsight.ExperienceStore, e *hindsight.Experience) error {
+	if imp, ok := st.(store.Importer); ok {
+		return imp.Import(ctx, []*hindsight.Experience{e})
+	}
+	return st.Put(ctx, e)
 }
 
 // sameText reports whether two experiences say the same thing.

@@ -79,6 +79,9 @@ func (s *Server) listExperiences(w http.ResponseWriter, r *http.Request) ([]hind
 	if !prov.Empty() {
 		list = filterExperiences(list, prov, limit)
 	}
+	for i := range list {
+		s.hits.overlay(&list[i])
+	}
 	return list, true
 }
 
@@ -146,7 +149,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		for i := range res {
 			ids[i] = res[i].ID
 		}
-		s.recordHits(r.Context(), q.Namespace, ids, time.Now())
+		s.hits.add(q.Namespace, ids, time.Now()) // written in the background (hitQueue)
 	}
 	if res == nil {
 		res = []hindsight.ScoredExperience{}
@@ -218,6 +221,7 @@ func (s *Server) handleExperience(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	s.hits.overlay(e)
 	writeJSON(w, http.StatusOK, e)
 }
 

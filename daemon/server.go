@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/profile"
 	"github.com/hindsight-proxy/hindsight/traces"
@@ -63,12 +64,18 @@ type Server struct {
 	// writes fail.
 	StoreOps *StoreOps
 
+	// HitFlush is how often the hits searches count are written to the
+	// experience store (they wait in memory meanwhile, see hitQueue); 0:
+	// DefaultHitFlush.
+	HitFlush time.Duration
+
 	// UI, when set, starts the web UI unless it runs and returns its URL
 	// (POST /v1/ui); nil: the daemon serves no UI (503).
 	UI func(ctx context.Context) (string, error)
 
 	run       runState
 	m         metrics
+	hits      *hitQueue
 	quar      *quarantine
 	episodeMu sync.Mutex // serializes episodes that take the next index
 }
@@ -89,6 +96,14 @@ func (s *Server) init() {
 			s.Logger = slog.Default()
 		}
 		s.quar = newQuarantine()
+		var db *badger.DB
+		if s.Traces != nil {
+			db = s.Traces.DB()
+		}
+		s.hits = newHitQueue(db)
+		if n := s.hits.recover(); n > 0 {
+			s.Logger.Warn("hits of searches lost: the daemon stopped before writing them", "lost", n)
+		}
 		s.initMetrics()
 		if s.StoreOps != nil && s.StoreOps.Apply == nil {
 			s.StoreOps.Apply = func(ctx context.Context, op *StoreOp) error {
@@ -186,6 +201,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Go(func() { s.Space.Run(loopCtx) })
 	}
 	wg.Go(func() { s.retentionLoop(loopCtx) })
+	wg.Go(func() { s.hitLoop(loopCtx) })
 	if s.StoreOps != nil {
 		wg.Go(func() { s.StoreOps.Run(loopCtx) })
 	}
@@ -205,6 +221,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stopLoop()
 	wg.Wait()
 	s.pass(shutCtx) // the final drain
+	s.flushHits(shutCtx)
 	if s.StoreOps != nil && s.StoreOps.Depth() > 0 {
 		if e := s.StoreOps.Drain(shutCtx); e != nil {
 			s.Logger.Warn("store writes stay queued for the next start", "queued", s.StoreOps.Depth(), "err", e)

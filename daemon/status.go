@@ -152,7 +152,7 @@ func (s *Server) initMetrics() {
 			return float64(s.StoreOps.Depth())
 		})
 	s.m.sidecars = newSidecarMetrics()
-	for _, col := range []prometheus.Collector{opsDepth, s.m.sidecars, s.m.ingested, s.m.duplicates, s.m.batches, s.m.rejected, s.m.final, s.m.enqueueFailures, diskRefused, diskLow, s.quar.counter} {
+	for _, col := range append(s.hits.collectors(), opsDepth, s.m.sidecars, s.m.ingested, s.m.duplicates, s.m.batches, s.m.rejected, s.m.final, s.m.enqueueFailures, diskRefused, diskLow, s.quar.counter) {
 		if err := s.Registry.Register(col); err != nil {
 			s.Logger.Warn("register daemon metric", "err", err)
 		}

@@ -55,8 +55,8 @@ func (s *Server) storeWrite(w http.ResponseWriter, r *http.Request, op StoreOp) 
 }
 
 // recordHits counts a hit on each of ids, through the queue when the
-// store is unreachable or ops wait; failures are logged.
-func (s *Server) recordHits(ctx context.Context, ns string, ids []string, at time.Time) {
+// store is unreachable or ops wait; a failure is logged and returned.
+func (s *Server) recordHits(ctx context.Context, ns string, ids []string, at time.Time) error {
 	op := StoreOp{Kind: OpHits, Namespace: ns, IDs: ids, At: at}
 	if s.StoreOps == nil || s.StoreOps.Depth() == 0 {
 		_, err := s.applyOp(ctx, &op)
@@ -64,12 +64,14 @@ func (s *Server) recordHits(ctx context.Context, ns string, ids []string, at tim
 			if err != nil {
 				s.Logger.Warn("record experience hits", "err", err)
 			}
-			return
+			return err
 		}
 	}
 	if _, err := s.StoreOps.Enqueue(op); err != nil {
 		s.Logger.Warn("record experience hits", "err", err)
+		return err
 	}
+	return nil
 }
 
 // applyOp performs op against the store and returns what the API answers

@@ -286,7 +286,7 @@ func TestAPIStoreWritesQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	ops.Backoff, ops.MaxBackoff = time.Millisecond, 10*time.Millisecond
-	srv := &Server{Traces: traces, Store: openEmbedded(t), StoreName: "embedded", StoreOps: ops}
+	srv := &Server{Traces: traces, Store: openEmbedded(t), StoreName: "embedded", StoreOps: ops, HitFlush: 10 * time.Millisecond}
 	var down atomic.Bool
 	down.Store(true)
 	ops.Apply = func(ctx context.Context, op *StoreOp) error {
@@ -317,6 +317,9 @@ func TestAPIStoreWritesQueued(t *testing.T) {
 	if found, err := c.Search(ctx, hindsight.Query{Text: "read_file absolute path", K: 3}); err != nil || len(found) != 1 {
 		t.Fatalf("search: %v, %v", found, err)
 	}
+	// The search's hit waits in memory, then joins the queue behind the
+	// writes waiting.
+	testkit.WaitFor(t, "the search's hit queued", 10*time.Second, func() bool { return ops.Depth() == 4 })
 	st, err := c.Status(ctx)
 	if err != nil || st.StoreOps == nil || st.StoreOps.Depth != 4 || st.StoreOps.Oldest == nil {
 		t.Fatalf("status: %+v, %v", st.StoreOps, err)

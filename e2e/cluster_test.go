@@ -277,6 +277,10 @@ func (tm *team) concurrentReinforce(t *testing.T) {
 		for _, e := range got {
 			tasks[e.Tool] = append(tasks[e.Tool], e.EvidenceTasks...)
 		}
+		// Each lesson both learnt at once is one: the copies were merged.
+		if len(got) != len(tasks) {
+			t.Fatalf("%s lists %d live lessons about billing-eu for %d tools; copies learnt at once were not merged", name, len(got), len(tasks))
+		}
 		for tool, ts := range tasks {
 			if !containsAll(ts, []string{"a-rf", "b-rf"}) {
 				t.Fatalf("%s: lessons about billing-eu's %s have the evidence of tasks %v; a reflection's update was lost", name, tool, ts)

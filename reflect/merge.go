@@ -215,6 +215,15 @@ func (m *Merger) mergeOne(ctx context.Context, taskEnd time.Time, e hindsight.Ex
 	if err := m.Store.Put(ctx, &e); err != nil {
 		return MergeResult{}, fmt.Errorf("put experience: %w", err)
 	}
+	// Another daemon sharing the store may have added the same lesson
+	// meanwhile (see dedupe.go).
+	kept, err := m.dedupe(ctx, &e)
+	if err != nil {
+		m.logger().Warn("reflect: look for copies of a lesson added", "id", e.ID, "err", err)
+	}
+	if kept != e.ID {
+		return MergeResult{Outcome: Reinforced, ID: kept}, nil
+	}
 	return MergeResult{Outcome: Added, ID: e.ID}, nil
 }
 

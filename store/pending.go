@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"sync"
 	"time"
 
@@ -74,6 +75,39 @@ func (p *Pending) store() (hindsight.ExperienceStore, error) {
 		return nil, fmt.Errorf("%w: not opened yet: %w", hindsight.ErrStoreUnavailable, p.why)
 	}
 	return nil, fmt.Errorf("%w: not opened yet", hindsight.ErrStoreUnavailable)
+}
+
+// Import imports through the store opened when it is an Importer, else
+// puts each experience.
+func (p *Pending) Import(ctx context.Context, exps []*hindsight.Experience) error {
+	st, err := p.store()
+	if err != nil {
+		return err
+	}
+	if imp, ok := st.(Importer); ok {
+		return imp.Import(ctx, exps)
+	}
+	for _, e := range exps {
+		if err := st.Put(ctx, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Describe describes nothing: the metrics of the store opened, when it
+// has any, are unchecked.
+func (p *Pending) Describe(chan<- *prometheus.Desc) {}
+
+// Collect sends the metrics of the store once it is open, when it is a
+// prometheus.Collector.
+func (p *Pending) Collect(ch chan<- prometheus.Metric) {
+	p.mu.RLock()
+	st := p.st
+	p.mu.RUnlock()
+	if c, ok := st.(prometheus.Collector); ok {
+		c.Collect(ch)
+	}
 }
 
 // Embedder returns the embedder the store's vectors come from.

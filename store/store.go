@@ -185,6 +185,15 @@ func ListOrder(list []hindsight.Experience, limit int) []hindsight.Experience {
 	return list
 }
 
+// Importer is implemented by the Weaviate store, which several daemons
+// share: Import writes experiences over stored ones without a version
+// check, as writes that give way to any edit made on the version they
+// carry, so an import racing an edit from another process keeps the edit
+// (a Put made at the same moment could not tell it came later).
+type Importer interface {
+	Import(ctx context.Context, exps []*hindsight.Experience) error
+}
+
 // Purger is implemented by both backends: Purge removes experiences for
 // good (no soft delete): their documents, vectors and index entries, so
 // that a secret that escaped redaction can be erased. Ids that do not

@@ -163,6 +163,11 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 			logger.Warn("register reflection metrics", "err", err)
 		}
 	}
+	if c, ok := store.(prometheus.Collector); ok { // Weaviate's compaction
+		if err := reg.Register(c); err != nil {
+			logger.Warn("register experience store metrics", "err", err)
+		}
+	}
 	// Imported experiences and episodes (hindsight mcp's store_episode)
 	// pass the sidecars' redactor; the built-in rules when the
 	// configured ones are broken.

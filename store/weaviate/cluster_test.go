@@ -200,6 +200,10 @@ func TestCluster(t *testing.T) {
 	t.Run("ConcurrentEdits", func(t *testing.T) {
 		concurrentEdits(t, a, b)
 	})
+
+	t.Run("ConcurrentLearning", func(t *testing.T) {
+		concurrentLearning(t, a, b, "team-learning")
+	})
 }
 
 // concurrentEdits has a and b reinforce one experience at once, each with
@@ -285,4 +289,70 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool) time.Duration 
 		time.Sleep(250 * time.Millisecond)
 	}
 	return time.Since(start).Round(time.Millisecond)
+}
+
+// concurrentLearning has a and b (two daemons' stores) learn the same
+// lessons at the same moment from different tasks: each lesson must end
+// as one live experience holding both tasks' evidence, the other copy
+// superseded by it.
+func concurrentLearning(t *testing.T, a, b *weaviate.Store, ns string) {
+	ctx := context.Background()
+	lessons := []string{
+		"retry the upload with a smaller chunk size when the gateway answers 413",
+		"list the bucket before deleting an object whose name came from an earlier listing",
+		"refresh the token once before retrying a request the gateway answered 401",
+	}
+	for round, lesson := range lessons {
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		errs := make(chan error, 2)
+		for side, s := range map[string]*weaviate.Store{"a": a, "b": b} {
+			m := &reflect.Merger{Store: s, Namespace: ns, Machine: "host-" + side + "/0000000" + side}
+			e := exp("", "", lesson)
+			e.Tool = fmt.Sprintf("tool%d", round)
+			e.SourceTask = fmt.Sprintf("task-%s-%d", side, round)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, err := m.Merge(ctx, time.Now(), []hindsight.Experience{*e})
+				errs <- err
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, s := range []*weaviate.Store{a, b} {
+			all, err := s.List(ctx, hindsight.ListOptions{Namespace: ns, Tool: fmt.Sprintf("tool%d", round), IncludeSuperseded: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var live []hindsight.Experience
+			for _, e := range all {
+				if e.SupersededBy == "" {
+					live = append(live, e)
+				}
+			}
+			if len(live) != 1 {
+				t.Fatalf("round %d: %d live copies of one lesson learnt by two daemons at once (of %d stored)", round, len(live), len(all))
+			}
+			k := live[0]
+			if len(k.EvidenceTasks) != 2 || k.EvidenceCount < 2 {
+				t.Fatalf("round %d: the merged lesson has tasks %v, evidence %d; want both tasks", round, k.EvidenceTasks, k.EvidenceCount)
+			}
+			for _, e := range all {
+				if e.ID != k.ID && e.SupersededBy != k.ID {
+					t.Fatalf("round %d: copy %s superseded by %q, want %s", round, e.ID, e.SupersededBy, k.ID)
+				}
+			}
+			if len(all) == 2 && all[0].CreatedAt.After(all[1].CreatedAt) == (all[0].ID == k.ID) && !all[0].CreatedAt.Equal(all[1].CreatedAt) {
+				t.Fatalf("round %d: the newer copy survived", round)
+			}
+		}
+	}
 }

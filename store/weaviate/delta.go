@@ -40,9 +40,17 @@ import (
 // deltas again and folds and writes again until nothing changed meanwhile:
 // any delta it did not see completed after that check, and its writer's
 // own view write comes later and sees this one's, so the view converges.
-// Deltas are not compacted: an experience costs one small object per
-// edit (and one per store instance that recorded hits), and a read
-// fetches each delta once per process (they are immutable and cached).
+// An experience costs one small object per edit (and one per store
+// instance that recorded hits) until a read finds too many and compacts
+// them into a checkpoint (compact.go); a read fetches each delta and
+// checkpoint once per process (they are immutable and cached).
+
+// Kinds of objects of the delta collection.
+const (
+	kindEdit       = "edit"       // a delta
+	kindHits       = "hits"       // a store instance's hit counter
+	kindCheckpoint = "checkpoint" // deltas and counters folded (compact.go)
+)
 
 // deltaClass is the collection of the deltas of s.class.
 func (s *Store) deltaClass() string { return s.class + "Delta" }
@@ -77,7 +85,11 @@ func (s *Store) migrateDeltas(ctx context.Context) error {
 		Vectorizer:         "none",
 		VectorIndexConfig:  map[string]any{"skip": true},
 		MultiTenancyConfig: &models.MultiTenancyConfig{Enabled: true, AutoTenantCreation: true, AutoTenantActivation: true},
-		ReplicationConfig:  &models.ReplicationConfig{Factor: int64(max(s.repl.factor, 1)), AsyncEnabled: s.repl.factor > 1},
+		// A delta a compaction deleted while a node was down stays
+		// deleted when the node is back (its checkpoint counts it once
+		// anyway, but it would cost reads again).
+		ReplicationConfig: &models.ReplicationConfig{Factor: int64(max(s.repl.factor, 1)), AsyncEnabled: s.repl.factor > 1,
+			DeletionStrategy: models.ReplicationConfigDeletionStrategyDeleteOnConflict},
 	}
 	if err := s.c.Schema().ClassCreator().WithClass(class).Do(ctx); err != nil {
 		if err2 := exists(); err2 != nil || !ok { // another process may have made it
@@ -132,9 +144,10 @@ func byID(id string) *filters.WhereBuilder {
 	return filters.Where().WithPath([]string{"hid"}).WithOperator(filters.Equal).WithValueText(id)
 }
 
-// deltaIDs returns the object ids of the deltas and hit counters of ns/id,
-// the union over the replicas the consistency level reads.
-func (s *Store) deltaIDs(ctx context.Context, ns, id string) ([]string, error) {
+// deltaIDs returns the object ids of the delta objects of ns/id, the
+// union over the replicas the consistency level reads, and whether there
+// are more than Weaviate lists at once (then the ids are not all there).
+func (s *Store) deltaIDs(ctx context.Context, ns, id string) ([]string, bool, error) {
 	var res *models.BatchDeleteResponse
 	err := s.retry(ctx, func() (err error) {
 		d := s.c.Batch().ObjectsBatchDeleter().WithClassName(s.deltaClass()).WithTenant(Tenant(ns)).
@@ -146,42 +159,45 @@ func (s *Store) deltaIDs(ctx context.Context, ns, id string) ([]string, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list deltas of %q: %w", id, err)
+		return nil, false, fmt.Errorf("list deltas of %q: %w", id, err)
 	}
 	if res == nil || res.Results == nil {
-		return nil, nil
-	}
-	if res.Results.Matches > int64(len(res.Results.Objects)) {
-		return nil, fmt.Errorf("list deltas of %q: %d match, %d listed (QUERY_MAXIMUM_RESULTS)", id, res.Results.Matches, len(res.Results.Objects))
+		return nil, false, nil
 	}
 	ids := make([]string, 0, len(res.Results.Objects))
 	for _, o := range res.Results.Objects {
 		ids = append(ids, string(o.ID))
 	}
-	return ids, nil
+	return ids, res.Results.Matches > int64(len(res.Results.Objects)), nil
 }
 
 // deltaReads bounds the deltas one fold reads at once.
 const deltaReads = 8
 
-// readDeltas reads the deltas and hit counters of ns with object ids oids,
-// in that order. Deltas come from the cache after their first read (they
-// never change); hit counters are read every time. Reads run deltaReads
-// at a time.
-func (s *Store) readDeltas(ctx context.Context, ns string, oids []string) ([]delta, []hits, error) {
+// readDeltas reads the delta objects of ns with object ids oids: deltas,
+// checkpoints and hit counters. Deltas and checkpoints come from the
+// cache after their first read (they never change); hit counters are read
+// every time. Reads run deltaReads at a time.
+func (s *Store) readDeltas(ctx context.Context, ns string, oids []string) ([]checkpoint, []delta, []hits, error) {
 	type read struct {
-		d         delta
-		cached    bool
 		kind, doc string
 	}
 	reads := make([]read, len(oids))
+	var cps []checkpoint
+	var ds []delta
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(deltaReads)
 	for i, oid := range oids {
 		s.dmu.Lock()
-		reads[i].d, reads[i].cached = s.deltas[oid]
+		d, isDelta := s.deltas[oid]
+		cp, isCheckpoint := s.cps[oid]
 		s.dmu.Unlock()
-		if reads[i].cached {
+		switch {
+		case isDelta:
+			ds = append(ds, d)
+			continue
+		case isCheckpoint:
+			cps = append(cps, cp)
 			continue
 		}
 		g.Go(func() (err error) {
@@ -190,38 +206,46 @@ func (s *Store) readDeltas(ctx context.Context, ns string, oids []string) ([]del
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	var ds []delta
 	var hs []hits
 	for i, r := range reads {
-		switch {
-		case r.cached:
-			ds = append(ds, r.d)
-		case r.kind == "edit":
+		var err error
+		switch r.kind {
+		case kindEdit:
 			var d delta
-			if err := json.Unmarshal([]byte(r.doc), &d); err != nil {
-				return nil, nil, fmt.Errorf("decode delta %s: %w", oids[i], err)
+			if err = json.Unmarshal([]byte(r.doc), &d); err == nil {
+				s.dmu.Lock()
+				s.deltas[oids[i]] = d
+				s.dmu.Unlock()
+				ds = append(ds, d)
 			}
-			s.dmu.Lock()
-			s.deltas[oids[i]] = d
-			s.dmu.Unlock()
-			ds = append(ds, d)
-		case r.kind == "hits":
-			var h hits
-			if err := json.Unmarshal([]byte(r.doc), &h); err != nil {
-				return nil, nil, fmt.Errorf("decode hit counter %s: %w", oids[i], err)
+		case kindCheckpoint:
+			var cp checkpoint
+			if err = json.Unmarshal([]byte(r.doc), &cp); err == nil {
+				s.dmu.Lock()
+				s.cps[oids[i]] = cp
+				s.dmu.Unlock()
+				cps = append(cps, cp)
 			}
-			hs = append(hs, h)
+		case kindHits:
+			h := hits{OID: oids[i]}
+			if err = json.Unmarshal([]byte(r.doc), &h); err == nil {
+				hs = append(hs, h)
+			}
+		}
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("decode %s %s: %w", r.kind, oids[i], err)
 		}
 	}
-	return ds, hs, nil
+	return cps, ds, hs, nil
 }
 
 // readDelta reads one object of the delta collection ("" kind when it is
 // gone: purged meanwhile).
 func (s *Store) readDelta(ctx context.Context, ns, oid string) (kind, doc string, err error) {
 	obj, err := s.getObject(ctx, s.deltaClass(), ns, oid, false)
+	s.st.fetched.Add(1)
 	if err != nil {
 		return "", "", fmt.Errorf("read delta %s: %w", oid, err)
 	}

@@ -2,11 +2,9 @@ package weaviate
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/hindsight-proxy/hindsight"
 )
@@ -24,6 +22,9 @@ type delta struct {
 	Base  int    `json:"base"`  // the version the writer read
 	At    int64  `json:"at"`    // when it was written, Unix nanoseconds
 	Token string `json:"token"` // unique to the write; breaks ties
+	// Weak marks an import's write: of two changes of one field made on
+	// the same version, an edit's wins over it whatever their times.
+	Weak bool `json:"weak,omitempty"`
 	// Set holds the fields it changed (JSON names of hindsight.Experience),
 	// null for a field it cleared.
 	Set      map[string]json.RawMessage `json:"set,omitempty"`
@@ -34,8 +35,10 @@ type delta struct {
 }
 
 // hits is one store instance's hit counter of an experience: the hits it
-// recorded on the base of epoch and the latest of them.
+// recorded on the base of epoch and the latest of them. Its writer only
+// raises it, so of two reads of one counter the greater is the later.
 type hits struct {
+	OID   string `json:"-"` // the counter's object id
 	Epoch string `json:"epoch"`
 	Count int    `json:"count"`
 	Last  int64  `json:"last"` // Unix nanoseconds
@@ -94,69 +97,11 @@ func diff(cur, next *hindsight.Experience) (delta, error) {
 	return d, nil
 }
 
-// order sorts deltas as they are applied: by the version they were made
-// on, then time, then token, so that the fold is the same whatever order
-// they were read in. Of two edits of one field made on the same version,
-// the later (then the greater token) wins; the other stays in its delta.
-func order(ds []delta) {
-	slices.SortFunc(ds, func(x, y delta) int {
-		return cmp.Or(cmp.Compare(x.Base, y.Base), cmp.Compare(x.At, y.At), cmp.Compare(x.Token, y.Token))
-	})
-}
-
-// fold returns the state of base (of epoch) after the deltas and hit
-// counters of epoch; the others are ignored. Version counts the deltas,
-// counters and evidence add up, evidence tasks are added and removed in
-// delta order, and hits are the base's plus every counter's.
-func fold(base *hindsight.Experience, epoch string, ds []delta, hs []hits) (*hindsight.Experience, error) {
-	ds = slices.DeleteFunc(slices.Clone(ds), func(d delta) bool { return d.Epoch != epoch })
-	order(ds)
-	m, err := fields(base)
-	if err != nil {
-		return nil, fmt.Errorf("fold experience: %w", err)
-	}
-	for _, d := range ds {
-		for k, v := range d.Set {
-			if !folded[k] {
-				m[k] = v
-			}
-		}
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("fold experience: %w", err)
-	}
-	e := new(hindsight.Experience)
-	if err := json.Unmarshal(b, e); err != nil {
-		return nil, fmt.Errorf("fold experience: %w", err)
-	}
-	e.Vector = base.Vector
-	e.EvidenceTasks = slices.Clone(base.EvidenceTasks)
-	for _, d := range ds {
-		e.Version++
-		e.EvidenceCount += d.Evidence
-		e.CounterCount += d.Counter
-		e.EvidenceTasks = slices.DeleteFunc(e.EvidenceTasks, func(t string) bool { return slices.Contains(d.DelTasks, t) })
-		for _, t := range d.AddTasks {
-			if !slices.Contains(e.EvidenceTasks, t) {
-				e.EvidenceTasks = append(e.EvidenceTasks, t)
-			}
-		}
-		if at := time.Unix(0, d.At).UTC(); at.After(e.UpdatedAt) {
-			e.UpdatedAt = at
-		}
-	}
-	if len(e.EvidenceTasks) == 0 {
-		e.EvidenceTasks = nil
-	}
-	for _, h := range hs {
-		if h.Epoch != epoch || h.Count <= 0 {
-			continue
-		}
-		e.HitCount += h.Count
-		if at := time.Unix(0, h.Last).UTC(); e.LastHitAt == nil || at.After(*e.LastHitAt) {
-			e.LastHitAt = &at
-		}
-	}
-	return e, nil
+// fold returns the state of base (of epoch) after the checkpoints, deltas
+// and hit counters of epoch; the others are ignored. They are joined into
+// one checkpoint first (see checkpoint.go), so that an object seen twice,
+// raw and folded into a checkpoint or in two checkpoints, counts once.
+func fold(base *hindsight.Experience, epoch string, cps []checkpoint, ds []delta, hs []hits) (*hindsight.Experience, error) {
+	cp := gather(epoch, cps, ds, hs)
+	return cp.apply(base)
 }

@@ -3,7 +3,6 @@ package weaviate
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -104,14 +103,7 @@ func (s *Store) Search(ctx context.Context, q hindsight.Query) ([]hindsight.Scor
 	if s.repl.cl != "" {
 		get = get.WithConsistencyLevel(s.repl.cl)
 	}
-	var resp *models.GraphQLResponse
-	err = s.retry(ctx, func() (err error) {
-		resp, err = get.Do(ctx)
-		if err == nil && len(resp.Errors) > 0 {
-			err = errors.New(resp.Errors[0].Message)
-		}
-		return err
-	})
+	resp, err := s.query(ctx, get)
 	if err != nil {
 		return nil, fmt.Errorf("search experiences: %w", err)
 	}
@@ -208,31 +200,9 @@ func ranks(explain string, alpha float32) (bm25, vector int) {
 	return bm25, vector
 }
 
-// List returns experiences in creation order (then namespace and id).
-func (s *Store) List(ctx context.Context, opt hindsight.ListOptions) ([]hindsight.Experience, error) {
-	var tenants []string
-	if opt.Namespace != "" {
-		ok, err := s.hasTenant(ctx, opt.Namespace, false)
-		if err != nil {
-			return nil, fmt.Errorf("list experiences: %w", err)
-		}
-		if ok {
-			tenants = []string{Tenant(opt.Namespace)}
-		}
-	} else {
-		var ts []models.Tenant
-		err := s.retry(ctx, func() (err error) {
-			ts, err = s.c.Schema().TenantsGetter().WithClassName(s.class).Do(ctx)
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("list experiences: %w", err)
-		}
-		for _, t := range ts {
-			tenants = append(tenants, t.Name)
-		}
-	}
-	var out []hindsight.Experience
+// eachObject calls fn with every experience object of tenants, 500 read
+// at a time.
+func (s *Store) eachObject(ctx context.Context, tenants []string, fn func(*models.Object) error) error {
 	for _, t := range tenants {
 		after := ""
 		for {
@@ -249,28 +219,75 @@ func (s *Store) List(ctx context.Context, opt hindsight.ListOptions) ([]hindsigh
 				return err
 			})
 			if err != nil {
-				return nil, fmt.Errorf("list experiences: %w", err)
+				return err
 			}
 			for _, o := range objs {
-				e, err := decode(o.Properties)
-				if err != nil {
-					return nil, fmt.Errorf("list experiences: %w", err)
+				if err := fn(o); err != nil {
+					return err
 				}
-				switch {
-				case opt.Namespace != "" && e.Namespace != opt.Namespace,
-					opt.Server != "" && e.Server != opt.Server,
-					opt.Tool != "" && e.Tool != opt.Tool,
-					e.SupersededBy != "" && !opt.IncludeSuperseded,
-					e.Deleted && !opt.IncludeDeleted:
-					continue
-				}
-				out = append(out, *e)
 			}
 			if len(objs) < 500 {
 				break
 			}
 			after = string(objs[len(objs)-1].ID)
 		}
+	}
+	return nil
+}
+
+// allTenants returns the collection's tenants.
+func (s *Store) allTenants(ctx context.Context) ([]string, error) {
+	var ts []models.Tenant
+	err := s.retry(ctx, func() (err error) {
+		ts, err = s.c.Schema().TenantsGetter().WithClassName(s.class).Do(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.Name)
+	}
+	return out, nil
+}
+
+// List returns experiences in creation order (then namespace and id).
+func (s *Store) List(ctx context.Context, opt hindsight.ListOptions) ([]hindsight.Experience, error) {
+	var tenants []string
+	if opt.Namespace != "" {
+		ok, err := s.hasTenant(ctx, opt.Namespace, false)
+		if err != nil {
+			return nil, fmt.Errorf("list experiences: %w", err)
+		}
+		if ok {
+			tenants = []string{Tenant(opt.Namespace)}
+		}
+	} else {
+		var err error
+		if tenants, err = s.allTenants(ctx); err != nil {
+			return nil, fmt.Errorf("list experiences: %w", err)
+		}
+	}
+	var out []hindsight.Experience
+	err := s.eachObject(ctx, tenants, func(o *models.Object) error {
+		e, err := decode(o.Properties)
+		if err != nil {
+			return err
+		}
+		switch {
+		case opt.Namespace != "" && e.Namespace != opt.Namespace,
+			opt.Server != "" && e.Server != opt.Server,
+			opt.Tool != "" && e.Tool != opt.Tool,
+			e.SupersededBy != "" && !opt.IncludeSuperseded,
+			e.Deleted && !opt.IncludeDeleted:
+			return nil
+		}
+		out = append(out, *e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list experiences: %w", err)
 	}
 	return store.ListOrder(out, opt.Limit), nil
 }

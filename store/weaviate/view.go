@@ -41,6 +41,11 @@ func (s *Store) get(ctx context.Context, ns, id string) (stored, error) {
 	if err != nil || obj == nil {
 		return stored{}, err
 	}
+	return storedOf(obj)
+}
+
+// storedOf decodes an experience's object (see get).
+func storedOf(obj *models.Object) (stored, error) {
 	view, err := decode(obj.Properties)
 	if err != nil {
 		return stored{}, err
@@ -92,16 +97,33 @@ func (s *Store) state(ctx context.Context, ns, id string) (*state, error) {
 	if err := s.ensureDeltaTenant(ctx, ns); err != nil {
 		return nil, err
 	}
-	oids, err := s.deltaIDs(ctx, ns, id)
+	oids, more, err := s.deltaIDs(ctx, ns, id)
 	if err != nil {
 		return nil, err
+	}
+	// Too many to fold, or more than Weaviate lists at once: compact
+	// first (compact.go), then list again.
+	for round := 0; more || len(oids) > compactAt; round++ {
+		folded, cerr := s.compact(ctx, ns, id, o.epoch)
+		if cerr != nil || !folded || round == maxCompactRounds {
+			if more {
+				return nil, fmt.Errorf("list deltas of %q: more than %d, compaction: %v", id, len(oids), cerr)
+			}
+			if cerr != nil {
+				s.log.Warn("weaviate: compaction failed; folding every delta", "namespace", ns, "id", id, "err", cerr)
+			}
+			break
+		}
+		if oids, more, err = s.deltaIDs(ctx, ns, id); err != nil {
+			return nil, err
+		}
 	}
 	slices.Sort(oids)
-	ds, hs, err := s.readDeltas(ctx, ns, oids)
+	cps, ds, hs, err := s.readDeltas(ctx, ns, oids)
 	if err != nil {
 		return nil, err
 	}
-	e, err := fold(o.base, o.epoch, ds, hs)
+	e, err := fold(o.base, o.epoch, cps, ds, hs)
 	if err != nil {
 		return nil, err
 	}

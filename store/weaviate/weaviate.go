@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"sync"
 	"time"
@@ -84,6 +85,9 @@ type Config struct {
 	// Consistency is the level of reads and writes when the factor is
 	// above 1: ONE, QUORUM (the default) or ALL.
 	Consistency string
+	// HTTPClient carries the REST requests (its Timeout, when zero, is
+	// set to Timeout's); nil: a client of its own.
+	HTTPClient *http.Client
 	// RetryFor bounds the retry of one operation's transient cluster
 	// errors; 0 means DefaultRetryFor, negative means no retry.
 	RetryFor time.Duration
@@ -108,7 +112,15 @@ type Store struct {
 	instance string          // this store's id in its hit counters' object ids
 	hitc     map[string]hits // this instance's hit counters, by object id
 	dmu      sync.Mutex
-	deltas   map[string]delta // deltas read, by object id (they never change)
+	deltas   map[string]delta      // deltas read, by object id (they never change)
+	cps      map[string]checkpoint // checkpoints read, by object id (likewise)
+	st       stats
+	// stopAfterCheckpoint makes a compaction stop after writing its
+	// checkpoint, as a process killed then would (tests).
+	stopAfterCheckpoint bool
+	// afterReembedRead runs once Reembed has read every experience,
+	// before it drops the collection (tests).
+	afterReembedRead func()
 
 	repl     replication
 	retryFor time.Duration
@@ -140,6 +152,13 @@ func Open(ctx context.Context, cfg Config, emb hindsight.Embedder) (*Store, erro
 		cfg.Timeout = DefaultTimeout
 	}
 	wc := wv.Config{Host: u.Host, Scheme: u.Scheme, Timeout: cfg.Timeout}
+	if cfg.HTTPClient != nil {
+		hc := *cfg.HTTPClient
+		if hc.Timeout == 0 {
+			hc.Timeout = cfg.Timeout
+		}
+		wc.ConnectionClient = &hc
+	}
 	if cfg.GRPC != "" {
 		wc.GrpcConfig = &grpc.Config{Host: cfg.GRPC, Secured: u.Scheme == "https"}
 	}
@@ -151,7 +170,7 @@ func Open(ctx context.Context, cfg Config, emb hindsight.Embedder) (*Store, erro
 		return nil, fmt.Errorf("open weaviate store: %w", err)
 	}
 	s := &Store{c: c, class: cfg.Class, opt: cfg.Rank, log: cfg.Logger, emb: emb, embID: store.EmbedderID(emb), tenants: tenantSet{known: map[string]bool{}},
-		instance: uuid.NewString(), hitc: map[string]hits{}, deltas: map[string]delta{},
+		instance: uuid.NewString(), hitc: map[string]hits{}, deltas: map[string]delta{}, cps: map[string]checkpoint{},
 		repl: replication{factor: cfg.ReplicationFactor, clWant: cfg.Consistency}, retryFor: cfg.RetryFor}
 	if s.repl.factor < 0 {
 		return nil, fmt.Errorf("open weaviate store: replication factor %d", s.repl.factor)

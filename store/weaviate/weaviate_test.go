@@ -3,6 +3,9 @@ package weaviate_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +59,22 @@ func TestTwoStoresConcurrentEdits(t *testing.T) {
 	concurrentEdits(t, stores[0], stores[1])
 }
 
+// TestTwoStoresConcurrentLearning: two stores over one server (two
+// daemons) learn the same lessons at once; each ends as one lesson.
+func TestTwoStoresConcurrentLearning(t *testing.T) {
+	srv := weaviatetest.Start(t)
+	emb := embedder.NewLocal(0)
+	var stores []*weaviate.Store
+	for range 2 {
+		s, err := weaviate.Open(context.Background(), weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: "TwoLearners"}, emb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, s)
+	}
+	concurrentLearning(t, stores[0], stores[1], "team")
+}
+
 // TestStoreDown: with the server down, a query bounded by its caller's
 // deadline (query_hindsight's) fails by then instead of retrying on, a
 // write then fails at once as unavailable, and writes succeed once the
@@ -105,5 +124,70 @@ func TestStoreDown(t *testing.T) {
 	}
 	if _, err := s.Get(ctx, "", "d2"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestImportKeepsConcurrentEdit: one store imports a copy of an
+// experience (an export, then an import with a change of its own) while
+// another store edits it; whichever lands first, the edit's lesson, pin
+// and evidence are kept, and the import's own change too.
+func TestImportKeepsConcurrentEdit(t *testing.T) {
+	srv := weaviatetest.Start(t)
+	emb := embedder.NewLocal(0)
+	ctx := context.Background()
+	var a, b *weaviate.Store
+	for _, s := range []**weaviate.Store{&a, &b} {
+		var err error
+		if *s, err = weaviate.Open(ctx, weaviate.Config{URL: srv.URL, GRPC: srv.GRPC, Class: "ImportRace"}, emb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round, editFirst := range []bool{true, false} {
+		id := fmt.Sprintf("x%d", round)
+		if err := a.Put(ctx, exp("team", id, "pin the dependency before regenerating the lock file")); err != nil {
+			t.Fatal(err)
+		}
+		pack, err := a.Get(ctx, "team", id) // the copy the import brings back
+		if err != nil {
+			t.Fatal(err)
+		}
+		pack.Situation = "the lock file changed under a pinned dependency"
+		pack.Vector = nil
+		edit := func() {
+			e, err := b.Get(ctx, "team", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Lesson, e.Pinned = "pin the dependency, then regenerate the lock file with --frozen", true
+			e.EvidenceCount++
+			e.EvidenceTasks = append(e.EvidenceTasks, "task-edit")
+			if err := b.Put(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		imp := func() {
+			if err := a.Import(ctx, []*hindsight.Experience{pack}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if editFirst {
+			edit()
+			imp()
+		} else {
+			imp()
+			edit()
+		}
+		for _, s := range []*weaviate.Store{a, b} {
+			g, err := s.Get(ctx, "team", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(g.Lesson, "--frozen") || !g.Pinned || g.EvidenceCount != 1 || !slices.Contains(g.EvidenceTasks, "task-edit") {
+				t.Fatalf("edit first %v: the edit was dropped: lesson %q pinned %v evidence %d tasks %v", editFirst, g.Lesson, g.Pinned, g.EvidenceCount, g.EvidenceTasks)
+			}
+			if g.Situation != pack.Situation {
+				t.Fatalf("edit first %v: the import's change was dropped: situation %q", editFirst, g.Situation)
+			}
+		}
 	}
 }

@@ -73,13 +73,20 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	if cur.exp.Version != e.Version {
 		return fmt.Errorf("put experience %q: stored version %d, given %d: %w", e.ID, cur.exp.Version, e.Version, hindsight.ErrConflict)
 	}
+	return s.update(ctx, e, cur, cur.exp.Version, false)
+}
+
+// update stores what e changes of cur as a delta made on version base
+// (weak for an import's, see delta), folds and writes the view, and gives
+// e the version its write made.
+func (s *Store) update(ctx context.Context, e *hindsight.Experience, cur *state, base int, weak bool) error {
 	d, err := diff(cur.exp, e)
 	if err != nil {
 		return fmt.Errorf("put experience %q: %w", e.ID, err)
 	}
 	now := s.now().UTC()
-	d.Epoch, d.At, d.Token = cur.epoch, now.UnixNano(), uuid.NewString()
-	obj, err := s.deltaObject(e.Namespace, e.ID, d.Token, "edit", d)
+	d.Epoch, d.At, d.Token, d.Base, d.Weak = cur.epoch, now.UnixNano(), uuid.NewString(), base, weak
+	obj, err := s.deltaObject(e.Namespace, e.ID, d.Token, kindEdit, d)
 	if err != nil {
 		return fmt.Errorf("put experience %q: %w", e.ID, err)
 	}
@@ -133,18 +140,26 @@ func (s *Store) create(ctx context.Context, e *hindsight.Experience) error {
 	return nil
 }
 
-// RecordHits adds a hit at at to each of ids in namespace: this store
-// instance's hit counter of each (one object per experience and instance,
-// written by no one else) is raised in one request, then each view is
-// folded again.
+// RecordHits adds a hit at at to each of ids in namespace (an id listed
+// twice gets two): this store instance's hit counter of each (one object
+// per experience and instance, written by no one else) is raised in one
+// request, then each view is folded again.
 func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, at time.Time) error {
 	ns := rank.Namespace(namespace)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	counts := map[string]int{}
+	var distinct []string
+	for _, id := range ids {
+		if counts[id] == 0 {
+			distinct = append(distinct, id)
+		}
+		counts[id]++
+	}
 	var objs []*models.Object
 	var hit []string
 	raised := map[string]hits{}
-	for _, id := range ids {
+	for _, id := range distinct {
 		o, err := s.get(ctx, ns, id)
 		if err != nil {
 			return fmt.Errorf("record experience hits: %w", err)
@@ -155,9 +170,9 @@ func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, 
 		oid := s.hitsID(ns, id, o.epoch)
 		h := s.hitc[oid]
 		h.Epoch = o.epoch
-		h.Count++
+		h.Count += counts[id]
 		h.Last = max(h.Last, at.UnixNano())
-		obj, err := s.deltaObject(ns, id, oid, "hits", h)
+		obj, err := s.deltaObject(ns, id, oid, kindHits, h)
 		if err != nil {
 			return fmt.Errorf("record experience hits: %w", err)
 		}
