@@ -9,6 +9,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/defaults"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -170,7 +171,7 @@ func (q *hitQueue) flush(record func(ns string, ids []string, at time.Time) erro
 
 // hitLoop flushes the hit queue every HitFlush until ctx ends.
 func (s *Server) hitLoop(ctx context.Context) {
-	t := time.NewTicker(orDefault(s.HitFlush, DefaultHitFlush))
+	t := time.NewTicker(defaults.Positive(s.HitFlush, DefaultHitFlush))
 	defer t.Stop()
 	for {
 		select {
