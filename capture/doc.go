@@ -19,9 +19,12 @@
 //
 // # Redaction
 //
-// A Redactor (see its doc) combines the gitleaks v8 default rule set, used
-// as a library with its keyword prefilter and compiled once per process,
-// with sensitive JSON key names, built-in text rules and the user's rules.
+// A Redactor (see its doc) combines the gitleaks v8 default rule set, read
+// through gitleaks' config package and run as gitleaks' Detector runs each
+// rule on a text (its detect package, which links file, archive and git
+// scanning, stays out of the binaries), with a keyword prefilter and each
+// rule compiled once per process, with sensitive JSON key names, built-in
+// text rules and the user's rules.
 // A secret becomes [REDACTED:<rule id>]: [REDACTED:github-pat],
 // [REDACTED:key:password], [REDACTED:jwt]… JSON stays valid. Redaction
 // happens before a step reaches disk: the outbox, its value log and

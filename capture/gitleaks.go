@@ -9,17 +9,17 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/rs/zerolog"
 	"github.com/zricethezav/gitleaks/v8/config"
-	"github.com/zricethezav/gitleaks/v8/detect"
 	gllog "github.com/zricethezav/gitleaks/v8/logging"
-	"github.com/zricethezav/gitleaks/v8/report"
 )
 
-// gitleaksRules is the gitleaks default rule set split into one detector
-// per rule, each run only on text holding one of that rule's keywords,
-// which a keywordIndex finds (gitleaks' own Detector builds an Aho-Corasick
-// automaton of ~1.5 MB for that; a detector with no keywords runs its only
-// rule unconditionally). A rule's expressions are compiled, and its
-// detector built, the first time text holds one of its keywords: most
+// gitleaksRules is the gitleaks default rule set, each rule run only on
+// text holding one of its keywords, which a keywordIndex finds (gitleaks'
+// own Detector builds an Aho-Corasick automaton of ~1.5 MB for that). The
+// rules run as gitleaks' Detector runs them (see compiledRule.find), not
+// through its detect package, which would link its file, archive and git
+// scanning and their dependencies into every binary that records. A
+// rule's expressions are compiled the first time text holds one of its
+// keywords: most
 // traffic never reaches most rules, and compiling all 200-odd of them at
 // once allocated ~20 MB. Its allowlists are kept without the automata
 // gitleaks builds for their stop words: a finding's secret is checked
@@ -39,12 +39,12 @@ type gitleaksRules struct {
 // ruleSource is a rule's expressions as the rule file writes them.
 type ruleSource struct{ regex, path string }
 
-// gitleaksRule is one rule of the set and its detector, built on first use.
+// gitleaksRule is one rule of the set, compiled on first use.
 type gitleaksRule struct {
 	id       string
 	keywords []string // lower-cased
 	once     sync.Once
-	det      *detect.Detector
+	compiled *compiledRule
 }
 
 // gitleaksDetector loads the gitleaks default configuration once per
@@ -141,29 +141,20 @@ func (g *gitleaksRules) compile(id string) config.Rule {
 	return rule
 }
 
-// detector returns rule i's detector, building it on first use.
-func (g *gitleaksRules) detector(i int) *detect.Detector {
+// rule returns rule i compiled, compiling it on first use. The rules it
+// requires (composite rules) run only as its parts.
+func (g *gitleaksRules) rule(i int) *compiledRule {
 	r := &g.rules[i]
-	r.once.Do(func() { r.det = g.ruleDetector(r.id) })
-	return r.det
-}
-
-// ruleDetector is a detector running rule id alone, whatever the text
-// holds: no keywords, so no prefilter. The rules it requires (composite
-// rules) are in its configuration with their keywords, which no prefilter
-// finds, so they run only as its parts.
-func (g *gitleaksRules) ruleDetector(id string) *detect.Detector {
-	rule := g.compile(id)
-	rules := map[string]config.Rule{}
-	for _, req := range rule.RequiredRules {
-		if _, ok := g.Config.Rules[req.RuleID]; ok {
-			rules[req.RuleID] = g.compile(req.RuleID)
+	r.once.Do(func() {
+		c := &compiledRule{rule: g.compile(r.id), required: map[string]config.Rule{}}
+		for _, req := range c.rule.RequiredRules {
+			if _, ok := g.Config.Rules[req.RuleID]; ok {
+				c.required[req.RuleID] = g.compile(req.RuleID)
+			}
 		}
-	}
-	rule.Keywords = nil
-	rules[id] = rule
-	return detect.NewDetector(config.Config{Rules: rules, Keywords: map[string]struct{}{},
-		OrderedRules: []string{id}, Allowlists: g.Config.Allowlists})
+		r.compiled = c
+	})
+	return r.compiled
 }
 
 // lightAllowlists copies allowlists without what gitleaks derived from
@@ -192,13 +183,13 @@ func containsInt(s []int, v int) bool {
 // detect returns what the rules whose keywords text holds find in it, as
 // gitleaks' Detector.DetectString would: a generic rule's finding gives way
 // to a specific rule's finding on the same line that contains its secret.
-func (g *gitleaksRules) detect(text string) []report.Finding {
+func (g *gitleaksRules) detect(text string) []gitleaksFinding {
 	bits := g.index.find(text, 0)
 	if bits == 0 {
 		return nil
 	}
 	var lower string
-	var findings []report.Finding
+	var findings []gitleaksFinding
 	var ran []bool
 	for b := range 64 {
 		if bits&(1<<b) == 0 {
@@ -216,7 +207,7 @@ func (g *gitleaksRules) detect(text string) []report.Finding {
 				lower = strings.ToLower(text)
 			}
 			if g.rules[i].holdsKeyword(lower) {
-				findings = append(findings, g.detector(i).DetectString(text)...)
+				findings = append(findings, g.rule(i).find(text, g.Config.Allowlists)...)
 			}
 		}
 	}
@@ -234,7 +225,7 @@ func (r *gitleaksRule) holdsKeyword(lower string) bool {
 
 // preferSpecific drops each generic rule's finding that a specific rule's
 // finding on the same line contains, as gitleaks does across its rules.
-func preferSpecific(findings []report.Finding) []report.Finding {
+func preferSpecific(findings []gitleaksFinding) []gitleaksFinding {
 	out := findings[:0:0]
 	for _, f := range findings {
 		keep := true

@@ -1,7 +1,9 @@
 package capture
 
 import (
+	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -37,7 +39,13 @@ func TestGitleaksRulesMatchDetector(t *testing.T) {
 		`password: "changeme-changeme"`, `token = "${SECRET_TOKEN_FROM_ENV}"`, `secret = "q8Fh2LmN0pRt5VwY9zXc"`)
 	found := 0
 	for _, text := range texts {
-		want, got := findingKeys(full.DetectString(text)), findingKeys(set.detect(text))
+		var got []string
+		for _, f := range set.detect(text) {
+			got = append(got, f.RuleID+"="+f.Secret)
+		}
+		slices.Sort(got)
+		got = slices.Compact(got)
+		want := findingKeys(full.DetectString(text))
 		if !slices.Equal(got, want) {
 			t.Errorf("in %.80q: found %q, gitleaks %q", text, got, want)
 		}
@@ -133,4 +141,90 @@ func normalizeAllowlists(c *config.Config) {
 		}
 		c.Rules[id] = r
 	}
+}
+
+// findTestRules are rules using what the default rule set may use and its
+// texts do not exercise: a composite rule, an AND allowlist, allowlists
+// on the line and on the match, a rule with a path, entropy.
+func findTestRules() (rules map[string]config.Rule, allow []*config.Allowlist) {
+	one := 1
+	re := regexp.MustCompile
+	rules = map[string]config.Rule{
+		"tok": {RuleID: "tok", Regex: re(`(?i)token[=:]\s*([a-z0-9]{8,})`), SecretGroup: 1, Entropy: 2,
+			Allowlists: []*config.Allowlist{
+				{RegexTarget: "line", Regexes: []*regexp.Regexp{re(`#\s*example`)}},
+				{MatchCondition: config.AllowlistMatchAnd, Regexes: []*regexp.Regexp{re(`^zz`)}, StopWords: []string{"abc"}},
+				{RegexTarget: "match", Regexes: []*regexp.Regexp{re(`TOKEN:`)}},
+			}},
+		"user": {RuleID: "user", Regex: re(`user=([a-z]+)\n?`), RequiredRules: []*config.Required{{RuleID: "pass", WithinLines: &one}}},
+		"pass": {RuleID: "pass", Regex: re(`pass=([a-z0-9]+)`), Keywords: []string{"pass"}},
+		"file": {RuleID: "file", Regex: re(`key=(\w+)`), Path: re(`\.env$`)},
+		"any":  {RuleID: "any", Regex: re(`(?:k1|k2)=(\w*)|v=(\w+)`)},
+	}
+	allow = []*config.Allowlist{{StopWords: []string{"dummy"}}}
+	return rules, allow
+}
+
+// checkFindLikeDetector holds compiledRule.find, for each rule of
+// findTestRules, to gitleaks' Detector running that rule alone on text.
+func checkFindLikeDetector(t *testing.T, text string) int {
+	rules, allow := findTestRules()
+	n := 0
+	for _, id := range []string{"tok", "user", "file", "any"} {
+		r := rules[id]
+		c := &compiledRule{rule: r, required: map[string]config.Rule{"pass": rules["pass"]}}
+		det := detect.NewDetector(config.Config{Rules: map[string]config.Rule{id: r, "pass": rules["pass"]},
+			Keywords: map[string]struct{}{}, OrderedRules: []string{id}, Allowlists: allow})
+		var want, got []string
+		for _, f := range det.DetectString(text) {
+			want = append(want, fmt.Sprintf("%s %q %q %q %d:%d", f.RuleID, f.Secret, f.Match, f.Line, f.StartLine, f.StartColumn))
+		}
+		for _, f := range c.find(text, allow) {
+			got = append(got, fmt.Sprintf("%s %q %q %q %d:%d", f.RuleID, f.Secret, f.Match, f.Line, f.StartLine, f.StartColumn))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("rule %s in %q:\n got %q\nwant %q", id, text, got, want)
+		}
+		n += len(want)
+	}
+	return n
+}
+
+// TestGitleaksFindLikeDetector: the redactor's own run of a rule finds
+// what gitleaks' Detector finds, where and on which line.
+func TestGitleaksFindLikeDetector(t *testing.T) {
+	n := 0
+	for _, text := range findTexts {
+		n += checkFindLikeDetector(t, text)
+	}
+	if n < 10 {
+		t.Errorf("gitleaks found %d secrets in the texts: the comparison proves little", n)
+	}
+}
+
+var findTexts = []string{
+	"token=q8Fh2LmN0pRt",
+	"first\nsecond token: Zx81kQ2vLm09\nthird",
+	"a\n\ntoken=aaaaaaaaaaaa and token=Ab3De6Gh9Jk2",
+	"token=Ab3De6Gh9Jk2 # example\n",
+	"token=Ab3De6Gh9Jk2 gitleaks:allow",
+	"TOKEN:Ab3De6Gh9Jk2",
+	"token=zzabc12345678 token=zzq81234567 token=abc9876543x2",
+	"token=dummy1234567x",
+	"user=alice\npass=s3cret\nuser=bob\n\n\npass=x",
+	"user=carol pass=y",
+	"pass=only",
+	"user=dave\n",
+	"key=abcdef",
+	"k1= v=zz\r\nk2=abc",
+	"x\r\ntoken=\nQw3rTy7uI0pZ",
+}
+
+func FuzzGitleaksFindLikeDetector(f *testing.F) {
+	for _, text := range findTexts {
+		f.Add(text)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		checkFindLikeDetector(t, text)
+	})
 }

@@ -2,7 +2,9 @@ package e2e
 
 // A real sidecar (`hindsight wrap`, built from this module) in front of a
 // real MCP server (the scripted fakeserver, re-executed from this test
-// binary) exports its spans to an OTLP receiver in this process.
+// binary) exports its spans to an OTLP receiver in this process. The lean
+// hindsight carries no OTLP exporter: with tracing on it replaces itself
+// with hindsightd, built beside it, which exports.
 
 import (
 	"bufio"
@@ -22,7 +24,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/internal/testkit/fakeserver"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/otlptest"
 	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
-	"github.com/hindsight-proxy/hindsight/telemetry"
+	"github.com/hindsight-proxy/hindsight/telemetry/otlp"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
@@ -40,7 +42,7 @@ type agent struct {
 // home holding config, with env added to an environment cleared of OTEL_*.
 func sidecar(t *testing.T, config string, env []string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
-	bin := testbin.Hindsight(t)
+	bin := testbin.HindsightFull(t)
 	home := testbin.HomeWith(t, config)
 	args = append(append(args, "--", os.Args[0]), fakeserver.Args("TestTelemetryFakeServer")...)
 	cmd := exec.Command(bin, args...)
@@ -60,12 +62,18 @@ func sidecar(t *testing.T, config string, env []string, args ...string) (*exec.C
 func wrap(t *testing.T, config string, env ...string) (*agent, string) {
 	t.Helper()
 	cmd, home := sidecar(t, config, env, "wrap", "--name", "fake")
+	return start(t, cmd), home
+}
+
+// start starts cmd, a sidecar (see sidecar), and initializes a session.
+func start(t *testing.T, cmd *exec.Cmd) *agent {
+	t.Helper()
 	in, out := testkit.StartPiped(t, cmd)
 	a := &agent{t: t, cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	a.call(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"otel-test","version":"1"}}}`)
 	a.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	return a, home
+	return a
 }
 
 func (a *agent) send(line string) {
@@ -266,7 +274,7 @@ func collectorDown(t *testing.T, addr string, silent bool) {
 		"OTEL_EXPORTER_OTLP_TIMEOUT=600000", "OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE=8", "OTEL_BSP_MAX_QUEUE_SIZE=64")
 	calls := 200
 	if silent {
-		calls = telemetry.QueueSize + 1000
+		calls = otlp.QueueSize + 1000
 	}
 	for i := range calls {
 		r := a.call(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"n%d"}}}`, i+1, i))
@@ -300,5 +308,39 @@ func collectorDown(t *testing.T, addr string, silent bool) {
 	}
 	if n := strings.Count(string(log), "export traces (further failures"); n > 1 {
 		t.Errorf("export failure logged %d times, want at most once", n)
+	}
+}
+
+// TestTracingWithoutFullBuild: a lean sidecar with tracing on and no
+// hindsightd beside it or on PATH relays every call, exports nothing, and
+// says in its log why.
+func TestTracingWithoutFullBuild(t *testing.T) {
+	rcv := &otlptest.Receiver{}
+	base := rcv.ListenHTTP(t)
+	lean, err := os.ReadFile(testbin.Hindsight(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	alone := filepath.Join(dir, filepath.Base(testbin.Hindsight(t)))
+	if err := os.WriteFile(alone, lean, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd, home := sidecar(t, "telemetry:\n  endpoint: "+base+"\n", []string{"PATH=" + dir}, "wrap", "--name", "fake")
+	cmd.Path, cmd.Args[0] = alone, alone
+	a := start(t, cmd)
+	if r := a.call(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`); r["result"] == nil {
+		t.Fatalf("echo: %s", r["error"])
+	}
+	a.stop()
+	if spans, _ := rcv.Received(); len(spans) != 0 {
+		t.Errorf("%d spans exported by a build without an exporter", len(spans))
+	}
+	log, err := os.ReadFile(filepath.Join(home, "logs", "wrap-fake.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "tracing is off") || !strings.Contains(string(log), "hindsightd") {
+		t.Errorf("the log does not say why tracing is off:\n%s", log)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // Config is the telemetry block of the configuration file. Tracing is on
@@ -37,21 +35,24 @@ const (
 // defaultService is the service.name when none is configured.
 const defaultService = "hindsight"
 
-// settings are what the exporter and the provider are built from, the
-// file's values where the environment sets none. An empty endpoint or nil
-// headers leave them to the exporter, which reads the environment itself.
-type settings struct {
-	protocol string
-	endpoint string
-	headers  map[string]string
-	service  string
-	sampler  sdktrace.Sampler // nil: the SDK's default (OTEL_TRACES_SAMPLER, else parent-based always-on)
+// Settings are what the exporter and the provider are built from, the
+// file's values where the environment sets none. An empty Endpoint or nil
+// Headers leave them to the exporter, which reads the environment itself.
+type Settings struct {
+	Protocol string
+	Endpoint string
+	Headers  map[string]string
+	Service  string
+	// SampleRatio, between 0 and 1, is the parent-based ratio sampler's;
+	// nil leaves the SDK's default (OTEL_TRACES_SAMPLER, else parent-based
+	// always-on).
+	SampleRatio *float64
 }
 
-// resolve combines c with the environment (read through getenv). on is
+// Resolve combines c with the environment (read through getenv). on is
 // false when tracing is off: no endpoint anywhere, OTEL_SDK_DISABLED=true
 // or OTEL_TRACES_EXPORTER=none.
-func resolve(c Config, getenv func(string) string) (s settings, on bool, err error) {
+func Resolve(c Config, getenv func(string) string) (s Settings, on bool, err error) {
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
 		return s, false, nil
 	}
@@ -66,35 +67,35 @@ func resolve(c Config, getenv func(string) string) (s settings, on bool, err err
 	if envEndpoint == "" && c.Endpoint == "" {
 		return s, false, nil
 	}
-	s.protocol = firstEnv(getenv, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
-	if s.protocol == "" {
-		s.protocol = c.Protocol
+	s.Protocol = firstEnv(getenv, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+	if s.Protocol == "" {
+		s.Protocol = c.Protocol
 	}
-	switch s.protocol {
+	switch s.Protocol {
 	case "":
-		s.protocol = ProtocolHTTP
+		s.Protocol = ProtocolHTTP
 	case ProtocolHTTP, ProtocolGRPC:
 	default:
-		return s, false, fmt.Errorf("read telemetry protocol: %q is not supported (%s or %s)", s.protocol, ProtocolHTTP, ProtocolGRPC)
+		return s, false, fmt.Errorf("read telemetry protocol: %q is not supported (%s or %s)", s.Protocol, ProtocolHTTP, ProtocolGRPC)
 	}
 	if envEndpoint == "" {
-		if s.endpoint, err = endpointURL(c.Endpoint, s.protocol); err != nil {
+		if s.Endpoint, err = endpointURL(c.Endpoint, s.Protocol); err != nil {
 			return s, false, err
 		}
 	}
 	if firstEnv(getenv, "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS") == "" && len(c.Headers) > 0 {
-		s.headers = c.Headers
+		s.Headers = c.Headers
 	}
-	s.service = c.ServiceName
-	if s.service == "" {
-		s.service = defaultService
+	s.Service = c.ServiceName
+	if s.Service == "" {
+		s.Service = defaultService
 	}
 	if getenv("OTEL_TRACES_SAMPLER") == "" && c.SampleRatio != nil {
 		r := *c.SampleRatio
 		if !(r >= 0 && r <= 1) {
 			return s, false, fmt.Errorf("read telemetry sample_ratio: %v is not between 0 and 1", r)
 		}
-		s.sampler = sdktrace.ParentBased(sdktrace.TraceIDRatioBased(r))
+		s.SampleRatio = &r
 	}
 	return s, true, nil
 }

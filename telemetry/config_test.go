@@ -40,7 +40,7 @@ func TestResolve(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, on, err := resolve(tc.cfg, func(k string) string { return tc.env[k] })
+			s, on, err := Resolve(tc.cfg, func(k string) string { return tc.env[k] })
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err %v, want one about %s", err, tc.err)
@@ -53,7 +53,7 @@ func TestResolve(t *testing.T) {
 			if !on {
 				return
 			}
-			if s.protocol != tc.protocol || s.endpoint != tc.endpoint || (s.headers != nil) != tc.headers || (s.sampler != nil) != tc.sampler || s.service != tc.service {
+			if s.Protocol != tc.protocol || s.Endpoint != tc.endpoint || (s.Headers != nil) != tc.headers || (s.SampleRatio != nil) != tc.sampler || s.Service != tc.service {
 				t.Errorf("settings %+v", s)
 			}
 		})

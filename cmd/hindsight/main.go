@@ -4,8 +4,10 @@
 //
 // This is the lean build that agents start once per MCP server (wrap,
 // serve) and users run (status, traces, experiences, demo…). It leaves out
-// the Weaviate and OpenAI-compatible clients; when the daemon's
-// configuration needs one, "hindsight daemon" runs hindsightd instead.
+// the Weaviate and OpenAI-compatible clients and the OTLP trace exporters;
+// when the daemon's configuration needs one of the clients, "hindsight
+// daemon" runs hindsightd instead, and so does a sidecar when tracing is
+// on.
 //
 // Run "hindsight help" for the commands.
 package main

@@ -1,8 +1,9 @@
 // Command hindsightd is hindsight with every backend: the same commands as
-// hindsight, plus the Weaviate experience store and the clients of
-// OpenAI-compatible endpoints (LLM reflection, embeddings). "hindsight
-// daemon" runs it in its place when the configuration needs one of them;
-// install it beside hindsight.
+// hindsight, plus the Weaviate experience store, the clients of
+// OpenAI-compatible endpoints (LLM reflection, embeddings) and the OTLP
+// trace exporters. "hindsight daemon" runs it in its place when the
+// configuration needs one of the first two, and a sidecar (wrap, serve)
+// when tracing is on; install it beside hindsight.
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/reflect/llm"
 	"github.com/hindsight-proxy/hindsight/store/embedder/openaiembed"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
+	"github.com/hindsight-proxy/hindsight/telemetry/otlp"
 )
 
 func main() {
@@ -34,5 +36,6 @@ func main() {
 				Redactor: c.Redactor, Logger: c.Logger, Metrics: c.Metrics,
 			})
 		},
+		Tracing: otlp.Start,
 	})
 }

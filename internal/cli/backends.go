@@ -9,15 +9,18 @@ import (
 	"path/filepath"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/hindsight-proxy/hindsight/reflect"
+	"github.com/hindsight-proxy/hindsight/telemetry"
 )
 
 // Backends are the optional parts whose client libraries are large: the
-// Weaviate store and everything that speaks to an OpenAI-compatible
-// endpoint. Only the daemon uses them, and every package a binary links
-// costs each of its processes memory at start-up, so the sidecar binary
-// (cmd/hindsight) leaves them out and the full build (cmd/hindsightd)
-// supplies them. A nil field means "not in this build".
+// Weaviate store, everything that speaks to an OpenAI-compatible endpoint,
+// and the OTLP trace exporters (gRPC and protobuf). Every package a binary
+// links costs each of its processes memory at start-up and its first
+// build time, so the sidecar binary (cmd/hindsight) leaves them out and
+// the full build (cmd/hindsightd) supplies them. A nil field means "not in
+// this build".
 type Backends struct {
 	// Weaviate opens the Weaviate experience store that cfg names, with
 	// vectors from emb.
@@ -27,6 +30,10 @@ type Backends struct {
 	Embedder func(ctx context.Context, baseURL, apiKey, model string) (hindsight.Embedder, error)
 	// LLM returns the reflector that asks a language model.
 	LLM func(cfg LLMConfig) (reflect.Reflector, error)
+	// Tracing starts exporting a span per tools/call as cfg and the
+	// environment say (otlp.Start): hook is nil when tracing is off or
+	// could not start, and shutdown flushes.
+	Tracing func(cfg telemetry.Config, logger *slog.Logger) (hook func(*proxy.Exchange), shutdown func())
 }
 
 // WeaviateConfig is where Backends.Weaviate connects.
@@ -72,6 +79,23 @@ func (b Backends) missing(c *Config) string {
 		return "an LLM reflector (llm.model)"
 	}
 	return ""
+}
+
+// tracingElsewhere replaces a sidecar of a build without Backends.Tracing
+// with FullBinary when the configuration or the environment turns tracing
+// on. When FullBinary cannot be found, or tracing is misconfigured, it logs
+// why tracing is off and returns: tracing never costs the agent its server.
+func tracingElsewhere(c telemetry.Config, logger *slog.Logger) {
+	if backends.Tracing != nil {
+		return
+	}
+	_, on, err := telemetry.Resolve(c, os.Getenv)
+	if err == nil && on {
+		err = execFull("OTLP trace export (telemetry)")
+	}
+	if err != nil {
+		logger.Error("tracing is off", "err", err)
+	}
 }
 
 // execFull replaces the process with FullBinary, run with the same

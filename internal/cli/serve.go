@@ -194,6 +194,7 @@ func runServe(ctx context.Context, g *globals, o *serveOptions) error {
 	}
 	defer logFile.Close()
 	slog.SetDefault(logger) // libraries' logs (and net/http's) go through the redactor into the file too
+	tracingElsewhere(g.config.Telemetry, logger)
 	g.namespace = o.namespace
 	sc, err := newSidecar(ctx, g, o.name, "streamable-http", logger)
 	if err != nil {

@@ -18,7 +18,6 @@ import (
 	"github.com/hindsight-proxy/hindsight/inject"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/hindsight-proxy/hindsight/spool"
-	"github.com/hindsight-proxy/hindsight/telemetry"
 	"github.com/tidwall/gjson"
 )
 
@@ -155,7 +154,10 @@ func newSidecar(ctx context.Context, g *globals, name, transport string, logger 
 
 	// Tracing sees each exchange last, and flushes after everything else
 	// stopped.
-	if hook, stop := telemetry.Start(g.config.Telemetry, logger); hook != nil {
+	if backends.Tracing == nil {
+		return s, nil // tracing is off (see tracingElsewhere)
+	}
+	if hook, stop := backends.Tracing(g.config.Telemetry, logger); hook != nil {
 		prev := s.Hooks.Exchange
 		s.Hooks.Exchange = func(ex *proxy.Exchange) { prev(ex); hook(ex) }
 		s.closers = append([]func(){stop}, s.closers...)

@@ -61,6 +61,7 @@ func runWrap(ctx context.Context, g *globals, fs *pflag.FlagSet, cmdline []strin
 		defer closer.Close()
 		slog.SetDefault(logger) // libraries' logs go through the redactor into the file too
 	}
+	tracingElsewhere(g.config.Telemetry, logger)
 
 	// A broken stdout must surface as EPIPE, not kill the sidecar before it
 	// stops its child. (A caught signal, unlike an ignored one, is reset

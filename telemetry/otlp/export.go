@@ -1,8 +1,9 @@
-package telemetry
+package otlp
 
 import (
 	"context"
 	"fmt"
+	"github.com/hindsight-proxy/hindsight/telemetry"
 	"log/slog"
 	"sync/atomic"
 
@@ -14,25 +15,25 @@ import (
 
 // newExporter builds the OTLP exporter of s's protocol. What s leaves
 // unset the exporter reads from the OTEL_EXPORTER_OTLP_* variables.
-func newExporter(ctx context.Context, s settings) (sdktrace.SpanExporter, error) {
+func newExporter(ctx context.Context, s telemetry.Settings) (sdktrace.SpanExporter, error) {
 	var exp sdktrace.SpanExporter
 	var err error
-	if s.protocol == ProtocolGRPC {
+	if s.Protocol == telemetry.ProtocolGRPC {
 		var opts []otlptracegrpc.Option
-		if s.endpoint != "" {
-			opts = append(opts, otlptracegrpc.WithEndpointURL(s.endpoint))
+		if s.Endpoint != "" {
+			opts = append(opts, otlptracegrpc.WithEndpointURL(s.Endpoint))
 		}
-		if s.headers != nil {
-			opts = append(opts, otlptracegrpc.WithHeaders(s.headers))
+		if s.Headers != nil {
+			opts = append(opts, otlptracegrpc.WithHeaders(s.Headers))
 		}
 		exp, err = otlptracegrpc.New(ctx, opts...)
 	} else {
 		var opts []otlptracehttp.Option
-		if s.endpoint != "" {
-			opts = append(opts, otlptracehttp.WithEndpointURL(s.endpoint))
+		if s.Endpoint != "" {
+			opts = append(opts, otlptracehttp.WithEndpointURL(s.Endpoint))
 		}
-		if s.headers != nil {
-			opts = append(opts, otlptracehttp.WithHeaders(s.headers))
+		if s.Headers != nil {
+			opts = append(opts, otlptracehttp.WithHeaders(s.Headers))
 		}
 		exp, err = otlptracehttp.New(ctx, opts...)
 	}

@@ -1,8 +1,9 @@
-package telemetry
+package otlp
 
 import (
 	"context"
 	"fmt"
+	"github.com/hindsight-proxy/hindsight/telemetry"
 	"log/slog"
 	"os"
 	"sync"
@@ -35,16 +36,16 @@ const instrumentation = "github.com/hindsight-proxy/hindsight/telemetry"
 // that flushes and stops it within FlushTimeout; hook is nil when tracing
 // is off or could not start (which is logged: tracing never stops the
 // relay), and shutdown then does nothing.
-func Start(cfg Config, logger *slog.Logger) (hook func(*proxy.Exchange), shutdown func()) {
-	s, on, err := resolve(cfg, os.Getenv)
+func Start(cfg telemetry.Config, logger *slog.Logger) (hook func(*proxy.Exchange), shutdown func()) {
+	s, on, err := telemetry.Resolve(cfg, os.Getenv)
 	if err == nil && on {
 		var t *tracer
 		if t, err = newTracer(context.Background(), s, logger); err == nil {
-			endpoint := s.endpoint
+			endpoint := s.Endpoint
 			if endpoint == "" {
 				endpoint = "from OTEL_EXPORTER_OTLP_*ENDPOINT"
 			}
-			logger.Info("tracing tool calls over OTLP", "protocol", s.protocol, "endpoint", endpoint)
+			logger.Info("tracing tool calls over OTLP", "protocol", s.Protocol, "endpoint", endpoint)
 			return t.Hook, t.Shutdown
 		}
 	}
@@ -70,13 +71,13 @@ type tracer struct {
 	stopOnce  sync.Once
 }
 
-func newTracer(ctx context.Context, s settings, logger *slog.Logger) (*tracer, error) {
+func newTracer(ctx context.Context, s telemetry.Settings, logger *slog.Logger) (*tracer, error) {
 	exp, err := newExporter(ctx, s)
 	if err != nil {
 		return nil, err
 	}
 	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", s.service)),
+		resource.WithAttributes(attribute.String("service.name", s.Service)),
 		resource.WithFromEnv(), resource.WithTelemetrySDK())
 	if err != nil {
 		return nil, fmt.Errorf("describe resource: %w", err)
@@ -88,8 +89,8 @@ func newTracer(ctx context.Context, s settings, logger *slog.Logger) (*tracer, e
 	// whose own queue then drops, counted.
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res),
 		sdktrace.WithBatcher(counted, sdktrace.WithBlocking())}
-	if s.sampler != nil {
-		opts = append(opts, sdktrace.WithSampler(s.sampler))
+	if s.SampleRatio != nil {
+		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(*s.SampleRatio))))
 	}
 	tp := sdktrace.NewTracerProvider(opts...)
 	t := &tracer{
