@@ -57,6 +57,7 @@ type serveOptions struct {
 	replayEvents int
 	replayAge    time.Duration
 	sessionIdle  time.Duration
+	pinTools     bool
 }
 
 // listFlags collects a repeated string option.
@@ -117,6 +118,7 @@ func serveFlags(fs *pflag.FlagSet) func(command []string) (*serveOptions, error)
 	fs.IntVar(&o.replayEvents, "replay-events", proxy.DefaultReplayEvents, "recent events kept per stream the sidecar originates (command or legacy SSE upstream), for Last-Event-ID (<0: none, no event ids)")
 	fs.DurationVar(&o.replayAge, "replay-age", proxy.DefaultReplayAge, "how long those events are kept for a resume")
 	fs.DurationVar(&o.sessionIdle, "session-idle", proxy.DefaultIdleTimeout, "a session with no request and no open stream this long is ended and its slot freed (an agent that crashed never says goodbye; <0: never)")
+	fs.BoolVar(&o.pinTools, "pin-tools", false, pinToolsUsage)
 	return func(command []string) (*serveOptions, error) { return o.check(hdr, hosts, command) }
 }
 
@@ -177,6 +179,7 @@ func runServe(ctx context.Context, g *globals, o *serveOptions) error {
 	defer logFile.Close()
 	slog.SetDefault(logger) // libraries' logs (and net/http's) go through the redactor into the file too
 	g.namespace = o.namespace
+	g.pinTools = o.pinTools
 	sc, err := newSidecar(ctx, g, o.name, "streamable-http", logger)
 	if err != nil {
 		return fmt.Errorf("start sidecar: %w", err)
