@@ -88,7 +88,11 @@ func (s *Server) init() {
 		if s.Logger == nil {
 			s.Logger = slog.Default()
 		}
-		s.quar = newQuarantine()
+		qpath := ""
+		if s.Home != "" {
+			qpath = s.Home.Path(QuarantineFile)
+		}
+		s.quar = newQuarantine(qpath, s.Logger)
 		s.initMetrics()
 		if s.StoreOps != nil && s.StoreOps.Apply == nil {
 			s.StoreOps.Apply = func(ctx context.Context, op *StoreOp) error {
