@@ -151,6 +151,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/experiences/{id}/pin", s.handlePin)
 	m.HandleFunc("POST /v1/ui", s.handleUI)
 	m.HandleFunc("GET /v1/tools", s.handleTools)
+	m.HandleFunc("POST /v1/tools/approve", s.handleApproveTool)
 	m.HandleFunc("POST /v1/sidecars/report", s.handleSidecarReport)
 	m.HandleFunc("POST /v1/reflect", s.handleReflect)
 	m.HandleFunc("POST /v1/reflect/replay", s.handleReflectReplay)

@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/toolpin"
@@ -21,6 +24,43 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 		files = []*toolpin.File{}
 	}
 	writeJSON(w, http.StatusOK, files)
+}
+
+// ToolApproval is the body of POST /v1/tools/approve.
+type ToolApproval struct {
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+}
+
+// handleApproveTool answers POST /v1/tools/approve: the version of the
+// tool last listed is pinned (toolpin.Approve), as `hindsight tools
+// approve` does; 404 for a tool never listed.
+func (s *Server) handleApproveTool(w http.ResponseWriter, r *http.Request) {
+	var req ToolApproval
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t, err := toolpin.Approve(s.Home, req.Server, req.Tool, time.Now())
+	if errors.Is(err, toolpin.ErrUnknownTool) {
+		err = fmt.Errorf("%w: %w", hindsight.ErrNotFound, err)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.Logger.Info("tool approved", "server", req.Server, "tool", req.Tool, "hash", toolpin.Short(t.Current))
+	writeJSON(w, http.StatusOK, t)
+}
+
+// ApproveTool pins the version of server's tool last listed (POST
+// /v1/tools/approve).
+func (c *Client) ApproveTool(ctx context.Context, server, tool string) (*toolpin.Tool, error) {
+	var t toolpin.Tool
+	if err := c.call(ctx, http.MethodPost, "/tools/approve", nil, ToolApproval{Server: server, Tool: tool}, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
 }
 
 // Tools returns every server's pinned tools (GET /v1/tools).
