@@ -26,13 +26,24 @@ type Digest struct {
 // were written, so white space and member order change nothing; any other
 // member (annotations, icons, _meta) is not pinned.
 func DigestTool(raw []byte) (Digest, error) {
+	d, title, err := hashTool(raw)
+	if err != nil {
+		return Digest{}, err
+	}
+	d.Flag = Inspect(d.Description, title)
+	return d, nil
+}
+
+// hashTool is DigestTool without Inspect, which costs most of it: it
+// returns the tool's title beside, for Inspect.
+func hashTool(raw []byte) (d Digest, title string, err error) {
 	r := gjson.ParseBytes(raw)
 	if !r.IsObject() {
-		return Digest{}, fmt.Errorf("digest tool: not an object")
+		return Digest{}, "", fmt.Errorf("digest tool: not an object")
 	}
 	name := r.Get("name")
 	if name.Type != gjson.String {
-		return Digest{}, fmt.Errorf("digest tool: no name")
+		return Digest{}, "", fmt.Errorf("digest tool: no name")
 	}
 	def := map[string]any{"name": name.Str, "description": nil, "inputSchema": nil}
 	for _, k := range []string{"description", "inputSchema"} {
@@ -41,7 +52,7 @@ func DigestTool(raw []byte) (Digest, error) {
 			dec.UseNumber()
 			var x any
 			if err := dec.Decode(&x); err != nil {
-				return Digest{}, fmt.Errorf("digest tool %s: %w", name.Str, err)
+				return Digest{}, "", fmt.Errorf("digest tool %s: %w", name.Str, err)
 			}
 			def[k] = x
 		}
@@ -50,12 +61,11 @@ func DigestTool(raw []byte) (Digest, error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(def); err != nil {
-		return Digest{}, fmt.Errorf("digest tool %s: %w", name.Str, err)
+		return Digest{}, "", fmt.Errorf("digest tool %s: %w", name.Str, err)
 	}
 	sum := sha256.Sum256(bytes.TrimSpace(buf.Bytes()))
-	desc := r.Get("description").String()
-	return Digest{Name: name.Str, Hash: hex.EncodeToString(sum[:]), Description: desc,
-		Flag: Inspect(desc, r.Get("title").String())}, nil
+	return Digest{Name: name.Str, Hash: hex.EncodeToString(sum[:]), Description: r.Get("description").String()},
+		r.Get("title").String(), nil
 }
 
 // Inspect returns why a tool's description (or title) reads as hidden

@@ -37,6 +37,17 @@ type Pinner struct {
 	// only); nil when none is, so calls cost one atomic load.
 	withheld atomic.Pointer[map[string]string]
 	pending  sync.WaitGroup // digests running off the relay's path
+
+	cacheMu sync.Mutex
+	cache   map[string]cached // by tool name: its last listing, as listed
+}
+
+// cached is a tool's last listing and what hashTool made of it: a server
+// lists the same bytes again and again.
+type cached struct {
+	raw   string
+	d     Digest
+	title string
 }
 
 // New returns the Pinner of server, with the tools its pin file already
@@ -163,19 +174,25 @@ func (p *Pinner) observe(tools gjson.Result) map[string]string {
 	if !tools.IsArray() {
 		return nil
 	}
-	var seen []Digest
-	for _, t := range tools.Array() {
-		d, err := DigestTool([]byte(t.Raw))
-		if err != nil {
-			p.logger().Warn("tool not pinned", "server", p.Server, "err", err)
-			continue
-		}
-		seen = append(seen, d)
-	}
+	seen, titles := p.digests(tools)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.file != nil && p.known(seen) {
+	if p.file == nil {
+		p.reload()
+		if p.file == nil {
+			return nil // the pin file cannot be read: logged
+		}
+	}
+	if p.known(seen) {
 		return p.among(seen)
+	}
+	// Inspect only the versions not recorded yet: it costs most.
+	for i := range seen {
+		if t := p.file.Tools[seen[i].Name]; t != nil && t.Current == seen[i].Hash {
+			seen[i].Flag = t.Flag
+			continue
+		}
+		seen[i].Flag = Inspect(seen[i].Description, titles[i])
 	}
 	now := time.Now().UTC()
 	var events []event
@@ -193,6 +210,37 @@ func (p *Pinner) observe(tools gjson.Result) map[string]string {
 	}
 	return p.among(seen)
 }
+
+// digests hashes the tools of a tools/list result, reusing the digest of
+// a tool listed with the same bytes before.
+func (p *Pinner) digests(tools gjson.Result) (seen []Digest, titles []string) {
+	p.cacheMu.Lock()
+	defer p.cacheMu.Unlock()
+	if p.cache == nil {
+		p.cache = map[string]cached{}
+	}
+	tools.ForEach(func(_, t gjson.Result) bool {
+		name := t.Get("name").String()
+		if c, ok := p.cache[name]; ok && c.raw == t.Raw {
+			seen, titles = append(seen, c.d), append(titles, c.title)
+			return true
+		}
+		d, title, err := hashTool([]byte(t.Raw))
+		if err != nil {
+			p.logger().Warn("tool not pinned", "server", p.Server, "err", err)
+			return true
+		}
+		if len(p.cache) < maxCached {
+			p.cache[name] = cached{raw: t.Raw, d: d, title: title}
+		}
+		seen, titles = append(seen, d), append(titles, title)
+		return true
+	})
+	return seen, titles
+}
+
+// maxCached bounds the tools whose last listing a Pinner keeps.
+const maxCached = 1000
 
 // known reports whether every tool in seen is in the file as last read,
 // at the same version, and none is withheld.
