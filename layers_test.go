@@ -24,7 +24,7 @@ var layers = []struct {
 	{"wire format", []string{"wire"}},
 	{"relay", []string{"proxy"}},
 	{"spool", []string{"spool"}},
-	{"capture", []string{"capture", "telemetry", "telemetry/otlp"}},
+	{"capture", []string{"capture", "telemetry", "telemetry/otlp", "toolpin"}},
 	{"trace store", []string{"traces"}},
 	{"learning and giving back", []string{"reflect", "reflect/llm", "inject", "store/embedded", "store/weaviate",
 		"store/embedder", "store/embedder/openaiembed"}},

@@ -10,6 +10,7 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
 	"github.com/hindsight-proxy/hindsight/spool"
+	"github.com/hindsight-proxy/hindsight/toolpin"
 	"github.com/hindsight-proxy/hindsight/traces"
 )
 
@@ -127,6 +128,9 @@ type Status struct {
 	// space; DiskRefused counts the batches it refused so.
 	DiskLow     bool  `json:"disk_low,omitempty"`
 	DiskRefused int64 `json:"disk_refused,omitempty"`
+	// Tools are the tools the sidecars pinned (see package toolpin): read
+	// from the home directory, like Losses.
+	Tools *toolpin.Summary `json:"tools,omitempty"`
 	// Hint says how to recover when the daemon is not running.
 	Hint string `json:"hint,omitempty"`
 }

@@ -95,7 +95,11 @@ func (s *Server) init() {
 		if s.Logger == nil {
 			s.Logger = slog.Default()
 		}
-		s.quar = newQuarantine()
+		qpath := ""
+		if s.Home != "" {
+			qpath = s.Home.Path(QuarantineFile)
+		}
+		s.quar = newQuarantine(qpath, s.Logger)
 		var db *badger.DB
 		if s.Traces != nil {
 			db = s.Traces.DB()
@@ -161,6 +165,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/experiences/{id}/edit", s.handleEdit)
 	m.HandleFunc("POST /v1/experiences/{id}/pin", s.handlePin)
 	m.HandleFunc("POST /v1/ui", s.handleUI)
+	m.HandleFunc("GET /v1/tools", s.handleTools)
+	m.HandleFunc("POST /v1/tools/approve", s.handleApproveTool)
 	m.HandleFunc("POST /v1/sidecars/report", s.handleSidecarReport)
 	m.HandleFunc("POST /v1/reflect", s.handleReflect)
 	m.HandleFunc("POST /v1/reflect/replay", s.handleReflectReplay)

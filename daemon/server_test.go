@@ -72,8 +72,11 @@ func (q *recordingQueue) RunNow(ctx context.Context, ids []string, pending bool,
 // client for it.
 func startServer(t *testing.T, s *Server) *Client {
 	t.Helper()
-	home := hindsight.Home(testkit.ShortTempDir(t))
-	s.Home = home
+	home := s.Home
+	if home == "" {
+		home = hindsight.Home(testkit.ShortTempDir(t))
+		s.Home = home
+	}
 	if s.Logger == nil {
 		s.Logger = quiet
 	}

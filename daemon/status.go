@@ -11,6 +11,7 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/spool"
+	"github.com/hindsight-proxy/hindsight/toolpin"
 	"github.com/hindsight-proxy/hindsight/traces"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -49,6 +50,8 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	st.DiskLow, st.DiskRefused = s.Space.Low(), s.Space.Refused()
 	if s.Home != "" {
 		st.Disk = dirSizes(s.Home.DaemonData())
+		tools := toolpin.Summarize(s.Home)
+		st.Tools = &tools
 	}
 	writeJSON(w, http.StatusOK, st)
 }
@@ -152,7 +155,7 @@ func (s *Server) initMetrics() {
 			return float64(s.StoreOps.Depth())
 		})
 	s.m.sidecars = newSidecarMetrics()
-	for _, col := range append(s.hits.collectors(), opsDepth, s.m.sidecars, s.m.ingested, s.m.duplicates, s.m.batches, s.m.rejected, s.m.final, s.m.enqueueFailures, diskRefused, diskLow, s.quar.counter) {
+	for _, col := range append(s.hits.collectors(), toolsCollector{s.Home}, opsDepth, s.m.sidecars, s.m.ingested, s.m.duplicates, s.m.batches, s.m.rejected, s.m.final, s.m.enqueueFailures, diskRefused, diskLow, s.quar.counter) {
 		if err := s.Registry.Register(col); err != nil {
 			s.Logger.Warn("register daemon metric", "err", err)
 		}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -88,6 +89,10 @@ func (c *Conn) runLocal(ctx context.Context, id json.RawMessage, tool string, ha
 	}()
 	result, err := handler(ctx)
 	if err != nil {
+		var re *RPCError
+		if errors.As(err, &re) {
+			return ErrorResponse(id, re.Code, re.Message)
+		}
 		return ErrorResponse(id, CodeInternalError, err.Error())
 	}
 	result = compact(result)

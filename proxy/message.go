@@ -328,10 +328,20 @@ const (
 	CodeParseError     = -32700
 	CodeInvalidRequest = -32600
 	CodeInternalError  = -32603
+	CodeInvalidParams  = -32602
 	// CodeServerUnavailable answers requests the upstream server can no
 	// longer answer: the child exited, or the HTTP upstream failed.
 	CodeServerUnavailable = -32000
 )
+
+// RPCError is an error a LocalHandler returns to answer with that JSON-RPC
+// code and message; any other error is answered CodeInternalError.
+type RPCError struct {
+	Code    int
+	Message string
+}
+
+func (e *RPCError) Error() string { return e.Message }
 
 // ErrorResponse encodes a JSON-RPC error response. A nil id encodes as null.
 func ErrorResponse(id json.RawMessage, code int, message string) []byte {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/toolpin"
 )
 
 // Page bounds.
@@ -36,8 +37,9 @@ var funcs = template.FuncMap{
 		}
 		return t.Local().Format("2006-01-02 15:04:05")
 	},
-	"dur": func(a, b time.Time) string { return b.Sub(a).Round(time.Millisecond).String() },
-	"pct": func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
+	"dur":   func(a, b time.Time) string { return b.Sub(a).Round(time.Millisecond).String() },
+	"pct":   func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
+	"short": toolpin.Short,
 	"pretty": func(b json.RawMessage) string {
 		var out bytes.Buffer
 		if json.Indent(&out, b, "", "  ") != nil {
@@ -53,7 +55,7 @@ var funcs = template.FuncMap{
 func parsePages() map[string]*template.Template {
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html"))
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"tasks", "task", "experiences", "experience"} {
+	for _, name := range []string{"tasks", "task", "experiences", "experience", "tools"} {
 		pages[name] = template.Must(template.Must(base.Clone()).ParseFS(files, "templates/"+name+".html"))
 	}
 	return pages
@@ -83,6 +85,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, name, title stri
 }
 
 func navOf(name string) string {
+	if name == "tools" {
+		return "tools"
+	}
 	if strings.HasPrefix(name, "task") {
 		return "tasks"
 	}

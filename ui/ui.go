@@ -76,6 +76,8 @@ func (s *Server) init() {
 		m.HandleFunc("POST /experiences/{id}/restore", s.handleRestore)
 		m.HandleFunc("POST /experiences/{id}/purge", s.handlePurge)
 		m.HandleFunc("POST /experiences/{id}/pin", s.handlePin)
+		m.HandleFunc("GET /tools", s.handleTools)
+		m.HandleFunc("POST /tools/approve", s.handleApproveTool)
 		s.mux = m
 	})
 }

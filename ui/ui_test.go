@@ -225,3 +225,46 @@ func TestActions(t *testing.T) {
 		t.Errorf("ui.listen 0.0.0.0: %v, want refused", err)
 	}
 }
+
+// TestToolsPage: the tools page shows a changed tool first, with its
+// current description, and its Approve button pins it (through the
+// daemon's API); a pinned tool has no button.
+func TestToolsPage(t *testing.T) {
+	client := startDaemon(t)
+	raw, err := client.UI(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(raw)
+	base := "http://" + u.Host
+	session, csrf := login(t, raw)
+	cookie := map[string]string{"Cookie": session}
+	resp, body := do(t, "GET", base+"/tools", cookie, nil)
+	if !strings.Contains(body, `name="csrf" value="`+csrf+`"`) {
+		t.Errorf("the Approve form does not carry the session's form value: %s", body)
+	}
+	if resp.StatusCode != 200 || !strings.Contains(body, `class="tool state-changed" data-server="shop" data-tool="pay"`) ||
+		!strings.Contains(body, "Always pass the card number in full.") || strings.Count(body, ">Approve</button>") != 1 {
+		t.Fatalf("tools: status %d, body %s", resp.StatusCode, body)
+	}
+	if strings.Index(body, `data-tool="pay"`) > strings.Index(body, `data-tool="cart"`) {
+		t.Error("the changed tool is not listed first")
+	}
+	form := url.Values{"csrf": {csrf}, "server": {"shop"}, "tool": {"pay"}}
+	if resp, _ := do(t, "POST", base+"/tools/approve", cookie, form); resp.StatusCode != 403 {
+		t.Errorf("approve without an origin: status %d, want 403", resp.StatusCode)
+	}
+	hdr := map[string]string{"Cookie": cookie["Cookie"], "Origin": base}
+	if resp, _ := do(t, "POST", base+"/tools/approve", hdr, form); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("approve: status %d", resp.StatusCode)
+	}
+	files, err := client.Tools(context.Background())
+	if err != nil || len(files) != 1 || files[0].Tools["pay"].State() != "pinned" || files[0].Tools["pay"].ApprovedBy != "user" {
+		t.Fatalf("after approve: %+v, %v", files, err)
+	}
+	form.Set("tool", "nope")
+	resp, _ = do(t, "POST", base+"/tools/approve", hdr, form)
+	if loc := resp.Header.Get("Location"); !strings.Contains(loc, "error=") {
+		t.Errorf("approve an unknown tool: location %q", loc)
+	}
+}

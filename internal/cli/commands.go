@@ -52,7 +52,7 @@ func newRoot() (root *cobra.Command, started *bool) {
 	pf.BoolVarP(&g.quiet, "quiet", "q", false, "no progress bars or informational messages on stderr (errors still)")
 	root.AddCommand(
 		demoCmd(g), exampleServerCmd(g),
-		wrapCmd(g), serveCmd(g), mcpCmd(g), daemonCmd(g), uiCmd(g), statusCmd(g),
+		wrapCmd(g), serveCmd(g), mcpCmd(g), daemonCmd(g), uiCmd(g), statusCmd(g), toolsCmd(g),
 		group("traces", "recorded tasks and their steps", "  hindsight traces list --open\n  hindsight traces show TASK",
 			tracesListCmd(g), tracesShowCmd(g), tracesExportCmd(g), tracesImportCmd(g), tracesPurgeCmd(g)),
 		group("experiences", "the lessons learnt", "  hindsight experiences list\n  hindsight experiences search \"permission denied\" --tool write_file",

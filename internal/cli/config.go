@@ -21,6 +21,7 @@ type globals struct {
 	configFile string // the file config was read from; "" when none
 	quiet      bool   // no progress or informational lines on stderr
 	namespace  string // a sidecar's --namespace: where its server's lessons live
+	pinTools   bool   // a sidecar's --pin-tools
 }
 
 // Config is the YAML configuration file (see configs/hindsight.yaml). Every
@@ -157,6 +158,13 @@ type Config struct {
 		SessionBudget  int   `yaml:"session_budget"`  // tokens injected per session (default 1000)
 		MaxExperiences int   `yaml:"max_experiences"` // per query_hindsight answer (default 3)
 	} `yaml:"inject"`
+	Tools struct {
+		// Pin makes sidecars withhold a tool whose definition changed
+		// since it was pinned, or whose description fails validation,
+		// until `hindsight tools approve` (as --pin-tools does; default
+		// false: such tools are only reported).
+		Pin *bool `yaml:"pin"`
+	} `yaml:"tools"`
 	// Telemetry exports a trace span per tool call over OTLP (off unless
 	// an endpoint is set here or in OTEL_EXPORTER_OTLP_*ENDPOINT).
 	Telemetry telemetry.Config `yaml:"telemetry"`
@@ -267,6 +275,12 @@ func parseSwitch(v string) (on, ok bool) {
 		return false, true
 	}
 	return false, false
+}
+
+// pinToolsOn reports whether sidecars withhold changed and flagged tools:
+// --pin-tools, else tools.pin.
+func (g *globals) pinToolsOn() bool {
+	return g.pinTools || (g.config.Tools.Pin != nil && *g.config.Tools.Pin)
 }
 
 // captureEnabled reports whether sidecars record (capture.enabled, default

@@ -63,6 +63,7 @@ type serveOptions struct {
 	// allowedOrigins are the browser Origins besides serve's own that may
 	// use it (with the configuration's serve.allowed_origins).
 	allowedOrigins []string
+	pinTools       bool
 }
 
 // listFlags collects a repeated string option.
@@ -124,6 +125,7 @@ func serveFlags(fs *pflag.FlagSet) func(command []string) (*serveOptions, error)
 	fs.DurationVar(&o.replayAge, "replay-age", proxy.DefaultReplayAge, "how long those events are kept for a resume")
 	fs.DurationVar(&o.sessionIdle, "session-idle", proxy.DefaultIdleTimeout, "a session with no request and no open stream this long is ended and its slot freed (an agent that crashed never says goodbye; <0: never)")
 	fs.Int64Var(&o.bodyBudget, "body-budget", 0, "bytes of request bodies in flight at once; past it a request is refused with 503 and Retry-After (default: serve.body_budget, else 256 MiB; <0: no bound)")
+	fs.BoolVar(&o.pinTools, "pin-tools", false, pinToolsUsage)
 	var origins listFlags
 	fs.Var(&origins, "allowed-origin", "a browser Origin (scheme://host:port) besides serve's own that may use it, such as an inspector's page on another port (repeatable; adds to serve.allowed_origins)")
 	return func(command []string) (*serveOptions, error) {
@@ -196,6 +198,7 @@ func runServe(ctx context.Context, g *globals, o *serveOptions) error {
 	slog.SetDefault(logger) // libraries' logs (and net/http's) go through the redactor into the file too
 	tracingElsewhere(g.config.Telemetry, logger)
 	g.namespace = o.namespace
+	g.pinTools = o.pinTools
 	sc, err := newSidecar(ctx, g, o.name, "streamable-http", logger)
 	if err != nil {
 		return fmt.Errorf("start sidecar: %w", err)

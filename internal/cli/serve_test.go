@@ -44,7 +44,15 @@ func TestParseServe(t *testing.T) {
 				t.Errorf("session idle %v, want the default %v", o.sessionIdle, proxy.DefaultIdleTimeout)
 			}
 		}},
+		{args: []string{"--pin-tools", "--", "srv"}, check: func(t *testing.T, o *serveOptions) {
+			if !o.pinTools {
+				t.Error("--pin-tools not set")
+			}
+		}},
 		{args: []string{"--namespace", "team", "--", "srv"}, check: func(t *testing.T, o *serveOptions) {
+			if o.pinTools {
+				t.Error("pin-tools set by default")
+			}
 			if o.namespace != "team" {
 				t.Errorf("namespace %q, want team", o.namespace)
 			}

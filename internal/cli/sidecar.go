@@ -18,6 +18,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/inject"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/hindsight-proxy/hindsight/spool"
+	"github.com/hindsight-proxy/hindsight/toolpin"
 	"github.com/tidwall/gjson"
 )
 
@@ -151,6 +152,12 @@ func newSidecar(ctx context.Context, g *globals, name, transport string, logger 
 	// Injection goes last: its Exchange hook records what it injected
 	// before the hooks set above (capture's recorder) see the exchange.
 	installInjector(g, name, s.client, s.Hooks, logger)
+
+	// Pinning runs before injection: query_hindsight is Hindsight's own,
+	// and the tools withheld are gone before it is added.
+	pins := toolpin.New(g.home, name, g.pinToolsOn(), logger)
+	pins.Install(s.Hooks)
+	s.closers = append(s.closers, pins.Wait)
 
 	// Tracing sees each exchange last, and flushes after everything else
 	// stopped.

@@ -13,6 +13,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
 	"github.com/hindsight-proxy/hindsight/spool"
+	"github.com/hindsight-proxy/hindsight/toolpin"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -56,6 +57,8 @@ func runStatus(ctx context.Context, g *globals, pos []string, asJSON *bool) erro
 	}
 	st.Outboxes = spool.List(g.home)
 	st.Losses = losses.Scan(string(g.home))
+	tools := toolpin.Summarize(g.home)
+	st.Tools = &tools
 	if *asJSON {
 		if err := printJSON(stdout, st); err != nil {
 			return err
@@ -164,6 +167,7 @@ func printStatus(w io.Writer, g *globals, st *daemon.Status, cause error) error 
 		detail := fmt.Sprintf("%d lost, %d truncated (%s); last: %s %s", l.Lost, l.Truncated, strings.Join(reasons, ", "), l.LastReason, when(l.LastAt))
 		t.row("losses", l.Server, detail)
 	}
+	printTools(t, st.Tools)
 	t.row("outboxes", strconv.Itoa(len(st.Outboxes)), fmt.Sprintf("%d live, %d left by dead sidecars, %d steps undelivered, %s",
 		live, orphan, depth, humanBytes(bytes)))
 	for _, o := range st.Outboxes {
@@ -186,4 +190,33 @@ func printStatus(w io.Writer, g *globals, st *daemon.Status, cause error) error 
 		t.row("  outbox", o.Name, detail)
 	}
 	return t.flush()
+}
+
+// printTools adds the tools rows: how many are pinned, and each tool that
+// changed or is flagged.
+func printTools(t *table, s *toolpin.Summary) {
+	if s == nil {
+		return
+	}
+	if s.Error != "" {
+		t.row("tools", "unreadable", clip(s.Error, 120))
+	}
+	c := s.Counts
+	if len(c) == 0 {
+		return
+	}
+	state := fmt.Sprintf("%d pinned", c[toolpin.StatePinned])
+	detail := "no tool changed or flagged"
+	if len(s.Alerts) > 0 {
+		state = fmt.Sprintf("%d changed, %d flagged", c[toolpin.StateChanged], c[toolpin.StateFlagged])
+		detail = fmt.Sprintf("%d pinned; review with `hindsight tools list`, allow with `hindsight tools approve SERVER TOOL`", c[toolpin.StatePinned])
+	}
+	t.row("tools", state, detail)
+	for _, a := range s.Alerts {
+		d := a.State + " since " + when(a.SeenAt)
+		if a.Flag != "" {
+			d += ": " + clip(a.Flag, 80)
+		}
+		t.row("  tool", a.Server+" "+a.Tool, d)
+	}
 }

@@ -21,8 +21,11 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// pinToolsUsage is the help of wrap's and serve's --pin-tools.
+const pinToolsUsage = "withhold a tool whose name, description or schema changed since it was pinned, or whose description fails validation, until `hindsight tools approve SERVER TOOL` (default: tools.pin; without it such tools are only reported)"
+
 func wrapCmd(g *globals) *cobra.Command {
-	c := leaf("wrap [--name N] [--namespace NS] [--grace D] -- CMD [ARGS…]", "stdio sidecar in front of a server command",
+	c := leaf("wrap [--name N] [--namespace NS] [--grace D] [--pin-tools] -- CMD [ARGS…]", "stdio sidecar in front of a server command",
 		"  hindsight wrap --name fs -- npx -y @modelcontextprotocol/server-filesystem .\n  hindsight wrap -- node server.js --port 0 -v")
 	fs := c.Flags()
 	// The server's command line is the child's whole: flags stop at the
@@ -30,6 +33,7 @@ func wrapCmd(g *globals) *cobra.Command {
 	fs.SetInterspersed(false)
 	name := fs.String("name", "", "the server's name in traces and logs (default: the command's base name)")
 	fs.StringVar(&g.namespace, "namespace", "", "namespace of this server's lessons (stored and injected), overriding store.namespaces")
+	fs.BoolVar(&g.pinTools, "pin-tools", false, pinToolsUsage)
 	grace := fs.Duration("grace", proxy.DefaultGracePeriod, "how long the server may take to exit after stdin closes, and after SIGTERM")
 	return runs(c, func(ctx context.Context, fs *pflag.FlagSet, cmdline []string) error {
 		return runWrap(ctx, g, fs, cmdline, name, grace)

@@ -37,6 +37,11 @@ const (
 	EnvMode   = "HINDSIGHT_FAKESERVER"        // the mode; unset: not a fake server
 	EnvRecord = "HINDSIGHT_FAKESERVER_RECORD" // file every received line is appended to
 	EnvPIDs   = "HINDSIGHT_FAKESERVER_PIDS"   // file the server (and any grandchild) appends its pid to
+	// EnvTools names a file whose content, read at each tools/list,
+	// replaces ToolsList as its result: a test rewrites it to change the
+	// server's tools between sessions, or within one (then sends
+	// notifications/tools/list_changed with fake/say).
+	EnvTools = "HINDSIGHT_FAKESERVER_TOOLS"
 )
 
 // Modes.
@@ -129,7 +134,8 @@ const ToolsList = `{"tools":[{"name":"echo","description":"echoes","inputSchema"
 
 // Serve speaks a small MCP server on in and out until in ends:
 //
-//   - initialize: a result with an unknown member; tools/list: ToolsList;
+//   - initialize: a result with an unknown member; tools/list: ToolsList,
+//     or the content of the file EnvTools names;
 //   - tools/call echo {text}: a text result; either: structured content;
 //     big {size}: a text of size bytes; crash {status}: exit at once;
 //     slow {ms}: answers after ms milliseconds; fail: an isError result;
@@ -248,7 +254,13 @@ func handle(w *writer, line []byte) {
 		pvJSON, _ := json.Marshal(pv)
 		w.result(id, `{"protocolVersion":`+string(pvJSON)+`,"capabilities":{"tools":{"listChanged":true},"x-experimental-cap":{}},"serverInfo":{"name":"fakeserver","version":"1.0.0"},"instructions":"fake","x-unknown":[1,{"a":null}]}`)
 	case "tools/list":
-		w.result(id, ToolsList)
+		result := ToolsList
+		if file := os.Getenv(EnvTools); file != "" {
+			if b, err := os.ReadFile(file); err == nil {
+				result = strings.TrimSpace(string(b))
+			}
+		}
+		w.result(id, result)
 	case "tools/call":
 		callTool(w, id, p.Name, p.Arguments)
 	case "fake/echo":
