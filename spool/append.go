@@ -40,7 +40,32 @@ func (o *Spool) Journaling() bool { return o.opts.Deliverer != nil && o.journalO
 // steps beyond MaxHeld are lost, counted in Counts.Dropped. Append is called
 // from one goroutine at a time in the Recorder, but is safe for concurrent
 // use.
-func (o *Spool) Append(steps []hindsight.Step) {
+func (o *Spool) Append(steps []hindsight.Step) { o.append(steps, false) }
+
+// AppendJournaled is Append for steps whose exchanges' answers have not
+// reached the agent yet: it journals them (one write) even while the
+// daemon is unreachable, and never writes to the database itself, so its
+// caller, the relay, waits for one write(2) at most. Steps the journal
+// cannot take (it was given up, the disk is short of space) are written to
+// the database by the background writer, at once while the daemon is
+// unreachable, else PersistAfter after their exchange. Call it while
+// JournalRoom reports true: it does not evict steps from memory.
+func (o *Spool) AppendJournaled(steps []hindsight.Step) { o.append(steps, true) }
+
+// JournalRoom reports whether AppendJournaled may take steps now: the
+// journal works and the steps held in memory are below half of
+// MaxMemBytes (beyond that the daemon is behind, and Append's caller waits
+// for room: see WaitRoom).
+func (o *Spool) JournalRoom() bool {
+	if !o.Journaling() {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return !o.closed && o.memBytes < o.opts.MaxMemBytes/2
+}
+
+func (o *Spool) append(steps []hindsight.Step, journalFirst bool) {
 	if len(steps) == 0 {
 		return
 	}
@@ -65,7 +90,9 @@ func (o *Spool) Append(steps []hindsight.Step) {
 	// past half of MaxMemBytes, where the Recorder's back-pressure holds
 	// capture (see WaitRoom): what passes it anyway (a batch of large
 	// steps, a daemon that stopped answering) goes to Badger.
-	journaled := !atOnce && o.journalOn.Load() && o.memBytes < o.opts.MaxMemBytes/2
+	// journalFirst journals even then, and leaves the database to
+	// persistLoop.
+	journaled := (!atOnce || journalFirst) && o.journalOn.Load() && o.memBytes < o.opts.MaxMemBytes/2
 	after := o.opts.PersistAfter
 	if journaled {
 		after = o.opts.JournalPersistAfter
@@ -91,7 +118,7 @@ func (o *Spool) Append(steps []hindsight.Step) {
 		maxDue = later(maxDue, due)
 	}
 	clear(encoded) // the queue holds the encodings now
-	if added > 0 && !journaled && o.pullDues(len(o.mem)-added, minDue) {
+	if added > 0 && (!journaled || atOnce) && o.pullDues(len(o.mem)-added, minDue) {
 		// persist writes the steps held only in memory from the oldest
 		// on: journaled ones before these must not hold them back, and
 		// persistLoop's timer was set for them.
@@ -105,7 +132,9 @@ func (o *Spool) Append(steps []hindsight.Step) {
 	}
 	// At once: every step held only in memory, as the older ones may not
 	// be due for a while.
-	o.persist(now, atOnce)
+	if !journalFirst {
+		o.persist(now, atOnce)
+	}
 	if !waiting {
 		select {
 		case o.wake <- struct{}{}:
