@@ -159,7 +159,7 @@ func (o *Spool) journal(now time.Time, added int) {
 	for _, e := range batch {
 		size += int64(len(e.raw)) + journalHeader
 	}
-	err := o.checkSpace(size)
+	err := o.journalSpace(now, size)
 	if err == nil {
 		err = o.jr.write(batch)
 	}
@@ -183,6 +183,34 @@ func (o *Spool) journal(now time.Time, added int) {
 	case o.wake <- struct{}{}:
 	default:
 	}
+}
+
+// Space checks of the journal: a journal write is checked against the
+// reserve once journalCheckEvery has passed or journalCheckBytes were
+// written since the last check that passed, not before every write (a
+// statfs costs as much as the write). The journal is written with
+// write(2), which fails cleanly on a full disk; the reserve is kept for
+// Badger, and the little written between checks leaves it almost whole.
+const (
+	journalCheckEvery = 50 * time.Millisecond
+	journalCheckBytes = 1 << 20
+)
+
+// journalSpace is checkSpace for a journal write of size bytes at now,
+// skipped while the last check that passed is recent enough. o.wmu is
+// held.
+func (o *Spool) journalSpace(now time.Time, size int64) error {
+	j := &o.jr
+	if j.checkedSince+size < journalCheckBytes && now.Sub(j.checkedAt) < journalCheckEvery {
+		j.checkedSince += size
+		return nil
+	}
+	if err := o.checkSpace(size); err != nil {
+		j.checkedAt = time.Time{}
+		return err
+	}
+	j.checkedAt, j.checkedSince = now, size
+	return nil
 }
 
 // releaseJournal removes the journal segments whose steps have all left
