@@ -164,6 +164,12 @@ func (o *Spool) journal(now time.Time, added int) {
 		err = o.jr.write(batch)
 	}
 	if err == nil {
+		o.mu.Lock()
+		first := batch[0].seq
+		for i := len(o.mem) - 1; i >= 0 && o.mem[i].seq >= first; i-- {
+			o.mem[i].journaled = true
+		}
+		o.mu.Unlock()
 		return
 	}
 	if diskspace.IsNoSpace(err) {
