@@ -53,16 +53,16 @@ func (o *Spool) Append(steps []hindsight.Step) { o.append(steps, false) }
 func (o *Spool) AppendJournaled(steps []hindsight.Step) { o.append(steps, true) }
 
 // JournalRoom reports whether AppendJournaled may take steps now: the
-// journal works and the steps held in memory are below half of
-// MaxMemBytes (beyond that the daemon is behind, and Append's caller waits
-// for room: see WaitRoom).
+// journal works and the steps held in memory are below MaxMemBytes
+// (beyond that the daemon is behind; Append's caller waits for room from
+// half of it: see WaitRoom).
 func (o *Spool) JournalRoom() bool {
 	if !o.Journaling() {
 		return false
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return !o.closed && o.memBytes < o.opts.MaxMemBytes/2
+	return !o.closed && o.memBytes < o.opts.MaxMemBytes
 }
 
 func (o *Spool) append(steps []hindsight.Step, journalFirst bool) {
@@ -90,9 +90,10 @@ func (o *Spool) append(steps []hindsight.Step, journalFirst bool) {
 	// past half of MaxMemBytes, where the Recorder's back-pressure holds
 	// capture (see WaitRoom): what passes it anyway (a batch of large
 	// steps, a daemon that stopped answering) goes to Badger.
-	// journalFirst journals even then, and leaves the database to
-	// persistLoop.
-	journaled := (!atOnce || journalFirst) && o.journalOn.Load() && o.memBytes < o.opts.MaxMemBytes/2
+	// journalFirst journals even then, and up to MaxMemBytes, and leaves
+	// the database to persistLoop.
+	memRoom := o.memBytes < o.opts.MaxMemBytes/2 || journalFirst && o.memBytes < o.opts.MaxMemBytes
+	journaled := (!atOnce || journalFirst) && o.journalOn.Load() && memRoom
 	after := o.opts.PersistAfter
 	if journaled {
 		after = o.opts.JournalPersistAfter
