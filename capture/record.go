@@ -21,12 +21,16 @@ const recordWait = 2 * time.Millisecond
 // outbox journal them with one write (spool.Spool.AppendJournaled), so a
 // sidecar killed the moment the agent read its answers has them on disk,
 // and the next sidecar or the daemon delivers them. It marks each exchange
-// it took (proxy.Exchange.Recorded), and Hook skips those.
+// it took (proxy.Exchange.Recorded); Hook, which the proxy calls once the
+// answers are written, records those no more and starts their delivery
+// (spool.Spool.Signal), so both must be installed.
 //
 // It leaves exs to Hook, and so to the queue (recorded within about 25 ms,
 // as before), when the outbox cannot journal now (the journal was given
 // up, the daemon is behind), when capture is spilling, or when exchanges
-// queued before these are not committed within recordWait. A step whose
+// queued before these are not committed within recordWait (at once when
+// they wait for the outbox's room: see spool.Spool.WaitRoom), so that the
+// relay never waits longer than that. A step whose
 // building panics is lost and counted (losses "encode"), as on the queue.
 func (r *Recorder) Record(exs []*proxy.Exchange) {
 	if len(exs) == 0 {
@@ -38,6 +42,9 @@ func (r *Recorder) Record(exs []*proxy.Exchange) {
 		return
 	}
 	if r.accepted.Load() > r.processed.Load() {
+		if r.outbox.Crowded() {
+			return // the queue waits for the outbox's room: these join it
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), recordWait)
 		err := r.Sync(ctx)
 		cancel()

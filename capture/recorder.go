@@ -209,7 +209,13 @@ func (r *Recorder) Stats() Stats { return r.c.snapshot(r.outbox.Counts()) }
 // Hook queues a finished exchange for recording. It never blocks and never
 // fails; install it as proxy.Hooks.Exchange.
 func (r *Recorder) Hook(ex *proxy.Exchange) {
-	if ex == nil || ex.Recorded {
+	if ex == nil {
+		return
+	}
+	if ex.Recorded {
+		// Record journaled it before its answer was relayed; delivery
+		// starts now that the answer is out.
+		r.outbox.Signal()
 		return
 	}
 	size := exchangeSize(ex)

@@ -49,7 +49,9 @@ func (o *Spool) Append(steps []hindsight.Step) { o.append(steps, false) }
 // cannot take (it was given up, the disk is short of space) are written to
 // the database by the background writer, at once while the daemon is
 // unreachable, else PersistAfter after their exchange. Call it while
-// JournalRoom reports true: it does not evict steps from memory.
+// JournalRoom reports true: it does not evict steps from memory. It wakes
+// neither delivery nor the background writer: call Signal after the
+// answers are written.
 func (o *Spool) AppendJournaled(steps []hindsight.Step) { o.append(steps, true) }
 
 // JournalRoom reports whether AppendJournaled may take steps now: the
@@ -133,9 +135,21 @@ func (o *Spool) append(steps []hindsight.Step, journalFirst bool) {
 	}
 	// At once: every step held only in memory, as the older ones may not
 	// be due for a while.
-	if !journalFirst {
-		o.persist(now, atOnce)
+	if journalFirst {
+		return // the caller calls Signal once the answers are out
 	}
+	o.persist(now, atOnce)
+	o.signal(waiting)
+}
+
+// Signal wakes delivery and the background writer for the steps that
+// AppendJournaled took: call it after the answers of those steps were
+// written, so that the relay does not pay for waking them first.
+func (o *Spool) Signal() { o.signal(false) }
+
+// signal wakes delivery, and the background writer unless waiting (its
+// timer is set already).
+func (o *Spool) signal(waiting bool) {
 	if !waiting {
 		select {
 		case o.wake <- struct{}{}:
