@@ -23,8 +23,11 @@ const (
 // A committer takes the steps the workers built back into arrival order,
 // tags and counts them, and hands them to the outbox in batches.
 type committer struct {
-	// store hands a batch to the outbox, waiting while it has no room.
+	// waitRoom waits while the outbox has no room; store hands it a
+	// batch.
+	waitRoom  func()
 	store     func([]hindsight.Step)
+	storeMu   sync.Mutex // serialises tagging and storing with commitNow
 	tagger    *Tagger
 	c         *counters
 	calls     *callCounters        // the Recorder's (Calls)
@@ -43,8 +46,8 @@ type committer struct {
 	done chan struct{} // closed when run returns
 }
 
-func newCommitter(store func([]hindsight.Step), c *counters, calls *callCounters, processed *atomic.Int64, delay prometheus.Histogram) *committer {
-	m := &committer{store: store, tagger: NewTagger(), c: c, calls: calls, processed: processed, delay: delay,
+func newCommitter(waitRoom func(), store func([]hindsight.Step), c *counters, calls *callCounters, processed *atomic.Int64, delay prometheus.Histogram) *committer {
+	m := &committer{waitRoom: waitRoom, store: store, tagger: NewTagger(), c: c, calls: calls, processed: processed, delay: delay,
 		batch:    make([]hindsight.Step, 0, commitBatch),
 		progress: make(chan struct{}), done: make(chan struct{})}
 	m.ready = sync.NewCond(&m.mu)
@@ -118,6 +121,34 @@ func (m *committer) run() {
 // commit tags and stores batch, and counts it with the lost steps that
 // were taken out of it (size is the queue bound all of them held).
 func (m *committer) commit(batch []hindsight.Step, lost int, size int64) {
+	m.waitRoom()
+	m.storeMu.Lock()
+	m.tagAndStore(batch, m.store)
+	m.storeMu.Unlock()
+	m.batch = batch
+	m.c.queued.Add(-int64(len(batch) + lost))
+	m.c.queuedBytes.Add(-size)
+	m.c.losses.Lose(losses.Encode, int64(lost), "building the step panicked")
+	m.processed.Add(int64(len(batch) + lost))
+	clear(batch) // the outbox keeps the encodings; let the bodies go
+	m.mu.Lock()
+	close(m.progress)
+	m.progress = make(chan struct{})
+	m.mu.Unlock()
+}
+
+// commitNow tags batch and hands it to store at once, on the caller's
+// goroutine, between the committer's batches (the Recorder's Record: the
+// queue is empty, or what it holds waited too long and comes after).
+func (m *committer) commitNow(batch []hindsight.Step, store func([]hindsight.Step)) {
+	m.storeMu.Lock()
+	m.tagAndStore(batch, store)
+	m.storeMu.Unlock()
+}
+
+// tagAndStore tags batch, hands it to store and counts it. m.storeMu is
+// held.
+func (m *committer) tagAndStore(batch []hindsight.Step, store func([]hindsight.Step)) {
 	var redactions, truncated int64
 	for i := range batch {
 		m.tagger.Tag(&batch[i])
@@ -132,24 +163,14 @@ func (m *committer) commit(batch []hindsight.Step, lost int, size int64) {
 		m.c.truncated.Add(truncated)
 		m.c.losses.Note(losses.Truncated, truncated, "a body over the size limit was cut")
 	}
-	m.store(batch)
-	m.batch = batch
+	store(batch)
 	m.c.captured.Add(int64(len(batch)))
-	m.c.queued.Add(-int64(len(batch) + lost))
-	m.c.queuedBytes.Add(-size)
-	m.c.losses.Lose(losses.Encode, int64(lost), "building the step panicked")
-	m.processed.Add(int64(len(batch) + lost))
 	now := time.Now()
 	for i := range batch {
 		if !batch[i].EndedAt.IsZero() {
 			m.delay.Observe(now.Sub(batch[i].EndedAt).Seconds())
 		}
 	}
-	clear(batch) // the outbox keeps the encodings; let the bodies go
-	m.mu.Lock()
-	close(m.progress)
-	m.progress = make(chan struct{})
-	m.mu.Unlock()
 }
 
 // readyAt reports whether arrival a was built (or failed). m.mu is held.

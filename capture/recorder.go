@@ -180,7 +180,7 @@ func New(opts Options) (*Recorder, error) {
 	r.drops = &drops{c: c, log: r.log}
 	r.in = newIntake(c, opts.MaxQueueBytes, opts.Workers, ob.Journaling)
 	r.build = &builder{red: red, maxBody: opts.MaxBodyBytes, namespace: opts.Namespace, log: r.log}
-	r.commit = newCommitter(r.store, c, &r.calls, &r.processed, commitDelay)
+	r.commit = newCommitter(r.outbox.WaitRoom, r.outbox.Append, c, &r.calls, &r.processed, commitDelay)
 	r.spill = newSpiller(r.in, r.drops, &r.processed, r.commit.progressed,
 		r.outbox.SpillDir(), opts.MaxSpillBytes)
 	r.spill.start()
@@ -189,14 +189,6 @@ func New(opts Options) (*Recorder, error) {
 	go r.commit.run()
 	r.ledger = startLedgerFlush(c, r.log)
 	return r, nil
-}
-
-// store hands a batch to the outbox: the committer's store.
-func (r *Recorder) store(batch []hindsight.Step) {
-	// Back-pressure: while the daemon is behind, the batch waits here
-	// and the queue behind it fills (and spills), bounded.
-	r.outbox.WaitRoom()
-	r.outbox.Append(batch)
 }
 
 // Source is the outbox id, the Source of every step this Recorder stores.
@@ -218,6 +210,12 @@ func (r *Recorder) Stats() Stats { return r.c.snapshot(r.outbox.Counts()) }
 // fails; install it as proxy.Hooks.Exchange.
 func (r *Recorder) Hook(ex *proxy.Exchange) {
 	if ex == nil {
+		return
+	}
+	if ex.Recorded {
+		// Record journaled it before its answer was relayed; delivery
+		// starts now that the answer is out.
+		r.outbox.Signal()
 		return
 	}
 	size := exchangeSize(ex)

@@ -133,6 +133,15 @@ type Status struct {
 	Tools *toolpin.Summary `json:"tools,omitempty"`
 	// Hint says how to recover when the daemon is not running.
 	Hint string `json:"hint,omitempty"`
+	// StartError says why the last daemon that tried to start failed,
+	// when the daemon is not running and one did.
+	StartError *StartError `json:"start_error,omitempty"`
+}
+
+// StartError is why a daemon failed to start, and when.
+type StartError struct {
+	At    time.Time `json:"at"`
+	Error string    `json:"error"`
 }
 
 // StepBatch is the body of POST /v1/steps.

@@ -51,6 +51,10 @@ type SpaceGuard struct {
 	freeAt time.Time                   // when; zero: unknown
 	spent  int64                       // the bytes checked since
 	statfs func(string) (int64, error) // diskspace.Free, unless a test's
+
+	fit        sync.Once // fitFS: the filesystem's size read
+	fitReserve int64     // DefaultDaemonReserve, fitted to the filesystem
+	fitAhead   int64     // spaceAhead, fitted to the filesystem
 }
 
 // spaceBusy is how long after a Touch Run keeps allocating ahead.
@@ -64,13 +68,34 @@ func (g *SpaceGuard) Touch() {
 }
 
 // spaceAhead is how much of each database's logs the guard keeps allocated
-// ahead of the write position, beyond the write at hand.
+// ahead of the write position, beyond the write at hand (less on a small
+// filesystem: see diskspace.FitAhead).
 const spaceAhead = 4 << 20
 
+// fitFS reads the filesystem's size once and fits the default reserve and
+// spaceAhead to it.
+func (g *SpaceGuard) fitFS() {
+	g.fit.Do(func() {
+		g.fitReserve, g.fitAhead = diskspace.DefaultDaemonReserve, spaceAhead
+		if size, err := diskspace.Size(g.Dir); err == nil {
+			g.fitReserve = diskspace.FitReserve(g.fitReserve, size)
+			g.fitAhead = diskspace.FitAhead(g.fitAhead, size)
+		}
+	})
+}
+
+// aheadBy is spaceAhead fitted to the filesystem.
+func (g *SpaceGuard) aheadBy() int64 {
+	g.fitFS()
+	return g.fitAhead
+}
+
 // reserve is HINDSIGHT_DISK_RESERVE when set, else Reserve, else
-// diskspace.DefaultDaemonReserve.
+// diskspace.DefaultDaemonReserve fitted to the filesystem's size (see
+// diskspace.FitReserve).
 func (g *SpaceGuard) reserve() int64 {
-	def := int64(diskspace.DefaultDaemonReserve)
+	g.fitFS()
+	def := g.fitReserve
 	if g.Reserve != 0 {
 		def = max(g.Reserve, 0)
 	}
@@ -93,7 +118,7 @@ func (g *SpaceGuard) check(need int64, force bool) error {
 		return nil
 	}
 	err := g.checkFree(reserve, need, force)
-	if err == nil && (g.since.Add(need) > spaceAhead/2 || force) {
+	if err == nil && (g.since.Add(need) > g.aheadBy()/2 || force) {
 		err = g.allocateAhead(need, force)
 	}
 	g.note(err)
@@ -113,7 +138,7 @@ const spaceFresh = 50 * time.Millisecond
 func (g *SpaceGuard) checkFree(reserve, need int64, force bool) error {
 	g.fmu.Lock()
 	defer g.fmu.Unlock()
-	if force || g.low.Load() || g.freeAt.IsZero() || time.Since(g.freeAt) > spaceFresh || g.spent+need > spaceAhead/2 {
+	if force || g.low.Load() || g.freeAt.IsZero() || time.Since(g.freeAt) > spaceFresh || g.spent+need > g.aheadBy()/2 {
 		statfs := g.statfs
 		if statfs == nil {
 			statfs = diskspace.Free
@@ -151,10 +176,10 @@ func (g *SpaceGuard) allocateAhead(need int64, force bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	since := g.since.Load()
-	if !force && since <= spaceAhead/2 {
+	if !force && since <= g.aheadBy()/2 {
 		return nil
 	}
-	if err := g.allocate(need + spaceAhead); err != nil {
+	if err := g.allocate(need + g.aheadBy()); err != nil {
 		return err
 	}
 	g.since.Add(-since)

@@ -253,11 +253,16 @@ func (c *Conn) FailPending(reason string) [][]byte {
 	c.fromClient, c.fromServer, c.progress = nil, nil, nil
 	c.mu.Unlock()
 	var out [][]byte
+	exs := make([]*Exchange, 0, len(pending))
 	now := time.Now()
 	for _, ex := range pending {
 		resp := ErrorResponse(ex.ID, CodeServerUnavailable, reason)
 		ex.Response, ex.Ended, ex.Failure = resp, now, reason
 		out = append(out, resp)
+		exs = append(exs, ex)
+	}
+	c.record(exs)
+	for _, ex := range exs {
 		c.emit(ex)
 	}
 	return out
@@ -438,6 +443,21 @@ func (c *Conn) cancelled(raw []byte, table *map[string]*Exchange) {
 		ex.Cancelled, ex.Ended = true, time.Now()
 		c.emit(ex)
 	}
+}
+
+// record runs Hooks.Record on exs, the exchanges whose answers are about
+// to be written to the agent; a hook that panics is logged and ignored.
+func (c *Conn) record(exs []*Exchange) {
+	h := c.hooks()
+	if h.Record == nil || len(exs) == 0 {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.logger().Error("record hook panicked", "exchanges", len(exs), "panic", fmt.Sprint(r))
+		}
+	}()
+	h.Record(exs)
 }
 
 func (c *Conn) emit(ex *Exchange) {

@@ -62,6 +62,7 @@ func (c *Conn) localToolCall(m *Message, ex *Exchange) (Action, bool) {
 			return nil // cancelled meanwhile; the exchange was emitted then
 		}
 		ex.Response, ex.Ended = resp, time.Now()
+		c.record([]*Exchange{ex})
 		c.emit(ex)
 		return resp
 	}}, true

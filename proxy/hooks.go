@@ -21,6 +21,9 @@ import (
 //   - server → agent response to initialize or server/discover: Initialize.
 //   - server → agent response to tools/list: ToolsList.
 //   - server → agent response to tools/call: ToolResult.
+//   - the requests of the agent a burst of the server's messages (or the
+//     sidecar itself) answered, before those answers are written to the
+//     agent: Record (stdio only).
 //   - every completed request/response pair, in either direction, after the
 //     response was relayed: Exchange.
 //
@@ -66,6 +69,16 @@ type Hooks struct {
 	// the response was written to the agent, so the agent never waits for
 	// it; the next messages from the server do.
 	Exchange func(ex *Exchange)
+
+	// Record is called on stdio with the agent's requests that answers
+	// about to be written to the agent complete (those of one burst of
+	// the server's messages, a local answer, the errors sent for a server
+	// that exited), before they are written: a recorder that must survive
+	// the process being killed the moment the agent has its answer makes
+	// its record here, and marks each exchange it recorded (Recorded). It
+	// runs on the relay's path: the answers wait for it. Exchange still
+	// sees every exchange afterwards.
+	Record func(exs []*Exchange)
 }
 
 // LocalHandler answers a request in the sidecar. It returns the JSON-RPC
@@ -135,6 +148,8 @@ type Exchange struct {
 	Failure string
 	// Injected lists what hooks added to the response.
 	Injected []hindsight.Injection
+	// Recorded is set by the Record hook for an exchange it recorded.
+	Recorded bool
 
 	progressToken string
 	key           string // the id's key in the Conn's table of requests in flight

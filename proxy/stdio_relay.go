@@ -234,7 +234,7 @@ func (r *relay) readChild(ch *child) {
 	defer close(ch.outDone)
 	lr := NewLineReader(ch.stdout, r.s.MaxLineBytes)
 	var now time.Time
-	var done []*Exchange // completed, to be emitted once relayed
+	var b burst
 	waited := true
 	for {
 		line, err := lr.ReadLine()
@@ -245,9 +245,7 @@ func (r *relay) readChild(ch *child) {
 		switch {
 		case err == nil:
 			if !blank(line) {
-				if ex := r.fromChild(ch, line, now); ex != nil {
-					done = append(done, ex)
-				}
+				b.add(r.fromChild(ch, line, now))
 			}
 		case errors.As(err, &tooLong):
 			r.log.Error("server message too long; skipped", "server", r.name, "err", err)
@@ -255,54 +253,72 @@ func (r *relay) readChild(ch *child) {
 			// by an error for the same id, so the request ends.
 			if id := tooLong.ID(); id != nil && !gjson.GetBytes(tooLong.Head, "method").Exists() {
 				resp := ErrorResponse(id, CodeInternalError, "the server's answer was dropped: "+err.Error())
-				if ex := r.fromChild(ch, resp, now); ex != nil {
-					done = append(done, ex)
-				}
+				b.add(r.fromChild(ch, resp, now))
 			}
 		default:
-			r.flushAgent(done) // nothing is left: a burst ends before a wait
+			r.flushAgent(&b) // nothing is left: a burst ends before a wait
 			return
 		}
-		// A burst of messages goes to the agent in one write; flush
-		// before waiting for more. The Exchange hook sees the exchanges
-		// the burst completed after that: the agent does not wait for it.
-		if waited = !lr.Pending() || len(done) >= maxUnflushed; waited {
-			done = r.flushAgent(done)
+		// A burst of messages goes to the agent in one write, after the
+		// Record hook recorded the exchanges it completes; flush before
+		// waiting for more. The Exchange hook sees those exchanges after
+		// that: the agent does not wait for it.
+		if waited = !lr.Pending() || len(b.done) >= maxUnflushed; waited {
+			r.flushAgent(&b)
 		}
 	}
 }
 
-// flushAgent writes out what was buffered for the agent, then emits the
-// exchanges in done; it returns done emptied.
-func (r *relay) flushAgent(done []*Exchange) []*Exchange {
-	r.agent.flush()
-	for i, ex := range done {
-		r.conn.emit(ex)
-		done[i] = nil
+// burst holds what a burst of the child's messages sends the agent, and
+// the exchanges it completes, until flushAgent.
+type burst struct {
+	out  [][]byte    // the messages for the agent, in order
+	done []*Exchange // the exchanges they complete
+}
+
+// add holds out (if any) for the agent and ex (if any) for the hooks.
+func (b *burst) add(out []byte, ex *Exchange) {
+	if out != nil {
+		b.out = append(b.out, out)
 	}
-	return done[:0]
+	if ex != nil {
+		b.done = append(b.done, ex)
+	}
+}
+
+// flushAgent has the exchanges of b recorded (Hooks.Record), so that no
+// answer reaches the agent before its record, writes b's messages to the
+// agent, then emits its exchanges, and empties b.
+func (r *relay) flushAgent(b *burst) {
+	r.conn.record(b.done)
+	for i, msg := range b.out {
+		r.agent.buffer(msg)
+		b.out[i] = nil
+	}
+	r.agent.flush()
+	for i, ex := range b.done {
+		r.conn.emit(ex)
+		b.done[i] = nil
+	}
+	b.out, b.done = b.out[:0], b.done[:0]
 }
 
 // maxUnflushed bounds the exchanges a burst of the child's messages
 // completes before readChild flushes them to the agent and emits them.
 const maxUnflushed = 256
 
-// fromChild relays one message from the child to the agent's buffer and
-// returns the exchange it completed, for the caller to emit, if any.
-func (r *relay) fromChild(ch *child, line []byte, now time.Time) *Exchange {
+// fromChild takes one message from the child: it returns what to send the
+// agent for it and the exchange it completed, if any.
+func (r *relay) fromChild(ch *child, line []byte, now time.Time) ([]byte, *Exchange) {
 	if r.route.replay.Load() && r.isReplayAnswer(line) {
 		if bytes.Contains(line, []byte(`"error"`)) {
 			r.log.Warn("restarted server rejected the replayed initialize", "server", r.name, "response", truncate(string(line), 300))
 		}
 		_, initialized := r.conn.Handshake()
 		go r.becomeReady(ch, initialized)
-		return nil
+		return nil, nil
 	}
-	out, ex := r.conn.fromServerAt(line, now)
-	if out != nil {
-		r.agent.buffer(out)
-	}
-	return ex
+	return r.conn.fromServerAt(line, now)
 }
 
 func blank(line []byte) bool {

@@ -3,6 +3,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -544,5 +546,68 @@ func TestStdioExchangeAfterRelay(t *testing.T) {
 	close(received)
 	if !<-hookSaw {
 		t.Fatal("the Exchange hook ran before the response was relayed to the agent")
+	}
+}
+
+// watchWriter reports the first write that holds mark.
+type watchWriter struct {
+	w    io.Writer
+	mark []byte
+	seen atomic.Bool
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, w.mark) {
+		w.seen.Store(true)
+	}
+	return w.w.Write(p)
+}
+
+// TestStdioRecordBeforeRelay checks that the Record hook sees the exchanges
+// of a burst before their answers are written to the agent (a recorder
+// killed once the agent has its answer has recorded it), that Exchange
+// still sees them afterwards with what Record marked.
+func TestStdioRecordBeforeRelay(t *testing.T) {
+	st, _, _, _ := fakeStdio(t, fakeserver.ModeMCP)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	watch := &watchWriter{w: outW, mark: []byte(`"id":"watched"`)}
+	var recorded, early, unmarked atomic.Int32
+	st.Hooks = &Hooks{
+		Record: func(exs []*Exchange) {
+			for _, ex := range exs {
+				if bytes.Contains(ex.Request, []byte(`"watched"`)) {
+					recorded.Add(1)
+					if watch.seen.Load() {
+						early.Add(1)
+					}
+				}
+				ex.Recorded = true
+			}
+		},
+		Exchange: func(ex *Exchange) {
+			if !ex.Recorded {
+				unmarked.Add(1)
+			}
+		},
+	}
+	a := &stdioAgent{LineClient: testkit.NewLineClient(t, "the sidecar", inW, outR), t: t, in: inW, done: make(chan error, 1)}
+	go func() {
+		a.done <- st.Run(context.Background(), inR, watch)
+		outW.Close()
+	}()
+	a.initialize()
+	a.Send(`{"jsonrpc":"2.0","id":"watched","method":"ping"}`)
+	if got := a.Recv(); !strings.Contains(got, `"id":"watched"`) {
+		t.Fatalf("got %s", got)
+	}
+	if recorded.Load() != 1 || early.Load() != 0 {
+		t.Fatalf("Record saw the watched call %d times, %d of them after its answer was written", recorded.Load(), early.Load())
+	}
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if unmarked.Load() != 0 {
+		t.Errorf("%d exchanges reached Exchange without Record's mark", unmarked.Load())
 	}
 }

@@ -40,7 +40,34 @@ func (o *Spool) Journaling() bool { return o.opts.Deliverer != nil && o.journalO
 // steps beyond MaxHeld are lost, counted in Counts.Dropped. Append is called
 // from one goroutine at a time in the Recorder, but is safe for concurrent
 // use.
-func (o *Spool) Append(steps []hindsight.Step) {
+func (o *Spool) Append(steps []hindsight.Step) { o.append(steps, false) }
+
+// AppendJournaled is Append for steps whose exchanges' answers have not
+// reached the agent yet: it journals them (one write) even while the
+// daemon is unreachable, and never writes to the database itself, so its
+// caller, the relay, waits for one write(2) at most. Steps the journal
+// cannot take (it was given up, the disk is short of space) are written to
+// the database by the background writer, at once while the daemon is
+// unreachable, else PersistAfter after their exchange. Call it while
+// JournalRoom reports true: it does not evict steps from memory. It wakes
+// neither delivery nor the background writer: call Signal after the
+// answers are written.
+func (o *Spool) AppendJournaled(steps []hindsight.Step) { o.append(steps, true) }
+
+// JournalRoom reports whether AppendJournaled may take steps now: the
+// journal works and the steps held in memory are below MaxMemBytes
+// (beyond that the daemon is behind; Append's caller waits for room from
+// half of it: see WaitRoom).
+func (o *Spool) JournalRoom() bool {
+	if !o.Journaling() {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return !o.closed && o.memBytes < o.opts.MaxMemBytes
+}
+
+func (o *Spool) append(steps []hindsight.Step, journalFirst bool) {
 	if len(steps) == 0 {
 		return
 	}
@@ -65,7 +92,10 @@ func (o *Spool) Append(steps []hindsight.Step) {
 	// past half of MaxMemBytes, where the Recorder's back-pressure holds
 	// capture (see WaitRoom): what passes it anyway (a batch of large
 	// steps, a daemon that stopped answering) goes to Badger.
-	journaled := !atOnce && o.journalOn.Load() && o.memBytes < o.opts.MaxMemBytes/2
+	// journalFirst journals even then, and up to MaxMemBytes, and leaves
+	// the database to persistLoop.
+	memRoom := o.memBytes < o.opts.MaxMemBytes/2 || journalFirst && o.memBytes < o.opts.MaxMemBytes
+	journaled := (!atOnce || journalFirst) && o.journalOn.Load() && memRoom
 	after := o.opts.PersistAfter
 	if journaled {
 		after = o.opts.JournalPersistAfter
@@ -91,7 +121,7 @@ func (o *Spool) Append(steps []hindsight.Step) {
 		maxDue = later(maxDue, due)
 	}
 	clear(encoded) // the queue holds the encodings now
-	if added > 0 && !journaled && o.pullDues(len(o.mem)-added, minDue) {
+	if added > 0 && (!journaled || atOnce) && o.pullDues(len(o.mem)-added, minDue) {
 		// persist writes the steps held only in memory from the oldest
 		// on: journaled ones before these must not hold them back, and
 		// persistLoop's timer was set for them.
@@ -105,7 +135,21 @@ func (o *Spool) Append(steps []hindsight.Step) {
 	}
 	// At once: every step held only in memory, as the older ones may not
 	// be due for a while.
+	if journalFirst {
+		return // the caller calls Signal once the answers are out
+	}
 	o.persist(now, atOnce)
+	o.signal(waiting)
+}
+
+// Signal wakes delivery and the background writer for the steps that
+// AppendJournaled took: call it after the answers of those steps were
+// written, so that the relay does not pay for waking them first.
+func (o *Spool) Signal() { o.signal(false) }
+
+// signal wakes delivery, and the background writer unless waiting (its
+// timer is set already).
+func (o *Spool) signal(waiting bool) {
 	if !waiting {
 		select {
 		case o.wake <- struct{}{}:
@@ -130,11 +174,17 @@ func (o *Spool) journal(now time.Time, added int) {
 	for _, e := range batch {
 		size += int64(len(e.raw)) + journalHeader
 	}
-	err := o.checkSpace(size)
+	err := o.journalSpace(now, size)
 	if err == nil {
 		err = o.jr.write(batch)
 	}
 	if err == nil {
+		o.mu.Lock()
+		first := batch[0].seq
+		for i := len(o.mem) - 1; i >= 0 && o.mem[i].seq >= first; i-- {
+			o.mem[i].journaled = true
+		}
+		o.mu.Unlock()
 		return
 	}
 	if diskspace.IsNoSpace(err) {
@@ -154,6 +204,34 @@ func (o *Spool) journal(now time.Time, added int) {
 	case o.wake <- struct{}{}:
 	default:
 	}
+}
+
+// Space checks of the journal: a journal write is checked against the
+// reserve once journalCheckEvery has passed or journalCheckBytes were
+// written since the last check that passed, not before every write (a
+// statfs costs as much as the write). The journal is written with
+// write(2), which fails cleanly on a full disk; the reserve is kept for
+// Badger, and the little written between checks leaves it almost whole.
+const (
+	journalCheckEvery = 50 * time.Millisecond
+	journalCheckBytes = 1 << 20
+)
+
+// journalSpace is checkSpace for a journal write of size bytes at now,
+// skipped while the last check that passed is recent enough. o.wmu is
+// held.
+func (o *Spool) journalSpace(now time.Time, size int64) error {
+	j := &o.jr
+	if j.checkedSince+size < journalCheckBytes && now.Sub(j.checkedAt) < journalCheckEvery {
+		j.checkedSince += size
+		return nil
+	}
+	if err := o.checkSpace(size); err != nil {
+		j.checkedAt = time.Time{}
+		return err
+	}
+	j.checkedAt, j.checkedSince = now, size
+	return nil
 }
 
 // releaseJournal removes the journal segments whose steps have all left

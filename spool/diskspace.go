@@ -28,18 +28,33 @@ import (
 const DefaultMaxHeldBytes = 32 << 20
 
 // allocateAhead is how far past Badger's write position, beyond the
-// write at hand, the outbox allocates its database's mapped logs.
+// write at hand, the outbox allocates its database's mapped logs (less on a
+// small filesystem: see diskspace.FitAhead).
 const allocateAhead = 1 << 20
 
 // reserve is the free space the outbox keeps on its filesystem:
 // HINDSIGHT_DISK_RESERVE when set, else Options.DiskReserve, else
-// diskspace.DefaultSidecarReserve.
+// diskspace.DefaultSidecarReserve fitted to the filesystem's size (see
+// diskspace.FitReserve).
 func (s *store) reserve() int64 {
-	def := int64(diskspace.DefaultSidecarReserve)
+	s.fitFS()
+	def := s.fitReserve
 	if r := s.opts.DiskReserve; r != 0 {
 		def = max(r, 0)
 	}
 	return diskspace.Reserve(def)
+}
+
+// fitFS reads the filesystem's size once and fits the default reserve and
+// allocateAhead to it.
+func (s *store) fitFS() {
+	s.fit.Do(func() {
+		s.fitReserve, s.fitAhead = diskspace.DefaultSidecarReserve, allocateAhead
+		if size, err := diskspace.Size(s.dir); err == nil {
+			s.fitReserve = diskspace.FitReserve(s.fitReserve, size)
+			s.fitAhead = diskspace.FitAhead(s.fitAhead, size)
+		}
+	})
 }
 
 // checkSpace returns nil when need bytes may be written to the outbox's
@@ -54,8 +69,8 @@ func (s *store) checkSpace(need int64) error {
 		s.noteLow(err)
 		return err
 	}
-	if reserve > 0 && s.db.Load() != nil && s.allocSince.Add(need) > allocateAhead/2 {
-		if err := s.alloc.Ahead(filepath.Join(s.dir, dbName), need+allocateAhead); err != nil {
+	if reserve > 0 && s.db.Load() != nil && s.allocSince.Add(need) > s.fitAhead/2 {
+		if err := s.alloc.Ahead(filepath.Join(s.dir, dbName), need+s.fitAhead); err != nil {
 			s.noteLow(err)
 			return err
 		}

@@ -60,3 +60,33 @@ func TestOutboxDiskShort(t *testing.T) {
 		}
 	}
 }
+
+// TestOutboxClosedShortCountsUnjournaled: steps handed to AppendJournaled
+// while the disk is short of space are neither journaled nor written;
+// when the outbox closes with them in memory they are counted lost
+// (disk-full), not left uncounted behind a journal that does not hold
+// them.
+func TestOutboxClosedShortCountsUnjournaled(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	d := &spooltest.Collector{}
+	d.SetDown(true)
+	ob, err := open(Options{Home: home, Deliverer: d, Logger: slog.New(slog.DiscardHandler)}, &counters{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob.AppendJournaled([]hindsight.Step{{Method: "tools/call", Tool: "echo", EndedAt: time.Now()}}) // journaled
+	t.Setenv(diskspace.ReserveEnv, "1000000g")
+	ob.jr.checkedAt = time.Time{} // the next journal write checks the disk
+	for range 3 {
+		ob.AppendJournaled([]hindsight.Step{{Method: "tools/call", Tool: "echo", EndedAt: time.Now()}})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	ob.Close(ctx)
+	if got := ob.c.losses.DiskFull(); got != 3 {
+		t.Errorf("%d steps counted lost to a full disk, want the 3 not journaled", got)
+	}
+	if segs, _ := filepath.Glob(filepath.Join(ob.Dir(), journalPrefix+"*")); len(segs) == 0 {
+		t.Error("the journal holding the first step was removed")
+	}
+}

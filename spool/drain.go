@@ -91,7 +91,7 @@ func drainOne(ctx context.Context, home hindsight.Home, dir, id string, d Delive
 	log := opts.Logger.With("outbox", id)
 	// Draining writes to the dead sidecar's database (its journal, the
 	// removal of delivered steps), through mapped files.
-	if err := diskspace.Check(dir, diskspace.Reserve(diskspace.DefaultSidecarReserve), 0); err != nil {
+	if err := diskspace.Check(dir, diskspace.ReserveFor(dir, diskspace.DefaultSidecarReserve), 0); err != nil {
 		return 0, fmt.Errorf("drain outbox %s: %w", id, err)
 	}
 	if opts.DeadSpill != nil {

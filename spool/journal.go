@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // A journal keeps the steps an outbox holds only in memory safe from a
@@ -43,6 +44,11 @@ type journal struct {
 	old     []jsegment // full segments, oldest first
 	buf     []byte
 	failing bool
+
+	// The last space check that passed, and the bytes written since: see
+	// Spool.journalSpace.
+	checkedAt    time.Time
+	checkedSince int64
 }
 
 type jsegment struct {

@@ -34,9 +34,10 @@ type queue struct {
 // modified once made. due is when a step held only in memory must be on
 // disk.
 type entry struct {
-	seq uint64
-	raw json.RawMessage
-	due time.Time
+	seq       uint64
+	raw       json.RawMessage
+	due       time.Time
+	journaled bool // the journal holds it (safe from a killed process)
 }
 
 // raws returns the encodings of batch.

@@ -19,8 +19,7 @@ func (o *Spool) WaitRoom() {
 	var timeout <-chan time.Time
 	for {
 		o.mu.Lock()
-		full := o.memBytes > o.opts.MaxMemBytes/2 && o.opts.Deliverer != nil &&
-			!o.lastFailed && !o.writeFailing && !o.closed
+		full := o.crowded()
 		if o.room == nil {
 			o.room = make(chan struct{})
 		}
@@ -40,6 +39,19 @@ func (o *Spool) WaitRoom() {
 			return
 		}
 	}
+}
+
+// Crowded reports whether WaitRoom would wait now.
+func (o *Spool) Crowded() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.crowded()
+}
+
+// crowded is Crowded with o.mu held.
+func (o *Spool) crowded() bool {
+	return o.memBytes > o.opts.MaxMemBytes/2 && o.opts.Deliverer != nil &&
+		!o.lastFailed && !o.writeFailing && !o.closed
 }
 
 // freed wakes WaitRoom after steps left memory. q.mu is held.

@@ -215,10 +215,17 @@ func (o *Spool) shutdown() error {
 	o.closed = true
 	o.freed()
 	// Steps the database did not take are lost, unless the journal has
-	// them: then it stays, for the next sidecar or the daemon.
-	n := len(o.mem) - o.memDisk
-	kept := n > 0 && o.journalOn.Load()
-	if n > 0 && !kept {
+	// them: then it stays, for the next sidecar or the daemon. (A step
+	// the journal did not take, the disk being short of space, is lost.)
+	n, kept := 0, false
+	for _, e := range o.mem[o.memDisk:] {
+		if e.journaled {
+			kept = true
+		} else {
+			n++
+		}
+	}
+	if n > 0 {
 		reason := losses.AtExit
 		if o.spaceLow.Load() {
 			reason = losses.DiskFull

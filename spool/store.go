@@ -36,6 +36,10 @@ type store struct {
 	spaceLow   atomic.Bool               // the last space check failed (see checkSpace)
 	allocSince atomic.Int64              // bytes checked since the database's logs were last allocated ahead
 	alloc      diskspace.Allocator       // remembers how far the logs were found allocated
+
+	fit        sync.Once // fitFS: the filesystem's size read
+	fitReserve int64     // the default reserve, fitted to the filesystem
+	fitAhead   int64     // allocateAhead, fitted to the filesystem
 }
 
 // initStore points the store at the spool's directory, log, counters and
@@ -83,7 +87,7 @@ func (s *store) disk() (*badger.DB, error) {
 		}
 	}
 	s.db.Store(db)
-	s.allocSince.Store(allocateAhead) // allocate its new logs at the next check
+	s.allocSince.Store(allocateAhead) // allocate its new logs at the next check (fitAhead ≤ allocateAhead)
 	return db, nil
 }
 

@@ -81,14 +81,19 @@ func runDaemon(ctx context.Context, g *globals, fs *pflag.FlagSet, args []string
 	slog.SetDefault(logger) // libraries that log to the default logger
 	stopWatchdog := shutdownWatchdog(ctx, logger, shutdownLimit)
 	defer stopWatchdog()
-	err = serveDaemon(ctx, g, logger)
+	started := false
+	err = serveDaemon(ctx, g, logger, &started)
 	if err != nil {
 		logger.Error("daemon stopped", "err", err)
+		if !started {
+			noteStartError(g.home, err)
+		}
 	}
 	return err
 }
 
-func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
+// serveDaemon runs the daemon; it sets *started once it serves.
+func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger, started *bool) error {
 	lock, err := daemon.AcquireLock(g.home)
 	if err != nil {
 		return err
@@ -109,7 +114,7 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 	if err := os.MkdirAll(g.home.DaemonData(), 0o700); err != nil {
 		return fmt.Errorf("create daemon data: %w", err)
 	}
-	if err := diskspace.Check(g.home.DaemonData(), diskspace.Reserve(diskspace.DefaultDaemonReserve), 0); err != nil {
+	if err := diskspace.Check(g.home.DaemonData(), diskspace.ReserveFor(g.home.DaemonData(), diskspace.DefaultDaemonReserve), 0); err != nil {
 		return fmt.Errorf("open daemon stores: %w", err)
 	}
 	// Opened under diskspace.Contain: a fault in a mapped write on this
@@ -231,6 +236,8 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger) error {
 		}
 	}()
 	logger.Info("daemon started", "socket", g.home.Socket(), "idle_gap", traces.IdleGap().String(), "store", backend)
+	*started = true
+	clearStartError(g.home)
 	// For a person running it in a terminal (stderr is /dev/null when a
 	// sidecar started it).
 	g.info("hindsight daemon: listening on %s (log: %s)", g.home.Socket(), g.home.Path("logs", "daemon.log"))

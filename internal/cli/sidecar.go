@@ -106,6 +106,9 @@ func newSidecar(ctx context.Context, g *globals, name, transport string, logger 
 		s.Hooks.Exchange = s.noteSession
 	} else {
 		s.recorder = rec
+		// On stdio, a step is journaled before its answer reaches the
+		// agent: a host that kills its servers at exit loses none.
+		s.Hooks.Record = rec.Record
 		endTask := g.config.Inject.EndTask == nil || *g.config.Inject.EndTask
 		s.Hooks.Exchange = func(ex *proxy.Exchange) {
 			s.noteSession(ex)

@@ -54,6 +54,11 @@ func runStatus(ctx context.Context, g *globals, pos []string, asJSON *bool) erro
 		default:
 			st.Hint = "no daemon has run here, or it stopped cleanly; a sidecar starts one with its first step, or run `hindsight daemon`"
 		}
+		if se := readStartError(g.home); se != nil && !st.Running && st.Daemon == nil {
+			st.StartError = se
+			st.Hint = fmt.Sprintf("the last daemon failed to start (%s): %s. Sidecars keep their steps in their outboxes meanwhile; see %s",
+				when(se.At), se.Error, g.home.Path("logs", "daemon.log"))
+		}
 	}
 	st.Outboxes = spool.List(g.home)
 	st.Losses = losses.Scan(string(g.home))

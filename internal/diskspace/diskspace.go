@@ -55,6 +55,42 @@ func Reserve(def int64) int64 {
 	return n
 }
 
+// ReserveFor returns the reserve to keep on the filesystem that holds path:
+// HINDSIGHT_DISK_RESERVE when set, else def fitted to the filesystem's size
+// (FitReserve). A filesystem whose size cannot be read keeps def.
+func ReserveFor(path string, def int64) int64 {
+	if v := strings.TrimSpace(os.Getenv(ReserveEnv)); v != "" {
+		return Reserve(def)
+	}
+	size, err := Size(path)
+	if err != nil {
+		return def
+	}
+	return FitReserve(def, size)
+}
+
+// FitReserve returns def, or a quarter of a filesystem of size bytes when
+// that is less: a reserve as large as a small filesystem (a 64 MiB one on
+// an 8 MiB home) would keep it "full" while it is empty, and the daemon
+// would never start.
+func FitReserve(def, size int64) int64 {
+	if size <= 0 {
+		return def
+	}
+	return min(def, size/4)
+}
+
+// FitAhead returns def, or a sixty-fourth of a filesystem of size bytes
+// when that is less (at least 64 KiB): how far ahead of Badger's write
+// position its logs are allocated, so that the allocations of a few
+// databases do not take a small filesystem's room.
+func FitAhead(def, size int64) int64 {
+	if size <= 0 {
+		return def
+	}
+	return min(def, max(size/64, 64<<10))
+}
+
 // ParseBytes reads a byte count: digits, optionally followed by k, m or g
 // (powers of 1024, case-insensitive, an optional trailing "b" or "ib").
 func ParseBytes(s string) (int64, error) {
