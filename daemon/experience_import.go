@@ -218,29 +218,83 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 
 }
 
+// batchPutter is a store that writes many experiences at once
+// (store/embedded's PutBatch): Put's semantics, far fewer steps.
+type batchPutter interface {
+	PutBatch(ctx context.Context, exps []*hindsight.Experience) (int, error)
+}
+
 // importAll stores the cleaned experiences: new ids are inserted; an id
 // that an earlier import brought is replaced when its text changed (its
 // local counts, dates and state are kept, and the confidence local
 // evidence earned it); an id of a local lesson is never
 // overwritten by a pack. When a write fails, what this import inserted is
 // removed again (purged where the store can), so nothing partial stays.
+// A store that writes in batches gets the writes in batches (an id met
+// twice flushes the batch first, so that its second line sees the
+// first).
 func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, list []hindsight.Experience) ImportResult {
 	res := ImportResult{}
 	var inserted []string
 	fail := func(e *hindsight.Experience, err error) {
 		res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", e.ID, err))
 	}
+	bp, batched := st.(batchPutter)
+	var batch []*hindsight.Experience
+	pending := map[string]bool{}
+	isNew := map[string]bool{}
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		n, err := bp.PutBatch(ctx, batch)
+		for _, e := range batch[:n] {
+			if isNew[e.ID] {
+				inserted = append(inserted, e.ID)
+				res.Imported++
+			} else {
+				res.Updated++
+			}
+		}
+		if err != nil {
+			fail(batch[min(n, len(batch)-1)], err)
+		}
+		batch = batch[:0]
+		clear(pending)
+	}
+	put := func(e *hindsight.Experience, fresh bool) {
+		if !batched {
+			if err := st.Put(ctx, e); err != nil {
+				fail(e, err)
+				return
+			}
+			if fresh {
+				inserted = append(inserted, e.ID)
+				res.Imported++
+			} else {
+				res.Updated++
+			}
+			return
+		}
+		batch = append(batch, e)
+		pending[e.ID] = true
+		isNew[e.ID] = fresh
+		if len(batch) == importBatch {
+			flush()
+		}
+	}
 	for i := range list {
 		e := &list[i]
+		if pending[e.ID] {
+			flush()
+		}
+		if len(res.Errors) > 0 {
+			break
+		}
 		old, err := st.Get(ctx, e.Namespace, e.ID)
 		switch {
 		case errors.Is(err, hindsight.ErrNotFound):
-			if err := st.Put(ctx, e); err != nil {
-				fail(e, err)
-				break
-			}
-			inserted = append(inserted, e.ID)
-			res.Imported++
+			put(e, true)
 		case err != nil:
 			fail(e, err)
 		case !strings.HasPrefix(old.Origin, "import"):
@@ -255,15 +309,14 @@ func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, li
 			if old.EvidenceCount > 0 { // local evidence confirmed it: keep what it earned
 				e.Confidence = max(e.Confidence, old.Confidence)
 			}
-			if err := st.Put(ctx, e); err != nil {
-				fail(e, err)
-				break
-			}
-			res.Updated++
+			put(e, false)
 		}
 		if len(res.Errors) > 0 {
 			break
 		}
+	}
+	if len(res.Errors) == 0 {
+		flush()
 	}
 	if len(res.Errors) > 0 && len(inserted) > 0 {
 		if err := removeAll(ctx, st, list[0].Namespace, inserted); err != nil {
@@ -275,6 +328,10 @@ func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, li
 		"redactions", res.Redactions, "errors", len(res.Errors))
 	return res
 }
+
+// importBatch is how many experiences importAll hands a batchPutter at
+// once.
+const importBatch = 4096
 
 // sameText reports whether two experiences say the same thing.
 func sameText(a, b *hindsight.Experience) bool {

@@ -7,111 +7,144 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"slices"
+	"strings"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 )
 
-// open loads the index from the snapshot when one matches Badger's data,
-// and rebuilds it from Badger otherwise. Either way the snapshot is
-// removed and Badger's generation replaced, so that no snapshot matches
-// while the store is open: one is written again by Close.
+// open loads the index from the snapshot, when one matches the
+// database, and replays the writes Badger holds above the version it
+// covers; otherwise (or when the replay fails) it rebuilds the index from
+// Badger.
 func (s *Store) open() error {
-	idx, err := s.loadSnapshot()
-	switch {
-	case err == nil:
-		s.idx, s.fromSnapshot = idx, true
-		if n := s.needsReembed(); n > 0 {
-			s.log.Warn("experiences need re-embedding for the configured embedder; until then they are found by text only",
-				"count", n, "embedder", s.embID)
-		}
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNoSnapshot):
-		if err := s.load(); err != nil {
-			return err
-		}
-	default:
-		s.log.Warn("experience index snapshot not used; rebuilding the index from the database", "err", err)
-		if err := s.load(); err != nil {
-			return err
-		}
-	}
-	if s.snapPath != "" {
-		if err := os.Remove(s.snapPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("open experience store: remove index snapshot: %w", err)
-		}
-	}
-	if err := s.setGeneration(nil); err != nil {
+	if err := s.identity(); err != nil {
 		return fmt.Errorf("open experience store: %w", err)
 	}
+	idx, covers, err := s.loadSnapshot()
+	if err == nil {
+		var n int
+		if n, err = s.replay(idx, covers); err == nil {
+			s.idx, s.fromSnapshot = idx, true
+			s.covers.Store(covers)
+			s.dirty.Store(int64(n))
+			if n := s.needsReembed(); n > 0 {
+				s.log.Warn("experiences need re-embedding for the configured embedder; until then they are found by text only",
+					"count", n, "embedder", s.embID)
+			}
+			return nil
+		}
+		if uerr := unmapRegion(idx.region); uerr != nil {
+			s.log.Warn("unmap experience index snapshot", "err", uerr)
+		}
+	}
+	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errNoSnapshot) {
+		s.log.Warn("experience index snapshot not used; rebuilding the index from the database", "err", err)
+	}
+	if err := s.load(); err != nil {
+		return err
+	}
+	// Nothing on disk covers the rebuilt index: the next checkpoint
+	// writes one.
+	s.dirty.Store(int64(max(s.idx.live, 1)))
 	return nil
 }
 
 // errNoSnapshot means the store keeps no snapshot (an in-memory
-// database) or Badger records none.
+// database).
 var errNoSnapshot = errors.New("no index snapshot")
 
-func (s *Store) loadSnapshot() (*index, error) {
-	if s.snapPath == "" {
-		return nil, errNoSnapshot
-	}
-	var gen []byte
-	var version uint64
+// identity reads the database's generation (genKey), recording a fresh
+// one when there is none.
+func (s *Store) identity() error {
 	err := s.db.View(func(txn *badger.Txn) error {
 		it, err := txn.Get([]byte(genKey))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		version = it.Version()
-		gen, err = it.ValueCopy(nil)
+		s.gen, err = it.ValueCopy(nil)
 		return err
 	})
-	if errors.Is(err, badger.ErrKeyNotFound) || (err == nil && len(gen) == 0) {
-		return nil, errNoSnapshot
+	if err != nil || len(s.gen) == 16 {
+		return err
 	}
-	if err != nil {
-		return nil, err
-	}
-	// The generation is the database's last write when the store that
-	// wrote the snapshot closed; a later write (by a Hindsight that
-	// predates snapshots, say) leaves the generation in place, but not
-	// the last version.
-	if max := s.db.MaxVersion(); version != max {
-		return nil, fmt.Errorf("index snapshot is stale: the database was written after it (version %d, then %d)", version, max)
-	}
-	return readSnapshot(s.snapPath, gen, s.embID, s.emb.Dim())
-}
-
-// setGeneration records gen in Badger; nil records a fresh random one,
-// which no snapshot matches.
-func (s *Store) setGeneration(gen []byte) error {
-	if gen == nil {
-		gen = newGeneration()
-	}
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(genKey), gen) }); err != nil {
+	s.gen = make([]byte, 16)
+	rand.Read(s.gen)
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(genKey), s.gen) }); err != nil {
 		return fmt.Errorf("record index generation: %w", err)
 	}
 	return nil
 }
 
-func newGeneration() []byte {
-	g := make([]byte, 16)
-	rand.Read(g)
-	return g
+func (s *Store) loadSnapshot() (*index, uint64, error) {
+	if s.snapPath == "" {
+		return nil, 0, errNoSnapshot
+	}
+	x, covers, err := readSnapshot(s.snapPath, s.gen, s.embID, s.emb.Dim())
+	if err != nil {
+		return nil, 0, err
+	}
+	// A database restored from a copy older than the snapshot.
+	if max := s.db.MaxVersion(); covers > max {
+		unmapRegion(x.region)
+		return nil, 0, fmt.Errorf("index snapshot is newer than the database (version %d, database at %d)", covers, max)
+	}
+	return x, covers, nil
 }
 
-// saveSnapshot writes the index to the snapshot file and then records its
-// generation in Badger. A crash between the two leaves a snapshot that
-// does not match, which the next open ignores.
-func (s *Store) saveSnapshot() error {
-	if s.snapPath == "" {
+// replay indexes again, in x, every experience whose record or vector
+// Badger holds at a version above covers (every version is visited, so
+// that a deletion is seen too), and returns how many there were. An
+// experience whose record is gone leaves x. Keys are read first, without
+// their values: the tables older than covers are skipped whole.
+func (s *Store) replay(x *index, covers uint64) (int, error) {
+	var changed []string
+	err := s.db.View(func(txn *badger.Txn) error {
+		seen := map[string]bool{}
+		for _, p := range []string{prefixExp, prefixVec} {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(p), SinceTs: covers, AllVersions: true})
+			for it.Rewind(); it.Valid(); it.Next() {
+				if k := string(it.Item().Key()[len(p):]); !seen[k] {
+					seen[k] = true
+					changed = append(changed, k)
+				}
+			}
+			it.Close()
+		}
+		slices.Sort(changed) // the order of a rebuild
+		for _, k := range changed {
+			ns, id, ok := strings.Cut(k, "\x00")
+			if !ok {
+				continue
+			}
+			e, err := readExp(txn, ns, id)
+			if err != nil {
+				return err
+			}
+			if e == nil {
+				if slot, ok := x.byKey[k]; ok {
+					x.kill(slot)
+					delete(x.byKey, k)
+				}
+				continue
+			}
+			if e.Embedder == s.embID {
+				if e.Vector, err = readVec(txn, ns, id, nil); err != nil {
+					return err
+				}
+			}
+			x.add(e, s.embID, nil)
+		}
 		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("replay experience writes since the index snapshot: %w", err)
 	}
-	gen := newGeneration()
-	if err := writeSnapshot(s.snapPath, s.idx, gen, s.embID); err != nil {
-		return err
-	}
-	return s.setGeneration(gen)
+	return len(changed), nil
 }
 
 // setIndex makes nx (never sharing the old index's mapped vectors) the

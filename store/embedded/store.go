@@ -17,10 +17,12 @@
 // the query's error template are fused and weighted by store/rank, the
 // vector arm weighed for the configured embedder (rank.VectorWeightFor).
 //
-// Close writes the indexes to a snapshot file beside Badger's (see
-// snapshot.go); Open loads it, its vectors mapped rather than read, when
-// it matches the database, and rebuilds the indexes from Badger
-// otherwise.
+// The indexes are written to a snapshot file beside Badger's (see
+// snapshot.go and checkpoint.go) as writes accumulate and at Close; Open
+// loads it, its vectors mapped rather than read, and replays the writes
+// Badger holds above the version it covers, so that a start after a
+// crash costs what changed since; without a usable snapshot it rebuilds
+// the indexes from Badger.
 //
 // Vectors record the embedder that made them (store.EmbedderID). A vector
 // of another embedder or dimension is refused by Put (store.ErrDimension);
@@ -40,6 +42,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -61,6 +64,11 @@ type Options struct {
 	Logger *slog.Logger // nil: slog.Default()
 	// Now returns the current time (tests); nil means time.Now.
 	Now func() time.Time
+	// CheckpointInterval is how often the store checks whether a new
+	// index snapshot is due (see checkpoint.go); 0 means
+	// DefaultCheckpointInterval, negative never (Close still writes one
+	// when due).
+	CheckpointInterval time.Duration
 }
 
 // Store is the embedded experience store. It is safe for concurrent use.
@@ -76,6 +84,14 @@ type Store struct {
 	// snapPath is the index snapshot's file ("" for an in-memory
 	// database); see snapshot.go.
 	snapPath string
+	gen      []byte // the database's generation (genKey)
+	// covers is the Badger version the snapshot on disk covers (0: no
+	// snapshot serves); dirty counts the experiences written since.
+	covers atomic.Uint64
+	dirty  atomic.Int64
+	// snapMu orders checkpoints, purges and Close; it is taken before mu.
+	snapMu         sync.Mutex
+	stop, loopDone chan struct{} // checkpointLoop's
 
 	mu    sync.RWMutex
 	emb   hindsight.Embedder
@@ -136,6 +152,7 @@ func New(db *badger.DB, emb hindsight.Embedder, opt Options) (*Store, error) {
 	if err := s.open(); err != nil {
 		return nil, err
 	}
+	s.startCheckpoints()
 	return s, nil
 }
 
@@ -253,12 +270,28 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 			return fmt.Errorf("put experience %q: %w", e.ID, err)
 		}
 	}
+	n, err := s.stamp(e, old, vec)
+	if err != nil {
+		return err
+	}
+	if err := s.write(n); err != nil {
+		return fmt.Errorf("put experience %q: %w", e.ID, err)
+	}
+	s.dirty.Add(1)
+	s.indexPut(e, n, old, slot, reuse == nil)
+	return nil
+}
+
+// stamp returns the record Put writes for e, given the stored version
+// old (nil: none) and the vector vec: e with the next version, its dates
+// and the store's embedder. The caller holds s.mu.
+func (s *Store) stamp(e, old *hindsight.Experience, vec []float32) (*hindsight.Experience, error) {
 	now := s.now().UTC()
 	n := cloneExp(e)
-	n.Vector, n.Embedder = vec, embID
+	n.Vector, n.Embedder = vec, s.embID
 	if old != nil {
 		if old.Version != e.Version {
-			return fmt.Errorf("put experience %q: stored version %d, given %d: %w", e.ID, old.Version, e.Version, hindsight.ErrConflict)
+			return nil, fmt.Errorf("put experience %q: stored version %d, given %d: %w", e.ID, old.Version, e.Version, hindsight.ErrConflict)
 		}
 		if n.CreatedAt.IsZero() {
 			n.CreatedAt = old.CreatedAt
@@ -268,14 +301,19 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	}
 	n.Version = e.Version + 1
 	n.UpdatedAt = now
-	if err := s.write(n); err != nil {
-		return fmt.Errorf("put experience %q: %w", e.ID, err)
-	}
+	return n, nil
+}
+
+// indexPut brings the index up to date with n, which Put wrote for e over
+// old (nil: none; slot is its slot), and tells e what was stored. A
+// change of metadata alone keeps the slot (and its vector unless
+// newVec). The caller holds s.mu.
+func (s *Store) indexPut(e, n, old *hindsight.Experience, slot int32, newVec bool) {
 	e.Version, e.CreatedAt, e.UpdatedAt, e.Embedder = n.Version, n.CreatedAt, n.UpdatedAt, n.Embedder
-	e.Vector = slices.Clone(vec)
-	if indexed && old != nil && sameIndexed(old, n) && s.idx.docs[slot].hasVec {
-		if reuse == nil {
-			s.idx.setVector(slot, vec)
+	e.Vector = slices.Clone(n.Vector)
+	if old != nil && sameIndexed(old, n) && s.idx.docs[slot].hasVec {
+		if newVec {
+			s.idx.setVector(slot, n.Vector)
 		}
 		s.idx.replaceMeta(slot, n)
 	} else {
@@ -284,7 +322,6 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	if s.idx.needsCompact() {
 		s.setIndex(s.idx.compact(false))
 	}
-	return nil
 }
 
 // reusable returns the stored vector of e, scaled to unit length, when
@@ -546,23 +583,33 @@ func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, 
 	for i, e := range changed {
 		s.idx.replaceMeta(slots[i], e)
 	}
+	s.dirty.Add(int64(len(changed)))
 	return nil
 }
 
-// Close writes the index snapshot (so that the next Open need not
-// rebuild the index) and closes the database if the store opened it. A
-// snapshot that cannot be written is logged: the next Open rebuilds.
+// Close stops the background checkpoints, writes the index snapshot when
+// one is due (see checkpoint.go; otherwise the next Open replays the
+// writes since the last one), and closes the database if the store
+// opened it. A snapshot that cannot be written is logged: the next Open
+// replays more, or rebuilds.
 func (s *Store) Close() error {
+	s.stopCheckpoints()
+	s.snapMu.Lock()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		s.snapMu.Unlock()
 		return nil
 	}
-	s.closed = true
-	if err := s.saveSnapshot(); err != nil {
-		s.log.Warn("experience index snapshot not written; the next start rebuilds the index", "err", err)
+	if s.snapPath != "" && s.checkpointDue(s.idx.live) {
+		covers := s.readTs()
+		if err := writeSnapshot(s.snapPath, s.idx.compact(true), s.gen, covers, s.embID); err != nil {
+			s.log.Warn("experience index snapshot not written; the next start replays more, or rebuilds", "err", err)
+		}
 	}
+	s.closed = true
 	s.mu.Unlock()
+	s.snapMu.Unlock()
 	s.setIndex(newIndex(s.idx.dim)) // unmaps the snapshot; later searches find nothing
 	if !s.ownDB {
 		return nil
