@@ -230,9 +230,9 @@ type batchPutter interface {
 // evidence earned it); an id of a local lesson is never
 // overwritten by a pack. When a write fails, what this import inserted is
 // removed again (purged where the store can), so nothing partial stays.
-// A store that writes in batches gets the writes in batches (an id met
+// A store that writes in batches gets the writes in one batch (an id met
 // twice flushes the batch first, so that its second line sees the
-// first).
+// first), so that it takes one snapshot of its index at the end.
 func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, list []hindsight.Experience) ImportResult {
 	res := ImportResult{}
 	var inserted []string
@@ -279,9 +279,6 @@ func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, li
 		batch = append(batch, e)
 		pending[e.ID] = true
 		isNew[e.ID] = fresh
-		if len(batch) == importBatch {
-			flush()
-		}
 	}
 	for i := range list {
 		e := &list[i]
@@ -328,10 +325,6 @@ func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, li
 		"redactions", res.Redactions, "errors", len(res.Errors))
 	return res
 }
-
-// importBatch is how many experiences importAll hands a batchPutter at
-// once.
-const importBatch = 4096
 
 // sameText reports whether two experiences say the same thing.
 func sameText(a, b *hindsight.Experience) bool {

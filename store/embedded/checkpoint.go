@@ -11,8 +11,9 @@ import (
 // background loop takes a new snapshot when they reach a fiftieth of the
 // experiences held (at least minCheckpoint), or at once when no snapshot
 // serves (none yet, or a purge or an embedder change voided it). An
-// import takes one before it returns when it is due, and Close takes one
-// only then too: below the threshold the next Open replays the writes.
+// import takes one before it returns when it is due; Close takes one
+// only when none serves, and otherwise leaves the writes since the last
+// one to the next Open's replay.
 
 // DefaultCheckpointInterval is how often the background loop checks
 // whether a checkpoint is due.

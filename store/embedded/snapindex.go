@@ -29,6 +29,7 @@ func encodeIndex(e *enc, x *index, gen []byte, covers uint64, embID string) {
 		}
 		e.u8(flags(d.superseded, d.deleted, d.hasVec))
 		e.i64(d.lastActive)
+		e.u64(d.sum)
 		e.str(d.id)
 		e.f64(d.confidence)
 		for _, t := range [...]time.Time{d.created, d.updated, d.lastHit} {
@@ -123,7 +124,7 @@ func decodeIndex(d *dec, gen []byte, embID string, dim int) (*index, uint64, err
 
 // decodeDocs reads the slots and rebuilds the maps derived from them.
 func decodeDocs(d *dec, x *index) {
-	n := d.count(93) // the fixed part of a slot
+	n := d.count(101) // the fixed part of a slot
 	x.docs = make([]doc, n)
 	x.meta = make([]filterMeta, n)
 	x.lens = make([]float32, n)
@@ -140,6 +141,7 @@ func decodeDocs(d *dec, x *index) {
 		fl := d.u8()
 		doc.live, doc.superseded, doc.deleted, doc.hasVec = true, fl&1 != 0, fl&2 != 0, fl&4 != 0
 		doc.lastActive = d.i64()
+		doc.sum = d.u64()
 		id := d.str()
 		doc.confidence = d.f64()
 		doc.created, doc.updated, doc.lastHit = d.time(), d.time(), d.time()

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
@@ -19,6 +21,7 @@ import (
 // covers; otherwise (or when the replay fails) it rebuilds the index from
 // Badger.
 func (s *Store) open() error {
+	t0 := time.Now()
 	if err := s.identity(); err != nil {
 		return fmt.Errorf("open experience store: %w", err)
 	}
@@ -29,6 +32,8 @@ func (s *Store) open() error {
 			s.idx, s.fromSnapshot = idx, true
 			s.covers.Store(covers)
 			s.dirty.Store(int64(n))
+			s.log.Info("experience index loaded from its snapshot", "experiences", idx.live, "replayed", n,
+				"took", time.Since(t0).Round(time.Millisecond))
 			if n := s.needsReembed(); n > 0 {
 				s.log.Warn("experiences need re-embedding for the configured embedder; until then they are found by text only",
 					"count", n, "embedder", s.embID)
@@ -45,6 +50,7 @@ func (s *Store) open() error {
 	if err := s.load(); err != nil {
 		return err
 	}
+	s.log.Info("experience index rebuilt from the database", "experiences", s.idx.live, "took", time.Since(t0).Round(time.Millisecond))
 	// Nothing on disk covers the rebuilt index: the next checkpoint
 	// writes one.
 	s.dirty.Store(int64(max(s.idx.live, 1)))
@@ -96,55 +102,104 @@ func (s *Store) loadSnapshot() (*index, uint64, error) {
 	return x, covers, nil
 }
 
-// replay indexes again, in x, every experience whose record or vector
-// Badger holds at a version above covers (every version is visited, so
-// that a deletion is seen too), and returns how many there were. An
-// experience whose record is gone leaves x. Keys are read first, without
-// their values: the tables older than covers are skipped whole.
+// replay brings x, loaded from a snapshot that covers Badger's writes up
+// to version covers, up to date with the experiences whose record or
+// vector Badger holds at a later version, and returns how many there
+// were. Only the tables with such versions are read, in key order, every
+// version visited so that a deletion is seen too. A write that changed
+// none of what a slot indexes (a counted hit, a forget) updates the slot
+// in place; any other indexes the experience again, and one whose record
+// is gone leaves x.
 func (s *Store) replay(x *index, covers uint64) (int, error) {
-	var changed []string
+	n := 0
 	err := s.db.View(func(txn *badger.Txn) error {
-		seen := map[string]bool{}
-		for _, p := range []string{prefixExp, prefixVec} {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(p), SinceTs: covers, AllVersions: true})
-			for it.Rewind(); it.Valid(); it.Next() {
-				if k := string(it.Item().Key()[len(p):]); !seen[k] {
-					seen[k] = true
-					changed = append(changed, k)
+		vecs := map[string][]float32{} // changed vectors (nil: deleted)
+		err := latest(txn, prefixVec, covers, func(k string, item *badger.Item) error {
+			if item.IsDeletedOrExpired() {
+				vecs[k] = nil
+				return nil
+			}
+			return item.Value(func(v []byte) error { vecs[k] = decodeVec(v, nil); return nil })
+		})
+		if err != nil {
+			return err
+		}
+		apply := func(k string, e *hindsight.Experience) error {
+			n++
+			v, vecChanged := vecs[k]
+			delete(vecs, k)
+			slot, ok := x.byKey[k]
+			if e == nil {
+				if ok {
+					x.kill(slot)
+					delete(x.byKey, k)
+				}
+				return nil
+			}
+			mine := e.Embedder == s.embID
+			if ok && !vecChanged && x.docs[slot].sum == textSum(e) && x.docs[slot].hasVec == mine {
+				x.replaceMeta(slot, e)
+				return nil
+			}
+			if mine && !vecChanged {
+				var err error
+				if v, err = readVec(txn, e.Namespace, e.ID, nil); err != nil {
+					return err
 				}
 			}
-			it.Close()
+			e.Vector = v
+			x.add(e, s.embID, nil)
+			return nil
 		}
-		slices.Sort(changed) // the order of a rebuild
-		for _, k := range changed {
-			ns, id, ok := strings.Cut(k, "\x00")
-			if !ok {
-				continue
+		err = latest(txn, prefixExp, covers, func(k string, item *badger.Item) error {
+			if item.IsDeletedOrExpired() {
+				return apply(k, nil)
 			}
+			e := new(hindsight.Experience)
+			if err := item.Value(func(v []byte) error { return json.Unmarshal(v, e) }); err != nil {
+				return fmt.Errorf("decode %q: %w", item.Key(), err)
+			}
+			return apply(k, e)
+		})
+		if err != nil {
+			return err
+		}
+		rest := slices.Sorted(maps.Keys(vecs)) // vectors written without their record
+		for _, k := range rest {
+			ns, id, _ := strings.Cut(k, "\x00")
 			e, err := readExp(txn, ns, id)
 			if err != nil {
 				return err
 			}
-			if e == nil {
-				if slot, ok := x.byKey[k]; ok {
-					x.kill(slot)
-					delete(x.byKey, k)
-				}
-				continue
+			if err := apply(k, e); err != nil {
+				return err
 			}
-			if e.Embedder == s.embID {
-				if e.Vector, err = readVec(txn, ns, id, nil); err != nil {
-					return err
-				}
-			}
-			x.add(e, s.embID, nil)
 		}
 		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("replay experience writes since the index snapshot: %w", err)
 	}
-	return len(changed), nil
+	return n, nil
+}
+
+// latest calls f, in key order, with the newest version of each key
+// under prefix written above version since (without the prefix).
+func latest(txn *badger.Txn, prefix string, since uint64, f func(k string, item *badger.Item) error) error {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefix), SinceTs: since, AllVersions: true})
+	defer it.Close()
+	last := ""
+	for it.Rewind(); it.Valid(); it.Next() {
+		k := string(it.Item().Key()[len(prefix):])
+		if k == last {
+			continue // an older version
+		}
+		last = k
+		if err := f(k, it.Item()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // setIndex makes nx (never sharing the old index's mapped vectors) the

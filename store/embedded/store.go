@@ -588,9 +588,10 @@ func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, 
 }
 
 // Close stops the background checkpoints, writes the index snapshot when
-// one is due (see checkpoint.go; otherwise the next Open replays the
-// writes since the last one), and closes the database if the store
-// opened it. A snapshot that cannot be written is logged: the next Open
+// none serves (see checkpoint.go; otherwise the next Open replays the
+// writes since the last one, fewer than a checkpoint's worth, so that a
+// stop costs no snapshot), and closes the database if the store opened
+// it. A snapshot that cannot be written is logged: the next Open
 // replays more, or rebuilds.
 func (s *Store) Close() error {
 	s.stopCheckpoints()
@@ -601,7 +602,7 @@ func (s *Store) Close() error {
 		s.snapMu.Unlock()
 		return nil
 	}
-	if s.snapPath != "" && s.checkpointDue(s.idx.live) {
+	if s.snapPath != "" && s.covers.Load() == 0 && s.dirty.Load() > 0 {
 		covers := s.readTs()
 		if err := writeSnapshot(s.snapPath, s.idx.compact(true), s.gen, covers, s.embID); err != nil {
 			s.log.Warn("experience index snapshot not written; the next start replays more, or rebuilds", "err", err)
