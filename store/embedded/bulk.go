@@ -41,6 +41,8 @@ func (s *Store) PutBatch(ctx context.Context, exps []*hindsight.Experience) (int
 		}
 		seen[k] = true
 	}
+	s.bulk.Add(1)
+	defer s.bulk.Add(-1)
 	done := 0
 	for done < len(exps) {
 		n, err := s.putChunk(ctx, exps[done:min(done+batchChunk, len(exps))])

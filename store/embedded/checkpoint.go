@@ -84,6 +84,9 @@ func (s *Store) checkpointLoop(every time.Duration) {
 		case <-s.stop:
 			return
 		case <-t.C:
+			if s.bulk.Load() > 0 {
+				continue // PutBatch takes one at its end
+			}
 			if err := s.checkpoint(false); err != nil {
 				s.log.Warn("experience index snapshot not written; a start after a crash replays more", "err", err)
 			}

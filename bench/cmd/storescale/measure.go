@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -31,8 +32,9 @@ type row struct {
 	name             string
 	n                int
 	importTime       time.Duration
-	rssImported      int64 // after the import
-	hwmImport        int64 // VmHWM: the peak over the import
+	importCPU        time.Duration // the daemon's CPU time over the import
+	rssImported      int64         // after the import
+	hwmImport        int64         // VmHWM: the peak over the import
 	stopImported     time.Duration
 	startClean       time.Duration // start to the first search answer
 	rssClean         int64         // at the first answer
@@ -90,6 +92,22 @@ func (p *proc) memory() (rss, hwm int64) {
 	return rss, hwm
 }
 
+// cpu returns the daemon's CPU time so far (utime + stime, every thread).
+func (p *proc) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	_, rest, _ := bytes.Cut(b, []byte(") ")) // the name may hold spaces
+	f := bytes.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(string(f[11]), 10, 64)
+	st, _ := strconv.ParseInt(string(f[12]), 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond // USER_HZ is 100
+}
+
 // stop sends sig and returns how long the daemon took to exit.
 func (p *proc) stop(sig syscall.Signal) (time.Duration, error) {
 	t0 := time.Now()
@@ -139,13 +157,14 @@ func measure(ctx context.Context, cfg config, log io.Writer) (row, error) {
 	if err != nil {
 		return r, err
 	}
-	t0 := time.Now()
+	t0, c0 := time.Now(), p.cpu()
 	if err := importFiles(ctx, cfg, bulk); err != nil {
 		p.cmd.Process.Kill()
 		return r, err
 	}
-	r.importTime = time.Since(t0)
-	fmt.Fprintf(log, "  imported in %v (%.0f/s)\n", r.importTime.Round(time.Millisecond), float64(cfg.n)/r.importTime.Seconds())
+	r.importTime, r.importCPU = time.Since(t0), p.cpu()-c0
+	fmt.Fprintf(log, "  imported in %v (%.0f/s), daemon CPU %v\n", r.importTime.Round(time.Millisecond),
+		float64(cfg.n)/r.importTime.Seconds(), r.importCPU.Round(10*time.Millisecond))
 	r.rssImported, r.hwmImport = p.memory()
 	if r.stopImported, err = p.stop(syscall.SIGTERM); err != nil {
 		return r, err

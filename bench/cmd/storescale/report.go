@@ -16,11 +16,11 @@ func writeTable(w io.Writer, rows []row) {
 		return fmt.Sprintf("%.1f / %.1f ms", float64(a.Microseconds())/1000, float64(b.Microseconds())/1000)
 	}
 	mb := func(b int64) string { return fmt.Sprintf("%d MB", b>>20) }
-	fmt.Fprintln(w, "| build | experiences | import | stop after import | first answer, clean start | first answer after SIGKILL | stop after searches | search p50 / p99 (clean) | (after SIGKILL) |")
+	fmt.Fprintln(w, "| build | experiences | import (daemon CPU) | stop after import | first answer, clean start | first answer after SIGKILL | stop after searches | search p50 / p99 (clean) | (after SIGKILL) |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %s | %d | %.0f/s (%s) | %s | %s | %s | %s | %s | %s |\n", r.name, r.n,
-			float64(r.n)/r.importTime.Seconds(), ms(r.importTime), ms(r.stopImported), ms(r.startClean),
+		fmt.Fprintf(w, "| %s | %d | %.0f/s, %s (%s) | %s | %s | %s | %s | %s | %s |\n", r.name, r.n,
+			float64(r.n)/r.importTime.Seconds(), ms(r.importTime), ms(r.importCPU), ms(r.stopImported), ms(r.startClean),
 			ms(r.startKilled), ms(r.stopClean), lat(r.p50, r.p99), lat(r.p50K, r.p99K))
 	}
 	fmt.Fprintln(w)
@@ -41,7 +41,8 @@ func writeTable(w io.Writer, rows []row) {
 			r.n, r.name, r.startKilled.Seconds()/r.startClean.Seconds(), float64(r.rssKilled)/float64(r.rssClean),
 			r.stopClean.Seconds()/r.startClean.Seconds())
 		if base != nil && base.n == r.n {
-			fmt.Fprintf(w, "; import %.1f× the baseline's rate (≥ 10×)", base.importTime.Seconds()/r.importTime.Seconds())
+			fmt.Fprintf(w, "; import %.1f× the baseline's rate (≥ 10×), %.1f× less daemon CPU", base.importTime.Seconds()/r.importTime.Seconds(),
+				base.importCPU.Seconds()/r.importCPU.Seconds())
 		}
 		fmt.Fprintln(w)
 	}
