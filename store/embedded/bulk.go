@@ -19,7 +19,9 @@ const batchChunk = 256
 // steps: the vectors of a chunk of them embedded in one call, written in
 // as few Badger transactions as fit, indexed under one lock; a
 // checkpoint follows when one is due (see checkpoint.go). A vector is
-// never reused: those without one are embedded. An id may appear once.
+// never reused: those without one are embedded, and unlike Put's their
+// vector is not handed back (a large import would hold them all). An id
+// may appear once.
 // It returns how many of exps, from the first, were stored: a chunk that
 // fails a check stores nothing, and an error writing leaves the
 // experiences before it stored and indexed.

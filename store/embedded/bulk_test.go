@@ -38,8 +38,8 @@ func TestPutBatch(t *testing.T) {
 	if err != nil || n != len(batch) {
 		t.Fatalf("put batch: %d of %d, %v", n, len(batch), err)
 	}
-	if changed.Version != 2 || batch[0].Version != 1 || len(batch[0].Vector) == 0 {
-		t.Fatalf("versions %d and %d, vector %d: want 2, 1 and a vector", changed.Version, batch[0].Version, len(batch[0].Vector))
+	if changed.Version != 2 || batch[0].Version != 1 || batch[0].Embedder == "" {
+		t.Fatalf("versions %d and %d, embedder %q: want 2, 1 and the store's", changed.Version, batch[0].Version, batch[0].Embedder)
 	}
 	for _, e := range []*hindsight.Experience{batch[0], batch[300], batch[len(batch)-2], &changed} {
 		res, err := s.Search(ctx, hindsight.Query{Text: e.Situation + " " + e.Lesson, K: 1, NoHit: true})

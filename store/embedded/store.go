@@ -280,6 +280,7 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	}
 	s.dirty.Add(1)
 	s.indexPut(e, n, old, slot, reuse == nil)
+	e.Vector = slices.Clone(vec)
 	return nil
 }
 
@@ -306,12 +307,12 @@ func (s *Store) stamp(e, old *hindsight.Experience, vec []float32) (*hindsight.E
 }
 
 // indexPut brings the index up to date with n, which Put wrote for e over
-// old (nil: none; slot is its slot), and tells e what was stored. A
+// old (nil: none; slot is its slot), and tells e its version, dates and
+// embedder. A
 // change of metadata alone keeps the slot (and its vector unless
 // newVec). The caller holds s.mu.
 func (s *Store) indexPut(e, n, old *hindsight.Experience, slot int32, newVec bool) {
 	e.Version, e.CreatedAt, e.UpdatedAt, e.Embedder = n.Version, n.CreatedAt, n.UpdatedAt, n.Embedder
-	e.Vector = slices.Clone(n.Vector)
 	if old != nil && sameIndexed(old, n) && s.idx.docs[slot].hasVec {
 		if newVec {
 			s.idx.setVector(slot, n.Vector)
