@@ -97,9 +97,13 @@ func sameAnswers(t *testing.T, want, got []string) {
 	}
 }
 
+// reopen opens the store in dir without background checkpoints: the
+// tests swap its index in and out.
 func reopen(t *testing.T, dir string) *Store {
 	t.Helper()
-	s, err := Open(dir, embedder.NewLocal(0), benchOptions())
+	opt := benchOptions()
+	opt.CheckpointInterval = -1
+	s, err := Open(dir, embedder.NewLocal(0), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,4 +425,61 @@ func TestSnapshotPurge(t *testing.T) {
 	s = reopen(t, dir)
 	defer s.Close()
 	check(s)
+}
+
+// TestCheckpointWhileWriting writes and searches (hits counted) while the
+// background loop takes checkpoints every few milliseconds, then stops
+// the store without Close: the next open replays over the last
+// checkpoint and holds what a rebuild from Badger holds.
+func TestCheckpointWhileWriting(t *testing.T) {
+	dir := t.TempDir()
+	opt := benchOptions()
+	opt.CheckpointInterval = 5 * time.Millisecond
+	s, err := Open(dir, embedder.NewLocal(0), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	exps, qs := benchset.Synthetic(1300, 20)
+	stop, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if _, err := s.Search(ctx, hindsight.Query{Text: qs[i%len(qs)].Text, K: 5}); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	for i := range exps {
+		e := exps[i]
+		e.Version = 0
+		if err := s.Put(ctx, &e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if s.covers.Load() == 0 {
+		t.Fatal("no checkpoint was taken")
+	}
+	crash(s)
+	s = reopen(t, dir)
+	defer s.Close()
+	if !s.fromSnapshot {
+		t.Fatal("the store rebuilt instead of replaying over its checkpoint")
+	}
+	replayed := s.idx
+	if err := s.load(); err != nil {
+		t.Fatal(err)
+	}
+	sameIndex(t, s.idx, replayed)
+	s.idx, replayed = replayed, s.idx
 }
