@@ -6,7 +6,7 @@ WEAVIATE  ?= $(CACHE)/bin/weaviate-server
 WEAVIATE_VERSION := v1.39.3
 NPM_DIR   := internal/testdeps/npm
 
-.PHONY: all build cross vet-cross release demo test test-short deps npm-deps weaviate chromium vet fmt bench fuzz clean
+.PHONY: all build cross vet-cross release demo test test-short deps npm-deps weaviate chromium vet fmt bench bench-store fuzz clean
 
 all: build
 
@@ -114,6 +114,13 @@ fmt:
 ## bench: Go benchmarks (see README, Performance, for the harness).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## bench-store: the daemon's experience store at 100k and 1M experiences
+## (import, stop, start after a clean stop and after SIGKILL, memory,
+## search latency); long. BASELINE=path/to/hindsight adds another build.
+STORE_SIZES ?= 100000,1000000
+bench-store:
+	$(GO) run ./bench/cmd/storescale -sizes $(STORE_SIZES) $(if $(BASELINE),-baseline $(BASELINE))
 
 clean:
 	rm -rf bin dist

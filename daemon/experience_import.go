@@ -218,29 +218,80 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 
 }
 
+// batchPutter is a store that writes many experiences at once
+// (store/embedded's PutBatch): Put's semantics, far fewer steps.
+type batchPutter interface {
+	PutBatch(ctx context.Context, exps []*hindsight.Experience) (int, error)
+}
+
 // importAll stores the cleaned experiences: new ids are inserted; an id
 // that an earlier import brought is replaced when its text changed (its
 // local counts, dates and state, pin included, are kept, and the confidence local
 // evidence earned it); an id of a local lesson is never
 // overwritten by a pack. When a write fails, what this import inserted is
 // removed again (purged where the store can), so nothing partial stays.
+// A store that writes in batches gets the writes in one batch (an id met
+// twice flushes the batch first, so that its second line sees the
+// first), so that it takes one snapshot of its index at the end.
 func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, list []hindsight.Experience) ImportResult {
 	res := ImportResult{}
 	var inserted []string
 	fail := func(e *hindsight.Experience, err error) {
 		res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", e.ID, err))
 	}
+	bp, batched := st.(batchPutter)
+	var batch []*hindsight.Experience
+	pending := map[string]bool{}
+	isNew := map[string]bool{}
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		n, err := bp.PutBatch(ctx, batch)
+		for _, e := range batch[:n] {
+			if isNew[e.ID] {
+				inserted = append(inserted, e.ID)
+				res.Imported++
+			} else {
+				res.Updated++
+			}
+		}
+		if err != nil {
+			fail(batch[min(n, len(batch)-1)], err)
+		}
+		batch = batch[:0]
+		clear(pending)
+	}
+	put := func(e *hindsight.Experience, fresh bool) {
+		if !batched {
+			if err := st.Put(ctx, e); err != nil {
+				fail(e, err)
+				return
+			}
+			if fresh {
+				inserted = append(inserted, e.ID)
+				res.Imported++
+			} else {
+				res.Updated++
+			}
+			return
+		}
+		batch = append(batch, e)
+		pending[e.ID] = true
+		isNew[e.ID] = fresh
+	}
 	for i := range list {
 		e := &list[i]
+		if pending[e.ID] {
+			flush()
+		}
+		if len(res.Errors) > 0 {
+			break
+		}
 		old, err := st.Get(ctx, e.Namespace, e.ID)
 		switch {
 		case errors.Is(err, hindsight.ErrNotFound):
-			if err := st.Put(ctx, e); err != nil {
-				fail(e, err)
-				break
-			}
-			inserted = append(inserted, e.ID)
-			res.Imported++
+			put(e, true)
 		case err != nil:
 			fail(e, err)
 		case !strings.HasPrefix(old.Origin, "import"):
@@ -255,15 +306,23 @@ func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, li
 			if old.EvidenceCount > 0 { // local evidence confirmed it: keep what it earned
 				e.Confidence = max(e.Confidence, old.Confidence)
 			}
-			if err := replaceImported(ctx, st, e); err != nil {
-				fail(e, err)
-				break
+			if imp, shared := st.(store.Importer); shared {
+				// An edit another daemon makes meanwhile is kept.
+				if err := imp.Import(ctx, []*hindsight.Experience{e}); err != nil {
+					fail(e, err)
+					break
+				}
+				res.Updated++
+			} else {
+				put(e, false)
 			}
-			res.Updated++
 		}
 		if len(res.Errors) > 0 {
 			break
 		}
+	}
+	if len(res.Errors) == 0 {
+		flush()
 	}
 	if len(res.Errors) > 0 && len(inserted) > 0 {
 		if err := removeAll(ctx, st, list[0].Namespace, inserted); err != nil {
@@ -274,16 +333,6 @@ func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, li
 	s.Logger.Info("experiences imported", "imported", res.Imported, "updated", res.Updated, "skipped", res.Skipped,
 		"redactions", res.Redactions, "errors", len(res.Errors))
 	return res
-}
-
-// replaceImported writes e over the stored version it was built from: as
-// an import where the store is shared (an edit another daemon makes
-// meanwhile is kept, see store.Importer), else as a Put.
-func replaceImported(ctx context.Context, st hindsight.ExperienceStore, e *hindsight.Experience) error {
-	if imp, ok := st.(store.Importer); ok {
-		return imp.Import(ctx, []*hindsight.Experience{e})
-	}
-	return st.Put(ctx, e)
 }
 
 // sameText reports whether two experiences say the same thing.

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
+	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
 )
 
 const (
@@ -215,5 +218,47 @@ func TestAPIImportUntrusted(t *testing.T) {
 		if _, err := c.Experience(ctx, "", id); !errors.Is(err, hindsight.ErrNotFound) {
 			t.Errorf("%s stored from a pack with bad lines: %v", id, err)
 		}
+	}
+}
+
+// TestImportBatched imports a pack into the embedded store, which takes
+// it in batches: an id met twice (new, then
+// changed) is inserted and then updated, an id of a local lesson is kept,
+// and every imported lesson is found by its text.
+func TestImportBatched(t *testing.T) {
+	ctx := context.Background()
+	st := openEmbedded(t)
+	local := &hindsight.Experience{ID: "local-1", Situation: "a local lesson", Lesson: "keep me"}
+	if err := st.Put(ctx, local); err != nil {
+		t.Fatal(err)
+	}
+	c := startServer(t, &Server{Store: st, StoreName: "embedded"})
+	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	n := 600
+	var pack strings.Builder
+	for i := range n {
+		pack.WriteString(tasktest.ExperienceLine(fmt.Sprintf("p%05d", i), "tool_"+strconv.Itoa(i%13),
+			fmt.Sprintf("Call tool_%d with the wombat%d flag.", i%13, i), day))
+		if i == 10 {
+			pack.WriteString(tasktest.ExperienceLine("p00003", "tool_3", "Call tool_3 with the numbat flag.", day))
+		}
+	}
+	pack.WriteString(tasktest.ExperienceLine("local-1", "x", "Overwrite the local lesson.", day))
+	res, err := c.Import(ctx, strings.NewReader(pack.String()))
+	if err != nil || res.Imported != n || res.Updated != 1 || res.Skipped != 1 || len(res.Errors) != 0 {
+		t.Fatalf("import = %+v, %v; want %d imported, 1 updated, 1 skipped", res, err, n)
+	}
+	for _, i := range []int{0, 1, 10, 11, n - 1} {
+		id := fmt.Sprintf("p%05d", i)
+		found, err := c.Search(ctx, hindsight.Query{Text: fmt.Sprintf("wombat%d", i), K: 1, NoHit: true})
+		if err != nil || len(found) != 1 || found[0].ID != id {
+			t.Fatalf("search for %s: %+v, %v", id, found, err)
+		}
+	}
+	if e, err := c.Experience(ctx, "", "p00003"); err != nil || !strings.Contains(e.Lesson, "numbat") || e.Version != 2 {
+		t.Fatalf("the id met twice: %+v, %v", e, err)
+	}
+	if e, err := c.Experience(ctx, "", "local-1"); err != nil || e.Lesson != "keep me" {
+		t.Fatalf("the local lesson: %+v, %v", e, err)
 	}
 }

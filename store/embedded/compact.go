@@ -20,10 +20,12 @@ func (x *index) compact(byKey bool) *index {
 		}
 	}
 	if byKey {
-		slices.SortFunc(order, func(a, b int32) int {
-			da, db := &x.docs[a], &x.docs[b]
-			return strings.Compare(key(x.names[da.ns], da.id), key(x.names[db.ns], db.id))
-		})
+		keys := make([]string, len(x.docs))
+		for _, slot := range order {
+			d := &x.docs[slot]
+			keys[slot] = key(x.names[d.ns], d.id)
+		}
+		slices.SortFunc(order, func(a, b int32) int { return strings.Compare(keys[a], keys[b]) })
 	}
 	remap := make([]int32, len(x.docs))
 	for i := range remap {

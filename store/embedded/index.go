@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"hash/fnv"
 	"math"
 	"slices"
 	"time"
@@ -28,6 +29,10 @@ type doc struct {
 	filterMeta
 	rankMeta
 	length int32
+	// sum identifies what the slot indexes of its experience (textSum),
+	// so that a replayed write that changed none of it (a hit) updates
+	// the slot in place.
+	sum uint64
 }
 
 // filterMeta is what filters (and the vector scan) read of a doc. The
@@ -131,6 +136,7 @@ func (x *index) add(e *hindsight.Experience, embID string, terms []string) {
 		ns: x.id(e.Namespace), server: x.id(e.Server), tool: x.id(e.Tool),
 		task: x.id(e.TaskType), code: x.id(e.ErrorCode)}}
 	d.rankMeta.id = k[len(e.Namespace)+1:]
+	d.sum = textSum(e)
 	x.setMeta(&d, e)
 	terms = tokenize.IndexTerms(terms[:0], store.Text(e))
 	d.length = int32(len(terms))
@@ -159,6 +165,17 @@ func (x *index) add(e *hindsight.Experience, embID string, terms []string) {
 	x.byKey[k] = slot
 	x.live++
 	x.totalLen += int64(d.length)
+}
+
+// textSum hashes the fields of e that a slot indexes besides its
+// metadata: the filter values and the text (FNV-1a, stable across runs).
+func textSum(e *hindsight.Experience) uint64 {
+	h := fnv.New64a()
+	for _, f := range [...]string{e.Namespace, e.Server, e.Tool, e.TaskType, e.ErrorCode, store.Text(e)} {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
 }
 
 // setMeta copies the fields filters and ranking read of e into d.

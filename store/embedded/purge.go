@@ -14,11 +14,26 @@ var _ store.Purger = (*Store)(nil)
 // Purge removes the experiences ids of namespace for good: their records
 // and vectors in Badger (every version, erased from the files; see package
 // erase) and their entries in the in-memory indexes, which are rebuilt so
-// that no term of theirs stays interned. Unknown ids are ignored.
+// that no term of theirs stays interned, and in the index snapshot, which
+// is removed first and written again after. Unknown ids are ignored.
 func (s *Store) Purge(_ context.Context, namespace string, ids []string) (int, error) {
 	if namespace == "" {
 		namespace = hindsight.DefaultNamespace
 	}
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	n, err := s.purge(namespace, ids)
+	if n > 0 && err == nil {
+		// Replay cannot see the erased keys: a new snapshot at once.
+		if err := s.checkpointHeld(true); err != nil {
+			s.log.Warn("experience index snapshot not written; the next start rebuilds the index", "err", err)
+		}
+	}
+	return n, err
+}
+
+// purge is Purge for a caller that holds s.snapMu.
+func (s *Store) purge(namespace string, ids []string) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var keys [][]byte
@@ -31,6 +46,9 @@ func (s *Store) Purge(_ context.Context, namespace string, ids []string) (int, e
 	}
 	if len(slots) == 0 {
 		return 0, nil
+	}
+	if err := s.voidSnapshot(); err != nil {
+		return 0, fmt.Errorf("purge experiences: %w", err)
 	}
 	if err := erase.Keys(s.db, keys, nil); err != nil {
 		return 0, fmt.Errorf("purge experiences: %w", err)

@@ -116,5 +116,7 @@ func (s *Store) swapEmbedder(ctx context.Context, emb hindsight.Embedder, done [
 	}
 	s.emb, s.embID = emb, embID
 	s.setIndex(nx)
+	s.covers.Store(0) // the snapshot on disk is of the old embedder
+	s.dirty.Add(1)
 	return nil
 }

@@ -7,11 +7,14 @@ import (
 	"time"
 )
 
-// encodeIndex writes x (compacted: every slot live) after the header.
-func encodeIndex(e *enc, x *index, gen []byte, embID string) {
+// encodeIndex writes x (compacted: every slot live) after the header:
+// the database's identity gen and the Badger version covers up to which
+// x holds every write.
+func encodeIndex(e *enc, x *index, gen []byte, covers uint64, embID string) {
 	e.raw([]byte(snapshotMagic))
 	e.u32(snapshotVersion)
 	e.raw(gen)
+	e.u64(covers)
 	e.str(embID)
 	e.u32(uint32(x.dim))
 	e.u32(uint32(len(x.names)))
@@ -26,6 +29,7 @@ func encodeIndex(e *enc, x *index, gen []byte, embID string) {
 		}
 		e.u8(flags(d.superseded, d.deleted, d.hasVec))
 		e.i64(d.lastActive)
+		e.u64(d.sum)
 		e.str(d.id)
 		e.f64(d.confidence)
 		for _, t := range [...]time.Time{d.created, d.updated, d.lastHit} {
@@ -72,26 +76,28 @@ func flags(bs ...bool) uint8 {
 }
 
 // decodeIndex reads what encodeIndex wrote, checking the header against
-// gen, embID and dim and every reference against the counts it read.
-func decodeIndex(d *dec, gen []byte, embID string, dim int) (*index, error) {
+// gen, embID and dim and every reference against the counts it read. It
+// returns the Badger version the snapshot covers.
+func decodeIndex(d *dec, gen []byte, embID string, dim int) (*index, uint64, error) {
 	magic := make([]byte, len(snapshotMagic))
 	d.raw(magic)
 	if d.err == nil && string(magic) != snapshotMagic {
-		return nil, fmt.Errorf("%w: not an index snapshot", errCorrupt)
+		return nil, 0, fmt.Errorf("%w: not an index snapshot", errCorrupt)
 	}
 	if v := d.u32(); d.err == nil && v != snapshotVersion {
-		return nil, fmt.Errorf("index snapshot format %d, want %d", v, snapshotVersion)
+		return nil, 0, fmt.Errorf("index snapshot format %d, want %d", v, snapshotVersion)
 	}
 	g := make([]byte, len(gen))
 	d.raw(g)
 	if d.err == nil && !bytes.Equal(g, gen) {
-		return nil, fmt.Errorf("index snapshot is stale (generation differs)")
+		return nil, 0, fmt.Errorf("index snapshot is of another database (generation differs)")
 	}
+	covers := d.u64()
 	if id := d.str(); d.err == nil && id != embID {
-		return nil, fmt.Errorf("index snapshot is of embedder %q, store uses %q", id, embID)
+		return nil, 0, fmt.Errorf("index snapshot is of embedder %q, store uses %q", id, embID)
 	}
 	if n := d.u32(); d.err == nil && int(n) != dim {
-		return nil, fmt.Errorf("index snapshot has %d dimensions, store uses %d", n, dim)
+		return nil, 0, fmt.Errorf("index snapshot has %d dimensions, store uses %d", n, dim)
 	}
 	x := newIndex(dim)
 	x.names = make([]string, d.count(4))
@@ -99,7 +105,7 @@ func decodeIndex(d *dec, gen []byte, embID string, dim int) (*index, error) {
 		x.names[i] = d.str()
 	}
 	if d.err == nil && (len(x.names) == 0 || x.names[0] != "") {
-		return nil, fmt.Errorf("%w: bad string table", errCorrupt)
+		return nil, 0, fmt.Errorf("%w: bad string table", errCorrupt)
 	}
 	for i, s := range x.names {
 		x.intern[s] = int32(i)
@@ -108,17 +114,17 @@ func decodeIndex(d *dec, gen []byte, embID string, dim int) (*index, error) {
 	decodeVectors(d, x)
 	decodePostings(d, x)
 	if d.err != nil {
-		return nil, d.err
+		return nil, 0, d.err
 	}
 	if d.limit != 0 {
-		return nil, fmt.Errorf("%w: %d bytes left over", errCorrupt, d.limit)
+		return nil, 0, fmt.Errorf("%w: %d bytes left over", errCorrupt, d.limit)
 	}
-	return x, nil
+	return x, covers, nil
 }
 
 // decodeDocs reads the slots and rebuilds the maps derived from them.
 func decodeDocs(d *dec, x *index) {
-	n := d.count(93) // the fixed part of a slot
+	n := d.count(101) // the fixed part of a slot
 	x.docs = make([]doc, n)
 	x.meta = make([]filterMeta, n)
 	x.lens = make([]float32, n)
@@ -135,6 +141,7 @@ func decodeDocs(d *dec, x *index) {
 		fl := d.u8()
 		doc.live, doc.superseded, doc.deleted, doc.hasVec = true, fl&1 != 0, fl&2 != 0, fl&4 != 0
 		doc.lastActive = d.i64()
+		doc.sum = d.u64()
 		id := d.str()
 		doc.confidence = d.f64()
 		doc.created, doc.updated, doc.lastHit = d.time(), d.time(), d.time()

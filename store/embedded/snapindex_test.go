@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight/store/embedder"
@@ -29,7 +30,7 @@ func encodeSmall(t testing.TB, n int, gen []byte) []byte {
 	var buf bytes.Buffer
 	w := bufio.NewWriter(&buf)
 	e := &enc{w: w}
-	encodeIndex(e, x.compact(true), gen, id)
+	encodeIndex(e, x.compact(true), gen, 12345, id)
 	if e.err != nil || w.Flush() != nil {
 		t.Fatal(e.err)
 	}
@@ -38,7 +39,11 @@ func encodeSmall(t testing.TB, n int, gen []byte) []byte {
 
 func decodeBytes(b, gen []byte) (*index, error) {
 	d := &dec{r: bufio.NewReader(bytes.NewReader(b)), limit: int64(len(b))}
-	return decodeIndex(d, gen, "hindsight-hash-v1/64", 64)
+	x, covers, err := decodeIndex(d, gen, "hindsight-hash-v1/64", 64)
+	if err == nil && covers != 12345 {
+		return nil, fmt.Errorf("covers %d, want 12345", covers)
+	}
+	return x, err
 }
 
 // FuzzDecodeIndex feeds the snapshot decoder damaged snapshots (the

@@ -4,43 +4,52 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 )
 
-// A snapshot is the index written to a file when the store closes, so
-// that the next Open loads it instead of decoding and tokenising every
-// experience. It is trusted only when its checksum (CRC-32C of the whole
-// file), format version, embedder and generation all match, and no write
-// followed the generation's: the generation is a random value that the
-// store writes to Badger (genKey) after the snapshot, and replaces with a
-// fresh one as soon as it opens (removing the file), so a snapshot taken
-// before any later write, a crash or another writer no longer matches
-// and the index is rebuilt from Badger instead.
+// A snapshot is the index written to a file, so that Open loads it
+// instead of decoding and tokenising every experience. It records the
+// Badger version it covers: the index held every write up to that
+// version when it was taken. Open loads it and replays what Badger holds
+// above that version (see replay), so a snapshot taken before a crash
+// stays usable, and recovery costs what changed since. The store takes a
+// new one when enough has changed (see checkpoint.go) and at Close.
 //
-// Layout (little-endian): magic, version, generation, embedder, dimension;
-// the interned strings; each slot's filter and ranking fields; padding to
-// vectorAlign, then the vector chunks as vectors lays them out in memory
-// (so they can be mapped); the scales; the postings; the checksum.
+// It is trusted only when its checksum (CRC-32C of the whole file),
+// format version, embedder and generation all match and Badger holds
+// the version it covers. The generation is the database's identity: a
+// random value the store records in Badger (genKey) when it first opens
+// the database; a Hindsight that predates this format replaces it on
+// every open, so that a snapshot of this format no longer matches after
+// it wrote.
+//
+// Layout (little-endian): magic, version, generation, covered version,
+// embedder, dimension; the interned strings; each slot's filter and
+// ranking fields; padding to vectorAlign, then the vector chunks as
+// vectors lays them out in memory (so they can be mapped); the scales;
+// the postings; the checksum.
 const (
 	snapshotName    = "experience-index.snap"
 	snapshotMagic   = "HSXIDX\x00\x00"
-	snapshotVersion = 1
-	// genKey holds the generation of the snapshot that matches Badger's
-	// data; any other value means no snapshot does.
+	snapshotVersion = 2
+	// genKey holds the database's generation (its identity), which a
+	// snapshot must carry.
 	genKey = "expidx/generation"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// writeSnapshot writes the live slots of x, in key order, to path
+// writeSnapshot writes cx (compacted: every slot live) to path
 // atomically: a temporary file, synced, renamed over path, and the
-// directory synced.
-func writeSnapshot(path string, x *index, gen []byte, embID string) error {
+// directory synced. A mapping of the file it replaces stays valid.
+func writeSnapshot(path string, cx *index, gen []byte, covers uint64, embID string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), snapshotName+".tmp*")
 	if err != nil {
 		return fmt.Errorf("write index snapshot: %w", err)
@@ -49,7 +58,7 @@ func writeSnapshot(path string, x *index, gen []byte, embID string) error {
 	h := crc32.New(castagnoli)
 	w := bufio.NewWriterSize(io.MultiWriter(tmp, h), 1<<16)
 	e := &enc{w: w}
-	encodeIndex(e, x.compact(true), gen, embID)
+	encodeIndex(e, cx, gen, covers, embID)
 	if e.err == nil {
 		e.err = w.Flush()
 	}
@@ -74,6 +83,17 @@ func writeSnapshot(path string, x *index, gen []byte, embID string) error {
 	return nil
 }
 
+// removeFile removes path, if there, and syncs its directory.
+func removeFile(path string) error {
+	if err := os.Remove(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
 // syncDir makes a rename in dir durable (Windows cannot sync a
 // directory; its renames are durable once done).
 func syncDir(dir string) error {
@@ -89,39 +109,40 @@ func syncDir(dir string) error {
 }
 
 // readSnapshot loads the index in path when it is whole and matches gen,
-// embID and dim; otherwise it returns an error saying why not. The
-// vectors stay in the file, mapped (see vectors).
-func readSnapshot(path string, gen []byte, embID string, dim int) (*index, error) {
+// embID and dim, and returns the Badger version it covers; otherwise it
+// returns an error saying why not. The vectors stay in the file, mapped
+// (see vectors).
+func readSnapshot(path string, gen []byte, embID string, dim int) (*index, uint64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if fi.Size() < 4 {
-		return nil, fmt.Errorf("%w: truncated", errCorrupt)
+		return nil, 0, fmt.Errorf("%w: truncated", errCorrupt)
 	}
 	if err := checkSum(f, fi.Size()-4); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	d := &dec{r: bufio.NewReaderSize(f, 1<<16), limit: fi.Size() - 4}
-	x, err := decodeIndex(d, gen, embID, dim)
+	x, covers, err := decodeIndex(d, gen, embID, dim)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	chunks := (len(x.docs) + chunkSlots - 1) / chunkSlots
 	region, err := mapRegion(f, x.regionOff, int64(chunks)*x.chunkBytes())
 	if err != nil {
-		return nil, fmt.Errorf("map index snapshot: %w", err)
+		return nil, 0, fmt.Errorf("map index snapshot: %w", err)
 	}
 	x.attach(region)
-	return x, nil
+	return x, covers, nil
 }
 
 // checkSum compares the CRC-32C of the first n bytes of f with the four

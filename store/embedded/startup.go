@@ -7,111 +7,199 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"maps"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 )
 
-// open loads the index from the snapshot when one matches Badger's data,
-// and rebuilds it from Badger otherwise. Either way the snapshot is
-// removed and Badger's generation replaced, so that no snapshot matches
-// while the store is open: one is written again by Close.
+// open loads the index from the snapshot, when one matches the
+// database, and replays the writes Badger holds above the version it
+// covers; otherwise (or when the replay fails) it rebuilds the index from
+// Badger.
 func (s *Store) open() error {
-	idx, err := s.loadSnapshot()
-	switch {
-	case err == nil:
-		s.idx, s.fromSnapshot = idx, true
-		if n := s.needsReembed(); n > 0 {
-			s.log.Warn("experiences need re-embedding for the configured embedder; until then they are found by text only",
-				"count", n, "embedder", s.embID)
-		}
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNoSnapshot):
-		if err := s.load(); err != nil {
-			return err
-		}
-	default:
-		s.log.Warn("experience index snapshot not used; rebuilding the index from the database", "err", err)
-		if err := s.load(); err != nil {
-			return err
-		}
-	}
-	if s.snapPath != "" {
-		if err := os.Remove(s.snapPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("open experience store: remove index snapshot: %w", err)
-		}
-	}
-	if err := s.setGeneration(nil); err != nil {
+	t0 := time.Now()
+	if err := s.identity(); err != nil {
 		return fmt.Errorf("open experience store: %w", err)
 	}
+	idx, covers, err := s.loadSnapshot()
+	if err == nil {
+		var n int
+		if n, err = s.replay(idx, covers); err == nil {
+			s.idx, s.fromSnapshot = idx, true
+			s.covers.Store(covers)
+			s.dirty.Store(int64(n))
+			s.log.Info("experience index loaded from its snapshot", "experiences", idx.live, "replayed", n,
+				"took", time.Since(t0).Round(time.Millisecond))
+			if n := s.needsReembed(); n > 0 {
+				s.log.Warn("experiences need re-embedding for the configured embedder; until then they are found by text only",
+					"count", n, "embedder", s.embID)
+			}
+			return nil
+		}
+		if uerr := unmapRegion(idx.region); uerr != nil {
+			s.log.Warn("unmap experience index snapshot", "err", uerr)
+		}
+	}
+	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errNoSnapshot) {
+		s.log.Warn("experience index snapshot not used; rebuilding the index from the database", "err", err)
+	}
+	if err := s.load(); err != nil {
+		return err
+	}
+	s.log.Info("experience index rebuilt from the database", "experiences", s.idx.live, "took", time.Since(t0).Round(time.Millisecond))
+	// Nothing on disk covers the rebuilt index: the next checkpoint
+	// writes one.
+	s.dirty.Store(int64(max(s.idx.live, 1)))
 	return nil
 }
 
 // errNoSnapshot means the store keeps no snapshot (an in-memory
-// database) or Badger records none.
+// database).
 var errNoSnapshot = errors.New("no index snapshot")
 
-func (s *Store) loadSnapshot() (*index, error) {
-	if s.snapPath == "" {
-		return nil, errNoSnapshot
-	}
-	var gen []byte
-	var version uint64
+// identity reads the database's generation (genKey), recording a fresh
+// one when there is none.
+func (s *Store) identity() error {
 	err := s.db.View(func(txn *badger.Txn) error {
 		it, err := txn.Get([]byte(genKey))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		version = it.Version()
-		gen, err = it.ValueCopy(nil)
+		s.gen, err = it.ValueCopy(nil)
 		return err
 	})
-	if errors.Is(err, badger.ErrKeyNotFound) || (err == nil && len(gen) == 0) {
-		return nil, errNoSnapshot
+	if err != nil || len(s.gen) == 16 {
+		return err
 	}
-	if err != nil {
-		return nil, err
-	}
-	// The generation is the database's last write when the store that
-	// wrote the snapshot closed; a later write (by a Hindsight that
-	// predates snapshots, say) leaves the generation in place, but not
-	// the last version.
-	if max := s.db.MaxVersion(); version != max {
-		return nil, fmt.Errorf("index snapshot is stale: the database was written after it (version %d, then %d)", version, max)
-	}
-	return readSnapshot(s.snapPath, gen, s.embID, s.emb.Dim())
-}
-
-// setGeneration records gen in Badger; nil records a fresh random one,
-// which no snapshot matches.
-func (s *Store) setGeneration(gen []byte) error {
-	if gen == nil {
-		gen = newGeneration()
-	}
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(genKey), gen) }); err != nil {
+	s.gen = make([]byte, 16)
+	rand.Read(s.gen)
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(genKey), s.gen) }); err != nil {
 		return fmt.Errorf("record index generation: %w", err)
 	}
 	return nil
 }
 
-func newGeneration() []byte {
-	g := make([]byte, 16)
-	rand.Read(g)
-	return g
+func (s *Store) loadSnapshot() (*index, uint64, error) {
+	if s.snapPath == "" {
+		return nil, 0, errNoSnapshot
+	}
+	x, covers, err := readSnapshot(s.snapPath, s.gen, s.embID, s.emb.Dim())
+	if err != nil {
+		return nil, 0, err
+	}
+	// A database restored from a copy older than the snapshot.
+	if max := s.db.MaxVersion(); covers > max {
+		unmapRegion(x.region)
+		return nil, 0, fmt.Errorf("index snapshot is newer than the database (version %d, database at %d)", covers, max)
+	}
+	return x, covers, nil
 }
 
-// saveSnapshot writes the index to the snapshot file and then records its
-// generation in Badger. A crash between the two leaves a snapshot that
-// does not match, which the next open ignores.
-func (s *Store) saveSnapshot() error {
-	if s.snapPath == "" {
+// replay brings x, loaded from a snapshot that covers Badger's writes up
+// to version covers, up to date with the experiences whose record or
+// vector Badger holds at a later version, and returns how many there
+// were. Only the tables with such versions are read, in key order, every
+// version visited so that a deletion is seen too. A write that changed
+// none of what a slot indexes (a counted hit, a forget) updates the slot
+// in place; any other indexes the experience again, and one whose record
+// is gone leaves x.
+func (s *Store) replay(x *index, covers uint64) (int, error) {
+	n := 0
+	err := s.db.View(func(txn *badger.Txn) error {
+		vecs := map[string][]float32{} // changed vectors (nil: deleted)
+		err := latest(txn, prefixVec, covers, func(k string, item *badger.Item) error {
+			if item.IsDeletedOrExpired() {
+				vecs[k] = nil
+				return nil
+			}
+			return item.Value(func(v []byte) error { vecs[k] = decodeVec(v, nil); return nil })
+		})
+		if err != nil {
+			return err
+		}
+		apply := func(k string, e *hindsight.Experience) error {
+			n++
+			v, vecChanged := vecs[k]
+			delete(vecs, k)
+			slot, ok := x.byKey[k]
+			if e == nil {
+				if ok {
+					x.kill(slot)
+					delete(x.byKey, k)
+				}
+				return nil
+			}
+			mine := e.Embedder == s.embID
+			if ok && !vecChanged && x.docs[slot].sum == textSum(e) && x.docs[slot].hasVec == mine {
+				x.replaceMeta(slot, e)
+				return nil
+			}
+			if mine && !vecChanged {
+				var err error
+				if v, err = readVec(txn, e.Namespace, e.ID, nil); err != nil {
+					return err
+				}
+			}
+			e.Vector = v
+			x.add(e, s.embID, nil)
+			return nil
+		}
+		err = latest(txn, prefixExp, covers, func(k string, item *badger.Item) error {
+			if item.IsDeletedOrExpired() {
+				return apply(k, nil)
+			}
+			e := new(hindsight.Experience)
+			if err := item.Value(func(v []byte) error { return json.Unmarshal(v, e) }); err != nil {
+				return fmt.Errorf("decode %q: %w", item.Key(), err)
+			}
+			return apply(k, e)
+		})
+		if err != nil {
+			return err
+		}
+		rest := slices.Sorted(maps.Keys(vecs)) // vectors written without their record
+		for _, k := range rest {
+			ns, id, _ := strings.Cut(k, "\x00")
+			e, err := readExp(txn, ns, id)
+			if err != nil {
+				return err
+			}
+			if err := apply(k, e); err != nil {
+				return err
+			}
+		}
 		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("replay experience writes since the index snapshot: %w", err)
 	}
-	gen := newGeneration()
-	if err := writeSnapshot(s.snapPath, s.idx, gen, s.embID); err != nil {
-		return err
+	return n, nil
+}
+
+// latest calls f, in key order, with the newest version of each key
+// under prefix written above version since (without the prefix).
+func latest(txn *badger.Txn, prefix string, since uint64, f func(k string, item *badger.Item) error) error {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefix), SinceTs: since, AllVersions: true})
+	defer it.Close()
+	last := ""
+	for it.Rewind(); it.Valid(); it.Next() {
+		k := string(it.Item().Key()[len(prefix):])
+		if k == last {
+			continue // an older version
+		}
+		last = k
+		if err := f(k, it.Item()); err != nil {
+			return err
+		}
 	}
-	return s.setGeneration(gen)
+	return nil
 }
 
 // setIndex makes nx (never sharing the old index's mapped vectors) the

@@ -17,10 +17,12 @@
 // the query's error template are fused and weighted by store/rank, the
 // vector arm weighed for the configured embedder (rank.VectorWeightFor).
 //
-// Close writes the indexes to a snapshot file beside Badger's (see
-// snapshot.go); Open loads it, its vectors mapped rather than read, when
-// it matches the database, and rebuilds the indexes from Badger
-// otherwise.
+// The indexes are written to a snapshot file beside Badger's (see
+// snapshot.go and checkpoint.go) as writes accumulate and at Close; Open
+// loads it, its vectors mapped rather than read, and replays the writes
+// Badger holds above the version it covers, so that a start after a
+// crash costs what changed since; without a usable snapshot it rebuilds
+// the indexes from Badger.
 //
 // Vectors record the embedder that made them (store.EmbedderID). A vector
 // of another embedder or dimension is refused by Put (store.ErrDimension);
@@ -40,6 +42,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -61,6 +64,11 @@ type Options struct {
 	Logger *slog.Logger // nil: slog.Default()
 	// Now returns the current time (tests); nil means time.Now.
 	Now func() time.Time
+	// CheckpointInterval is how often the store checks whether a new
+	// index snapshot is due (see checkpoint.go); 0 means
+	// DefaultCheckpointInterval, negative never (Close still writes one
+	// when due).
+	CheckpointInterval time.Duration
 }
 
 // Store is the embedded experience store. It is safe for concurrent use.
@@ -76,6 +84,15 @@ type Store struct {
 	// snapPath is the index snapshot's file ("" for an in-memory
 	// database); see snapshot.go.
 	snapPath string
+	gen      []byte // the database's generation (genKey)
+	// covers is the Badger version the snapshot on disk covers (0: no
+	// snapshot serves); dirty counts the experiences written since.
+	covers atomic.Uint64
+	dirty  atomic.Int64
+	bulk   atomic.Int32 // PutBatch calls under way
+	// snapMu orders checkpoints, purges and Close; it is taken before mu.
+	snapMu         sync.Mutex
+	stop, loopDone chan struct{} // checkpointLoop's
 
 	mu    sync.RWMutex
 	emb   hindsight.Embedder
@@ -136,6 +153,7 @@ func New(db *badger.DB, emb hindsight.Embedder, opt Options) (*Store, error) {
 	if err := s.open(); err != nil {
 		return nil, err
 	}
+	s.startCheckpoints()
 	return s, nil
 }
 
@@ -189,138 +207,6 @@ func newID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// Put inserts or updates e (see hindsight.ExperienceStore). A missing id is
-// generated; an empty namespace is the default one. When e has no vector it
-// is embedded, unless its text is unchanged and the stored vector is still
-// current. A vector of another embedder or dimension is refused with
-// store.ErrDimension.
-func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
-	if e.Namespace == "" {
-		e.Namespace = hindsight.DefaultNamespace
-	}
-	if e.ID == "" {
-		e.ID = newID()
-	}
-	if err := store.Validate(e); err != nil {
-		return fmt.Errorf("put experience %q: %w", e.ID, err)
-	}
-	s.mu.RLock()
-	emb, embID := s.emb, s.embID
-	s.mu.RUnlock()
-	var reuse []float32
-	if len(e.Vector) == 0 && e.Version > 0 { // version 0 is a new experience
-		var err error
-		if reuse, err = s.reusable(e, embID, emb.Dim()); err != nil {
-			return fmt.Errorf("put experience %q: %w", e.ID, err)
-		}
-	}
-
-	vec := e.Vector
-	switch {
-	case len(vec) > 0:
-		if (e.Embedder != "" && e.Embedder != embID) || len(vec) != emb.Dim() {
-			return fmt.Errorf("put experience %q: vector of %q with %d dimensions, store uses %s: %w",
-				e.ID, e.Embedder, len(vec), embID, store.ErrDimension)
-		}
-	case reuse != nil:
-		vec = reuse
-	default:
-		vs, err := emb.Embed(ctx, []string{store.Text(e)})
-		if err != nil {
-			return fmt.Errorf("put experience %q: embed: %w", e.ID, err)
-		}
-		if len(vs) != 1 || len(vs[0]) != emb.Dim() {
-			return fmt.Errorf("put experience %q: embedder returned a bad vector: %w", e.ID, store.ErrDimension)
-		}
-		vec = vs[0]
-	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.embID != embID {
-		return fmt.Errorf("put experience %q: embedder changed during put: %w", e.ID, store.ErrDimension)
-	}
-	var old *hindsight.Experience // the index holds every stored experience
-	slot, indexed := s.idx.get(e.Namespace, e.ID)
-	if indexed {
-		err := s.db.View(func(txn *badger.Txn) (err error) {
-			old, err = readExp(txn, e.Namespace, e.ID)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("put experience %q: %w", e.ID, err)
-		}
-	}
-	now := s.now().UTC()
-	n := cloneExp(e)
-	n.Vector, n.Embedder = vec, embID
-	if old != nil {
-		if old.Version != e.Version {
-			return fmt.Errorf("put experience %q: stored version %d, given %d: %w", e.ID, old.Version, e.Version, hindsight.ErrConflict)
-		}
-		if n.CreatedAt.IsZero() {
-			n.CreatedAt = old.CreatedAt
-		}
-	} else if n.CreatedAt.IsZero() {
-		n.CreatedAt = now
-	}
-	n.Version = e.Version + 1
-	n.UpdatedAt = now
-	if err := s.write(n); err != nil {
-		return fmt.Errorf("put experience %q: %w", e.ID, err)
-	}
-	e.Version, e.CreatedAt, e.UpdatedAt, e.Embedder = n.Version, n.CreatedAt, n.UpdatedAt, n.Embedder
-	e.Vector = slices.Clone(vec)
-	if indexed && old != nil && sameIndexed(old, n) && s.idx.docs[slot].hasVec {
-		if reuse == nil {
-			s.idx.setVector(slot, vec)
-		}
-		s.idx.replaceMeta(slot, n)
-	} else {
-		s.idx.add(n, s.embID, nil)
-	}
-	if s.idx.needsCompact() {
-		s.setIndex(s.idx.compact(false))
-	}
-	return nil
-}
-
-// reusable returns the stored vector of e, scaled to unit length, when
-// embID made it and e's text is unchanged; nil otherwise.
-func (s *Store) reusable(e *hindsight.Experience, embID string, dim int) ([]float32, error) {
-	var v []float32
-	err := s.db.View(func(txn *badger.Txn) error {
-		old, err := readExp(txn, e.Namespace, e.ID)
-		if err != nil || old == nil || old.Embedder != embID || store.Text(old) != store.Text(e) {
-			return err
-		}
-		if v, err = readVec(txn, e.Namespace, e.ID, nil); err != nil || len(v) != dim {
-			v = nil
-			return err
-		}
-		normalize(v)
-		return nil
-	})
-	return v, err
-}
-
-// sameIndexed reports whether a and b have the same text and filter fields.
-func sameIndexed(a, b *hindsight.Experience) bool {
-	return a.Namespace == b.Namespace && a.Server == b.Server && a.Tool == b.Tool &&
-		a.TaskType == b.TaskType && a.ErrorCode == b.ErrorCode && store.Text(a) == store.Text(b)
-}
-
-func cloneExp(e *hindsight.Experience) *hindsight.Experience {
-	n := *e
-	n.SourceSteps = slices.Clone(e.SourceSteps)
-	if e.LastHitAt != nil {
-		t := *e.LastHitAt
-		n.LastHitAt = &t
-	}
-	n.Vector = nil
-	return &n
 }
 
 // Get returns the experience id of namespace (with its vector, scaled to
@@ -546,23 +432,34 @@ func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, 
 	for i, e := range changed {
 		s.idx.replaceMeta(slots[i], e)
 	}
+	s.dirty.Add(int64(len(changed)))
 	return nil
 }
 
-// Close writes the index snapshot (so that the next Open need not
-// rebuild the index) and closes the database if the store opened it. A
-// snapshot that cannot be written is logged: the next Open rebuilds.
+// Close stops the background checkpoints, writes the index snapshot when
+// none serves (see checkpoint.go; otherwise the next Open replays the
+// writes since the last one, fewer than a checkpoint's worth, so that a
+// stop costs no snapshot), and closes the database if the store opened
+// it. A snapshot that cannot be written is logged: the next Open
+// replays more, or rebuilds.
 func (s *Store) Close() error {
+	s.stopCheckpoints()
+	s.snapMu.Lock()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		s.snapMu.Unlock()
 		return nil
 	}
-	s.closed = true
-	if err := s.saveSnapshot(); err != nil {
-		s.log.Warn("experience index snapshot not written; the next start rebuilds the index", "err", err)
+	if s.snapPath != "" && s.covers.Load() == 0 && s.dirty.Load() > 0 {
+		covers := s.readTs()
+		if err := writeSnapshot(s.snapPath, s.idx.compact(true), s.gen, covers, s.embID); err != nil {
+			s.log.Warn("experience index snapshot not written; the next start replays more, or rebuilds", "err", err)
+		}
 	}
+	s.closed = true
 	s.mu.Unlock()
+	s.snapMu.Unlock()
 	s.setIndex(newIndex(s.idx.dim)) // unmaps the snapshot; later searches find nothing
 	if !s.ownDB {
 		return nil

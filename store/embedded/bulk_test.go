@@ -1,0 +1,72 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
+)
+
+// TestPutBatch stores new and changed experiences in one batch across
+// several chunks and transactions: each is stored, versioned and found
+// as Put would leave it; a stale version fails its chunk, which stores
+// nothing, while the chunks before it stay stored.
+func TestPutBatch(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, embedder.NewLocal(0), benchOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	old := &hindsight.Experience{ID: "old", Situation: "kangaroo crossing", Lesson: "slow down"}
+	if err := s.Put(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	var batch []*hindsight.Experience
+	for i := range 2*batchChunk + 10 {
+		batch = append(batch, &hindsight.Experience{ID: fmt.Sprintf("b%04d", i), Tool: "tool_" + fmt.Sprint(i%7),
+			Situation: fmt.Sprintf("situation number %d with platypus%d", i, i), Lesson: "lesson " + fmt.Sprint(i)})
+	}
+	changed := *old
+	changed.Vector, changed.Lesson = nil, "slow down and honk"
+	batch = append(batch, &changed)
+	n, err := s.PutBatch(ctx, batch)
+	if err != nil || n != len(batch) {
+		t.Fatalf("put batch: %d of %d, %v", n, len(batch), err)
+	}
+	if changed.Version != 2 || batch[0].Version != 1 || batch[0].Embedder == "" {
+		t.Fatalf("versions %d and %d, embedder %q: want 2, 1 and the store's", changed.Version, batch[0].Version, batch[0].Embedder)
+	}
+	for _, e := range []*hindsight.Experience{batch[0], batch[300], batch[len(batch)-2], &changed} {
+		res, err := s.Search(ctx, hindsight.Query{Text: e.Situation + " " + e.Lesson, K: 1, NoHit: true})
+		if err != nil || len(res) != 1 || res[0].ID != e.ID || res[0].Lesson != e.Lesson || res[0].Version != e.Version {
+			t.Fatalf("search for %s: %+v %v", e.ID, res, err)
+		}
+	}
+	if s.Len() != len(batch) {
+		t.Fatalf("%d experiences, want %d", s.Len(), len(batch))
+	}
+
+	// The second chunk holds a stale version: the first chunk is stored.
+	var again []*hindsight.Experience
+	for i := range batchChunk + 1 {
+		again = append(again, &hindsight.Experience{ID: fmt.Sprintf("c%04d", i), Situation: "echidna", Lesson: "dig"})
+	}
+	stale := changed
+	stale.Version = 1
+	again = append(again, &stale)
+	n, err = s.PutBatch(ctx, again)
+	if !errors.Is(err, hindsight.ErrConflict) || n != batchChunk {
+		t.Fatalf("batch with a stale version: %d stored, %v; want %d and a conflict", n, err, batchChunk)
+	}
+	if _, err := s.Get(ctx, "", fmt.Sprintf("c%04d", batchChunk)); !errors.Is(err, hindsight.ErrNotFound) {
+		t.Fatalf("the failed chunk stored something: %v", err)
+	}
+	if _, err := s.PutBatch(ctx, []*hindsight.Experience{{ID: "x", Lesson: "a"}, {ID: "x", Lesson: "b"}}); err == nil {
+		t.Fatal("a batch with an id twice was taken")
+	}
+}
