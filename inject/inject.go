@@ -136,13 +136,22 @@ type Injector struct {
 }
 
 // Install sets the Injector's hooks on h: Initialize, ToolsList, ToolCall
-// and ToolResult, and wraps h.Exchange (set it first) so what was injected
-// is recorded on the exchange that carried it.
+// and ToolResult, and wraps h.Record and h.Exchange (set them first) so
+// what was injected is on the exchange that carried it before a recorder
+// sees it: in Record, where the proxy calls it, else in Exchange.
 func (in *Injector) Install(h *proxy.Hooks) {
 	h.Initialize = in.Initialize
 	h.ToolsList = in.ToolsList
 	h.ToolCall = in.ToolCall
 	h.ToolResult = in.ToolResult
+	if nextRecord := h.Record; nextRecord != nil {
+		h.Record = func(exs []*proxy.Exchange) {
+			for _, ex := range exs {
+				in.Record(ex)
+			}
+			nextRecord(exs)
+		}
+	}
 	next := h.Exchange
 	h.Exchange = func(ex *proxy.Exchange) {
 		in.Record(ex)

@@ -113,19 +113,26 @@ func (st *session) takePending(key string) (hindsight.Injection, bool) {
 }
 
 // Record adds to ex.Injected what the Initialize and query_hindsight hooks
-// injected for it. Install calls it from the Exchange hook.
+// injected for it. Install calls it from the Record hook and again from
+// the Exchange hook; an exchange that already carries its injection is
+// left as it is.
 func (in *Injector) Record(ex *proxy.Exchange) {
 	if ex == nil || ex.Session == nil {
 		return
 	}
-	var key string
+	var key, channel string
 	switch {
 	case ex.Method == "initialize" || ex.Method == "server/discover":
-		key = "init"
+		key, channel = "init", ChannelInstructions
 	case ex.Method == "tools/call" && ex.Local:
-		key = "call:" + paramsKey(ex.Request)
+		key, channel = "call:"+paramsKey(ex.Request), ChannelQuery
 	default:
 		return
+	}
+	for _, inj := range ex.Injected {
+		if inj.Channel == channel {
+			return
+		}
 	}
 	if inj, ok := in.state(ex.Session).takePending(key); ok {
 		ex.Injected = append(ex.Injected, inj)
