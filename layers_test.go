@@ -32,7 +32,7 @@ var layers = []struct {
 	{"daemon's users", []string{"memserver", "replay", "ui", "eval", "eval/convert", "internal/demo", "replay/internal/corpus"}},
 	{"command line", []string{"internal/cli"}},
 	{"programs", []string{"cmd/hindsight", "cmd/hindsightd", "bench", "bench/cmd/relaybench", "bench/cmd/scalebench",
-		"store/embedded/cmd/storebench", "store/internal/benchset", "store/storetest", "internal/platformcheck",
+		"store/embedded/cmd/storebench", "bench/cmd/storescale", "store/internal/benchset", "store/storetest", "internal/platformcheck",
 		"internal/testkit", "internal/testkit/cmd/slowest", "internal/testkit/conformance/everything", "internal/testkit/fakeserver", "internal/testkit/otlptest", "internal/testkit/tasktest",
 		"internal/testkit/testbin", "internal/testkit/weaviatetest", "spool/spooltest", "e2e", "e2e/conformance", "e2e/faults", "e2e/interop"}},
 }

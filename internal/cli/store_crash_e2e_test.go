@@ -7,9 +7,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -110,6 +114,12 @@ func TestDaemonKilledAfterWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Counted hits wait in the daemon's memory and are written every few
+	// seconds (those a kill catches waiting are counted lost): the kill
+	// comes once they were written.
+	testkit.WaitFor(t, "the counted hits to be written", 30*time.Second, func() bool {
+		return hitsFlushed(t, home) >= 20
+	})
 	d.kill(t)
 
 	check := func(d *killable, n int) {
@@ -151,4 +161,28 @@ func TestDaemonKilledAfterWrites(t *testing.T) {
 	if replays != 2 {
 		t.Fatalf("%d starts replayed writes over the snapshot, want 2:\n%s", replays, log)
 	}
+}
+
+// hitsFlushed reads hindsight_daemon_hits_flushed_total from the daemon's
+// metrics, over its socket.
+func hitsFlushed(t *testing.T, home hindsight.Home) float64 {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", home.Socket())
+	}}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("http://hindsight/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "hindsight_daemon_hits_flushed_total "); ok {
+			n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return n
+		}
+	}
+	return 0
 }
