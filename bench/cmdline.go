@@ -53,3 +53,28 @@ func BuildHindsight(ctx context.Context, dir string) (string, error) {
 	}
 	return out, nil
 }
+
+// Workspace makes a temporary directory named after prefix for a
+// benchmark's homes and returns it with the hindsight binary to measure:
+// bin when set, else one built from ./cmd/hindsight into it. cleanup
+// removes the directory unless keep is set.
+func Workspace(ctx context.Context, prefix, bin string, keep bool, stderr io.Writer) (dir, exe string, cleanup func(), err error) {
+	dir, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("create temp dir: %w", err)
+	}
+	cleanup = func() {
+		if !keep {
+			os.RemoveAll(dir)
+		}
+	}
+	exe = bin
+	if exe == "" {
+		fmt.Fprintln(stderr, "building ./cmd/hindsight …")
+		if exe, err = BuildHindsight(ctx, dir); err != nil {
+			cleanup()
+			return "", "", nil, err
+		}
+	}
+	return dir, exe, cleanup, nil
+}

@@ -24,7 +24,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -55,20 +54,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *taskSteps <= 0 || *batch <= 0 {
 		return errors.New("-task-steps and -batch must be positive")
 	}
-	tmp, err := os.MkdirTemp("", "scalebench-")
+	tmp, exe, cleanup, err := bench.Workspace(ctx, "scalebench-", *bin, *keep, stderr)
 	if err != nil {
-		return fmt.Errorf("create temp dir: %w", err)
+		return err
 	}
-	if !*keep {
-		defer os.RemoveAll(tmp)
-	}
-	exe := *bin
-	if exe == "" {
-		fmt.Fprintln(stderr, "building ./cmd/hindsight …")
-		if exe, err = bench.BuildHindsight(ctx, tmp); err != nil {
-			return err
-		}
-	}
+	defer cleanup()
 	var rows []row
 	for _, n := range ns {
 		home := filepath.Join(tmp, "home-"+strconv.Itoa(n))

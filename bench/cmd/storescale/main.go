@@ -26,7 +26,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -57,20 +56,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *perFile <= 0 || *queries <= 0 {
 		return errors.New("-file and -queries must be positive")
 	}
-	tmp, err := os.MkdirTemp("", "storescale-")
+	tmp, exe, cleanup, err := bench.Workspace(ctx, "storescale-", *bin, *keep, stderr)
 	if err != nil {
-		return fmt.Errorf("create temp dir: %w", err)
+		return err
 	}
-	if !*keep {
-		defer os.RemoveAll(tmp)
-	}
-	exe := *bin
-	if exe == "" {
-		fmt.Fprintln(stderr, "building ./cmd/hindsight …")
-		if exe, err = bench.BuildHindsight(ctx, tmp); err != nil {
-			return err
-		}
-	}
+	defer cleanup()
 	var rows []row
 	for _, n := range ns {
 		files, qs, err := writePack(filepath.Join(tmp, "pack-"+strconv.Itoa(n)), n, *perFile, *queries)
