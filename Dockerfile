@@ -1,6 +1,6 @@
 # Hindsight's daemon in a container: both binaries, built static
 # (CGO_ENABLED=0), on an empty base. docker-compose.yml runs it beside a
-# Weaviate node; internal/cli/docker_test.go checks that this file and the
+# Weaviate node; cli/docker_test.go checks that this file and the
 # compose file agree with the code (Go version, build command, ports,
 # environment names).
 #
@@ -12,7 +12,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/hindsight-proxy/hindsight/internal/cli.version=${VERSION}" -o /out/ ./cmd/hindsight ./cmd/hindsightd \
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/hindsight-proxy/hindsight/cli.version=${VERSION}" -o /out/ ./cmd/hindsight ./cmd/hindsightd \
  && mkdir -p /out/data
 
 FROM scratch

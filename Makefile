@@ -4,7 +4,7 @@ GO        ?= go
 CACHE     ?= $(HOME)/.cache/hindsight
 WEAVIATE  ?= $(CACHE)/bin/weaviate-server
 WEAVIATE_VERSION := v1.39.3
-NPM_DIR   := internal/testdeps/npm
+NPM_DIR   := lab/testdeps/npm
 
 .PHONY: all build cross vet-cross release demo test test-short deps npm-deps weaviate chromium vet fmt bench bench-store fuzz clean
 
@@ -17,10 +17,10 @@ VERSION  ?= $(shell git describe --tags 2>/dev/null || echo dev)
 COMMIT   := $(shell git rev-parse HEAD 2>/dev/null)
 DATE     := $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
 MODIFIED := $(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo true)
-LDFLAGS  := -X github.com/hindsight-proxy/hindsight/internal/cli.version=$(VERSION) \
-	-X github.com/hindsight-proxy/hindsight/internal/cli.commit=$(COMMIT) \
-	-X github.com/hindsight-proxy/hindsight/internal/cli.date=$(DATE) \
-	-X github.com/hindsight-proxy/hindsight/internal/cli.modified=$(MODIFIED)
+LDFLAGS  := -X github.com/hindsight-proxy/hindsight/cli.version=$(VERSION) \
+	-X github.com/hindsight-proxy/hindsight/cli.commit=$(COMMIT) \
+	-X github.com/hindsight-proxy/hindsight/cli.date=$(DATE) \
+	-X github.com/hindsight-proxy/hindsight/cli.modified=$(MODIFIED)
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/hindsight ./cmd/hindsightd
@@ -33,7 +33,7 @@ CROSS_PAIRS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 w
 ## test runs it. Our files differ only by system (linux, darwin, windows)
 ## and by amd64 or not (one assembly file and its fallback), so these three
 ## pairs type-check every file that a release pair compiles
-## (internal/platformcheck holds them to it); each pair vetted cold
+## (lab/platformcheck holds them to it); each pair vetted cold
 ## compiles every dependency again, so more pairs would cost minutes.
 ## Other pairs are vetted without cgo, as released; the host's pair with
 ## the host's cgo setting, which shares compiled packages with the
@@ -120,7 +120,7 @@ bench:
 ## search latency); long. BASELINE=path/to/hindsight adds another build.
 STORE_SIZES ?= 100000,1000000
 bench-store:
-	$(GO) run ./bench/cmd/storescale -sizes $(STORE_SIZES) $(if $(BASELINE),-baseline $(BASELINE))
+	$(GO) run ./lab/bench/cmd/storescale -sizes $(STORE_SIZES) $(if $(BASELINE),-baseline $(BASELINE))
 
 clean:
 	rm -rf bin dist

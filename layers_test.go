@@ -20,7 +20,7 @@ var layers = []struct {
 }{
 	{"domain types and leaf helpers", []string{"", "bpe", "errtemplate", "guard", "store", "store/rank", "store/tokenize",
 		"internal/badgerdb", "internal/diskspace", "internal/erase", "internal/filelock", "internal/losses",
-		"internal/profile", "internal/httpserve", "internal/defaults", "internal/cli/safelog", "internal/demo/exampleserver", "install"}},
+		"internal/profile", "internal/httpserve", "internal/defaults", "internal/safelog", "demo/exampleserver", "install"}},
 	{"wire format", []string{"wire"}},
 	{"relay", []string{"proxy"}},
 	{"spool", []string{"spool"}},
@@ -29,12 +29,14 @@ var layers = []struct {
 	{"learning and giving back", []string{"reflect", "reflect/llm", "inject", "store/embedded", "store/weaviate",
 		"store/embedder", "store/embedder/openaiembed"}},
 	{"daemon", []string{"daemon"}},
-	{"daemon's users", []string{"memserver", "replay", "ui", "eval", "eval/convert", "internal/demo", "replay/internal/corpus"}},
-	{"command line", []string{"internal/cli"}},
-	{"programs", []string{"cmd/hindsight", "cmd/hindsightd", "bench", "bench/cmd/relaybench", "bench/cmd/scalebench",
-		"store/embedded/cmd/storebench", "bench/cmd/storescale", "store/internal/benchset", "store/storetest", "internal/platformcheck",
-		"internal/testkit", "internal/testkit/cmd/slowest", "internal/testkit/conformance/everything", "internal/testkit/fakeserver", "internal/testkit/otlptest", "internal/testkit/tasktest",
-		"internal/testkit/testbin", "internal/testkit/weaviatetest", "spool/spooltest", "e2e", "e2e/conformance", "e2e/faults", "e2e/interop"}},
+	{"daemon's users", []string{"memserver", "replay", "ui", "eval", "eval/convert", "demo"}},
+	{"command line", []string{"cli"}},
+	{"programs", []string{"cmd/hindsight", "cmd/hindsightd"}},
+	{"tests and the lab (not the product)", []string{"store/storetest", "e2e", "e2e/conformance", "e2e/faults", "e2e/interop",
+		"lab/bench", "lab/bench/cmd/relaybench", "lab/bench/cmd/scalebench", "lab/bench/cmd/storescale", "lab/storebench",
+		"lab/benchset", "lab/corpus", "lab/platformcheck", "lab/spooltest", "lab/testkit", "lab/testkit/cmd/slowest",
+		"lab/testkit/conformance/everything", "lab/testkit/fakeserver", "lab/testkit/otlptest", "lab/testkit/tasktest",
+		"lab/testkit/testbin", "lab/testkit/weaviatetest"}},
 }
 
 // TestLayers fails when a package imports one of a higher layer, or when a

@@ -6,7 +6,7 @@
 // entry a pointer the collector walks; a full collection with it live took
 // 13× as long) and allocates 24 MB in 95 ms to build them; o200k_base is
 // about twice both. Measured by TestTableHeap and BenchmarkLoad and
-// BenchmarkGC (see bench/README.md, "The injector's tokenizer"). Counting
+// BenchmarkGC (see lab/bench/README.md, "The injector's tokenizer"). Counting
 // is hand-written on that table (the pre-tokenising patterns stay on
 // regexp2); the differential tests and fuzz targets hold it to tiktoken-go.
 package bpe

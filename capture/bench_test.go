@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/hindsight-proxy/hindsight/spool"
 	"github.com/hindsight-proxy/hindsight/wire"

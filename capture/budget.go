@@ -25,7 +25,7 @@ import (
 //
 // The rest of a sidecar's heap is the relay's buffers, the runtime, and
 // the injector's tokenizer. The limit sits well above their sum: a limit
-// near the live heap makes the collector run without pause (bench/README.md
+// near the live heap makes the collector run without pause (lab/bench/README.md
 // has the figures), so it trims the collector's headroom under a flood
 // rather than the heap itself. A live heap above it (a huge message) is not
 // an error: the collector then runs more often and the heap grows as it

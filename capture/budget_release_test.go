@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
 )
 
 func TestShouldRelease(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
-	"github.com/hindsight-proxy/hindsight/spool/spooltest"
+	"github.com/hindsight-proxy/hindsight/lab/spooltest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
 )
 
 // TestDrainNoFalseClockJump: draining a dead sidecar's outbox, whose age

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/lab/spooltest"
 	"github.com/hindsight-proxy/hindsight/proxy"
-	"github.com/hindsight-proxy/hindsight/spool/spooltest"
 )
 
 const (

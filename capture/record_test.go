@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/spool/spooltest"
+	"github.com/hindsight-proxy/hindsight/lab/spooltest"
 )
 
 // journaled returns the outbox's journal segments, concatenated.

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/spooltest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/hindsight-proxy/hindsight/spool"
-	"github.com/hindsight-proxy/hindsight/spool/spooltest"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/spooltest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
 	"github.com/hindsight-proxy/hindsight/proxy"
-	"github.com/hindsight-proxy/hindsight/spool/spooltest"
 )
 
 // plantedSecret is in every exchange of the spill tests.

@@ -14,7 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/hindsight-proxy/hindsight/wire"
 )

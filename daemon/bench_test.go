@@ -17,8 +17,8 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/traces"
 	"github.com/hindsight-proxy/hindsight/wire"
 )

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
 )
 
 // TestEnsureRunningSaysWhyAtOnce: a daemon that fails to start (here a

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/weaviatetest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/weaviatetest"
 	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
 	"github.com/hindsight-proxy/hindsight/traces"

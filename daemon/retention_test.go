@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/tasktest"
 )
 
 func taskIDs(t *testing.T, c *Client) []string {

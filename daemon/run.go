@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/cli/safelog"
 	"github.com/hindsight-proxy/hindsight/internal/filelock"
+	"github.com/hindsight-proxy/hindsight/internal/safelog"
 )
 
 // ErrAlreadyRunning reports that another daemon holds the lock.
@@ -392,7 +392,7 @@ func startError(errPath string, home hindsight.Home) string {
 // With more, each batch hands goroutines (the connection's, Badger's
 // writer's) from thread to thread, and the runtime wakes idle threads to
 // look for work: on a small machine that costs the daemon more CPU than
-// ingest itself, taken from the relay beside it (bench/README.md).
+// ingest itself, taken from the relay beside it (lab/bench/README.md).
 func daemonEnv(env []string, home hindsight.Home) []string {
 	env = append(env[:len(env):len(env)], "HINDSIGHT_HOME="+string(home))
 	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GOMAXPROCS=") }) {

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/store"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
 	"github.com/hindsight-proxy/hindsight/store/embedder"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/traces"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/testbin"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

@@ -20,8 +20,8 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/inject"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/testbin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/testbin"
 )
 
 // leaked is a secret the redactor cannot recognise (a random value under an

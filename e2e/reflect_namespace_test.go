@@ -11,7 +11,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/testbin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

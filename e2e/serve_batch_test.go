@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight/daemon"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/testbin"
 )
 
 // TestServeBatchRecorded: a JSON-RPC batch (protocol 2025-03-26) posted to

@@ -18,9 +18,9 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
-	"github.com/hindsight-proxy/hindsight/internal/demo"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/weaviatetest"
+	"github.com/hindsight-proxy/hindsight/demo"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/testbin"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/weaviatetest"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 )

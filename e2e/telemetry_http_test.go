@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/internal/testkit/otlptest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/otlptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -20,10 +20,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/fakeserver"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/otlptest"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/fakeserver"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/otlptest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/testbin"
 	"github.com/hindsight-proxy/hindsight/telemetry/otlp"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )

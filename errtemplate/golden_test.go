@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
 )
 
 // goldenCase is one line of testdata/golden/input.txt.

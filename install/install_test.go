@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
 )
 
 const testExe = "/usr/local/bin/hindsight"

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/internal/testkit/fakeserver"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/fakeserver"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/tidwall/gjson"
 )

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/fakeserver"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/fakeserver"
 )
 
 // TestStdioFakeServer is not a test: it is the fake MCP server the stdio

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/tasktest"
 )
 
 // TestPoisonRules: what reaches an agent's instructions may not address its

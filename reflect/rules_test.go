@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/tasktest"
 )
 
 // TestRulesGolden runs the rule-based reflector on recorded traces and

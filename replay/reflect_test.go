@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	tracecorpus "github.com/hindsight-proxy/hindsight/lab/corpus"
 	"github.com/hindsight-proxy/hindsight/reflect"
-	tracecorpus "github.com/hindsight-proxy/hindsight/replay/internal/corpus"
 )
 
 // emptyStore holds nothing; an Overlay over it is an in-memory store.

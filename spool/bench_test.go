@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
 )
 
 // echoSteps returns n steps as capture builds them for a tools/call echo of

@@ -12,8 +12,8 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
-	"github.com/hindsight-proxy/hindsight/spool/spooltest"
+	"github.com/hindsight-proxy/hindsight/lab/spooltest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
 )
 
 // TestOutboxDiskShort: while the filesystem has less than the reserve free

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/spool/spooltest"
+	"github.com/hindsight-proxy/hindsight/lab/spooltest"
 )
 
 // endCollector is a Collector that also takes ends (an Ender), noting how

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/tasktest"
 )
 
 // TestMarkFinal: a task the agent says is finished is final at once; a

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/tasktest"
 )
 
 // TestReflectionSourceCapsLongTasks: a task within the bound is read

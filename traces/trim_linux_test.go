@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/tasktest"
 	"golang.org/x/sys/unix"
 )
 

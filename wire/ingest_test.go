@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/tasktest"
 )
 
 // batchJSON encodes steps as a step batch, whole.

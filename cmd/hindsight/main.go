@@ -12,6 +12,6 @@
 // Run "hindsight help" for the commands.
 package main
 
-import "github.com/hindsight-proxy/hindsight/internal/cli"
+import "github.com/hindsight-proxy/hindsight/cli"
 
 func main() { cli.Main(cli.Backends{}) }

@@ -11,7 +11,7 @@ import (
 	"log/slog"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/cli"
+	"github.com/hindsight-proxy/hindsight/cli"
 	"github.com/hindsight-proxy/hindsight/reflect"
 	"github.com/hindsight-proxy/hindsight/reflect/llm"
 	"github.com/hindsight-proxy/hindsight/store/embedder/openaiembed"

@@ -19,13 +19,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/testbin"
 )
 
 // TestMain removes the hindsight binary the test built.
 func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 
-// suiteVersion is the conformance suite internal/testdeps/npm pins.
+// suiteVersion is the conformance suite lab/testdeps/npm pins.
 const suiteVersion = "0.2.0-alpha.12"
 
 // revisions are the requirement sets, each with the everything-server's
@@ -137,7 +137,7 @@ func runSuite(ctx context.Context, node, suite, dir, url string, args ...string)
 }
 
 // findSuite returns Node ≥ 22 and the suite's entry point: the ones `make
-// deps` installs under internal/testdeps/npm, or a node on PATH. Without
+// deps` installs under lab/testdeps/npm, or a node on PATH. Without
 // them the test skips, except under CI=true, where it fails.
 func findSuite(t *testing.T) (node, suite string) {
 	t.Helper()
@@ -145,7 +145,7 @@ func findSuite(t *testing.T) (node, suite string) {
 	if os.Getenv("CI") == "true" {
 		missing = t.Fatalf
 	}
-	npm := filepath.Join(testbin.Root(), "internal", "testdeps", "npm", "node_modules")
+	npm := filepath.Join(testbin.Root(), "lab", "testdeps", "npm", "node_modules")
 	pkg := filepath.Join(npm, "@modelcontextprotocol", "conformance")
 	var meta struct{ Version string }
 	if b, err := os.ReadFile(filepath.Join(pkg, "package.json")); err != nil || json.Unmarshal(b, &meta) != nil || meta.Version != suiteVersion {
@@ -185,7 +185,7 @@ func nodeMajor(path string) int {
 func startEverything(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "everything")
-	build := exec.Command("go", "build", "-o", bin, "./internal/testkit/conformance/everything")
+	build := exec.Command("go", "build", "-o", bin, "./lab/testkit/conformance/everything")
 	build.Dir = testbin.Root()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the everything-server: %v\n%s", err, out)

@@ -1,7 +1,7 @@
 // Package conformance runs the official MCP conformance suite
-// (@modelcontextprotocol/conformance, pinned in internal/testdeps/npm) in
+// (@modelcontextprotocol/conformance, pinned in lab/testdeps/npm) in
 // server mode against the test everything-server
-// (internal/testkit/conformance/everything), once directly and once through
+// (lab/testkit/conformance/everything), once directly and once through
 // `hindsight serve`, for each requirement set (2025-11-25 and 2026-07-28),
 // and compares the two check by check: a check that passes directly must
 // pass through Hindsight.

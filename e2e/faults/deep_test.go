@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/daemon"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
 )
 
 // TestDeepNesting sends a call whose arguments nest 9,997 deep through a

@@ -22,9 +22,9 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/fakeserver"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/fakeserver"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/testbin"
 )
 
 // TestFaultsFakeServer is not a test: it is the scripted MCP server these

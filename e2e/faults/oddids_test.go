@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/testbin"
 )
 
 // plainHome is a home in a temporary directory, injection off.

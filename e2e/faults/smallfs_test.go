@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/daemon"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/testbin"
 )
 
 // TestSmallFilesystemHome puts the home on an 8 MiB tmpfs, below the

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/daemon"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
 )
 
 // TestStatusDeadDaemon kills the daemon (SIGKILL, as the kernel's SIGBUS

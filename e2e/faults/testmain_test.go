@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/testbin"
 )
 
 // TestMain removes the hindsight binaries the tests built.

@@ -15,8 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/hindsight-proxy/hindsight/daemon"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/testbin"
 )
 
 // TestInvalidUTF8Export relays a call whose arguments hold invalid UTF-8

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/internal/testkit/fakeserver"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/fakeserver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

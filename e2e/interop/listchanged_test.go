@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/internal/testkit/testbin"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/testbin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

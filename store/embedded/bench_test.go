@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/benchset"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
 	"github.com/hindsight-proxy/hindsight/store/embedder"
-	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 )
 
 // loaded caches one store per size across benchmarks of a run.
@@ -212,7 +212,7 @@ func TestBuildBenchStore(t *testing.T) {
 // process writes the store, so that this process's resident set (VmRSS)
 // and its peak (VmHWM) hold only what Open loads and keeps. Run one size
 // alone (-run XXX -bench 'BenchmarkOpen/n=100000' -benchtime 1x) for
-// clean memory figures; go run ./store/embedded/cmd/storebench measures
+// clean memory figures; go run ./lab/storebench measures
 // every size in child processes of its own.
 func BenchmarkOpen(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 100_000} {

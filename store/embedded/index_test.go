@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hindsight-proxy/hindsight/lab/benchset"
 	"github.com/hindsight-proxy/hindsight/store/embedder"
-	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 )
 
 // TestPreselectRecall measures how many of the exact ten nearest

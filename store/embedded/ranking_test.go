@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
-	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
+	"github.com/hindsight-proxy/hindsight/lab/benchset"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
 	"github.com/hindsight-proxy/hindsight/store/tokenize"
 )
 

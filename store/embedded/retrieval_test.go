@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit"
+	"github.com/hindsight-proxy/hindsight/lab/benchset"
+	"github.com/hindsight-proxy/hindsight/lab/testkit"
 	"github.com/hindsight-proxy/hindsight/store/embedder"
-	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 	"github.com/hindsight-proxy/hindsight/store/rank"
 )
 

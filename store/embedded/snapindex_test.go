@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/hindsight-proxy/hindsight/lab/benchset"
 	"github.com/hindsight-proxy/hindsight/store/embedder"
-	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 )
 
 // encodeSmall returns the snapshot encoding (without the checksum) of an

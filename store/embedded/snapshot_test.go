@@ -14,8 +14,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/lab/benchset"
 	"github.com/hindsight-proxy/hindsight/store/embedder"
-	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 )
 
 func benchOptions() Options { return Options{Now: func() time.Time { return benchset.RefTime }} }

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/weaviatetest"
+	"github.com/hindsight-proxy/hindsight/lab/benchset"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/weaviatetest"
 	"github.com/hindsight-proxy/hindsight/store/embedder"
-	"github.com/hindsight-proxy/hindsight/store/internal/benchset"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/weaviatetest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/weaviatetest"
 	"github.com/hindsight-proxy/hindsight/reflect"
 	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/storetest"

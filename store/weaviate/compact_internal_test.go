@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/weaviatetest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/weaviatetest"
 	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/weaviate/weaviate/entities/models"

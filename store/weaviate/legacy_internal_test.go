@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-openapi/strfmt"
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/testkit/weaviatetest"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/weaviatetest"
 	"github.com/hindsight-proxy/hindsight/store"
 	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/weaviate/weaviate/entities/models"
