@@ -102,17 +102,16 @@ func firstHandler(fs []func(*proxy.Session, string, json.RawMessage) proxy.Local
 	}
 }
 
-// each runs every one of fs, in order.
+// each runs every one of fs, in order: nested, each calling the next, as
+// hooks wrapped by hand would (Exchange runs for every message relayed).
 func each[T any](fs []func(T)) func(T) {
-	switch len(fs) {
-	case 0:
+	if len(fs) == 0 {
 		return nil
-	case 1:
-		return fs[0]
 	}
-	return func(v T) {
-		for _, f := range fs {
-			f(v)
-		}
+	g := fs[len(fs)-1]
+	for i := len(fs) - 2; i >= 0; i-- {
+		f, next := fs[i], g
+		g = func(v T) { f(v); next(v) }
 	}
+	return g
 }
