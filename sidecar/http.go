@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -39,6 +40,9 @@ type HTTP struct {
 // (their tasks' ends told the daemon), stops serving and closes the
 // sidecar.
 func Serve(ctx context.Context, cfg Config, h HTTP) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	logger := cfg.Logger
 	cfg.Transport = "streamable-http"
 	sc, err := New(cfg)

@@ -24,9 +24,10 @@ type Config struct {
 	// Server is the wrapped server's name, in steps, logs and stats.
 	Server string
 	// Transport is the agent's side: "stdio" (one server, whose sidecar
-	// keeps its memory bounded) or "streamable-http".
+	// keeps its memory bounded) or "streamable-http"; RunStdio and Serve
+	// set it.
 	Transport string
-	Logger    *slog.Logger
+	Logger    *slog.Logger // nil: slog.Default()
 
 	// Capture, when set, records the traffic: New sets its Home, Server,
 	// Redactor, Deliverer and Logger. Nil relays without recording.
@@ -127,6 +128,9 @@ func New(cfg Config) (*Sidecar, error) {
 		if exe, err = os.Executable(); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	logger := cfg.Logger
 	s := &Sidecar{

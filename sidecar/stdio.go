@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 // sidecar cannot start (its home, capture and injection), it logs why and
 // relays only: Hindsight's own trouble never costs the agent its server.
 func RunStdio(ctx context.Context, cfg Config, st *proxy.Stdio, in io.Reader, out io.Writer) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	logger, name := cfg.Logger, cfg.Server
 	cfg.Transport = "stdio"
 	var hooks *proxy.Hooks
