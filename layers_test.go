@@ -29,6 +29,7 @@ var layers = []struct {
 	{"learning and giving back", []string{"reflect", "reflect/llm", "inject", "store/embedded", "store/weaviate",
 		"store/embedder", "store/embedder/openaiembed"}},
 	{"daemon", []string{"daemon"}},
+	{"sidecar", []string{"sidecar"}},
 	{"daemon's users", []string{"memserver", "replay", "ui", "eval", "eval/convert", "demo"}},
 	{"command line", []string{"cli"}},
 	{"programs", []string{"cmd/hindsight", "cmd/hindsightd"}},

@@ -17,6 +17,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/internal/erase"
+	"github.com/hindsight-proxy/hindsight/sidecar"
 	"github.com/hindsight-proxy/hindsight/spool"
 	storepkg "github.com/hindsight-proxy/hindsight/store"
 	"github.com/hindsight-proxy/hindsight/store/embedded"
@@ -437,11 +438,11 @@ func (d storeDeliverer) DeliverEnd(ctx context.Context, source string, e spool.E
 }
 
 func (d storeDeliverer) Deliver(ctx context.Context, steps []hindsight.Step) error {
-	return rejected(d.t.Deliver(ctx, steps))
+	return sidecar.SpoolError(d.t.Deliver(ctx, steps))
 }
 
 // DeliverRaw stores steps as their outbox encoded them, without decoding
 // and encoding them again (spool.RawDeliverer).
 func (d storeDeliverer) DeliverRaw(ctx context.Context, steps []json.RawMessage) error {
-	return rejected(d.t.DeliverRaw(ctx, steps))
+	return sidecar.SpoolError(d.t.DeliverRaw(ctx, steps))
 }

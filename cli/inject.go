@@ -1,26 +1,16 @@
 package cli
 
 import (
-	"context"
-	"log/slog"
-
-	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/inject"
-	"github.com/hindsight-proxy/hindsight/proxy"
 )
 
-// installInjector adds Hindsight's injection to h for the server called
-// name, configured by the inject section of the configuration, with src
-// (the daemon's client) as its source of experiences. It wraps h.Exchange
-// to record what it injected, so call it after capture set its hook. It
-// starts fetching the server's top lessons at once, so the first
-// initialize does not wait for the daemon.
-func installInjector(g *globals, name string, src inject.Searcher, h *proxy.Hooks, logger *slog.Logger) *inject.Injector {
+// newInjector is the injection of the server called name, configured by
+// the inject section of the configuration (the sidecar gives it its
+// source, the daemon's client).
+func newInjector(g *globals, name string) *inject.Injector {
 	c := g.config.Inject
 	off := func(b *bool) bool { return b != nil && !*b }
-	inj := &inject.Injector{
-		Source:         src,
-		Server:         name,
+	return &inject.Injector{
 		Namespace:      sidecarNamespace(g, name),
 		NoInstructions: off(c.Instructions),
 		NoErrorResults: off(c.ErrorResults),
@@ -30,19 +20,7 @@ func installInjector(g *globals, name string, src inject.Searcher, h *proxy.Hook
 		EndTaskTool:    endTaskTool(c.EndTask, c.EndTaskTool, c.QueryTool),
 		SessionBudget:  c.SessionBudget,
 		MaxExperiences: c.MaxExperiences,
-		Logger:         logger,
 	}
-	if c, ok := src.(*daemon.Client); ok && inj.EndTaskTool {
-		inj.EndTaskCheck = func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, 2*downCheckTimeout)
-			defer cancel()
-			_, err := c.Health(ctx)
-			return err
-		}
-	}
-	inj.Install(h)
-	go inj.Prefetch(context.Background())
-	return inj
 }
 
 // sidecarNamespace is the namespace of the lessons about the sidecar's

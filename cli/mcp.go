@@ -18,6 +18,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/internal/httpserve"
 	"github.com/hindsight-proxy/hindsight/memserver"
+	"github.com/hindsight-proxy/hindsight/sidecar"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -136,7 +137,7 @@ func requireBearer(token string, next http.Handler) http.Handler {
 }
 
 // autoDaemon is the daemon's client for `hindsight mcp`: a call that does
-// not reach the daemon starts it (at most once per keeperPause) and is
+// not reach the daemon starts it (at most once per sidecar.KeeperPause) and is
 // tried again.
 type autoDaemon struct {
 	*daemon.Client
@@ -149,10 +150,10 @@ type autoDaemon struct {
 
 func (a *autoDaemon) start(ctx context.Context) error {
 	// One start at a time; calls that wait for it share its outcome for
-	// keeperPause.
+	// sidecar.KeeperPause.
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.last.IsZero() && time.Since(a.last) < keeperPause {
+	if !a.last.IsZero() && time.Since(a.last) < sidecar.KeeperPause {
 		return a.lastErr
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -166,7 +167,7 @@ func (a *autoDaemon) start(ctx context.Context) error {
 // reach it.
 func retry[T any](ctx context.Context, a *autoDaemon, f func() (T, error)) (T, error) {
 	v, err := f()
-	if err == nil || !isUnreachable(err) || ctx.Err() != nil {
+	if err == nil || !sidecar.Unreachable(err) || ctx.Err() != nil {
 		return v, err
 	}
 	if a.start(ctx) != nil {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/hindsight-proxy/hindsight/sidecar"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -199,48 +199,14 @@ func runServe(ctx context.Context, g *globals, o *serveOptions) error {
 	tracingElsewhere(g.config.Telemetry, logger)
 	g.namespace = o.namespace
 	g.pinTools = o.pinTools
-	sc, err := newSidecar(ctx, g, o.name, "streamable-http", logger)
-	if err != nil {
-		return fmt.Errorf("start sidecar: %w", err)
-	}
-	defer sc.Close()
-
-	var up proxy.Upstream
-	if len(o.command) > 0 {
-		up = &proxy.CommandUpstream{Path: o.command[0], Args: o.command[1:], Server: o.name, Logger: logger}
-	} else {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = 64 // every agent session talks to the same host
-		up = &proxy.HTTPUpstream{
-			URL: o.upstream, Transport: o.transport, Header: o.headers, Logger: logger,
-			Client: &http.Client{Transport: tr},
-		}
-	}
-	if o.bodyBudget == 0 {
-		o.bodyBudget = g.config.Serve.BodyBudget
-	}
 	for _, origin := range g.config.Serve.AllowedOrigins {
 		if err := proxy.CheckOrigin(origin); err != nil {
 			return fmt.Errorf("read config: serve.allowed_origins: %w", err)
 		}
 	}
-	h := &proxy.HTTPHandler{
-		Upstream: up, Server: o.name, Hooks: sc.Hooks, Logger: logger,
-		TaskID: os.Getenv("HINDSIGHT_TASK_ID"), AuthToken: o.authToken, AllowRemote: o.allowRemote,
-		AllowedHosts: o.allowedHosts, MaxSessions: o.maxSessions, MaxChildren: o.maxChildren,
-		BodyTimeout: o.bodyTimeout, ReplayEvents: o.replayEvents, ReplayAge: o.replayAge,
-		IdleTimeout: o.sessionIdle, BodyBudget: o.bodyBudget, AllowedOrigins: append(o.allowedOrigins, g.config.Serve.AllowedOrigins...),
-		// A session's end makes its task final at once, not after the
-		// idle gap.
-		SessionEnded: func(s *proxy.Session) { sc.EndSession(context.Background(), s.ID) },
+	if o.bodyBudget == 0 {
+		o.bodyBudget = g.config.Serve.BodyBudget
 	}
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	// Bodies are bounded per request (BodyTimeout), not by ReadTimeout,
-	// which would also end the long-lived event streams.
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	target := o.upstream
 	if target == "" {
 		target = strings.Join(o.command, " ")
@@ -248,26 +214,17 @@ func runServe(ctx context.Context, g *globals, o *serveOptions) error {
 	if red, err := logRedactor(g); err == nil {
 		target, _ = red.RedactString(target) // a URL or command line may carry a secret
 	}
-	logger.Info("serving", "addr", ln.Addr().String(), "upstream", target, "transport", o.transport)
-	g.info("hindsight serve: %s on http://%s/mcp (legacy SSE at /sse) → %s", o.name, ln.Addr(), target)
-
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err = <-served:
-		err = fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-		logger.Info("shutting down", "reason", context.Cause(ctx))
+	front := &proxy.HTTPHandler{
+		TaskID: os.Getenv("HINDSIGHT_TASK_ID"), AuthToken: o.authToken, AllowRemote: o.allowRemote,
+		AllowedHosts: o.allowedHosts, MaxSessions: o.maxSessions, MaxChildren: o.maxChildren,
+		BodyTimeout: o.bodyTimeout, ReplayEvents: o.replayEvents, ReplayAge: o.replayAge,
+		IdleTimeout: o.sessionIdle, BodyBudget: o.bodyBudget, AllowedOrigins: append(o.allowedOrigins, g.config.Serve.AllowedOrigins...),
 	}
-	// End the sessions first: their open streams would hold Shutdown.
-	h.Close()
-	if n := h.BodiesRefused(); n > 0 {
-		logger.Warn("requests refused over the body budget", "refused", n, "budget_bytes", o.bodyBudget)
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if serr := srv.Shutdown(sctx); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		srv.Close()
-	}
-	return err
+	return sidecar.Serve(ctx, sidecarConfig(g, o.name, logger), sidecar.HTTP{
+		Listen: o.listen, Front: front, Command: o.command,
+		URL: o.upstream, UpstreamTransport: o.transport, Header: o.headers, Target: target,
+		Ready: func(addr net.Addr) {
+			g.info("hindsight serve: %s on http://%s/mcp (legacy SSE at /sse) → %s", o.name, addr, target)
+		},
+	})
 }

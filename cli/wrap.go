@@ -17,6 +17,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/internal/profile"
 	"github.com/hindsight-proxy/hindsight/internal/safelog"
 	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/hindsight-proxy/hindsight/sidecar"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -97,39 +98,8 @@ func runWrap(ctx context.Context, g *globals, fs *pflag.FlagSet, cmdline []strin
 		debug.SetGCPercent(200)
 	}
 
-	var hooks *proxy.Hooks
-	sc, err := newSidecar(ctx, g, *name, "stdio", logger)
-	if err != nil {
-		logger.Error("cannot start capture and injection; relaying only", "server", *name, "err", err)
-	} else {
-		hooks = sc.Hooks
-		defer func() {
-			t := time.Now()
-			sc.Close()
-			logger.Info("sidecar closed", "server", *name, "took", time.Since(t).Round(time.Millisecond).String())
-		}()
-	}
-
-	st := &proxy.Stdio{
-		Command:     cmdline[0],
-		Args:        cmdline[1:],
-		Server:      *name,
-		Hooks:       hooks,
-		Logger:      logger,
-		GracePeriod: *grace,
-	}
-	if sc != nil {
-		sc.CountServer(st)
-	}
-	start := time.Now()
-	logger.Info("wrap starting", "server", *name, "command", cmdline, "pid", os.Getpid(), "host_pid", os.Getppid())
-	err = st.Run(ctx, os.Stdin, os.Stdout)
-	if err != nil {
-		logger.Error("wrap stopped", "server", *name, "err", err, "ran", time.Since(start).Round(time.Millisecond).String())
-		return fmt.Errorf("wrap %s: %w", *name, err)
-	}
-	logger.Info("wrap stopped", "server", *name, "ran", time.Since(start).Round(time.Millisecond).String())
-	return nil
+	st := &proxy.Stdio{Command: cmdline[0], Args: cmdline[1:], GracePeriod: *grace}
+	return sidecar.RunStdio(ctx, sidecarConfig(g, *name, logger), st, os.Stdin, os.Stdout)
 }
 
 // writeHeapProfile writes a heap profile of the sidecar to path
