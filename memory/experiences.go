@@ -1,4 +1,4 @@
-package daemon
+package memory
 
 import (
 	"bufio"
@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,65 +14,20 @@ import (
 	"github.com/hindsight-proxy/hindsight/traces"
 )
 
-func (s *Server) store() (hindsight.ExperienceStore, error) {
-	if s.Store == nil {
-		return nil, fmt.Errorf("experiences: %w: the daemon has no experience store open (see its log)", ErrUnavailable)
-	}
-	return s.Store, nil
-}
-
-func boolParam(r *http.Request, name string) (bool, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, badRequest("%s: %v", name, err)
-	}
-	return b, nil
-}
-
-func listOptions(r *http.Request) (hindsight.ListOptions, error) {
-	q := r.URL.Query()
-	opt := hindsight.ListOptions{Namespace: q.Get("namespace"), Server: q.Get("server"), Tool: q.Get("tool")}
-	var err error
-	if opt.IncludeDeleted, err = boolParam(r, "deleted"); err != nil {
-		return opt, err
-	}
-	if opt.IncludeSuperseded, err = boolParam(r, "superseded"); err != nil {
-		return opt, err
-	}
-	if v := q.Get("limit"); v != "" {
-		if opt.Limit, err = strconv.Atoi(v); err != nil || opt.Limit < 0 {
-			return opt, badRequest("limit: not a count: %q", v)
-		}
-	}
-	return opt, nil
-}
-
-// listExperiences lists what the request's query selects; on failure it
-// has answered the request and reports false.
-func (s *Server) listExperiences(w http.ResponseWriter, r *http.Request) ([]hindsight.Experience, bool) {
+// List returns the experiences opt selects that prov selects too (at most
+// opt.Limit of those), with the hits waiting in memory added.
+func (s *Service) List(ctx context.Context, opt hindsight.ListOptions, prov Provenance) ([]hindsight.Experience, error) {
 	st, err := s.store()
 	if err != nil {
-		s.fail(w, r, err)
-		return nil, false
+		return nil, err
 	}
-	opt, err := listOptions(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return nil, false
-	}
-	prov := provenanceQuery(r.URL.Query().Get)
 	limit := opt.Limit
 	if !prov.Empty() {
 		opt.Limit = 0 // the filter runs after the store's
 	}
-	list, err := st.List(r.Context(), opt)
+	list, err := st.List(ctx, opt)
 	if err != nil {
-		s.fail(w, r, fmt.Errorf("list experiences: %w", err))
-		return nil, false
+		return nil, fmt.Errorf("list experiences: %w", err)
 	}
 	if !prov.Empty() {
 		list = filterExperiences(list, prov, limit)
@@ -82,33 +35,22 @@ func (s *Server) listExperiences(w http.ResponseWriter, r *http.Request) ([]hind
 	for i := range list {
 		s.hits.overlay(&list[i])
 	}
-	return list, true
+	return list, nil
 }
 
-func (s *Server) handleExperiences(w http.ResponseWriter, r *http.Request) {
-	list, ok := s.listExperiences(w, r)
-	if !ok {
-		return
-	}
-	if list == nil {
-		list = []hindsight.Experience{}
-	}
-	writeJSON(w, http.StatusOK, list)
-}
-
-func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
+// Search ranks the experiences for req's query in its namespace (the
+// service's when it names none), keeps the best K (5 when 0) that req's
+// provenance selects, with the server's pinned ones first when the query
+// asks for them, and counts a hit on each unless the query says NoHit.
+// Stored lessons whose text fails guard.CheckLesson are withheld and
+// quarantined. It returns an empty list, not nil, when nothing matches.
+func (s *Service) Search(ctx context.Context, req SearchRequest) ([]hindsight.ScoredExperience, error) {
 	st, err := s.store()
 	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	var req SearchRequest
-	if err := decodeBody(w, r, &req); err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	q := req.Query
-	q.Namespace = s.namespace(q.Namespace)
+	q.Namespace = s.Resolve(q.Namespace)
 	k := q.K
 	if k <= 0 {
 		k = 5
@@ -116,19 +58,17 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	if !req.Provenance.Empty() {
 		q.K = max(5*k, 50) // filtered after the store's ranking
 	}
-	// The daemon records the hits itself, once, whatever the backend does
-	// on its own.
+	// The service records the hits itself, once, whatever the backend
+	// does on its own.
 	noHit := q.NoHit
 	q.NoHit = true
-	res, err := st.Search(r.Context(), q)
+	res, err := st.Search(ctx, q)
 	if err != nil {
-		s.fail(w, r, fmt.Errorf("search experiences: %w", err))
-		return
+		return nil, fmt.Errorf("search experiences: %w", err)
 	}
 	if q.IncludePinned && q.Server != "" {
-		if res, err = s.withPinned(r.Context(), st, q, res); err != nil {
-			s.fail(w, r, err)
-			return
+		if res, err = s.withPinned(ctx, st, q, res); err != nil {
+			return nil, err
 		}
 	}
 	// What was stored before validation, or by another daemon sharing
@@ -154,13 +94,13 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	if res == nil {
 		res = []hindsight.ScoredExperience{}
 	}
-	writeJSON(w, http.StatusOK, res)
+	return res, nil
 }
 
 // withPinned puts q.Server's active pinned experiences first in res (see
 // hindsight.Query.IncludePinned): those res holds keep their score, the
 // others come with none.
-func (s *Server) withPinned(ctx context.Context, st hindsight.ExperienceStore, q hindsight.Query, res []hindsight.ScoredExperience) ([]hindsight.ScoredExperience, error) {
+func (s *Service) withPinned(ctx context.Context, st hindsight.ExperienceStore, q hindsight.Query, res []hindsight.ScoredExperience) ([]hindsight.ScoredExperience, error) {
 	list, err := st.List(ctx, hindsight.ListOptions{Namespace: q.Namespace, Server: q.Server})
 	if err != nil {
 		return nil, fmt.Errorf("list pinned experiences: %w", err)
@@ -193,8 +133,8 @@ func (s *Server) withPinned(ctx context.Context, st hindsight.ExperienceStore, q
 
 // find returns the experience id: in the namespace asked for, else in the
 // default one, else in any.
-func (s *Server) find(ctx context.Context, st hindsight.ExperienceStore, ns, id string) (*hindsight.Experience, error) {
-	e, err := st.Get(ctx, s.namespace(ns), id)
+func (s *Service) find(ctx context.Context, st hindsight.ExperienceStore, ns, id string) (*hindsight.Experience, error) {
+	e, err := st.Get(ctx, s.Resolve(ns), id)
 	if err == nil || ns != "" || !errors.Is(err, hindsight.ErrNotFound) {
 		return e, err
 	}
@@ -210,30 +150,19 @@ func (s *Server) find(ctx context.Context, st hindsight.ExperienceStore, ns, id 
 	return nil, fmt.Errorf("experience %s: %w", id, hindsight.ErrNotFound)
 }
 
-func (s *Server) handleExperience(w http.ResponseWriter, r *http.Request) {
+// Get returns experience id: in namespace ns when given, else in the
+// default one, else in any; with the hits waiting in memory added.
+func (s *Service) Get(ctx context.Context, ns, id string) (*hindsight.Experience, error) {
 	st, err := s.store()
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
-	e, err := s.find(r.Context(), st, r.URL.Query().Get("namespace"), r.PathValue("id"))
+	e, err := s.find(ctx, st, ns, id)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	s.hits.overlay(e)
-	writeJSON(w, http.StatusOK, e)
-}
-
-func (s *Server) handleForget(w http.ResponseWriter, r *http.Request)  { s.setDeleted(w, r, true) }
-func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) { s.setDeleted(w, r, false) }
-
-func (s *Server) setDeleted(w http.ResponseWriter, r *http.Request, deleted bool) {
-	kind := OpRestore
-	if deleted {
-		kind = OpForget
-	}
-	s.storeWrite(w, r, StoreOp{Kind: kind, Namespace: r.URL.Query().Get("namespace"), IDs: []string{r.PathValue("id")}})
+	return e, nil
 }
 
 // maxLine bounds one experience in an import.
@@ -268,19 +197,4 @@ func ParseExperiences(data []byte) ([]hindsight.Experience, error) {
 		return nil, fmt.Errorf("read experiences: %w", err)
 	}
 	return list, nil
-}
-
-func (s *Server) handleExportExperiences(w http.ResponseWriter, r *http.Request) {
-	list, ok := s.listExperiences(w, r)
-	if !ok {
-		return
-	}
-	w.Header().Set("Content-Type", "application/jsonl")
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	for i := range list {
-		if err := enc.Encode(&list[i]); err != nil {
-			return
-		}
-	}
 }
