@@ -1,6 +1,8 @@
 // Package daemon is Hindsight's per-machine daemon: the HTTP/JSON API on a
 // 0600 Unix socket that sidecars and the command line speak to, over the
-// trace store (package traces), and the client for it.
+// trace store (package traces) and the memory service (package memory),
+// the client for it, its lock, socket and autostart. Its configuration
+// comes from its caller (the command line), which reads the environment.
 package daemon
 
 import (
