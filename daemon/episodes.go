@@ -180,11 +180,7 @@ func (s *Server) handleEpisode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.storeEpisode(r.Context(), &e)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	s.answer(w, r, res, err)
 }
 
 // StoreEpisode records an agent's step outside MCP (POST /v1/episodes):

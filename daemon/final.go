@@ -157,11 +157,7 @@ func (s *Server) handleFinal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.finalTask(r.Context(), req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	s.answer(w, r, res, err)
 }
 
 // FinalTask tells the daemon a task is finished (POST /v1/tasks/final):

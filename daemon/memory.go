@@ -228,12 +228,3 @@ func (s *Server) handleRejected(w http.ResponseWriter, r *http.Request) {
 	list, err := s.mem.Rejected(r.Context(), limit)
 	s.answer(w, r, list, err)
 }
-
-// answer answers v (200) or err.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, v any, err error) {
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
-}

@@ -1,17 +1,12 @@
 package memory
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/traces"
 )
 
 // List returns the experiences opt selects that prov selects too (at most
@@ -163,38 +158,4 @@ func (s *Service) Get(ctx context.Context, ns, id string) (*hindsight.Experience
 	}
 	s.hits.overlay(e)
 	return e, nil
-}
-
-// maxLine bounds one experience in an import.
-const maxLine = 4 << 20
-
-// ParseExperiences reads experiences as JSON Lines (an export), skipping
-// blank lines. Each needs an id and a lesson; the first bad line fails the
-// whole file, naming its line number. It does not clean them: imports go
-// through ParseImport.
-func ParseExperiences(data []byte) ([]hindsight.Experience, error) {
-	var list []hindsight.Experience
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), maxLine)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var e hindsight.Experience
-		if err := json.Unmarshal(line, &e); err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
-		}
-		if e.ID == "" || strings.TrimSpace(e.Lesson) == "" {
-			return nil, fmt.Errorf("line %d: an experience needs an id and a lesson", n)
-		}
-		if !traces.ValidID(e.ID) {
-			return nil, fmt.Errorf("line %d: id %q may not contain '/' or NUL", n, e.ID)
-		}
-		list = append(list, e)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read experiences: %w", err)
-	}
-	return list, nil
 }

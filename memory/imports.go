@@ -51,6 +51,9 @@ type ImportResult struct {
 	Redactions int `json:"redactions,omitempty"`
 }
 
+// maxLine bounds one experience in an import.
+const maxLine = 4 << 20
+
 // LineError is one bad line of an import.
 type LineError struct {
 	Line int    `json:"line"`
