@@ -44,17 +44,10 @@ func (s *Server) handlePurgeTasks(w http.ResponseWriter, r *http.Request) {
 	if res.Purged == nil {
 		res.Purged = []string{}
 	}
-	if st := s.Store; st != nil && len(removed) > 0 {
-		gone := make(map[string]bool, len(removed))
-		for _, id := range removed {
-			gone[id] = true
-		}
-		if list, err := st.List(r.Context(), hindsight.ListOptions{IncludeDeleted: true, IncludeSuperseded: true}); err == nil {
-			for _, e := range list {
-				if gone[e.SourceTask] {
-					res.Derived = append(res.Derived, e.ID)
-				}
-			}
+	if s.Store != nil && len(removed) > 0 {
+		learnt, _ := s.mem.LearntFrom(r.Context(), hindsight.ListOptions{IncludeDeleted: true, IncludeSuperseded: true}, removed...)
+		for _, e := range learnt {
+			res.Derived = append(res.Derived, e.ID)
 		}
 	}
 	s.Logger.Info("tasks purged", "purged", len(removed))

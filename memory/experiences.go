@@ -159,3 +159,28 @@ func (s *Service) Get(ctx context.Context, ns, id string) (*hindsight.Experience
 	s.hits.overlay(e)
 	return e, nil
 }
+
+// LearntFrom returns the experiences opt lists whose source task is one of
+// tasks, without their vectors: what reflection learnt from them.
+func (s *Service) LearntFrom(ctx context.Context, opt hindsight.ListOptions, tasks ...string) ([]hindsight.Experience, error) {
+	st, err := s.store()
+	if err != nil {
+		return nil, err
+	}
+	all, err := st.List(ctx, opt)
+	if err != nil {
+		return nil, fmt.Errorf("list experiences: %w", err)
+	}
+	from := make(map[string]bool, len(tasks))
+	for _, id := range tasks {
+		from[id] = true
+	}
+	var out []hindsight.Experience
+	for i := range all {
+		if from[all[i].SourceTask] {
+			all[i].Vector = nil
+			out = append(out, all[i])
+		}
+	}
+	return out, nil
+}
