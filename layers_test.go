@@ -28,6 +28,7 @@ var layers = []struct {
 	{"trace store", []string{"traces"}},
 	{"learning and giving back", []string{"reflect", "reflect/llm", "inject", "store/embedded", "store/weaviate",
 		"store/embedder", "store/embedder/openaiembed"}},
+	{"memory service", []string{"memory"}},
 	{"daemon", []string{"daemon"}},
 	{"sidecar", []string{"sidecar"}},
 	{"daemon's users", []string{"memserver", "replay", "ui", "eval", "eval/convert", "demo"}},

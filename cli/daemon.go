@@ -17,6 +17,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/internal/erase"
+	"github.com/hindsight-proxy/hindsight/memory"
 	"github.com/hindsight-proxy/hindsight/sidecar"
 	"github.com/hindsight-proxy/hindsight/spool"
 	storepkg "github.com/hindsight-proxy/hindsight/store"
@@ -72,7 +73,7 @@ func runDaemon(ctx context.Context, g *globals, fs *pflag.FlagSet, args []string
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
-	memLimit := daemon.SetMemoryLimit() // GOMEMLIMIT, else daemon.MemoryBudget
+	memLimit := daemon.SetMemoryLimit(os.Getenv("GOMEMLIMIT") != "") // GOMEMLIMIT, else daemon.MemoryBudget
 	logger, closer, err := openLog(g, "daemon")
 	if err != nil {
 		return err
@@ -178,14 +179,19 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger, started *
 	// pass the sidecars' redactor; the built-in rules when the
 	// configured ones are broken.
 	var importRedactor daemon.Redactor
-	if red, err := newRedactor(g); err == nil {
+	red, err := newRedactor(g)
+	if err != nil {
+		logger.Error("the configured redaction rules are broken; imports and episodes use the built-in ones", "err", err)
+		red, err = capture.NewRedactor(capture.RedactorConfig{})
+	}
+	if err == nil {
 		importRedactor = red
 	} else {
-		logger.Error("the configured redaction rules are broken; imports and episodes use the built-in ones", "err", err)
+		logger.Error("the built-in redaction rules are broken; imports and episodes are refused", "err", err)
 	}
 	// Experience-store writes made while the store is unreachable wait,
 	// in order, in the trace database.
-	storeOps, err := daemon.NewStoreOps(traces.DB(), logger)
+	storeOps, err := memory.NewOps(traces, logger)
 	if err != nil {
 		return err
 	}
@@ -211,7 +217,8 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger, started *
 		Logger:    logger,
 		Space:     &daemon.SpaceGuard{Dir: g.home.DaemonData(), Logger: logger},
 
-		Redactor: importRedactor,
+		Redactor:   importRedactor,
+		CPUProfile: os.Getenv("HINDSIGHT_DAEMON_CPUPROFILE"), // from start to clean shutdown
 		Retention: daemon.Retention{Traces: g.config.Retention.Traces, TracesMaxBytes: g.config.Retention.TracesMaxBytes,
 			SetAside: g.config.Retention.SetAside},
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/guard"
+	"github.com/hindsight-proxy/hindsight/memory"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -94,7 +95,7 @@ func state(e *hindsight.Experience) string {
 		return "forgotten"
 	case e.SupersededBy != "":
 		return "superseded"
-	case daemon.CheckText(e) != nil:
+	case memory.CheckText(e) != nil:
 		return "quarantined" // never told; see experiences rejected
 	case e.Pinned:
 		return "pinned"

@@ -2,13 +2,13 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
+	"github.com/hindsight-proxy/hindsight/memory"
 	"github.com/hindsight-proxy/hindsight/spool"
 	"github.com/hindsight-proxy/hindsight/toolpin"
 	"github.com/hindsight-proxy/hindsight/traces"
@@ -97,17 +97,6 @@ type Health struct {
 	Home      string    `json:"home"`
 }
 
-// StoreStats describes the experience store.
-type StoreStats struct {
-	Backend    string `json:"backend"`
-	Available  bool   `json:"available"` // false: no store open, or it is unreachable
-	Total      int    `json:"total"`
-	Active     int    `json:"active"`
-	Deleted    int    `json:"deleted"`
-	Superseded int    `json:"superseded"`
-	Error      string `json:"error,omitempty"`
-}
-
 // Status is what `hindsight status` shows.
 type Status struct {
 	Daemon      *Health       `json:"daemon"` // nil when the daemon does not answer
@@ -162,19 +151,6 @@ type SessionCloseResult struct {
 	Final []string `json:"final"`
 }
 
-// ImportResult says what an import did.
-type ImportResult struct {
-	Imported int      `json:"imported"` // new experiences
-	Updated  int      `json:"updated"`  // newer versions of known ones
-	Skipped  int      `json:"skipped"`  // known and unchanged, or local lessons a pack may not replace
-	Errors   []string `json:"errors,omitempty"`
-	// Kept lists the ids the pack shares with local lessons, which it
-	// did not replace.
-	Kept []string `json:"kept,omitempty"`
-	// Redactions counts the secrets removed from the pack's text.
-	Redactions int `json:"redactions,omitempty"`
-}
-
 // ReflectRequest is the body of POST /v1/reflect.
 type ReflectRequest struct {
 	TaskIDs []string `json:"task_ids,omitempty"`
@@ -222,8 +198,9 @@ func (e *APIError) Is(target error) bool {
 		strings.Contains(e.Message, hindsight.ErrStoreUnavailable.Error())
 }
 
-// ErrUnavailable reports a part of the daemon that is not configured.
-var ErrUnavailable = errors.New("not available")
+// ErrUnavailable reports a part of the daemon that is not configured: the
+// memory service's.
+var ErrUnavailable = memory.ErrUnavailable
 
 // ErrRejected marks a batch the daemon refused as bad input (status 400):
 // delivering it again will not help. It is the trace store's own.

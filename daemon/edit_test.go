@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/memory"
 )
 
 // TestEditAndUI: an edit is the next version with origin manual, refused
@@ -38,7 +39,7 @@ func TestEditAndUI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Version != 2 || got.Origin != EditOrigin || got.Lesson != "new" || got.Situation != "s" || got.Confidence != 0.4 {
+	if got.Version != 2 || got.Origin != memory.EditOrigin || got.Lesson != "new" || got.Situation != "s" || got.Confidence != 0.4 {
 		t.Errorf("edited: %+v", got)
 	}
 	if _, err := c.UI(ctx); !errors.Is(err, ErrUnavailable) {

@@ -15,13 +15,6 @@ import (
 	"github.com/hindsight-proxy/hindsight/traces"
 )
 
-// Redactor removes secrets from what the daemon stores on someone else's
-// word: episodes and imported experiences. capture.Redactor implements it.
-type Redactor interface {
-	Redact(data []byte) ([]byte, int)
-	RedactString(s string) (string, int)
-}
-
 // Episode is the body of POST /v1/episodes: one step of an agent that no
 // sidecar saw (a built-in tool, code execution, a browser, a function
 // call), told by the agent itself through `hindsight mcp`'s store_episode.
@@ -141,9 +134,9 @@ func (e *Episode) step(r Redactor, idx int, now time.Time) (hindsight.Step, int)
 
 // storeEpisode validates, redacts and stores an episode.
 func (s *Server) storeEpisode(ctx context.Context, e *Episode) (*EpisodeResult, error) {
-	red, err := s.redactor()
-	if err != nil {
-		return nil, fmt.Errorf("store episode: %w: %v", ErrUnavailable, err)
+	red := s.Redactor
+	if red == nil {
+		return nil, fmt.Errorf("store episode: %w: no redactor", ErrUnavailable)
 	}
 	if err := e.validate(); err != nil {
 		return nil, err
@@ -187,11 +180,7 @@ func (s *Server) handleEpisode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.storeEpisode(r.Context(), &e)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	s.answer(w, r, res, err)
 }
 
 // StoreEpisode records an agent's step outside MCP (POST /v1/episodes):

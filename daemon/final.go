@@ -93,15 +93,8 @@ func (s *Server) finalTask(ctx context.Context, req FinalRequest) (*FinalResult,
 		res.Error = err.Error()
 	}
 	if s.Store != nil {
-		all, err := s.Store.List(ctx, hindsight.ListOptions{Namespace: s.namespace("")})
-		if err != nil {
+		if res.Experiences, err = s.mem.LearntFrom(ctx, hindsight.ListOptions{Namespace: s.namespace("")}, id); err != nil {
 			return nil, err
-		}
-		for i := range all {
-			if all[i].SourceTask == id {
-				all[i].Vector = nil
-				res.Experiences = append(res.Experiences, all[i])
-			}
 		}
 	}
 	return res, nil
@@ -157,11 +150,7 @@ func (s *Server) handleFinal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.finalTask(r.Context(), req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	s.answer(w, r, res, err)
 }
 
 // FinalTask tells the daemon a task is finished (POST /v1/tasks/final):

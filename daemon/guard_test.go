@@ -4,15 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/lab/testkit"
+	"github.com/hindsight-proxy/hindsight/memory"
 )
 
 // hostilePack is a pack whose every line but the first tells the agent
@@ -122,7 +121,7 @@ func TestPlantedLessonQuarantined(t *testing.T) {
 		}
 	}
 	rej, err := c.Rejected(ctx, 10)
-	if err != nil || len(rej) != 1 || rej[0].TaskID != "bad" || rej[0].Reason != QuarantineReason+"credential" {
+	if err != nil || len(rej) != 1 || rej[0].TaskID != "bad" || rej[0].Reason != memory.QuarantineReason+"credential" {
 		t.Errorf("rejected %+v, %v; want the planted lesson quarantined once", rej, err)
 	}
 	if _, err := st.Get(ctx, hindsight.DefaultNamespace, "bad"); err != nil {
@@ -146,32 +145,17 @@ func TestQuarantineSurvivesRestart(t *testing.T) {
 	if found, err := c.Search(ctx, hindsight.Query{Server: "shop", K: 5}); err != nil || len(found) != 0 {
 		t.Fatalf("search found %v, %v", found, err)
 	}
-	saved, err := os.ReadFile(first.Home.Path(QuarantineFile))
+	saved, err := os.ReadFile(first.Home.Path(memory.QuarantineFile))
 	if err != nil {
 		t.Fatalf("the quarantine list was not kept: %v", err)
 	}
 	home := hindsight.Home(testkit.ShortTempDir(t))
-	if err := os.WriteFile(home.Path(QuarantineFile), saved, 0o600); err != nil {
+	if err := os.WriteFile(home.Path(memory.QuarantineFile), saved, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	second := &Server{Store: st, Tick: time.Hour, Home: home}
 	rej, err := startServer(t, second).Rejected(ctx, 10)
-	if err != nil || len(rej) != 1 || rej[0].TaskID != "bad" || rej[0].Reason != QuarantineReason+"prompt_manipulation" {
+	if err != nil || len(rej) != 1 || rej[0].TaskID != "bad" || rej[0].Reason != memory.QuarantineReason+"prompt_manipulation" {
 		t.Errorf("after a restart, rejected %+v, %v; want the lesson quarantined before", rej, err)
-	}
-
-	// A list past its bound keeps the newest.
-	q := newQuarantine(filepath.Join(t.TempDir(), QuarantineFile), quiet)
-	q.mu.Lock()
-	for i := range MaxQuarantined + 5 {
-		q.entries[fmt.Sprint(i)] = Rejection{TaskID: fmt.Sprint(i), At: time.Unix(int64(i), 0)}
-	}
-	if err := q.save(); err != nil {
-		t.Fatal(err)
-	}
-	q.mu.Unlock()
-	again := newQuarantine(q.path, quiet)
-	if list := again.list(); len(list) != MaxQuarantined || list[0].TaskID != fmt.Sprint(MaxQuarantined+4) {
-		t.Errorf("kept %d, newest %+v", len(list), list[0])
 	}
 }

@@ -2,22 +2,17 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/lab/testkit"
 	"github.com/hindsight-proxy/hindsight/lab/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/lab/testkit/weaviatetest"
 	"github.com/hindsight-proxy/hindsight/store/embedder"
 	"github.com/hindsight-proxy/hindsight/store/weaviate"
-	"github.com/hindsight-proxy/hindsight/traces"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // countingTransport counts the requests it carries.
@@ -69,49 +64,13 @@ func TestSearchRoundTripsFlat(t *testing.T) {
 	if err != nil || e.HitCount != 3 {
 		t.Fatalf("read through the daemon before the flush: %+v, %v; want 3 hits", e, err)
 	}
-	d.flushHits(ctx)
+	d.mem.FlushHits(ctx)
 	g, err := st.Get(ctx, "", "r1")
 	if err != nil || g.HitCount != 3 || g.LastHitAt == nil {
 		t.Fatalf("store after the flush: %+v, %v; want 3 hits", g, err)
 	}
 	if e, err := c.Experience(ctx, "", "r1"); err != nil || e.HitCount != 3 {
 		t.Fatalf("read through the daemon after the flush: %+v, %v; want 3 hits, counted once", e, err)
-	}
-}
-
-// TestHitsLostInCrashCounted: hits a daemon held when it died are counted
-// lost by the next one on the same trace database; those flushed are not.
-func TestHitsLostInCrashCounted(t *testing.T) {
-	dir := testkit.ShortTempDir(t)
-	open := func() *traces.Store {
-		st, err := traces.Open(filepath.Join(dir, "traces"), traces.Options{Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
-	tr := open()
-	q := newHitQueue(tr.DB())
-	q.add("default", []string{"a", "b"}, time.Now())
-	q.flush(func(string, []string, time.Time) error { return nil })
-	q.add("default", []string{"a", "c", "d"}, time.Now())
-	if err := tr.Close(); err != nil { // the daemon dies without flushing
-		t.Fatal(err)
-	}
-	tr = open()
-	defer tr.Close()
-	if n := newHitQueue(tr.DB()).recover(); n != 3 {
-		t.Fatalf("hits counted lost after a crash: %d, want 3", n)
-	}
-	q = newHitQueue(tr.DB())
-	if n := q.recover(); n != 0 {
-		t.Fatalf("lost hits counted twice: %d", n)
-	}
-	// Hits the store refuses at a flush are lost too, and counted.
-	q.add("default", []string{"a", "b"}, time.Now())
-	q.flush(func(string, []string, time.Time) error { return errors.New("refused") })
-	if n := testutil.ToFloat64(q.lost); n != 2 {
-		t.Fatalf("hits refused at a flush counted lost: %v, want 2", n)
 	}
 }
 

@@ -27,6 +27,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(validUTF8(buf.Bytes()))
 }
 
+// answer answers v (200) or err.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, v any, err error) {
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
 // jsonContentType is the Content-Type header of a JSON answer, shared by
 // the answers that set it without copying (nothing changes it).
 var jsonContentType = []string{"application/json"}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/memory"
 )
 
 // Purge is the answer to a secret that escaped redaction: it removes data
@@ -17,14 +18,6 @@ import (
 type PurgeTasksRequest struct {
 	IDs    []string   `json:"ids,omitempty"`
 	Before *time.Time `json:"before,omitempty"`
-}
-
-// PurgeResult says what a purge removed. Derived lists the experiences
-// learnt from purged tasks (by source_task), which a purge of traces does
-// not remove: purge them too if the secret may be in them.
-type PurgeResult struct {
-	Purged  []string `json:"purged"`
-	Derived []string `json:"derived,omitempty"`
 }
 
 func (s *Server) handlePurgeTasks(w http.ResponseWriter, r *http.Request) {
@@ -51,17 +44,10 @@ func (s *Server) handlePurgeTasks(w http.ResponseWriter, r *http.Request) {
 	if res.Purged == nil {
 		res.Purged = []string{}
 	}
-	if st := s.Store; st != nil && len(removed) > 0 {
-		gone := make(map[string]bool, len(removed))
-		for _, id := range removed {
-			gone[id] = true
-		}
-		if list, err := st.List(r.Context(), hindsight.ListOptions{IncludeDeleted: true, IncludeSuperseded: true}); err == nil {
-			for _, e := range list {
-				if gone[e.SourceTask] {
-					res.Derived = append(res.Derived, e.ID)
-				}
-			}
+	if s.Store != nil && len(removed) > 0 {
+		learnt, _ := s.mem.LearntFrom(r.Context(), hindsight.ListOptions{IncludeDeleted: true, IncludeSuperseded: true}, removed...)
+		for _, e := range learnt {
+			res.Derived = append(res.Derived, e.ID)
 		}
 	}
 	s.Logger.Info("tasks purged", "purged", len(removed))
@@ -80,7 +66,7 @@ func (s *Server) handlePurgeExperiences(w http.ResponseWriter, r *http.Request) 
 		s.fail(w, r, err)
 		return
 	}
-	s.storeWrite(w, r, StoreOp{Kind: OpPurge, Namespace: req.Namespace, IDs: req.IDs})
+	s.write(w, r, StoreOp{Kind: memory.OpPurge, Namespace: req.Namespace, IDs: req.IDs})
 }
 
 // PurgeTasks asks the daemon to remove tasks for good (see

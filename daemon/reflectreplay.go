@@ -91,13 +91,9 @@ func (s *Server) handleReflectReplay(w http.ResponseWriter, r *http.Request) {
 				ids = append(ids, tasks[i].ID)
 			}
 		}
-	} else {
-		for _, id := range ids {
-			if _, err := s.Traces.TaskInfo(r.Context(), id); err != nil {
-				s.fail(w, r, err)
-				return
-			}
-		}
+	} else if err := s.knownTasks(r.Context(), ids); err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	w.Header().Set("Content-Type", "application/jsonl")
 	w.WriteHeader(http.StatusOK)

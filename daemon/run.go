@@ -420,10 +420,10 @@ func ping(ctx context.Context, c *Client) error {
 const MemoryBudget = 64 << 20
 
 // SetMemoryLimit gives the runtime the daemon's soft memory limit,
-// MemoryBudget, unless the environment sets GOMEMLIMIT (which the runtime
-// already applied). It returns the limit in force.
-func SetMemoryLimit() int64 {
-	if os.Getenv("GOMEMLIMIT") == "" {
+// MemoryBudget, unless envSet (the environment sets GOMEMLIMIT, which the
+// runtime already applied). It returns the limit in force.
+func SetMemoryLimit(envSet bool) int64 {
+	if !envSet {
 		debug.SetMemoryLimit(MemoryBudget)
 	}
 	return debug.SetMemoryLimit(-1)

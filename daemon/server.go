@@ -1,6 +1,8 @@
 // Package daemon is Hindsight's per-machine daemon: the HTTP/JSON API on a
 // 0600 Unix socket that sidecars and the command line speak to, over the
-// trace store (package traces), and the client for it.
+// trace store (package traces) and the memory service (package memory),
+// the client for it, its lock, socket and autostart. Its configuration
+// comes from its caller (the command line), which reads the environment.
 package daemon
 
 import (
@@ -9,13 +11,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/profile"
+	"github.com/hindsight-proxy/hindsight/memory"
 	"github.com/hindsight-proxy/hindsight/traces"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -33,8 +34,8 @@ type Server struct {
 	Home      hindsight.Home
 	Version   string
 	Logger    *slog.Logger // nil: slog.Default()
-	// Redactor cleans imported experiences and episodes; nil: the
-	// built-in rules.
+	// Redactor cleans imported experiences and episodes; nil: imports
+	// and episodes answer 503.
 	Redactor Redactor
 	Tick     time.Duration // period of the finality loop; 0: a tenth of the idle gap, 1s to 30s
 
@@ -65,19 +66,22 @@ type Server struct {
 	StoreOps *StoreOps
 
 	// HitFlush is how often the hits searches count are written to the
-	// experience store (they wait in memory meanwhile, see hitQueue); 0:
-	// DefaultHitFlush.
+	// experience store (they wait in memory meanwhile); 0:
+	// memory.DefaultHitFlush.
 	HitFlush time.Duration
 
 	// UI, when set, starts the web UI unless it runs and returns its URL
 	// (POST /v1/ui); nil: the daemon serves no UI (503).
 	UI func(ctx context.Context) (string, error)
 
+	// CPUProfile, when set, names a file Serve writes a CPU profile of
+	// the daemon to, from start to clean shutdown (for measuring ingest).
+	CPUProfile string
+
 	run       runState
 	m         metrics
-	hits      *hitQueue
-	quar      *quarantine
-	episodeMu sync.Mutex // serializes episodes that take the next index
+	mem       *memory.Service // the experience store's API, over Store
+	episodeMu sync.Mutex      // serializes episodes that take the next index
 }
 
 // runState is what init sets up once, for the handlers and the loop.
@@ -95,40 +99,22 @@ func (s *Server) init() {
 		if s.Logger == nil {
 			s.Logger = slog.Default()
 		}
-		qpath := ""
+		s.mem = &memory.Service{Store: s.Store, StoreName: s.StoreName, Namespace: s.Namespace,
+			Redactor: s.Redactor, Logger: s.Logger, Ops: s.StoreOps, Traces: s.Traces, HitFlush: s.HitFlush}
 		if s.Home != "" {
-			qpath = s.Home.Path(QuarantineFile)
+			s.mem.QuarantinePath = s.Home.Path(memory.QuarantineFile)
 		}
-		s.quar = newQuarantine(qpath, s.Logger)
-		var db *badger.DB
-		if s.Traces != nil {
-			db = s.Traces.DB()
+		if rl, ok := s.Queue.(RejectionLister); ok {
+			s.mem.Rejections = rl
 		}
-		s.hits = newHitQueue(db)
-		if n := s.hits.recover(); n > 0 {
-			s.Logger.Warn("hits of searches lost: the daemon stopped before writing them", "lost", n)
-		}
+		s.mem.Recovered() // counts and logs the hits a daemon that died lost
 		s.initMetrics()
-		if s.StoreOps != nil && s.StoreOps.Apply == nil {
-			s.StoreOps.Apply = func(ctx context.Context, op *StoreOp) error {
-				_, err := s.applyOp(ctx, op)
-				return err
-			}
-		}
 		s.run.mux = http.NewServeMux()
 		s.routes()
 	})
 }
 
-func (s *Server) namespace(ns string) string {
-	switch {
-	case ns != "":
-		return ns
-	case s.Namespace != "":
-		return s.Namespace
-	}
-	return hindsight.DefaultNamespace
-}
+func (s *Server) namespace(ns string) string { return s.mem.Resolve(ns) }
 
 // ServeHTTP serves the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -175,15 +161,12 @@ func (s *Server) routes() {
 
 // Serve answers on ln and runs the finality loop until ctx is done, then
 // shuts down cleanly: in-flight requests finish, a last pass makes idle
-// tasks final and hands them to reflection.
-//
-// When the environment names a file in HINDSIGHT_DAEMON_CPUPROFILE, Serve
-// writes a CPU profile of the daemon there, from start to clean shutdown
-// (for measuring ingest; a sidecar's HINDSIGHT_CPUPROFILE is its own).
+// tasks final and hands them to reflection, the hits searches counted are
+// written and the queued store writes applied as far as the store lets.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.init()
-	if path := os.Getenv(CPUProfileEnv); path != "" {
-		stop, err := profile.StartCPU(path)
+	if s.CPUProfile != "" {
+		stop, err := profile.StartCPU(s.CPUProfile)
 		if err != nil {
 			s.Logger.Warn("no cpu profile", "err", err)
 		} else {
@@ -207,10 +190,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Go(func() { s.Space.Run(loopCtx) })
 	}
 	wg.Go(func() { s.retentionLoop(loopCtx) })
-	wg.Go(func() { s.hitLoop(loopCtx) })
-	if s.StoreOps != nil {
-		wg.Go(func() { s.StoreOps.Run(loopCtx) })
-	}
+	wg.Go(func() { s.mem.Run(loopCtx) })
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	var err error
@@ -227,15 +207,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stopLoop()
 	wg.Wait()
 	s.pass(shutCtx) // the final drain
-	s.flushHits(shutCtx)
-	if s.StoreOps != nil && s.StoreOps.Depth() > 0 {
-		if e := s.StoreOps.Drain(shutCtx); e != nil {
-			s.Logger.Warn("store writes stay queued for the next start", "queued", s.StoreOps.Depth(), "err", e)
-		}
-	}
+	s.mem.Close(shutCtx)
 	return err
 }
-
-// CPUProfileEnv names the environment variable that makes Serve write a
-// CPU profile of the daemon (see Serve).
-const CPUProfileEnv = "HINDSIGHT_DAEMON_CPUPROFILE"

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/capture"
 	"github.com/hindsight-proxy/hindsight/lab/testkit"
 	"github.com/hindsight-proxy/hindsight/lab/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/store"
@@ -79,6 +80,13 @@ func startServer(t *testing.T, s *Server) *Client {
 	}
 	if s.Logger == nil {
 		s.Logger = quiet
+	}
+	if s.Redactor == nil { // as the command line gives it
+		red, err := capture.NewRedactor(capture.RedactorConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Redactor = red
 	}
 	if s.Traces == nil {
 		st, err := traces.Open(filepath.Join(home.DaemonData(), "traces"), traces.Options{Logger: quiet})

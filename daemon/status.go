@@ -1,14 +1,10 @@
 package daemon
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
-	"time"
 
-	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/spool"
 	"github.com/hindsight-proxy/hindsight/toolpin"
@@ -42,7 +38,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 		}
 		st.Reflection = &qs
 	}
-	st.Experiences = s.storeStats(r.Context())
+	st.Experiences = s.mem.Stats(r.Context())
 	if s.StoreOps != nil {
 		ops := s.StoreOps.Stats()
 		st.StoreOps = &ops
@@ -54,39 +50,6 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 		st.Tools = &tools
 	}
 	writeJSON(w, http.StatusOK, st)
-}
-
-// storeStatsTimeout bounds the count of experiences in the status.
-const storeStatsTimeout = 3 * time.Second
-
-func (s *Server) storeStats(ctx context.Context) *StoreStats {
-	ss := &StoreStats{Backend: s.StoreName}
-	if s.Store == nil {
-		ss.Error = "no experience store is open"
-		return ss
-	}
-	ss.Available = true
-	// An unreachable store would hold the status for its whole retry.
-	ctx, cancel := context.WithTimeout(ctx, storeStatsTimeout)
-	defer cancel()
-	all, err := s.Store.List(ctx, hindsight.ListOptions{IncludeDeleted: true, IncludeSuperseded: true})
-	if err != nil {
-		ss.Available = !errors.Is(err, hindsight.ErrStoreUnavailable)
-		ss.Error = err.Error()
-		return ss
-	}
-	for i := range all {
-		ss.Total++
-		switch {
-		case all[i].Deleted:
-			ss.Deleted++
-		case all[i].SupersededBy != "":
-			ss.Superseded++
-		default:
-			ss.Active++
-		}
-	}
-	return ss
 }
 
 // dirSizes returns the bytes held by each directory directly under dir.
@@ -155,7 +118,7 @@ func (s *Server) initMetrics() {
 			return float64(s.StoreOps.Depth())
 		})
 	s.m.sidecars = newSidecarMetrics()
-	for _, col := range append(s.hits.collectors(), toolsCollector{s.Home}, opsDepth, s.m.sidecars, s.m.ingested, s.m.duplicates, s.m.batches, s.m.rejected, s.m.final, s.m.enqueueFailures, diskRefused, diskLow, s.quar.counter) {
+	for _, col := range append(s.mem.Collectors(), toolsCollector{s.Home}, opsDepth, s.m.sidecars, s.m.ingested, s.m.duplicates, s.m.batches, s.m.rejected, s.m.final, s.m.enqueueFailures, diskRefused, diskLow) {
 		if err := s.Registry.Register(col); err != nil {
 			s.Logger.Warn("register daemon metric", "err", err)
 		}

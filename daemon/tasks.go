@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -55,15 +56,25 @@ func (s *Server) annotate(st *hindsight.Step) {
 	}
 }
 
+// knownTasks returns nil when the trace store holds every task of ids,
+// else the error (hindsight.ErrNotFound for an unknown one) of the first
+// it cannot read.
+func (s *Server) knownTasks(ctx context.Context, ids []string) error {
+	for _, id := range ids {
+		if _, err := s.Traces.TaskInfo(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // handleExport streams the steps of the tasks named by ?task=, or of all
 // tasks, as JSON lines (GET /v1/export); an unknown task is 404.
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	ids := r.URL.Query()["task"]
-	for _, id := range ids {
-		if _, err := s.Traces.TaskInfo(r.Context(), id); err != nil {
-			s.fail(w, r, err)
-			return
-		}
+	if err := s.knownTasks(r.Context(), ids); err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	w.Header().Set("Content-Type", "application/jsonl")
 	var buf bytes.Buffer

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-proxy/hindsight/daemon"
+	"github.com/hindsight-proxy/hindsight/memory"
 )
 
 // TestPackImports checks that the synthetic pack passes the daemon's
@@ -27,7 +27,7 @@ func TestPackImports(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		list, _, err := daemon.ParseImport(data, daemon.ImportOptions{}, nil, time.Now())
+		list, _, err := memory.ParseImport(data, memory.ImportOptions{}, nil, time.Now())
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}

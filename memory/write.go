@@ -1,112 +1,118 @@
-package daemon
+package memory
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/store"
 )
 
-// QueuedResult is the answer (202) to a write the daemon queued because
-// the experience store was unreachable, or had writes waiting before it.
-type QueuedResult struct {
-	Queued bool   `json:"queued"`
-	Op     uint64 `json:"op"`
+// Written is what a write did: the experience as it is now (forget,
+// restore, pin, edit), what a purge removed, or, when the store was
+// unreachable or writes waited before it, the sequence number of the op
+// queued in its place (Queued; nothing else is set).
+type Written struct {
+	Experience *hindsight.Experience
+	Purged     *PurgeResult
+	Queued     uint64
 }
 
-// QueuedError is what Client methods return for a write the daemon queued
-// (see QueuedResult): not a failure, but the write is not applied yet.
-type QueuedError struct{ Op uint64 }
-
-func (e *QueuedError) Error() string {
-	return fmt.Sprintf("queued: the store is unreachable; applied when it is back (op %d)", e.Op)
+// PurgeResult says what a purge removed. Derived lists the experiences
+// learnt from purged tasks (by source_task), which a purge of traces does
+// not remove: purge them too if the secret may be in them.
+type PurgeResult struct {
+	Purged  []string `json:"purged"`
+	Derived []string `json:"derived,omitempty"`
 }
 
-// storeWrite applies op at once and answers what it returns, unless the
+// Write applies op (Kind OpForget, OpRestore, OpPin, OpEdit or OpPurge;
+// IDs, and Namespace "" for each id where it is found) at once, unless the
 // store is unreachable or ops wait before it (order is kept): then op is
-// queued and answered 202 with a QueuedResult.
-func (s *Server) storeWrite(w http.ResponseWriter, r *http.Request, op StoreOp) {
+// queued in Ops and applied once the store is back. An edit applied at
+// once must find the version its request read (else hindsight.ErrConflict);
+// a queued one edits the version stored then.
+func (s *Service) Write(ctx context.Context, op Op) (Written, error) {
+	if op.Kind == OpEdit && op.Edit != nil {
+		if err := validateEdit(op.Edit); err != nil {
+			return Written{}, err
+		}
+	}
 	if _, err := s.store(); err != nil {
-		s.fail(w, r, err)
-		return
+		return Written{}, err
 	}
-	if s.StoreOps == nil || s.StoreOps.Depth() == 0 {
-		res, err := s.applyOp(r.Context(), &op)
+	if s.Ops == nil || s.Ops.Depth() == 0 {
+		res, err := s.apply(ctx, &op)
 		if err == nil {
-			writeJSON(w, http.StatusOK, res)
-			return
+			return res, nil
 		}
-		if s.StoreOps == nil || !errors.Is(err, hindsight.ErrStoreUnavailable) {
-			s.fail(w, r, err)
-			return
+		if s.Ops == nil || !errors.Is(err, hindsight.ErrStoreUnavailable) {
+			return Written{}, err
 		}
 	}
-	seq, err := s.StoreOps.Enqueue(op)
+	seq, err := s.Ops.Enqueue(op)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return Written{}, err
 	}
 	s.Logger.Info("experience store write queued", "op", seq, "kind", op.Kind, "ids", op.IDs)
-	writeJSON(w, http.StatusAccepted, QueuedResult{Queued: true, Op: seq})
+	return Written{Queued: seq}, nil
 }
 
 // recordHits counts a hit on each of ids, through the queue when the
 // store is unreachable or ops wait; a failure is logged and returned.
-func (s *Server) recordHits(ctx context.Context, ns string, ids []string, at time.Time) error {
-	op := StoreOp{Kind: OpHits, Namespace: ns, IDs: ids, At: at}
-	if s.StoreOps == nil || s.StoreOps.Depth() == 0 {
-		_, err := s.applyOp(ctx, &op)
-		if err == nil || s.StoreOps == nil || !errors.Is(err, hindsight.ErrStoreUnavailable) {
+func (s *Service) recordHits(ctx context.Context, ns string, ids []string, at time.Time) error {
+	op := Op{Kind: OpHits, Namespace: ns, IDs: ids, At: at}
+	if s.Ops == nil || s.Ops.Depth() == 0 {
+		_, err := s.apply(ctx, &op)
+		if err == nil || s.Ops == nil || !errors.Is(err, hindsight.ErrStoreUnavailable) {
 			if err != nil {
 				s.Logger.Warn("record experience hits", "err", err)
 			}
 			return err
 		}
 	}
-	if _, err := s.StoreOps.Enqueue(op); err != nil {
+	if _, err := s.Ops.Enqueue(op); err != nil {
 		s.Logger.Warn("record experience hits", "err", err)
 		return err
 	}
 	return nil
 }
 
-// applyOp performs op against the store and returns what the API answers
-// for it. An op from the queue (Seq set) edits the then-stored version;
+// apply performs op against the store and returns what it did. An op from the queue (Seq set) edits the then-stored version;
 // one applied at once must find the version its edit read.
-func (s *Server) applyOp(ctx context.Context, op *StoreOp) (any, error) {
+func (s *Service) apply(ctx context.Context, op *Op) (Written, error) {
 	st, err := s.store()
 	if err != nil {
-		return nil, err
+		return Written{}, err
 	}
 	if op.Kind == OpHits {
-		if err := st.RecordHits(ctx, s.namespace(op.Namespace), op.IDs, op.At); err != nil {
-			return nil, fmt.Errorf("record hits: %w", err)
+		if err := st.RecordHits(ctx, s.Resolve(op.Namespace), op.IDs, op.At); err != nil {
+			return Written{}, fmt.Errorf("record hits: %w", err)
 		}
-		return nil, nil
+		return Written{}, nil
 	}
 	if op.Kind == OpPurge {
-		return s.purgeExperiences(ctx, st, op.Namespace, op.IDs)
+		res, err := s.purge(ctx, st, op.Namespace, op.IDs)
+		return Written{Purged: &res}, err
 	}
 	if len(op.IDs) != 1 {
-		return nil, badRequest("%s: one id wanted, got %d", op.Kind, len(op.IDs))
+		return Written{}, badRequest("%s: one id wanted, got %d", op.Kind, len(op.IDs))
 	}
 	for try := 0; ; try++ {
 		e, err := s.find(ctx, st, op.Namespace, op.IDs[0])
 		if err != nil {
-			return nil, err
+			return Written{}, err
 		}
-		changed, err := s.change(e, op)
+		changed, err := change(e, op)
 		if err != nil || !changed {
-			return e, err
+			return Written{Experience: e}, err
 		}
 		err = st.Put(ctx, e)
 		if err == nil {
 			s.Logger.Info("experience changed", "id", e.ID, "namespace", e.Namespace, "op", op.Kind, "version", e.Version)
-			return e, nil
+			return Written{Experience: e}, nil
 		}
 		// Another write landed between the read and the put (another
 		// request of this daemon, or another daemon): read again. A
@@ -114,13 +120,13 @@ func (s *Server) applyOp(ctx context.Context, op *StoreOp) (any, error) {
 		// an edit applied at once is checked again against the version
 		// its caller read (change), a queued one is not.
 		if !errors.Is(err, hindsight.ErrConflict) || try == 4 {
-			return nil, fmt.Errorf("put experience: %w", err)
+			return Written{}, fmt.Errorf("put experience: %w", err)
 		}
 	}
 }
 
 // change applies op to e and reports whether e changed.
-func (s *Server) change(e *hindsight.Experience, op *StoreOp) (bool, error) {
+func change(e *hindsight.Experience, op *Op) (bool, error) {
 	switch op.Kind {
 	case OpForget, OpRestore:
 		want := op.Kind == OpForget
@@ -143,9 +149,9 @@ func (s *Server) change(e *hindsight.Experience, op *StoreOp) (bool, error) {
 	return false, badRequest("unknown store op %q", op.Kind)
 }
 
-// purgeExperiences erases ids for good, each in namespace ns or, when ns
+// purge erases ids for good, each in namespace ns or, when ns
 // is "", where it is found.
-func (s *Server) purgeExperiences(ctx context.Context, st hindsight.ExperienceStore, ns string, ids []string) (PurgeResult, error) {
+func (s *Service) purge(ctx context.Context, st hindsight.ExperienceStore, ns string, ids []string) (PurgeResult, error) {
 	res := PurgeResult{Purged: []string{}}
 	p, ok := st.(store.Purger)
 	if !ok {

@@ -1,4 +1,4 @@
-package daemon
+package memory
 
 import (
 	"context"
@@ -13,9 +13,10 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight/internal/badgerdb"
+	"github.com/hindsight-proxy/hindsight/traces"
 )
 
-// Kinds of StoreOp.
+// Kinds of Op.
 const (
 	OpHits    = "hits"    // count a hit on each of IDs
 	OpForget  = "forget"  // soft-delete ID
@@ -25,10 +26,10 @@ const (
 	OpPurge   = "purge"   // erase IDs for good
 )
 
-// StoreOp is one experience-store write the daemon keeps until the store
+// Op is one experience-store write the daemon keeps until the store
 // takes it. Namespace "" means each id where it is found (hits: the
 // default namespace).
-type StoreOp struct {
+type Op struct {
 	Seq       uint64       `json:"seq"`
 	Kind      string       `json:"kind"`
 	Namespace string       `json:"namespace,omitempty"`
@@ -42,24 +43,24 @@ type StoreOp struct {
 	RefusedSince time.Time `json:"refused_since,omitzero"`
 }
 
-// StoreOpsStats is what `hindsight status` shows of the queue.
-type StoreOpsStats struct {
+// OpsStats is what `hindsight status` shows of the queue.
+type OpsStats struct {
 	Depth     int        `json:"depth"`
 	Oldest    *time.Time `json:"oldest,omitempty"` // when the oldest waiting op was queued
 	LastError string     `json:"last_error,omitempty"`
 	Dropped   int        `json:"dropped,omitempty"` // ops the store refused for good, since start
 }
 
-// Defaults of StoreOps' backoff between tries while the store is
+// Defaults of Ops' backoff between tries while the store is
 // unreachable.
 const (
-	DefaultStoreOpsBackoff    = time.Second
-	DefaultStoreOpsMaxBackoff = time.Minute
-	// DefaultStoreOpsRefusedGrace is how long the store may refuse an op
+	DefaultOpsBackoff    = time.Second
+	DefaultOpsMaxBackoff = time.Minute
+	// DefaultOpsRefusedGrace is how long the store may refuse an op
 	// (and at least minRefusals times) before it is dropped: a store that
 	// just came back may not find what it holds until its shards load.
-	DefaultStoreOpsRefusedGrace = 2 * time.Minute
-	minRefusals                 = 3
+	DefaultOpsRefusedGrace = 2 * time.Minute
+	minRefusals            = 3
 )
 
 // errRefusedForNow is Drain's error for an op the store refused, which is
@@ -74,7 +75,7 @@ func storeOpKey(seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(append([]byte(nil), storeOpsPrefix...), seq)
 }
 
-// StoreOps keeps, in order and durably, the experience-store writes made
+// Ops keeps, in order and durably, the experience-store writes made
 // while the store could not be reached, and applies them once it answers.
 //
 // Ops are applied strictly in queue order by Run, one at a time: an op the
@@ -83,14 +84,14 @@ func storeOpKey(seq uint64) []byte {
 // refuses (an id purged meanwhile, or not loaded yet by a store that just
 // came back) is tried again the same way, and dropped, logged and counted
 // once refused for RefusedGrace and at least three times.
-type StoreOps struct {
-	// Apply performs one op against the store; a Server sets it to its
+type Ops struct {
+	// Apply performs one op against the store; a Service sets it to its
 	// own when it is nil.
-	Apply      func(ctx context.Context, op *StoreOp) error
-	Backoff    time.Duration // first wait; 0: DefaultStoreOpsBackoff
-	MaxBackoff time.Duration // cap of the wait; 0: DefaultStoreOpsMaxBackoff
+	Apply      func(ctx context.Context, op *Op) error
+	Backoff    time.Duration // first wait; 0: DefaultOpsBackoff
+	MaxBackoff time.Duration // cap of the wait; 0: DefaultOpsMaxBackoff
 	// RefusedGrace is how long an op the store refuses is tried again
-	// before it is dropped; 0: DefaultStoreOpsRefusedGrace.
+	// before it is dropped; 0: DefaultOpsRefusedGrace.
 	RefusedGrace time.Duration
 
 	db  *badger.DB
@@ -107,14 +108,18 @@ type StoreOps struct {
 	dropped int
 }
 
-// NewStoreOps returns the queue kept under storeops/ in db (the daemon's
-// trace database, which the caller owns). Set Apply (or hand the queue
-// to a Server) before Run.
-func NewStoreOps(db *badger.DB, logger *slog.Logger) (*StoreOps, error) {
+// NewOps returns the queue kept under storeops/ in the trace store's
+// database (which the caller owns). Hand it to a Service (or set Apply)
+// before Run.
+func NewOps(t *traces.Store, logger *slog.Logger) (*Ops, error) {
+	return newOps(t.DB(), logger)
+}
+
+func newOps(db *badger.DB, logger *slog.Logger) (*Ops, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	o := &StoreOps{db: db, log: logger, next: 1, kick: make(chan struct{}, 1)}
+	o := &Ops{db: db, log: logger, next: 1, kick: make(chan struct{}, 1)}
 	err := db.View(func(txn *badger.Txn) error {
 		it := badgerdb.KeyIterator(txn, storeOpsPrefix, false)
 		defer it.Close()
@@ -133,13 +138,13 @@ func NewStoreOps(db *badger.DB, logger *slog.Logger) (*StoreOps, error) {
 }
 
 // Depth returns the number of ops waiting.
-func (o *StoreOps) Depth() int { return int(o.depth.Load()) }
+func (o *Ops) Depth() int { return int(o.depth.Load()) }
 
 // Enqueue adds op at the end of the queue, durably, and returns its
 // sequence number. A forget, restore or pin of the same experience as the
 // last op waiting (not being applied) replaces that op, since only the
 // last state counts; nothing else is coalesced (each hit record counts).
-func (o *StoreOps) Enqueue(op StoreOp) (uint64, error) {
+func (o *Ops) Enqueue(op Op) (uint64, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := time.Now().UTC()
@@ -176,7 +181,7 @@ func (o *StoreOps) Enqueue(op StoreOp) (uint64, error) {
 
 // sameState reports whether b sets the same piece of state as a, which it
 // may then replace: a forget or restore, or a pin, of one experience.
-func sameState(a, b *StoreOp) bool {
+func sameState(a, b *Op) bool {
 	flag := func(k string) int {
 		switch k {
 		case OpForget, OpRestore:
@@ -190,7 +195,7 @@ func sameState(a, b *StoreOp) bool {
 		len(a.IDs) == 1 && len(b.IDs) == 1 && a.IDs[0] == b.IDs[0]
 }
 
-func setOp(txn *badger.Txn, op *StoreOp) error {
+func setOp(txn *badger.Txn, op *Op) error {
 	b, err := json.Marshal(op)
 	if err != nil {
 		return err
@@ -199,12 +204,12 @@ func setOp(txn *badger.Txn, op *StoreOp) error {
 }
 
 // lastOp returns the op at the end of the queue.
-func (o *StoreOps) lastOp(txn *badger.Txn) (StoreOp, bool, error) {
+func (o *Ops) lastOp(txn *badger.Txn) (Op, bool, error) {
 	return o.edgeOp(txn, true)
 }
 
 // edgeOp returns the first op of the queue, or the last when last is set.
-func (o *StoreOps) edgeOp(txn *badger.Txn, last bool) (StoreOp, bool, error) {
+func (o *Ops) edgeOp(txn *badger.Txn, last bool) (Op, bool, error) {
 	opt := badger.DefaultIteratorOptions
 	opt.Prefix, opt.Reverse, opt.PrefetchValues = storeOpsPrefix, last, false
 	it := txn.NewIterator(opt)
@@ -214,7 +219,7 @@ func (o *StoreOps) edgeOp(txn *badger.Txn, last bool) (StoreOp, bool, error) {
 	} else {
 		it.Rewind()
 	}
-	var op StoreOp
+	var op Op
 	if !it.ValidForPrefix(storeOpsPrefix) {
 		return op, false, nil
 	}
@@ -225,15 +230,15 @@ func (o *StoreOps) edgeOp(txn *badger.Txn, last bool) (StoreOp, bool, error) {
 }
 
 // List returns the waiting ops, in queue order.
-func (o *StoreOps) List() ([]StoreOp, error) {
-	var out []StoreOp
+func (o *Ops) List() ([]Op, error) {
+	var out []Op
 	err := o.db.View(func(txn *badger.Txn) error {
 		opt := badger.DefaultIteratorOptions
 		opt.Prefix = storeOpsPrefix
 		it := txn.NewIterator(opt)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
-			var op StoreOp
+			var op Op
 			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &op) }); err != nil {
 				return fmt.Errorf("decode store op %x: %w", it.Item().Key(), err)
 			}
@@ -248,8 +253,8 @@ func (o *StoreOps) List() ([]StoreOp, error) {
 }
 
 // Stats describes the queue.
-func (o *StoreOps) Stats() StoreOpsStats {
-	st := StoreOpsStats{Depth: o.Depth()}
+func (o *Ops) Stats() OpsStats {
+	st := OpsStats{Depth: o.Depth()}
 	_ = o.db.View(func(txn *badger.Txn) error {
 		if first, ok, err := o.edgeOp(txn, false); err == nil && ok {
 			st.Oldest = &first.QueuedAt

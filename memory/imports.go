@@ -1,4 +1,4 @@
-package daemon
+package memory
 
 import (
 	"bufio"
@@ -8,13 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/capture"
 	"github.com/hindsight-proxy/hindsight/guard"
 	"github.com/hindsight-proxy/hindsight/store"
 	"github.com/hindsight-proxy/hindsight/traces"
@@ -32,7 +29,7 @@ const ImportConfidenceCap = hindsight.ImportConfidenceCap
 
 // ImportOptions are the importer's choices, not the file's.
 type ImportOptions struct {
-	// Namespace receives every experience; "": the daemon's.
+	// Namespace receives every experience; "": the service's.
 	Namespace string
 	// Pack names the pack in each experience's origin ("import:PACK").
 	Pack string
@@ -41,17 +38,21 @@ type ImportOptions struct {
 	Trust bool
 }
 
-// builtinRedactor is the redactor of a Server given none.
-var builtinRedactor = sync.OnceValues(func() (Redactor, error) {
-	return capture.NewRedactor(capture.RedactorConfig{})
-})
-
-func (s *Server) redactor() (Redactor, error) {
-	if s.Redactor != nil {
-		return s.Redactor, nil
-	}
-	return builtinRedactor()
+// ImportResult says what an import did.
+type ImportResult struct {
+	Imported int      `json:"imported"` // new experiences
+	Updated  int      `json:"updated"`  // newer versions of known ones
+	Skipped  int      `json:"skipped"`  // known and unchanged, or local lessons a pack may not replace
+	Errors   []string `json:"errors,omitempty"`
+	// Kept lists the ids the pack shares with local lessons, which it
+	// did not replace.
+	Kept []string `json:"kept,omitempty"`
+	// Redactions counts the secrets removed from the pack's text.
+	Redactions int `json:"redactions,omitempty"`
 }
+
+// maxLine bounds one experience in an import.
+const maxLine = 4 << 20
 
 // LineError is one bad line of an import.
 type LineError struct {
@@ -184,38 +185,28 @@ func clamp(t, now time.Time) time.Time {
 	return t
 }
 
-func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
+// Import stores a pack: experiences as JSON Lines, parsed and cleaned
+// first (ParseImport, with the service's Redactor), so that a bad line
+// imports nothing (an error wrapping ErrInvalid, with an *ImportError's
+// text). opt.Namespace "" is the service's namespace. A write that fails
+// is listed in the result's Errors, and what the import inserted is
+// removed again.
+func (s *Service) Import(ctx context.Context, data []byte, opt ImportOptions) (ImportResult, error) {
 	st, err := s.store()
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return ImportResult{}, err
 	}
-	q := r.URL.Query()
-	opt := ImportOptions{Namespace: s.namespace(q.Get("namespace")), Pack: guard.Printable(q.Get("pack"))}
-	if opt.Trust, err = boolParam(r, "trust"); err != nil {
-		s.fail(w, r, err)
-		return
+	if s.Redactor == nil {
+		return ImportResult{}, fmt.Errorf("import: %w: no redactor", ErrUnavailable)
 	}
-	body, err := readAll(w, r)
+	opt.Namespace, opt.Pack = s.Resolve(opt.Namespace), guard.Printable(opt.Pack)
+	list, redactions, err := ParseImport(data, opt, s.Redactor, time.Now())
 	if err != nil {
-		s.fail(w, r, fmt.Errorf("read import: %w", err))
-		return
+		return ImportResult{}, badRequest("%v", err)
 	}
-	red, err := s.redactor()
-	if err != nil {
-		s.fail(w, r, fmt.Errorf("import: %w", err))
-		return
-	}
-	// Parse and clean everything first: a bad line imports nothing.
-	list, redactions, err := ParseImport(body, opt, red, time.Now())
-	if err != nil {
-		s.fail(w, r, badRequest("%v", err))
-		return
-	}
-	res := s.importAll(r.Context(), st, list)
+	res := s.importAll(ctx, st, list)
 	res.Redactions = redactions
-	writeJSON(w, http.StatusOK, res) // failed writes are in res.Errors, undone
-
+	return res, nil
 }
 
 // batchPutter is a store that writes many experiences at once
@@ -233,7 +224,7 @@ type batchPutter interface {
 // A store that writes in batches gets the writes in one batch (an id met
 // twice flushes the batch first, so that its second line sees the
 // first), so that it takes one snapshot of its index at the end.
-func (s *Server) importAll(ctx context.Context, st hindsight.ExperienceStore, list []hindsight.Experience) ImportResult {
+func (s *Service) importAll(ctx context.Context, st hindsight.ExperienceStore, list []hindsight.Experience) ImportResult {
 	res := ImportResult{}
 	var inserted []string
 	fail := func(e *hindsight.Experience, err error) {

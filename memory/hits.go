@@ -1,4 +1,4 @@
-package daemon
+package memory
 
 import (
 	"context"
@@ -9,12 +9,11 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/defaults"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DefaultHitFlush is how often the hits of searches are written to the
-// experience store when Server.HitFlush is zero.
+// experience store when Service.HitFlush is zero.
 const DefaultHitFlush = 2 * time.Second
 
 // hitsPendingKey holds, in the trace database, how many hits wait in
@@ -23,11 +22,11 @@ var hitsPendingKey = []byte("hitqueue/pending")
 
 // hitQueue gathers the hits searches count, so that a search answers
 // without writing to the experience store: they are written in one
-// RecordHits per namespace every Server.HitFlush and at shutdown (through
+// RecordHits per namespace every Service.HitFlush and at shutdown (through
 // the store-op queue while the store is unreachable). How many wait is
 // kept in the trace database (not synced: a crash may lose the last
 // count), so that a daemon that died with hits waiting counts them lost
-// at its next start. Reads through the daemon add the waiting hits.
+// at its next start. Reads through the Service add the waiting hits.
 type hitQueue struct {
 	mu      sync.Mutex
 	pending map[hitKey]*hitCount
@@ -169,21 +168,9 @@ func (q *hitQueue) flush(record func(ns string, ids []string, at time.Time) erro
 	q.mu.Unlock()
 }
 
-// hitLoop flushes the hit queue every HitFlush until ctx ends.
-func (s *Server) hitLoop(ctx context.Context) {
-	t := time.NewTicker(defaults.Positive(s.HitFlush, DefaultHitFlush))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.flushHits(ctx)
-		}
-	}
-}
-
-// flushHits writes the waiting hits.
-func (s *Server) flushHits(ctx context.Context) {
+// FlushHits writes the hits searches counted and that wait in memory
+// (Run does so every HitFlush, Close at the end).
+func (s *Service) FlushHits(ctx context.Context) {
+	s.init()
 	s.hits.flush(func(ns string, ids []string, at time.Time) error { return s.recordHits(ctx, ns, ids, at) })
 }

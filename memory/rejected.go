@@ -1,10 +1,8 @@
-package daemon
+package memory
 
 import (
 	"context"
-	"net/http"
 	"sort"
-	"strconv"
 	"time"
 )
 
@@ -22,26 +20,25 @@ type Rejection struct {
 	Lesson string    `json:"lesson"` // redacted, cut to 200 bytes
 }
 
-// RejectionLister is implemented by a ReflectionQueue that keeps the
-// lessons it refused.
+// RejectionLister lists the lessons reflection refused, newest first: the
+// daemon's reflection queue implements it when it keeps them.
 type RejectionLister interface {
 	Rejected(ctx context.Context, limit int) ([]Rejection, error)
 }
 
-// handleRejected is GET /v1/experiences/rejected?limit=N: the latest
-// refused lessons, newest first, with the quarantined ones (reason
-// "quarantined: …", the experience's id in place of a task's).
-func (s *Server) handleRejected(w http.ResponseWriter, r *http.Request) {
-	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+// Rejected returns the latest refused lessons, at most limit (0: 100),
+// newest first: the quarantined ones (reason "quarantined: …", the
+// experience's id in place of a task's) with those Rejections lists.
+func (s *Service) Rejected(ctx context.Context, limit int) ([]Rejection, error) {
+	s.init()
 	if limit <= 0 {
 		limit = 100
 	}
 	list := s.quar.list()
-	if rl, ok := s.Queue.(RejectionLister); ok {
-		refused, err := rl.Rejected(r.Context(), limit)
+	if s.Rejections != nil {
+		refused, err := s.Rejections.Rejected(ctx, limit)
 		if err != nil {
-			s.fail(w, r, err)
-			return
+			return nil, err
 		}
 		list = append(list, refused...)
 		sort.SliceStable(list, func(i, j int) bool { return list[i].At.After(list[j].At) })
@@ -49,16 +46,5 @@ func (s *Server) handleRejected(w http.ResponseWriter, r *http.Request) {
 	if len(list) > limit {
 		list = list[:limit]
 	}
-	writeJSON(w, http.StatusOK, list)
-}
-
-// Rejected lists the latest lessons reflection refused, newest first.
-func (c *Client) Rejected(ctx context.Context, limit int) ([]Rejection, error) {
-	var list []Rejection
-	q := make(map[string][]string)
-	if limit > 0 {
-		q["limit"] = []string{strconv.Itoa(limit)}
-	}
-	err := c.call(ctx, http.MethodGet, "/experiences/rejected", q, nil, &list)
-	return list, err
+	return list, nil
 }

@@ -1,4 +1,4 @@
-package daemon
+package memory
 
 import (
 	"encoding/json"
@@ -30,7 +30,7 @@ func CheckText(e *hindsight.Experience) *guard.Finding {
 // shared store by another daemon. They stay in the store (an operator
 // forgets or edits them) and are never told; each is listed once among
 // the rejected lessons and counted. The list is kept in a file under the
-// home (QuarantineFile), so it outlives the daemon; without a home it
+// home (QuarantineFile), so it outlives the daemon; without one it
 // lives as long as the daemon.
 type quarantine struct {
 	mu      sync.Mutex
@@ -111,7 +111,7 @@ func (q *quarantine) save() error {
 
 // screen returns res without the lessons that fail guard.Check, which it
 // quarantines.
-func (s *Server) screen(res []hindsight.ScoredExperience) []hindsight.ScoredExperience {
+func (s *Service) screen(res []hindsight.ScoredExperience) []hindsight.ScoredExperience {
 	kept := res[:0]
 	for i := range res {
 		if f := CheckText(&res[i].Experience); f != nil {
@@ -123,7 +123,7 @@ func (s *Server) screen(res []hindsight.ScoredExperience) []hindsight.ScoredExpe
 	return kept
 }
 
-func (s *Server) quarantined(e *hindsight.Experience, f *guard.Finding) {
+func (s *Service) quarantined(e *hindsight.Experience, f *guard.Finding) {
 	q := s.quar
 	key := e.Namespace + "\x00" + e.ID
 	q.mu.Lock()

@@ -1,4 +1,4 @@
-package daemon
+package memory
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"github.com/hindsight-proxy/hindsight/internal/defaults"
 )
 
-// The apply loop of StoreOps: passes over the queue, the backoff between
+// The apply loop of Ops: passes over the queue, the backoff between
 // them, and what becomes of an op the store does not take.
 
 // Kick asks Run for a pass now.
-func (o *StoreOps) Kick() {
+func (o *Ops) Kick() {
 	select {
 	case o.kick <- struct{}{}:
 	default:
@@ -25,7 +25,7 @@ func (o *StoreOps) Kick() {
 
 // Run applies waiting ops until ctx ends: a pass whenever an op is queued,
 // and, while the store is unreachable, again after each backoff wait.
-func (o *StoreOps) Run(ctx context.Context) {
+func (o *Ops) Run(ctx context.Context) {
 	b := o.newBackoff()
 	for {
 		wait := time.Duration(-1) // until kicked
@@ -57,10 +57,10 @@ func (o *StoreOps) Run(ctx context.Context) {
 // newBackoff returns the wait between passes while the store is
 // unreachable: doubling from Backoff, capped at MaxBackoff, never giving
 // up.
-func (o *StoreOps) newBackoff() *backoff.ExponentialBackOff {
+func (o *Ops) newBackoff() *backoff.ExponentialBackOff {
 	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = defaults.Positive(o.Backoff, DefaultStoreOpsBackoff)
-	b.MaxInterval = defaults.Positive(o.MaxBackoff, DefaultStoreOpsMaxBackoff)
+	b.InitialInterval = defaults.Positive(o.Backoff, DefaultOpsBackoff)
+	b.MaxInterval = defaults.Positive(o.MaxBackoff, DefaultOpsMaxBackoff)
 	b.Multiplier = 2
 	b.MaxElapsedTime = 0
 	b.Reset()
@@ -71,7 +71,7 @@ func (o *StoreOps) newBackoff() *backoff.ExponentialBackOff {
 // is unreachable (an error wrapping hindsight.ErrStoreUnavailable), refuses
 // an op it may take later, or ctx ends; the op that could not be applied
 // stays first.
-func (o *StoreOps) Drain(ctx context.Context) error {
+func (o *Ops) Drain(ctx context.Context) error {
 	for o.Depth() > 0 {
 		op, ok, err := o.first()
 		if err != nil || !ok {
@@ -108,18 +108,18 @@ func (o *StoreOps) Drain(ctx context.Context) error {
 }
 
 // giveUp counts a refusal of op and reports whether op is to be dropped.
-func (o *StoreOps) giveUp(op *StoreOp) bool {
+func (o *Ops) giveUp(op *Op) bool {
 	now := time.Now().UTC()
 	if op.Refusals == 0 {
 		op.RefusedSince = now
 	}
 	op.Refusals++
-	return op.Refusals >= minRefusals && now.Sub(op.RefusedSince) >= defaults.Positive(o.RefusedGrace, DefaultStoreOpsRefusedGrace)
+	return op.Refusals >= minRefusals && now.Sub(op.RefusedSince) >= defaults.Positive(o.RefusedGrace, DefaultOpsRefusedGrace)
 }
 
 // refused stores op's count of refusals and clears the mark of the op
 // being applied.
-func (o *StoreOps) refused(op *StoreOp) error {
+func (o *Ops) refused(op *Op) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.applying = 0
@@ -130,10 +130,10 @@ func (o *StoreOps) refused(op *StoreOp) error {
 }
 
 // first returns the first op and marks it as being applied.
-func (o *StoreOps) first() (StoreOp, bool, error) {
+func (o *Ops) first() (Op, bool, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	var op StoreOp
+	var op Op
 	var ok bool
 	err := o.db.View(func(txn *badger.Txn) (err error) {
 		op, ok, err = o.edgeOp(txn, false)
@@ -147,7 +147,7 @@ func (o *StoreOps) first() (StoreOp, bool, error) {
 
 // done removes op seq from the queue (0: none) and clears the mark of the
 // op being applied.
-func (o *StoreOps) done(seq uint64) error {
+func (o *Ops) done(seq uint64) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.applying = 0
@@ -163,7 +163,7 @@ func (o *StoreOps) done(seq uint64) error {
 
 // setErr records the last error ("" after an op applied) and counts a
 // dropped op.
-func (o *StoreOps) setErr(msg string, dropped bool) {
+func (o *Ops) setErr(msg string, dropped bool) {
 	o.emu.Lock()
 	defer o.emu.Unlock()
 	if dropped {

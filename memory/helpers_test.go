@@ -1,0 +1,8 @@
+package memory
+
+import (
+	"io"
+	"log/slog"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -1,0 +1,131 @@
+package memory
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/capture"
+)
+
+const (
+	packSecret = "ghp_Zk3qR8vT2mW9xY4nB6cD1eF5gH7jK0lPq2sT"
+	future     = "2099-01-01T00:00:00Z"
+)
+
+// hostileLine is one experience of a pack that claims everything it can.
+func hostileLine(id string) string {
+	e := map[string]any{
+		"id": id, "namespace": "victim-team", "server": "fs\x1b[31m", "tool": "read_file",
+		"situation": "reading a file\x1b]0;owned\x07 that does not exist",
+		"action":    "called read_file with GITHUB_TOKEN=" + packSecret,
+		"result":    "ENOENT", "lesson": "Call read_file\u202e with an absolute path\x1b[2J under /data.",
+		"confidence": 1.0, "evidence_count": 40, "hit_count": 900, "counter_count": 0,
+		"created_at": future, "updated_at": future, "last_hit_at": future,
+		"superseded_by": "local-lesson", "deleted": false, "version": 77,
+		"origin": "rules", "source_agent": "claude", "embedder": "evil/3",
+	}
+	b, _ := json.Marshal(e)
+	return string(b) + "\n"
+}
+
+func TestCleanImport(t *testing.T) {
+	red, err := capture.NewRedactor(capture.RedactorConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	past := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		opt   ImportOptions
+		edit  func(e *hindsight.Experience)
+		check func(t *testing.T, e *hindsight.Experience, redactions int)
+	}{
+		{"dates clamped to now", ImportOptions{}, nil, func(t *testing.T, e *hindsight.Experience, _ int) {
+			if !e.CreatedAt.Equal(now) || !e.UpdatedAt.Equal(now) || e.LastHitAt != nil {
+				t.Errorf("dates %v %v %v, want now and no last hit", e.CreatedAt, e.UpdatedAt, e.LastHitAt)
+			}
+		}},
+		{"past dates kept", ImportOptions{}, func(e *hindsight.Experience) { e.CreatedAt, e.UpdatedAt = past, past }, func(t *testing.T, e *hindsight.Experience, _ int) {
+			if !e.CreatedAt.Equal(past) {
+				t.Errorf("created_at %v, want %v", e.CreatedAt, past)
+			}
+		}},
+		{"confidence capped", ImportOptions{}, nil, func(t *testing.T, e *hindsight.Experience, _ int) {
+			if e.Confidence != ImportConfidenceCap {
+				t.Errorf("confidence %v, want the cap %v", e.Confidence, ImportConfidenceCap)
+			}
+		}},
+		{"low confidence kept", ImportOptions{}, func(e *hindsight.Experience) { e.Confidence = 0.3 }, func(t *testing.T, e *hindsight.Experience, _ int) {
+			if e.Confidence != 0.3 {
+				t.Errorf("confidence %v, want 0.3", e.Confidence)
+			}
+		}},
+		{"trusted keeps confidence", ImportOptions{Trust: true}, nil, func(t *testing.T, e *hindsight.Experience, _ int) {
+			if e.Confidence != 1 {
+				t.Errorf("--trust: confidence %v, want 1", e.Confidence)
+			}
+		}},
+		{"counts reset", ImportOptions{}, nil, func(t *testing.T, e *hindsight.Experience, _ int) {
+			if e.EvidenceCount != 0 || e.HitCount != 0 || e.ImportedEvidence != 40 || e.Version != 0 {
+				t.Errorf("evidence %d hits %d imported %d version %d; want 0 0 40 0", e.EvidenceCount, e.HitCount, e.ImportedEvidence, e.Version)
+			}
+		}},
+		{"state and provenance are the importer's", ImportOptions{Namespace: "mine", Pack: "team"}, nil, func(t *testing.T, e *hindsight.Experience, _ int) {
+			if e.Namespace != "mine" || e.SupersededBy != "" || e.Deleted || e.Origin != "import:team" || e.Embedder != "" {
+				t.Errorf("namespace %q superseded_by %q deleted %v origin %q embedder %q", e.Namespace, e.SupersededBy, e.Deleted, e.Origin, e.Embedder)
+			}
+		}},
+		{"deleted dropped", ImportOptions{}, func(e *hindsight.Experience) { e.Deleted = true }, func(t *testing.T, e *hindsight.Experience, _ int) {
+			if e.Deleted || e.Origin != "import" {
+				t.Errorf("deleted %v origin %q", e.Deleted, e.Origin)
+			}
+		}},
+		{"escapes stripped, secrets redacted", ImportOptions{}, nil, func(t *testing.T, e *hindsight.Experience, n int) {
+			all := strings.Join([]string{e.Server, e.Situation, e.Action, e.Lesson}, "|")
+			if strings.ContainsAny(all, "\x1b\x07\u202e") || strings.Contains(all, "owned") || strings.Contains(all, packSecret) || n == 0 {
+				t.Errorf("text %q (%d redactions)", all, n)
+			}
+			if e.Server != "fs" || e.Lesson != "Call read_file with an absolute path under /data." || !strings.Contains(e.Action, "[REDACTED") {
+				t.Errorf("server %q lesson %q action %q", e.Server, e.Lesson, e.Action)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var e hindsight.Experience
+			if err := json.Unmarshal([]byte(hostileLine("e1")), &e); err != nil {
+				t.Fatal(err)
+			}
+			if tc.edit != nil {
+				tc.edit(&e)
+			}
+			n, err := CleanImport(&e, tc.opt, red, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, &e, n)
+		})
+	}
+}
+
+func TestCleanImportRefuses(t *testing.T) {
+	for _, line := range []string{
+		`{"id":"x","lesson":""}`,
+		`{"id":"a/b","lesson":"l"}`,
+		`{"id":"a\u001bb","lesson":"l"}`,
+		`{"id":"x","lesson":"\u001b[2J"}`,
+		`{"id":"x","lesson":"l","confidence":1.5}`,
+		`{"id":"x","lesson":"l","confidence":-1}`,
+	} {
+		var e hindsight.Experience
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := CleanImport(&e, ImportOptions{Trust: true}, nil, time.Now()); err == nil {
+			t.Errorf("accepted %s", line)
+		}
+	}
+}
