@@ -234,6 +234,7 @@ func runServe(ctx context.Context, g *globals, o *serveOptions) error {
 		// idle gap.
 		SessionEnded: func(s *proxy.Session) { sc.EndSession(context.Background(), s.ID) },
 	}
+	sc.CountRefused(h.BodiesRefused)
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

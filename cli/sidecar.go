@@ -38,6 +38,7 @@ type sidecar struct {
 	mu       sync.Mutex
 	sessions map[string]bool // sessions seen → ended
 	server   serverCounter   // the wrapped server's starts and crashes; nil when not stdio
+	refused  func() int64    // serve's requests refused over its body budget; nil when not HTTP
 
 	ending  sync.WaitGroup // tasks being ended (noteFinal)
 	closing chan struct{}  // closed when Close begins
@@ -49,6 +50,14 @@ type serverCounter interface {
 	Starts() int64
 	Crashes() int64
 	LastCrash() time.Time
+}
+
+// CountRefused makes the sidecar's stats and counters report refused,
+// serve's count of requests refused over its body budget.
+func (s *sidecar) CountRefused(refused func() int64) {
+	s.mu.Lock()
+	s.refused = refused
+	s.mu.Unlock()
 }
 
 // CountServer makes the sidecar's stats report c's starts and crashes.
@@ -431,10 +440,11 @@ func (s *sidecar) startCapture(g *globals, name string, logger *slog.Logger) (*c
 // postCounters reports capture's counters to the daemon, which serves
 // their sums at GET /metrics (see daemon.SidecarReport); a daemon that
 // does not answer in reportTimeout misses this report, not the next.
-func (s *sidecar) postCounters(name string, st capture.Stats) {
+func (s *sidecar) postCounters(name string, st capture.Stats, refused int64) {
 	calls, failures := s.recorder.Calls()
 	rep := daemon.SidecarReport{Source: s.recorder.Source(), Server: name, PID: os.Getpid(),
 		Steps: st.Captured, Spilled: st.Spilled, Dropped: st.Dropped, Redactions: st.Redactions, Calls: calls, Failures: failures}
+	rep.BodiesRefused = refused
 	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 	defer cancel()
 	if err := s.client.ReportSidecar(ctx, rep); err != nil {
@@ -461,8 +471,11 @@ func (s *sidecar) reportStats(g *globals, name string) func() {
 			Redactions: st.Redactions, Held: st.Held, DroppedDiskFull: st.DroppedDiskFull, Truncated: st.Truncated,
 			UpdatedAt: time.Now()}
 		s.mu.Lock()
-		srv := s.server
+		srv, refused := s.server, s.refused
 		s.mu.Unlock()
+		if refused != nil {
+			out.BodiesRefused = refused()
+		}
 		if srv != nil {
 			out.ServerStarts, out.ServerCrashes = srv.Starts(), srv.Crashes()
 			if t := srv.LastCrash(); !t.IsZero() {
@@ -470,7 +483,7 @@ func (s *sidecar) reportStats(g *globals, name string) func() {
 			}
 		}
 		_ = spool.WriteStats(g.home, id, out)
-		s.postCounters(name, st)
+		s.postCounters(name, st, out.BodiesRefused)
 	}
 	go func() {
 		defer close(done)
