@@ -324,12 +324,18 @@ func parseJournal(data []byte) []entry {
 // readJournal returns the steps the journal segments in dir hold, in seq
 // order (the first of duplicates kept), and the segments' paths.
 func readJournal(dir string, log *slog.Logger) ([]entry, []string) {
+	out, paths, _ := scanJournal(dir, log)
+	return out, paths
+}
+
+// scanJournal is readJournal that also counts the segments that end in a
+// torn or corrupt record rather than in zeros or at their end: a sidecar
+// killed while it copied a step in (before that step's answer was sent).
+func scanJournal(dir string, log *slog.Logger) (out []entry, paths []string, torn int) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, nil
+		return nil, nil, 0
 	}
-	var out []entry
-	var paths []string
 	for _, e := range ents {
 		name := e.Name()
 		if e.IsDir() || !strings.HasPrefix(name, journalPrefix) || !strings.HasSuffix(name, journalSuffix) {
@@ -342,7 +348,16 @@ func readJournal(dir string, log *slog.Logger) ([]entry, []string) {
 			log.Error("cannot read outbox journal; its steps are lost", "path", path, "err", err)
 			continue
 		}
-		out = append(out, parseJournal(data)...)
+		recs := parseJournal(data)
+		used := 0
+		for _, r := range recs {
+			used += journalHeader + len(r.raw)
+		}
+		if rest := data[used:min(len(data), used+journalHeader)]; slices.ContainsFunc(rest, func(b byte) bool { return b != 0 }) {
+			torn++
+			log.Warn("outbox journal segment ends in a torn record; skipped", "path", path, "records", len(recs))
+		}
+		out = append(out, recs...)
 	}
 	slices.SortStableFunc(out, func(a, b entry) int {
 		switch {
@@ -354,5 +369,5 @@ func readJournal(dir string, log *slog.Logger) ([]entry, []string) {
 		return 0
 	})
 	out = slices.CompactFunc(out, func(a, b entry) bool { return a.seq == b.seq })
-	return out, paths
+	return out, paths, torn
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/losses"
 	"github.com/hindsight-proxy/hindsight/lab/spooltest"
 	"github.com/hindsight-proxy/hindsight/lab/testkit"
 	"github.com/hindsight-proxy/hindsight/wire"
@@ -109,7 +110,8 @@ func FuzzParseJournal(f *testing.F) {
 
 // TestDrainOrphanJournal: the outbox of a sidecar that died with steps only
 // in its journal (no database yet, a torn last record) is drained: the
-// whole records are delivered in order, and the outbox is removed.
+// whole records are delivered in order, the torn one is counted lost
+// (crash), and the outbox is removed.
 func TestDrainOrphanJournal(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
 	dir := filepath.Join(home.Outboxes(), "dead")
@@ -138,6 +140,9 @@ func TestDrainOrphanJournal(t *testing.T) {
 	spooltest.CheckInOrder(t, d.Got(), 3, "dead")
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("drained outbox not removed: %v", err)
+	}
+	if l := losses.Scan(string(home)); len(l) != 1 || l[0].Lost != 1 || l[0].Reasons[losses.Crash] != 1 {
+		t.Errorf("losses %+v, want the torn record counted (crash)", l)
 	}
 }
 
