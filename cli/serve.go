@@ -234,7 +234,9 @@ func runServe(ctx context.Context, g *globals, o *serveOptions) error {
 		// idle gap.
 		SessionEnded: func(s *proxy.Session) { sc.EndSession(context.Background(), s.ID) },
 	}
-	sc.CountRefused(h.BodiesRefused)
+	sc.mu.Lock()
+	sc.refused = h.BodiesRefused // reported with the outbox's stats
+	sc.mu.Unlock()
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -271,4 +273,16 @@ func runServe(ctx context.Context, g *globals, o *serveOptions) error {
 		srv.Close()
 	}
 	return err
+}
+
+// bodiesRefused returns serve's count of requests refused over its body
+// budget (0 for wrap).
+func (s *sidecar) bodiesRefused() int64 {
+	s.mu.Lock()
+	f := s.refused
+	s.mu.Unlock()
+	if f == nil {
+		return 0
+	}
+	return f()
 }

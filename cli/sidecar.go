@@ -38,7 +38,7 @@ type sidecar struct {
 	mu       sync.Mutex
 	sessions map[string]bool // sessions seen → ended
 	server   serverCounter   // the wrapped server's starts and crashes; nil when not stdio
-	refused  func() int64    // serve's requests refused over its body budget; nil when not HTTP
+	refused  func() int64    // serve's count of requests refused over its body budget (see bodiesRefused)
 
 	ending  sync.WaitGroup // tasks being ended (noteFinal)
 	closing chan struct{}  // closed when Close begins
@@ -50,14 +50,6 @@ type serverCounter interface {
 	Starts() int64
 	Crashes() int64
 	LastCrash() time.Time
-}
-
-// CountRefused makes the sidecar's stats and counters report refused,
-// serve's count of requests refused over its body budget.
-func (s *sidecar) CountRefused(refused func() int64) {
-	s.mu.Lock()
-	s.refused = refused
-	s.mu.Unlock()
 }
 
 // CountServer makes the sidecar's stats report c's starts and crashes.
@@ -115,8 +107,8 @@ func newSidecar(ctx context.Context, g *globals, name, transport string, logger 
 		s.Hooks.Exchange = s.noteSession
 	} else {
 		s.recorder = rec
-		// On stdio, a step is journaled before its answer reaches the
-		// agent: a host that kills its servers at exit loses none.
+		// A step is journaled before its answer reaches the agent (stdio
+		// and HTTP): a host that kills its servers at exit loses none.
 		s.Hooks.Record = rec.Record
 		endTask := g.config.Inject.EndTask == nil || *g.config.Inject.EndTask
 		s.Hooks.Exchange = func(ex *proxy.Exchange) {
@@ -443,8 +435,7 @@ func (s *sidecar) startCapture(g *globals, name string, logger *slog.Logger) (*c
 func (s *sidecar) postCounters(name string, st capture.Stats, refused int64) {
 	calls, failures := s.recorder.Calls()
 	rep := daemon.SidecarReport{Source: s.recorder.Source(), Server: name, PID: os.Getpid(),
-		Steps: st.Captured, Spilled: st.Spilled, Dropped: st.Dropped, Redactions: st.Redactions, Calls: calls, Failures: failures}
-	rep.BodiesRefused = refused
+		Steps: st.Captured, Spilled: st.Spilled, Dropped: st.Dropped, Redactions: st.Redactions, Calls: calls, Failures: failures, BodiesRefused: refused}
 	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 	defer cancel()
 	if err := s.client.ReportSidecar(ctx, rep); err != nil {
@@ -469,13 +460,10 @@ func (s *sidecar) reportStats(g *globals, name string) func() {
 		out := spool.Stats{Server: name, PID: os.Getpid(), Depth: st.Depth,
 			Captured: st.Captured, Delivered: st.Delivered, Dropped: st.Dropped, Rejected: st.Rejected,
 			Redactions: st.Redactions, Held: st.Held, DroppedDiskFull: st.DroppedDiskFull, Truncated: st.Truncated,
-			UpdatedAt: time.Now()}
+			BodiesRefused: s.bodiesRefused(), UpdatedAt: time.Now()}
 		s.mu.Lock()
-		srv, refused := s.server, s.refused
+		srv := s.server
 		s.mu.Unlock()
-		if refused != nil {
-			out.BodiesRefused = refused()
-		}
 		if srv != nil {
 			out.ServerStarts, out.ServerCrashes = srv.Starts(), srv.Crashes()
 			if t := srv.LastCrash(); !t.IsZero() {
