@@ -101,9 +101,12 @@ var errJournalOff = errors.New("journal given up")
 // variable so that tests and benchmarks can measure both kinds.
 var mapJournal = canMap
 
-// openSegment creates a journal segment; a variable so tests can make the
-// disk fail.
-var openSegment = defaultOpenSegment
+// openSegment creates a journal segment, and mapFile maps it; variables
+// so tests can make the disk fail.
+var (
+	openSegment = defaultOpenSegment
+	mapFile     = mapSegment
+)
 
 func defaultOpenSegment(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND|os.O_TRUNC, 0o600)
@@ -174,19 +177,24 @@ func (j *journal) begin(first uint64, need int) error {
 		return nil
 	}
 	page := os.Getpagesize()
-	mem, err := mapSegment(f, max(mapSegmentSize, (need+page-1)/page*page))
+	mem, err := mapFile(f, max(mapSegmentSize, (need+page-1)/page*page))
 	if err == nil {
 		j.mem = mem
 		return nil
 	}
-	if diskspace.IsNoSpace(err) {
-		j.f = nil
-		f.Close()
-		_ = os.Remove(path)
-		return err
+	if !diskspace.IsNoSpace(err) {
+		// Written to instead, from its start (the zeros it may have been
+		// given would end the segment before the records).
+		j.plain = true
+		if err = f.Truncate(0); err == nil {
+			return nil
+		}
+		err = fmt.Errorf("open journal: %w", err)
 	}
-	j.plain = true // the file stays, written to
-	return nil
+	j.f = nil
+	f.Close()
+	_ = os.Remove(path)
+	return err
 }
 
 // retire makes the current segment a full one; a written one is closed.

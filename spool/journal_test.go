@@ -347,3 +347,31 @@ func FuzzReadJournal(f *testing.F) {
 		}
 	})
 }
+
+// TestJournalMapFails: a segment that cannot be mapped (after its zeros
+// were written) is written to instead, from its start, and so are the
+// segments after it: every record reads back.
+func TestJournalMapFails(t *testing.T) {
+	if !canMap {
+		t.Skip("no mapped journal on this platform")
+	}
+	mapFile = func(f *os.File, size int) ([]byte, error) {
+		f.Write(make([]byte, size))
+		return nil, errors.New("map journal: operation not supported")
+	}
+	defer func() { mapFile = mapSegment }()
+	dir := t.TempDir()
+	j := &journal{dir: dir}
+	defer j.close(true)
+	for seq := uint64(1); seq <= 3; seq++ {
+		if err := j.write([]entry{{seq: seq, raw: []byte(`{"n":1}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !j.plain || j.mem != nil {
+		t.Fatalf("plain %v, mapped %v", j.plain, j.mem != nil)
+	}
+	if got, _ := readJournal(dir, slog.New(slog.DiscardHandler)); len(got) != 3 {
+		t.Fatalf("read back %d records, want 3", len(got))
+	}
+}
