@@ -16,8 +16,8 @@ const canMap = true
 // shared. Writing them makes the file system allocate (or reserve) their
 // blocks and puts their pages in the page cache, so that a copy into the
 // mapping never meets a full disk (which would fault) and costs no page
-// allocation; fallocate(2) leaves the blocks unwritten, and the first copy
-// into each page then costs tens of microseconds.
+// allocation (fallocate(2) would leave the blocks unwritten, to be
+// converted page by page on the relay's path).
 func mapSegment(f *os.File, size int) ([]byte, error) {
 	fd := int(f.Fd())
 	if _, err := f.Write(make([]byte, size)); err != nil {
