@@ -11,7 +11,7 @@
 //		MaxBodyBytes: cfg.Capture.MaxBodyBytes, Deliverer: daemonClient, Logger: log,
 //		Retention: cfg.Outbox.Retention})
 //	hooks.Exchange = rec.Hook
-//	hooks.Record = rec.Record // stdio: journal steps before their answers are relayed
+//	hooks.Record = rec.Record // journal steps before their answers are relayed
 //	…
 //	rec.Close(ctxWithDeadline) // final drain
 //
@@ -56,12 +56,12 @@
 //
 // # Durability and back-pressure
 //
-// On stdio, Recorder.Record takes the exchanges of a burst before the
-// relay writes their answers to the agent: it builds, tags and numbers
-// their steps on the relay's goroutine and has the outbox journal them
-// with one write, so a sidecar killed as soon as the agent has its answers
-// loses none; Hook then skips them. What Record leaves (see its doc), and
-// every exchange of the HTTP transports, goes through the queue:
+// Recorder.Record takes the exchanges whose answers the relay is about to
+// write to the agent (on stdio those of a burst, on HTTP one per response)
+// before it writes them: it builds, tags and numbers their steps on the
+// relay's goroutine and has the outbox journal them, so a sidecar killed
+// as soon as the agent has its answers loses none; Hook then skips them.
+// What Record leaves (see its doc) goes through the queue:
 //
 // Recorder.Hook only queues; the queue is handed to the workers in batches,
 // a short linger after the first exchange of a batch (or at once when a

@@ -187,6 +187,9 @@ func printStatus(w io.Writer, g *globals, st *daemon.Status, cause error) error 
 			if s.Held > 0 {
 				detail += fmt.Sprintf(", %d held in memory (disk full)", s.Held)
 			}
+			if s.BodiesRefused > 0 {
+				detail += fmt.Sprintf(", %d requests refused over the body budget", s.BodiesRefused)
+			}
 			if s.ServerCrashes > 0 && s.LastCrashAt != nil {
 				detail += fmt.Sprintf(", server started %d times, crashed %d (last %s)", s.ServerStarts, s.ServerCrashes, when(*s.LastCrashAt))
 			}

@@ -19,15 +19,18 @@ var SidecarLatencyBuckets = prometheus.DefBuckets
 // counters since it started, posted every few seconds and when it stops.
 // The daemon serves their sums by server at GET /metrics.
 type SidecarReport struct {
-	Source     string               `json:"source"` // the sidecar's outbox id
-	Server     string               `json:"server"`
-	PID        int                  `json:"pid"`
-	Steps      int64                `json:"steps"`      // steps recorded
-	Spilled    int64                `json:"spilled"`    // steps written to the disk outbox
-	Dropped    int64                `json:"dropped"`    // exchanges lost
-	Redactions int64                `json:"redactions"` // secrets replaced
-	Calls      []hindsight.CallStat `json:"calls,omitempty"`
-	Failures   map[string]uint64    `json:"failures,omitempty"` // failed calls by error code
+	Source     string `json:"source"` // the sidecar's outbox id
+	Server     string `json:"server"`
+	PID        int    `json:"pid"`
+	Steps      int64  `json:"steps"`      // steps recorded
+	Spilled    int64  `json:"spilled"`    // steps written to the disk outbox
+	Dropped    int64  `json:"dropped"`    // exchanges lost
+	Redactions int64  `json:"redactions"` // secrets replaced
+	// BodiesRefused counts the requests `serve` refused (503) because the
+	// request bodies in flight were over its budget.
+	BodiesRefused int64                `json:"bodies_refused,omitempty"`
+	Calls         []hindsight.CallStat `json:"calls,omitempty"`
+	Failures      map[string]uint64    `json:"failures,omitempty"` // failed calls by error code
 }
 
 // maxSidecarReports bounds the sidecars whose counters the daemon keeps
@@ -41,7 +44,7 @@ type sidecarMetrics struct {
 	mu      sync.Mutex
 	reports map[string]sidecarEntry
 
-	steps, spilled, dropped, redactions, calls, failures, latency *prometheus.Desc
+	steps, spilled, dropped, redactions, refused, calls, failures, latency *prometheus.Desc
 }
 
 type sidecarEntry struct {
@@ -59,6 +62,7 @@ func newSidecarMetrics() *sidecarMetrics {
 		spilled:    d("hindsight_sidecar_steps_spilled_total", "Steps the sidecars wrote to their disk outbox (the daemon had not acknowledged them in time).", "server"),
 		dropped:    d("hindsight_sidecar_steps_dropped_total", "Exchanges the sidecars could not record.", "server"),
 		redactions: d("hindsight_sidecar_redactions_total", "Secrets the sidecars replaced.", "server"),
+		refused:    d("hindsight_sidecar_bodies_refused_total", "Requests hindsight serve refused with 503 because the request bodies in flight were over its --body-budget.", "server"),
 		calls:      d("hindsight_sidecar_calls_total", "Recorded steps by tool (the method for a step that is no tool call).", "server", "tool"),
 		failures:   d("hindsight_sidecar_call_failures_total", "Failed calls by error code (the causal tag when there is none).", "server", "code"),
 		latency:    d("hindsight_sidecar_call_latency_seconds", "Latency of the recorded calls.", "server", "tool"),
@@ -93,7 +97,7 @@ func (m *sidecarMetrics) Collect(ch chan<- prometheus.Metric) {
 		buckets         []uint64
 	}
 	type key struct{ server, name string }
-	steps, spilled, dropped, redactions := map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
+	steps, spilled, dropped, redactions, refused := map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
 	calls, failures := map[key]*hist{}, map[key]uint64{}
 	m.mu.Lock()
 	for _, e := range m.reports {
@@ -102,6 +106,9 @@ func (m *sidecarMetrics) Collect(ch chan<- prometheus.Metric) {
 		spilled[r.Server] += float64(r.Spilled)
 		dropped[r.Server] += float64(r.Dropped)
 		redactions[r.Server] += float64(r.Redactions)
+		if r.BodiesRefused > 0 {
+			refused[r.Server] += float64(r.BodiesRefused)
+		}
 		for _, c := range r.Calls {
 			if len(c.LatencyBuckets) != len(SidecarLatencyBuckets) {
 				continue // another binary's buckets
@@ -126,7 +133,7 @@ func (m *sidecarMetrics) Collect(ch chan<- prometheus.Metric) {
 	for _, f := range []struct {
 		desc *prometheus.Desc
 		vals map[string]float64
-	}{{m.steps, steps}, {m.spilled, spilled}, {m.dropped, dropped}, {m.redactions, redactions}} {
+	}{{m.steps, steps}, {m.spilled, spilled}, {m.dropped, dropped}, {m.redactions, redactions}, {m.refused, refused}} {
 		for server, v := range f.vals {
 			ch <- prometheus.MustNewConstMetric(f.desc, prometheus.CounterValue, v, server)
 		}

@@ -12,7 +12,8 @@ import (
 )
 
 // TestSidecarReports: the daemon sums the sidecars' latest reports by
-// server; a later report of a sidecar replaces its earlier one.
+// server; a later report of a sidecar replaces its earlier one; a server
+// none of whose sidecars refused a body has no refusals series.
 func TestSidecarReports(t *testing.T) {
 	s := &Server{Tick: time.Hour}
 	c := startServer(t, s)
@@ -29,7 +30,8 @@ func TestSidecarReports(t *testing.T) {
 		{Source: "a", Server: "fs", Steps: 3, Redactions: 2, Calls: []hindsight.CallStat{{Tool: "read", Count: 3, Failures: 1, LatencySum: 0.003, LatencyBuckets: buckets(3)}},
 			Failures: map[string]uint64{"-32602": 1}},
 		{Source: "b", Server: "fs", Steps: 2, Dropped: 1, Calls: []hindsight.CallStat{{Tool: "read", Count: 2, LatencySum: 0.002, LatencyBuckets: buckets(2)}}},
-		{Source: "c", Server: "web", Steps: 5, Spilled: 4},
+		{Source: "c", Server: "web", Steps: 5, Spilled: 4, BodiesRefused: 3},
+		{Source: "d", Server: "web", BodiesRefused: 2},
 	}
 	for _, r := range reports {
 		if err := c.ReportSidecar(ctx, r); err != nil {
@@ -54,10 +56,13 @@ hindsight_sidecar_call_failures_total{code="-32602",server="fs"} 1
 # TYPE hindsight_sidecar_steps_spilled_total counter
 hindsight_sidecar_steps_spilled_total{server="fs"} 0
 hindsight_sidecar_steps_spilled_total{server="web"} 4
+# HELP hindsight_sidecar_bodies_refused_total Requests hindsight serve refused with 503 because the request bodies in flight were over its --body-budget.
+# TYPE hindsight_sidecar_bodies_refused_total counter
+hindsight_sidecar_bodies_refused_total{server="web"} 5
 `
 	if err := testutil.GatherAndCompare(s.Registry, strings.NewReader(want),
 		"hindsight_sidecar_steps_recorded_total", "hindsight_sidecar_calls_total",
-		"hindsight_sidecar_call_failures_total", "hindsight_sidecar_steps_spilled_total"); err != nil {
+		"hindsight_sidecar_call_failures_total", "hindsight_sidecar_steps_spilled_total", "hindsight_sidecar_bodies_refused_total"); err != nil {
 		t.Error(err)
 	}
 	n, err := testutil.GatherAndCount(s.Registry, "hindsight_sidecar_call_latency_seconds")

@@ -36,6 +36,7 @@ type program struct {
 	cmd    *exec.Cmd
 	stderr io.Reader
 	done   chan struct{} // closed when it exited
+	home   string        // its HINDSIGHT_HOME, when a test gave it one
 }
 
 // startProcess runs a program in its own process group and stops the group
@@ -121,6 +122,7 @@ func startServeProc(t *testing.T, cfg string, args ...string) (string, *program)
 	testbin.StopDaemon(t, home)
 	all := append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)
 	p := startProcess(t, []string{"HINDSIGHT_HOME=" + home}, bin, all...)
+	p.home = home
 	return awaitListening(t, p), p
 }
 

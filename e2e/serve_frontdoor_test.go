@@ -4,15 +4,21 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/testbin"
 )
 
 // TestServeOriginAndBodyBudget drives the real `hindsight serve` in front
@@ -23,7 +29,9 @@ import (
 //   - four 100 MiB bodies sent at once over a 128 MiB budget: one is
 //     relayed, three are refused with 503 and Retry-After before their
 //     bodies are read, and the sidecar's peak RSS (VmHWM) stays under the
-//     budget + 100 MB (four bodies read whole would take 400 MiB).
+//     budget + 100 MB (four bodies read whole would take 400 MiB); the
+//     three refusals are counted in `hindsight status` and in the
+//     daemon's metrics.
 func TestServeOriginAndBodyBudget(t *testing.T) {
 	const budget, size = 128 << 20, 100 << 20
 	up := startEverything(t, "streamableHttp")
@@ -125,6 +133,28 @@ func TestServeOriginAndBodyBudget(t *testing.T) {
 	t.Logf("serve's peak RSS: %d MiB (budget %d MiB)", hwm>>20, budget>>20)
 	if hwm > budget+100<<20 {
 		t.Errorf("serve's peak RSS %d MiB, want under the budget + 100 MB (%d MiB)", hwm>>20, (budget+100<<20)>>20)
+	}
+
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", hindsight.Home(serve.home).Socket())
+	}}}
+	defer hc.CloseIdleConnections()
+	counted := regexp.MustCompile(`(?m)^hindsight_sidecar_bodies_refused_total\{server="[^"]+"\} 3$`)
+	var status, metrics string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		out, _ := exec.Command(testbin.Hindsight(t), "--home", serve.home, "status").Output()
+		status = string(out)
+		if resp, err := hc.Get("http://hindsight/metrics"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			metrics = string(b)
+		}
+		if strings.Contains(status, "3 requests refused over the body budget") && counted.MatchString(metrics) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the 3 refusals are not counted: status:\n%s\nmetrics name present: %v", status, strings.Contains(metrics, "bodies_refused"))
+		}
 	}
 }
 

@@ -177,10 +177,13 @@ func (c *Conn) clientNotification(m *Message) {
 
 // FromServer takes one message from the server and returns the bytes to
 // deliver to the agent, or nil when nothing is to be delivered. Like
-// FromClient, it keeps raw.
+// FromClient, it keeps raw. The exchange a response completes goes to
+// Hooks.Record and then Hooks.Exchange before FromServer returns, so
+// before its answer is written.
 func (c *Conn) FromServer(raw []byte) []byte {
 	out, ex := c.fromServerAt(raw, time.Now())
 	if ex != nil {
+		c.record([]*Exchange{ex})
 		c.emit(ex)
 	}
 	return out
@@ -271,14 +274,16 @@ func (c *Conn) FailPending(reason string) [][]byte {
 // Fail ends the agent's request id in flight with resp, the answer relayed
 // for it in place of the server's response (an error the sidecar made up,
 // or the server's error that names no id), and hands the exchange, with
-// failure as its Failure, to Hooks.Exchange. It reports whether such a
-// request was in flight.
+// failure as its Failure, to Hooks.Record and Hooks.Exchange: call it
+// before resp is written. It reports whether such a request was in
+// flight.
 func (c *Conn) Fail(id json.RawMessage, resp []byte, failure string) bool {
 	ex := c.take(&c.fromClient, string(id))
 	if ex == nil {
 		return false
 	}
 	ex.Response, ex.Ended, ex.Failure = resp, time.Now(), failure
+	c.record([]*Exchange{ex})
 	c.emit(ex)
 	return true
 }
@@ -441,6 +446,9 @@ func (c *Conn) cancelled(raw []byte, table *map[string]*Exchange) {
 	}
 	if ex := c.take(table, id.Raw); ex != nil {
 		ex.Cancelled, ex.Ended = true, time.Now()
+		if table == &c.fromClient {
+			c.record([]*Exchange{ex}) // before the cancellation is relayed
+		}
 		c.emit(ex)
 	}
 }

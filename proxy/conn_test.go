@@ -256,6 +256,32 @@ func TestConnCancellation(t *testing.T) {
 			t.Fatalf("late answer emitted a second exchange")
 		}
 	})
+	t.Run("the agent's cancellation is recorded before it is relayed", func(t *testing.T) {
+		var recorded []*Exchange
+		c, log, _ := connUnderTest(Hooks{Record: func(exs []*Exchange) {
+			recorded = append(recorded, exs...)
+			for _, ex := range exs {
+				ex.Recorded = true
+			}
+		}})
+		c.FromClient([]byte(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"slow"}}`))
+		c.FromServer([]byte(`{"jsonrpc":"2.0","id":"e2","method":"roots/list"}`))
+		if len(recorded) != 0 {
+			t.Fatalf("Record saw %d exchanges before any completed", len(recorded))
+		}
+		mustForward(t, c.FromClient([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8}}`)),
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8}}`)
+		if len(recorded) != 1 || !recorded[0].Cancelled || string(recorded[0].ID) != "8" {
+			t.Fatalf("Record saw %+v; want the cancelled call", recorded)
+		}
+		c.FromServer([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"e2"}}`))
+		if len(recorded) != 1 {
+			t.Errorf("Record saw the server's cancellation of its own request (%d exchanges); it answers nothing to the agent", len(recorded))
+		}
+		if exs := log.all(); len(exs) != 2 || !exs[0].Recorded || exs[1].Recorded {
+			t.Errorf("Exchange saw %d exchanges, want the recorded cancelled call then the server's", len(exs))
+		}
+	})
 	t.Run("server cancels its own request", func(t *testing.T) {
 		c, log, _ := connUnderTest(Hooks{})
 		c.FromServer([]byte(`{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{}}`))

@@ -21,9 +21,9 @@ import (
 //   - server → agent response to initialize or server/discover: Initialize.
 //   - server → agent response to tools/list: ToolsList.
 //   - server → agent response to tools/call: ToolResult.
-//   - the requests of the agent a burst of the server's messages (or the
-//     sidecar itself) answered, before those answers are written to the
-//     agent: Record (stdio only).
+//   - the requests of the agent whose answers are about to be written to
+//     the agent, before they are: Record (on stdio those of a burst of the
+//     server's messages, on HTTP each one as it is relayed).
 //   - every completed request/response pair, in either direction, after the
 //     response was relayed: Exchange.
 //
@@ -70,14 +70,16 @@ type Hooks struct {
 	// it; the next messages from the server do.
 	Exchange func(ex *Exchange)
 
-	// Record is called on stdio with the agent's requests that answers
-	// about to be written to the agent complete (those of one burst of
-	// the server's messages, a local answer, the errors sent for a server
-	// that exited), before they are written: a recorder that must survive
+	// Record is called with the agent's requests that answers about to be
+	// written to the agent complete (on stdio those of one burst of the
+	// server's messages; on HTTP the one each response or error relayed
+	// completes; a local answer; the errors sent for a server that
+	// exited), before they are written: a recorder that must survive
 	// the process being killed the moment the agent has its answer makes
 	// its record here, and marks each exchange it recorded (Recorded). It
-	// runs on the relay's path: the answers wait for it. Exchange still
-	// sees every exchange afterwards.
+	// runs on the relay's path, on HTTP on each request's goroutine (so
+	// concurrently): the answers wait for it. Exchange still sees every
+	// exchange afterwards.
 	Record func(exs []*Exchange)
 }
 

@@ -56,6 +56,9 @@ func Serve(ctx context.Context, cfg Config, h HTTP) error {
 	// A session's end makes its task final at once, not after the idle
 	// gap.
 	front.SessionEnded = func(s *proxy.Session) { sc.EndSession(context.Background(), s.ID) }
+	sc.mu.Lock()
+	sc.refused = front.BodiesRefused // reported with the outbox's stats
+	sc.mu.Unlock()
 	ln, err := net.Listen("tcp", h.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

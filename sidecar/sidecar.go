@@ -78,6 +78,7 @@ type Sidecar struct {
 	mu       sync.Mutex
 	sessions map[string]bool // sessions seen → ended
 	server   ServerCounter   // the wrapped server's starts and crashes; nil when not stdio
+	refused  func() int64    // serve's count of requests refused over its body budget; nil for stdio
 
 	ending  sync.WaitGroup // tasks being ended (noteFinal)
 	closing chan struct{}  // closed when Close begins
@@ -112,8 +113,8 @@ func (s *Sidecar) CountServer(c ServerCounter) {
 //     answers query_hindsight and trigger_hindsight, and marks on each
 //     exchange what it injected, before capture records it;
 //  3. sessions: notes each session seen, to end it at Close;
-//  4. capture: records the exchange as a step (on stdio, Record journals
-//     it before its answer reaches the agent);
+//  4. capture: records the exchange as a step (Record journals it before
+//     its answer reaches the agent, on stdio and HTTP);
 //  5. task ends: an exchange that ends the agent's task, once its step is
 //     recorded, tells the daemon;
 //  6. tracing: a span per tools/call, seeing each exchange last.

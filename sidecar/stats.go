@@ -19,10 +19,10 @@ const statsInterval = 2 * time.Second
 // postCounters reports capture's counters to the daemon, which serves
 // their sums at GET /metrics (see daemon.SidecarReport); a daemon that
 // does not answer in reportTimeout misses this report, not the next.
-func (s *Sidecar) postCounters(st capture.Stats) {
+func (s *Sidecar) postCounters(st capture.Stats, refused int64) {
 	calls, failures := s.recorder.Calls()
 	rep := daemon.SidecarReport{Source: s.recorder.Source(), Server: s.cfg.Server, PID: os.Getpid(),
-		Steps: st.Captured, Spilled: st.Spilled, Dropped: st.Dropped, Redactions: st.Redactions, Calls: calls, Failures: failures}
+		Steps: st.Captured, Spilled: st.Spilled, Dropped: st.Dropped, Redactions: st.Redactions, Calls: calls, Failures: failures, BodiesRefused: refused}
 	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 	defer cancel()
 	if err := s.client.ReportSidecar(ctx, rep); err != nil {
@@ -41,7 +41,7 @@ func (s *Sidecar) reportStats() func() {
 		out := spool.Stats{Server: s.cfg.Server, PID: os.Getpid(), Depth: st.Depth,
 			Captured: st.Captured, Delivered: st.Delivered, Dropped: st.Dropped, Rejected: st.Rejected,
 			Redactions: st.Redactions, Held: st.Held, DroppedDiskFull: st.DroppedDiskFull, Truncated: st.Truncated,
-			UpdatedAt: time.Now()}
+			BodiesRefused: s.bodiesRefused(), UpdatedAt: time.Now()}
 		s.mu.Lock()
 		srv := s.server
 		s.mu.Unlock()
@@ -52,7 +52,7 @@ func (s *Sidecar) reportStats() func() {
 			}
 		}
 		_ = spool.WriteStats(s.cfg.Home, id, out)
-		s.postCounters(st)
+		s.postCounters(st, out.BodiesRefused)
 	}
 	go func() {
 		defer close(done)
@@ -72,4 +72,16 @@ func (s *Sidecar) reportStats() func() {
 		<-done
 		write() // the last word, after capture's final drain (a removed outbox stays removed)
 	}
+}
+
+// bodiesRefused returns serve's count of requests refused over its body
+// budget (0 for stdio).
+func (s *Sidecar) bodiesRefused() int64 {
+	s.mu.Lock()
+	f := s.refused
+	s.mu.Unlock()
+	if f == nil {
+		return 0
+	}
+	return f()
 }

@@ -209,9 +209,10 @@ func (o *Spool) journal(now time.Time, added int) {
 // Space checks of the journal: a journal write is checked against the
 // reserve once journalCheckEvery has passed or journalCheckBytes were
 // written since the last check that passed, not before every write (a
-// statfs costs as much as the write). The journal is written with
-// write(2), which fails cleanly on a full disk; the reserve is kept for
-// Badger, and the little written between checks leaves it almost whole.
+// statfs costs as much as the write). A journal write fails cleanly on a
+// full disk (a mapped segment's blocks are written when it is created);
+// the reserve is kept for Badger, and the little written between checks
+// leaves it almost whole.
 const (
 	journalCheckEvery = 50 * time.Millisecond
 	journalCheckBytes = 1 << 20

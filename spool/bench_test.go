@@ -1,6 +1,7 @@
 package spool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,4 +65,81 @@ func BenchmarkAppend(b *testing.B) {
 		n++
 	}
 	b.ReportMetric(float64(testkit.ProcessCPU()-cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkAppendJournaled measures a step journaled one at a time, as
+// the relay hands over an answered call when calls come one by one:
+// AppendJournaled then Signal, the daemon acknowledging at once. The
+// write variant is the write(2) journal every platform has; mapped is the
+// file mapping (Linux), measured in the same run.
+func BenchmarkAppendJournaled(b *testing.B) {
+	for _, mapped := range []bool{false, true} {
+		name := "write"
+		if mapped {
+			name = "mapped"
+		}
+		b.Run(name, func(b *testing.B) {
+			if mapped && !canMap {
+				b.Skip("no mapped journal on this platform")
+			}
+			defer func(was bool) { mapJournal = was }(mapJournal)
+			mapJournal = mapped
+			o, err := Open(Options{Home: hindsight.Home(b.TempDir()), Logger: slog.New(slog.DiscardHandler), Deliverer: ackSink{}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer o.Close(context.Background())
+			tmpl := echoSteps(1)
+			steps := make([]hindsight.Step, 1)
+			b.ReportAllocs()
+			cpu := testkit.ProcessCPU()
+			for b.Loop() {
+				copy(steps, tmpl)
+				o.AppendJournaled(steps)
+				o.Signal()
+			}
+			b.ReportMetric(float64(testkit.ProcessCPU()-cpu)/float64(b.N), "cpu-ns/op")
+			if !o.Journaling() {
+				b.Fatal("the journal was given up")
+			}
+		})
+	}
+}
+
+// BenchmarkJournalWrite measures the journal alone: one step's record per
+// write, as when calls come one at a time, the steps released (delivered)
+// every release steps. write is the write(2) journal, mapped the file
+// mapping (Linux), in the same run.
+func BenchmarkJournalWrite(b *testing.B) {
+	raw := bytes.Repeat([]byte("x"), 700)
+	for _, mapped := range []bool{false, true} {
+		for _, release := range []int{64, 4096} {
+			name := fmt.Sprintf("write/release=%d", release)
+			if mapped {
+				name = fmt.Sprintf("mapped/release=%d", release)
+			}
+			b.Run(name, func(b *testing.B) {
+				if mapped && !canMap {
+					b.Skip("no mapped journal on this platform")
+				}
+				defer func(was bool) { mapJournal = was }(mapJournal)
+				mapJournal = mapped
+				j := &journal{dir: b.TempDir()}
+				defer j.close(true)
+				batch := []entry{{raw: raw}}
+				b.ReportAllocs()
+				seq := uint64(0)
+				for b.Loop() {
+					seq++
+					batch[0].seq = seq
+					if err := j.write(batch); err != nil {
+						b.Fatal(err)
+					}
+					if seq%uint64(release) == 0 {
+						j.release(seq + 1)
+					}
+				}
+			})
+		}
+	}
 }

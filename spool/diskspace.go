@@ -14,7 +14,9 @@ import (
 // HINDSIGHT_DISK_RESERVE), and before each write it allocates the blocks
 // of the database's memtable log ahead of Badger's write position
 // (allocateAhead). The journal is written with write(2), which fails
-// cleanly, but is skipped too while space is short, so that a full disk
+// cleanly, or, on Linux, copied into segments whose blocks were written
+// whole when they were created (so a copy never needs a block the disk
+// lacks), but is skipped too while space is short, so that a full disk
 // leaves it working once space returns.
 //
 // While space is short, steps are held in memory (up to MaxHeld steps and

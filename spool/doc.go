@@ -7,8 +7,9 @@
 //
 // # Durability
 //
-// Append writes each batch of steps to the outbox's journal (one write per
-// batch: safe from SIGKILL once it returns), and the spool delivers them
+// Append writes each batch of steps to the outbox's journal (on Linux a
+// copy into a shared file mapping, elsewhere one write per batch: safe
+// from SIGKILL once it returns), and the spool delivers them
 // to the daemon from memory, a batch every 250 ms. A step the daemon has
 // not acknowledged 5 s after its exchange ended (any step while the daemon
 // is unreachable, or with no daemon) is written to the outbox's Badger,

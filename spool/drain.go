@@ -110,7 +110,12 @@ func drainOne(ctx context.Context, home hindsight.Home, dir, id string, d Delive
 			_ = losses.AddTo(string(home), id, "", losses.Expired, n, "undelivered past the retention period")
 		}
 	}()
-	journaled, segments := readJournal(dir, log)
+	journaled, segments, torn := scanJournal(dir, log)
+	if torn > 0 {
+		if err := losses.AddTo(string(home), id, "", losses.Crash, int64(torn), "a step torn in the journal by a sidecar killed as it recorded it (its answer was never sent)"); err != nil {
+			log.Warn("record lost steps", "err", err)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(dir, dbName)); errors.Is(err, os.ErrNotExist) && len(journaled) == 0 {
 		if err := deliverEnds(ctx, dir, id, d); err != nil {
 			return 0, fmt.Errorf("drain outbox %s: %w", id, err)

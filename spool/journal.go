@@ -11,16 +11,31 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 )
 
 // A journal keeps the steps an outbox holds only in memory safe from a
-// killed process: Append writes their encodings to the current segment
-// file, one write per call (one per MiB of a large batch; the page cache
-// keeps what was written when the process dies), and a segment whose steps
-// have all left memory (delivered, or written to the database) is removed,
-// or emptied when it is the current one. The daemon drops steps it was given before, so a drainer
-// can hand everything a dead sidecar's journal holds to the database and
-// deliver it again.
+// killed process: Append copies their encodings into the current segment,
+// and a segment whose steps have all left memory (delivered, or written
+// to the database) is removed, or emptied when it is the current one. The
+// daemon drops steps it was given before, so a drainer can hand
+// everything a dead sidecar's journal holds to the database and deliver
+// it again.
+//
+// On Linux a segment is a file of mapSegmentSize bytes (more for a larger
+// batch), its blocks allocated when it is created and mapped shared: a
+// step is journaled by a copy into the mapping, without a system call,
+// and the page cache keeps what was copied when the process is killed (a
+// power cut loses what the kernel had not written back yet). Elsewhere,
+// or where the file system cannot allocate a file's blocks ahead, a
+// segment is appended to with one write per call (one per MiB of a large
+// batch) and begins anew at journalSegment bytes.
+//
+// An emptied segment is zeroed (mapped) or truncated (written), so a
+// delivered step's encoding stays in the journal only until every step of
+// its segment has left memory: within journalLinger of its delivery while
+// the daemon keeps up, JournalPersistAfter at most while it does not.
 //
 // With a journal, the outbox need not hear from the daemon within 50 ms
 // of an exchange, so it delivers in batches a quarter of a second apart
@@ -32,18 +47,22 @@ import (
 // A segment is a sequence of records: the payload's length (uint32, little
 // endian), the CRC-32 (IEEE) of seq and payload, the step's seq (uint64),
 // then the payload, the step's encoding. A torn last record (the process
-// died mid-write) fails its length or checksum and ends the segment.
+// died mid-copy) fails its length or checksum and ends the segment, as
+// does the zeroed rest of a mapped one.
 //
 // The journal's fields are guarded by the writer's wmu (see Spool).
 type journal struct {
 	dir     string
 	f       *os.File // the current segment; nil until the next write
+	mem     []byte   // the current segment's mapping; nil when it is written to
 	path    string
-	last    uint64 // the last seq written to the current segment
-	size    int64
+	last    uint64     // the last seq written to the current segment
+	size    int64      // the bytes of records in the current segment
 	old     []jsegment // full segments, oldest first
+	spare   []jsegment // emptied mapped segments, zeroed, for reuse
 	buf     []byte
 	failing bool
+	plain   bool // segments are written, not mapped (see mapJournal)
 
 	// The last space check that passed, and the bytes written since: see
 	// Spool.journalSpace.
@@ -51,32 +70,50 @@ type journal struct {
 	checkedSince int64
 }
 
+// A jsegment is a segment that is not the current one: full, or spare.
 type jsegment struct {
 	path string
 	last uint64
+	f    *os.File // a mapped segment's, kept open and mapped for reuse
+	mem  []byte
+	size int64
 }
 
 const (
 	journalPrefix = "journal-"
 	journalSuffix = ".bin"
-	// journalSegment is the size at which a new segment begins, so that
-	// a steady stream of steps does not grow one file for ever.
+	// journalSegment is the size at which a new written segment begins,
+	// so that a steady stream of steps does not grow one file for ever.
 	journalSegment = 1 << 20
-	journalHeader  = 16
+	// mapSegmentSize is the size of a mapped segment: it is allocated
+	// whole, so it is kept small (a sidecar holds one while it is idle).
+	mapSegmentSize = 256 << 10
+	// mapSpares is how many emptied mapped segments are kept for reuse:
+	// a page of a new one costs a fault (more than a copy into it) the
+	// first time it is written.
+	mapSpares     = 8
+	journalHeader = 16
 )
 
 var errJournalOff = errors.New("journal given up")
 
-// openSegment creates a journal segment; a variable so tests can make the
-// disk fail.
-var openSegment = defaultOpenSegment
+// mapJournal selects mapped segments where the platform has them; a
+// variable so that tests and benchmarks can measure both kinds.
+var mapJournal = canMap
+
+// openSegment creates a journal segment, and mapFile maps it; variables
+// so tests can make the disk fail.
+var (
+	openSegment = defaultOpenSegment
+	mapFile     = mapSegment
+)
 
 func defaultOpenSegment(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o600)
+	return os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND|os.O_TRUNC, 0o600)
 }
 
-// write appends the records of entries to the current segment (see
-// writeRecords).
+// write appends the records of entries to the current segment, beginning
+// a new one when it is full or there is none.
 func (j *journal) write(entries []entry) error {
 	if j.failing {
 		return errJournalOff
@@ -84,32 +121,108 @@ func (j *journal) write(entries []entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	if j.f == nil {
-		path := filepath.Join(j.dir, fmt.Sprintf("%s%016x%s", journalPrefix, entries[0].seq, journalSuffix))
-		f, err := openSegment(path)
-		if err != nil {
-			j.failing = true
-			return fmt.Errorf("open journal: %w", err)
-		}
-		j.f, j.path, j.size = f, path, 0
+	need := 0
+	for _, e := range entries {
+		need += journalHeader + len(e.raw)
 	}
-	err := j.writeRecords(entries)
-	if err != nil {
+	if j.f != nil && j.mem != nil && int(j.size)+need > len(j.mem) {
+		j.retire()
+	}
+	if j.f == nil {
+		if err := j.begin(entries[0].seq, need); err != nil {
+			j.failing = true
+			return err
+		}
+	}
+	if j.mem != nil {
+		for _, e := range entries {
+			j.size = int64(len(appendRecord(j.mem[:j.size], e.seq, e.raw)))
+		}
+		j.last = entries[len(entries)-1].seq
+		return nil
+	}
+	if err := j.writeRecords(entries); err != nil {
 		// What was written whole may be read back by a drainer: the
 		// segment goes when the whole batch has left memory.
 		j.failing = true
-		j.f.Close()
-		j.f = nil
-		j.old = append(j.old, jsegment{j.path, entries[len(entries)-1].seq})
+		j.last = entries[len(entries)-1].seq
+		j.retire()
 		return fmt.Errorf("write journal: %w", err)
 	}
 	j.last = entries[len(entries)-1].seq
 	if j.size >= journalSegment {
-		j.f.Close()
-		j.old = append(j.old, jsegment{j.path, j.last})
-		j.f = nil
+		j.retire()
 	}
 	return nil
+}
+
+// begin opens a new current segment named after first, the seq of its
+// first step, mapped with room for need bytes at least unless the journal
+// is plain. A segment that cannot be mapped for a reason other than a
+// lack of space makes the journal plain.
+func (j *journal) begin(first uint64, need int) error {
+	if n := len(j.spare); n > 0 && len(j.spare[n-1].mem) >= need {
+		s := j.spare[n-1]
+		j.spare = j.spare[:n-1]
+		j.f, j.path, j.size, j.mem = s.f, s.path, 0, s.mem
+		return nil
+	}
+	path := filepath.Join(j.dir, fmt.Sprintf("%s%016x%s", journalPrefix, first, journalSuffix))
+	f, err := openSegment(path)
+	if err != nil {
+		return fmt.Errorf("open journal: %w", err)
+	}
+	j.f, j.path, j.size, j.mem = f, path, 0, nil
+	if j.plain || !mapJournal {
+		return nil
+	}
+	page := os.Getpagesize()
+	mem, err := mapFile(f, max(mapSegmentSize, (need+page-1)/page*page))
+	if err == nil {
+		j.mem = mem
+		return nil
+	}
+	if !diskspace.IsNoSpace(err) {
+		// Written to instead, from its start (the zeros it may have been
+		// given would end the segment before the records).
+		j.plain = true
+		if err = f.Truncate(0); err == nil {
+			return nil
+		}
+		err = fmt.Errorf("open journal: %w", err)
+	}
+	j.f = nil
+	f.Close()
+	_ = os.Remove(path)
+	return err
+}
+
+// retire makes the current segment a full one; a written one is closed.
+func (j *journal) retire() {
+	s := jsegment{path: j.path, last: j.last, mem: j.mem, size: j.size}
+	if j.mem != nil {
+		s.f = j.f
+	} else {
+		j.f.Close()
+	}
+	j.f, j.mem = nil, nil
+	j.old = append(j.old, s)
+}
+
+// drop removes segment s, or keeps it as a spare (zeroed where it held
+// records) when it is mapped and spares are few.
+func (j *journal) drop(s jsegment) {
+	if s.mem != nil && len(j.spare) < mapSpares {
+		clear(s.mem[:s.size])
+		s.size, s.last = 0, 0
+		j.spare = append(j.spare, s)
+		return
+	}
+	if s.mem != nil {
+		unmapSegment(s.mem)
+		s.f.Close()
+	}
+	_ = os.Remove(s.path)
 }
 
 // writeRecords appends the records of entries to the current segment in
@@ -141,26 +254,40 @@ func (j *journal) writeRecords(entries []entry) error {
 
 // release removes the segments that hold only seqs below firstLive (the
 // first step still only in memory), and empties the current one when it
-// does.
+// does: a mapped one is zeroed where it held records, a written one
+// truncated.
 func (j *journal) release(firstLive uint64) {
 	for len(j.old) > 0 && j.old[0].last < firstLive {
-		_ = os.Remove(j.old[0].path)
+		j.drop(j.old[0])
 		j.old = j.old[1:]
 	}
-	if j.f != nil && j.size > 0 && j.last < firstLive {
-		if err := j.f.Truncate(0); err == nil {
-			j.size = 0
-		}
+	if j.f == nil || j.size == 0 || j.last >= firstLive {
+		return
+	}
+	if j.mem != nil {
+		clear(j.mem[:j.size])
+		j.size = 0
+	} else if err := j.f.Truncate(0); err == nil {
+		j.size = 0
 	}
 }
 
-// close closes the current segment and, with remove, deletes every segment.
+// close closes every segment and deletes the spares and, with remove,
+// the rest.
 func (j *journal) close(remove bool) {
 	if j.f != nil {
-		j.f.Close()
-		j.f = nil
-		j.old = append(j.old, jsegment{j.path, j.last})
+		j.retire()
 	}
+	for _, s := range append(j.spare, j.old...) {
+		if s.mem != nil {
+			unmapSegment(s.mem)
+			s.f.Close()
+		}
+	}
+	for _, s := range j.spare {
+		_ = os.Remove(s.path)
+	}
+	j.spare = nil
 	if remove {
 		for _, s := range j.old {
 			_ = os.Remove(s.path)
@@ -205,12 +332,18 @@ func parseJournal(data []byte) []entry {
 // readJournal returns the steps the journal segments in dir hold, in seq
 // order (the first of duplicates kept), and the segments' paths.
 func readJournal(dir string, log *slog.Logger) ([]entry, []string) {
+	out, paths, _ := scanJournal(dir, log)
+	return out, paths
+}
+
+// scanJournal is readJournal that also counts the segments that end in a
+// torn or corrupt record rather than in zeros or at their end: a sidecar
+// killed while it copied a step in (before that step's answer was sent).
+func scanJournal(dir string, log *slog.Logger) (out []entry, paths []string, torn int) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, nil
+		return nil, nil, 0
 	}
-	var out []entry
-	var paths []string
 	for _, e := range ents {
 		name := e.Name()
 		if e.IsDir() || !strings.HasPrefix(name, journalPrefix) || !strings.HasSuffix(name, journalSuffix) {
@@ -223,7 +356,16 @@ func readJournal(dir string, log *slog.Logger) ([]entry, []string) {
 			log.Error("cannot read outbox journal; its steps are lost", "path", path, "err", err)
 			continue
 		}
-		out = append(out, parseJournal(data)...)
+		recs := parseJournal(data)
+		used := 0
+		for _, r := range recs {
+			used += journalHeader + len(r.raw)
+		}
+		if rest := data[used:min(len(data), used+journalHeader)]; slices.ContainsFunc(rest, func(b byte) bool { return b != 0 }) {
+			torn++
+			log.Warn("outbox journal segment ends in a torn record; skipped", "path", path, "records", len(recs))
+		}
+		out = append(out, recs...)
 	}
 	slices.SortStableFunc(out, func(a, b entry) int {
 		switch {
@@ -235,5 +377,5 @@ func readJournal(dir string, log *slog.Logger) ([]entry, []string) {
 		return 0
 	})
 	out = slices.CompactFunc(out, func(a, b entry) bool { return a.seq == b.seq })
-	return out, paths
+	return out, paths, torn
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/losses"
 	"github.com/hindsight-proxy/hindsight/lab/spooltest"
 	"github.com/hindsight-proxy/hindsight/lab/testkit"
 	"github.com/hindsight-proxy/hindsight/wire"
@@ -49,12 +50,12 @@ func TestParseJournal(t *testing.T) {
 	}
 }
 
-// TestJournalSegments: a full segment is followed by a new one; release
-// removes the segments whose steps all left memory and empties the current
-// one; readJournal gives the steps of what is left in seq order.
+// TestJournalSegments: a full written segment is followed by a new one;
+// release removes the segments whose steps all left memory and empties the
+// current one; readJournal gives the steps of what is left in seq order.
 func TestJournalSegments(t *testing.T) {
 	dir := t.TempDir()
-	j := &journal{dir: dir}
+	j := &journal{dir: dir, plain: true}
 	big := bytes.Repeat([]byte("x"), journalSegment/2)
 	for seq := uint64(1); seq <= 5; seq++ {
 		if err := j.write([]entry{{seq: seq, raw: big}}); err != nil {
@@ -109,7 +110,8 @@ func FuzzParseJournal(f *testing.F) {
 
 // TestDrainOrphanJournal: the outbox of a sidecar that died with steps only
 // in its journal (no database yet, a torn last record) is drained: the
-// whole records are delivered in order, and the outbox is removed.
+// whole records are delivered in order, the torn one is counted lost
+// (crash), and the outbox is removed.
 func TestDrainOrphanJournal(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
 	dir := filepath.Join(home.Outboxes(), "dead")
@@ -138,6 +140,9 @@ func TestDrainOrphanJournal(t *testing.T) {
 	spooltest.CheckInOrder(t, d.Got(), 3, "dead")
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("drained outbox not removed: %v", err)
+	}
+	if l := losses.Scan(string(home)); len(l) != 1 || l[0].Lost != 1 || l[0].Reasons[losses.Crash] != 1 {
+		t.Errorf("losses %+v, want the torn record counted (crash)", l)
 	}
 }
 
@@ -212,4 +217,161 @@ func TestJournalLargeBatch(t *testing.T) {
 		t.Errorf("journal keeps a buffer of %d bytes", cap(j.buf))
 	}
 	j.close(true)
+}
+
+// TestMappedJournal: mapped segments hold the records copied into them
+// (read back from the files, as a drainer does, while they are still
+// mapped); a full one is followed by a new one; released segments are kept
+// as spares and reused, and no byte of a released record is left in any
+// file; close removes the spares.
+func TestMappedJournal(t *testing.T) {
+	if !canMap {
+		t.Skip("no mapped journal on this platform")
+	}
+	dir := t.TempDir()
+	j := &journal{dir: dir}
+	defer j.close(true)
+	secret := []byte("purged-value-7f3a9c")
+	raw := append(bytes.Repeat([]byte("x"), 1000), secret...)
+	seq := uint64(0)
+	write := func(n int) {
+		for range n {
+			seq++
+			if err := j.write([]entry{{seq: seq, raw: raw}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	files := func() []string {
+		m, _ := filepath.Glob(filepath.Join(dir, journalPrefix+"*"))
+		return m
+	}
+	perSegment := mapSegmentSize / (journalHeader + len(raw))
+	write(2*perSegment + 10)
+	if j.mem == nil {
+		t.Fatal("the segment is not mapped")
+	}
+	if n := len(files()); n != 3 {
+		t.Fatalf("%d segments, want 3 (two full, one current)", n)
+	}
+	got, _ := readJournal(dir, slog.New(slog.DiscardHandler))
+	if len(got) != int(seq) || got[0].seq != 1 || got[len(got)-1].seq != seq || !bytes.Equal(got[7].raw, raw) {
+		t.Fatalf("read back %d records, want %d", len(got), seq)
+	}
+	j.release(seq + 1) // everything delivered
+	if got, _ := readJournal(dir, slog.New(slog.DiscardHandler)); len(got) != 0 {
+		t.Fatalf("after release: %d records", len(got))
+	}
+	for _, f := range files() {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(data, secret) {
+			t.Errorf("%s still holds a released record", filepath.Base(f))
+		}
+	}
+	if len(j.spare) != 2 {
+		t.Fatalf("%d spares, want 2", len(j.spare))
+	}
+	write(perSegment + 1) // the current segment, then a spare
+	if n := len(files()); n != 3 || len(j.spare) != 1 {
+		t.Fatalf("%d segments and %d spares, want the 3 files reused", n, len(j.spare))
+	}
+	if got, _ := readJournal(dir, slog.New(slog.DiscardHandler)); len(got) != perSegment+1 {
+		t.Fatalf("read back %d records, want %d", len(got), perSegment+1)
+	}
+	j.close(false) // steps still only in memory: kept for a drainer
+	if n := len(files()); n != 2 {
+		t.Fatalf("after close: %d segments, want the 2 that hold steps", n)
+	}
+}
+
+// TestMappedJournalTorn: a record torn at any byte (the process killed
+// mid-copy) ends its segment: recovery finds every record before it
+// exactly once and nothing of it.
+func TestMappedJournalTorn(t *testing.T) {
+	if !canMap {
+		t.Skip("no mapped journal on this platform")
+	}
+	raws := [][]byte{[]byte(`{"a":1}`), []byte(`{"b":"two"}`), []byte(`{"c":[3,3,3]}`)}
+	var whole []byte
+	for i, r := range raws {
+		whole = appendRecord(whole, uint64(i+1), r)
+	}
+	lastStart := len(whole) - journalHeader - len(raws[2])
+	for cut := lastStart; cut < len(whole); cut++ {
+		dir := t.TempDir()
+		j := &journal{dir: dir}
+		if err := j.write([]entry{{seq: 1, raw: raws[0]}, {seq: 2, raw: raws[1]}}); err != nil {
+			t.Fatal(err)
+		}
+		copy(j.mem[lastStart:cut], whole[lastStart:cut]) // the third, killed mid-copy
+		got, _ := readJournal(dir, slog.New(slog.DiscardHandler))
+		if len(got) != 2 || got[0].seq != 1 || got[1].seq != 2 || !bytes.Equal(got[1].raw, raws[1]) {
+			t.Fatalf("cut at %d: read back %+v", cut, got)
+		}
+		j.close(true)
+	}
+}
+
+// FuzzReadJournal: any bytes at the head of a mapped segment (its rest
+// zero) read back from the file without panicking as the records the
+// segment holds, in seq order and each seq once.
+func FuzzReadJournal(f *testing.F) {
+	f.Add(appendRecord(appendRecord(nil, 2, []byte(`{"a":1}`)), 1, []byte(`{}`)))
+	f.Add(appendRecord(appendRecord(nil, 1, []byte(`{}`)), 1, []byte(`{}`)))
+	f.Add(appendRecord(nil, 3, []byte(`{"x":2}`))[:20])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > mapSegmentSize {
+			return
+		}
+		dir := t.TempDir()
+		seg := make([]byte, mapSegmentSize)
+		copy(seg, data)
+		if err := os.WriteFile(filepath.Join(dir, journalPrefix+"0000000000000001"+journalSuffix), seg, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := readJournal(dir, slog.New(slog.DiscardHandler))
+		seqs := map[uint64]bool{}
+		for _, e := range parseJournal(seg) {
+			seqs[e.seq] = true
+		}
+		if len(got) != len(seqs) {
+			t.Fatalf("%d records read, want %d distinct seqs", len(got), len(seqs))
+		}
+		for i, e := range got {
+			if !seqs[e.seq] || i > 0 && got[i-1].seq >= e.seq {
+				t.Fatalf("record %d: seq %d out of order or unknown", i, e.seq)
+			}
+		}
+	})
+}
+
+// TestJournalMapFails: a segment that cannot be mapped (after its zeros
+// were written) is written to instead, from its start, and so are the
+// segments after it: every record reads back.
+func TestJournalMapFails(t *testing.T) {
+	if !canMap {
+		t.Skip("no mapped journal on this platform")
+	}
+	mapFile = func(f *os.File, size int) ([]byte, error) {
+		f.Write(make([]byte, size))
+		return nil, errors.New("map journal: operation not supported")
+	}
+	defer func() { mapFile = mapSegment }()
+	dir := t.TempDir()
+	j := &journal{dir: dir}
+	defer j.close(true)
+	for seq := uint64(1); seq <= 3; seq++ {
+		if err := j.write([]entry{{seq: seq, raw: []byte(`{"n":1}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !j.plain || j.mem != nil {
+		t.Fatalf("plain %v, mapped %v", j.plain, j.mem != nil)
+	}
+	if got, _ := readJournal(dir, slog.New(slog.DiscardHandler)); len(got) != 3 {
+		t.Fatalf("read back %d records, want 3", len(got))
+	}
 }

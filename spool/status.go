@@ -40,6 +40,9 @@ type Stats struct {
 	Held            int64 `json:"held"`
 	DroppedDiskFull int64 `json:"dropped_disk_full"`
 	Truncated       int64 `json:"truncated"`
+	// BodiesRefused counts the requests `serve` refused (503) because the
+	// request bodies in flight were over its budget.
+	BodiesRefused int64 `json:"bodies_refused,omitempty"`
 	// ServerStarts counts the starts of the wrapped server (1 plus its
 	// restarts), ServerCrashes its exits on its own, LastCrashAt the last
 	// one: a crash loop shows here (stdio sidecars).

@@ -30,7 +30,7 @@ const (
 	Rejected   = "rejected"    // the daemon refused the step (set aside in outbox/.rejected/ when it could be)
 	Expired    = "expired"     // undelivered past the retention period
 	AtExit     = "at-exit"     // the sidecar stopped with the step only in memory
-	Crash      = "crash"       // spilled before redaction by a sidecar that died (found by a drainer)
+	Crash      = "crash"       // spilled before redaction, or torn in its journal, by a sidecar that died (found by a drainer)
 	Encode     = "encode"      // the step could not be encoded
 	Truncated  = "truncated"   // stored with bodies cut (not lost: counted apart)
 )
