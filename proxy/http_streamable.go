@@ -220,7 +220,7 @@ func (s *httpSession) request(w http.ResponseWriter, r *http.Request, m Message,
 	}
 	if log != nil {
 		go s.collect(wt, log) // removes wt
-		sw := startSSE(w)
+		sw := openSSE(w)
 		s.prime(sw, log)
 		return s.tail(sw, r, log, 1, m.ID)
 	}
@@ -474,6 +474,9 @@ func (s *httpSession) pump(sw *sseWriter, r *http.Request, l *waiter, log *event
 	defer tick.Stop()
 	if log != nil {
 		defer log.finish()
+	}
+	if sw.flush() != nil { // what was written before (a priming event)
+		return
 	}
 	for {
 		select {

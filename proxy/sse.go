@@ -194,23 +194,33 @@ func appendEvent(b []byte, ev *sseEvent) []byte {
 	return append(b, '\n')
 }
 
-// sseWriter writes events to an agent and flushes each one at once.
+// sseWriter writes events to an agent. Send, SendEvent and comment flush
+// at once; queue leaves an event in the response's buffer for the next
+// flush (or the handler's end) to send, so that a stream whose events are
+// ready together costs one write.
 type sseWriter struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	buf []byte
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	buf     []byte
+	pending bool // written and not flushed
 }
 
 // startSSE sends the headers of an event stream.
 func startSSE(w http.ResponseWriter) *sseWriter {
+	s := openSSE(w)
+	_ = s.flush()
+	return s
+}
+
+// openSSE writes the headers of an event stream, for the first flush to
+// send.
+func openSSE(w http.ResponseWriter) *sseWriter {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	s := &sseWriter{w: w, rc: http.NewResponseController(w)}
-	_ = s.rc.Flush()
-	return s
+	return &sseWriter{w: w, rc: http.NewResponseController(w), pending: true}
 }
 
 // Send writes one event and flushes it.
@@ -220,13 +230,31 @@ func (s *sseWriter) Send(event string, data []byte) error {
 
 // SendEvent writes ev, with its id and retry fields, and flushes it.
 func (s *sseWriter) SendEvent(ev *sseEvent) error {
+	if err := s.queue(ev); err != nil {
+		return err
+	}
+	return s.flush()
+}
+
+// queue writes ev without flushing it.
+func (s *sseWriter) queue(ev *sseEvent) error {
 	s.buf = appendEvent(s.buf[:0], ev)
+	s.pending = true
 	if _, err := s.w.Write(s.buf); err != nil {
 		return err
 	}
 	if cap(s.buf) > 1<<20 {
 		s.buf = nil // do not pin a large buffer for the stream's life
 	}
+	return nil
+}
+
+// flush sends what was written and not flushed yet, if anything.
+func (s *sseWriter) flush() error {
+	if !s.pending {
+		return nil
+	}
+	s.pending = false
 	return s.rc.Flush()
 }
 
@@ -235,5 +263,6 @@ func (s *sseWriter) comment() error {
 	if _, err := s.w.Write([]byte(": keep-alive\n\n")); err != nil {
 		return err
 	}
-	return s.rc.Flush()
+	s.pending = true
+	return s.flush()
 }
