@@ -256,13 +256,24 @@ func (s *httpSession) tail(sw *sseWriter, r *http.Request, l *eventLog, n uint64
 		if done {
 			return nil
 		}
-		if sw.flush() != nil {
+		var hold <-chan time.Time
+		if sw.hold > 0 && sw.pending {
+			// The headers and the priming event wait a moment for the
+			// response, to leave with it in one write.
+			t := time.NewTimer(sw.hold)
+			defer t.Stop()
+			hold, sw.hold = t.C, 0
+		} else if sw.flush() != nil {
 			return nil
 		}
 		if tick == nil {
 			tick = time.NewTicker(keepAlive)
 		}
 		select {
+		case <-hold:
+			if sw.flush() != nil {
+				return nil
+			}
 		case <-wake:
 		case <-tick.C:
 			if sw.comment() != nil {

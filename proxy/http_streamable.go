@@ -221,6 +221,7 @@ func (s *httpSession) request(w http.ResponseWriter, r *http.Request, m Message,
 	if log != nil {
 		go s.collect(wt, log) // removes wt
 		sw := openSSE(w)
+		sw.hold = holdFirst
 		s.prime(sw, log)
 		return s.tail(sw, r, log, 1, m.ID)
 	}

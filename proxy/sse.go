@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"time"
 )
 
 // DefaultMaxMessageBytes bounds one JSON-RPC message read from an HTTP body,
@@ -203,7 +204,16 @@ type sseWriter struct {
 	rc      *http.ResponseController
 	buf     []byte
 	pending bool // written and not flushed
+	// hold is how long the stream's first flush may wait for an event
+	// to leave with (see holdFirst); 0 once it has waited.
+	hold time.Duration
 }
+
+// holdFirst is how long a request stream's headers and priming event wait
+// for the first message, so that a quick answer leaves in one write with
+// them. The agent needs neither before a message: the priming event only
+// lets it resume a stream cut before the first message.
+const holdFirst = 20 * time.Millisecond
 
 // startSSE sends the headers of an event stream.
 func startSSE(w http.ResponseWriter) *sseWriter {
