@@ -57,10 +57,20 @@ type LineReader struct {
 // NewLineReader returns a LineReader on r that accepts lines of up to max
 // bytes (MaxLineBytes when max <= 0).
 func NewLineReader(r io.Reader, max int) *LineReader {
+	return newLineReaderSize(r, max, defaultBufSize)
+}
+
+// defaultBufSize is the buffer of a LineReader or LineWriter: a burst of
+// messages moves with one system call.
+const defaultBufSize = 64 << 10
+
+// newLineReaderSize is NewLineReader with a buffer of size bytes; longer
+// lines are gathered in chunks.
+func newLineReaderSize(r io.Reader, max, size int) *LineReader {
 	if max <= 0 {
 		max = MaxLineBytes
 	}
-	return &LineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+	return &LineReader{r: bufio.NewReaderSize(r, size), max: max}
 }
 
 // ReadLine returns the next line, in a slice the caller owns. A last line
@@ -202,7 +212,13 @@ type LineWriter struct {
 
 // NewLineWriter returns a LineWriter on w.
 func NewLineWriter(w io.Writer) *LineWriter {
-	return &LineWriter{w: bufio.NewWriterSize(w, 64<<10)}
+	return newLineWriterSize(w, defaultBufSize)
+}
+
+// newLineWriterSize is NewLineWriter with a buffer of size bytes; a longer
+// message goes straight through.
+func newLineWriterSize(w io.Writer, size int) *LineWriter {
+	return &LineWriter{w: bufio.NewWriterSize(w, size)}
 }
 
 // WriteMessage writes msg followed by a newline and flushes. msg must not

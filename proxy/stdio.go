@@ -66,8 +66,20 @@ type Stdio struct {
 	// session, as `hindsight serve` in front of a command does.
 	NoRestart bool
 
+	// childBuf is the buffer of the child's stdin and stdout (0:
+	// defaultBufSize): smaller for the children of HTTP sessions, one
+	// agent each, which number in the hundreds.
+	childBuf int
+
 	nStarts, nCrashes atomic.Int64 // see Starts
 	lastCrash         atomic.Int64 // unix nanoseconds
+}
+
+func (s *Stdio) bufSize() int {
+	if s.childBuf > 0 {
+		return s.childBuf
+	}
+	return defaultBufSize
 }
 
 // Starts returns how many times Run started the server (the first start

@@ -253,7 +253,7 @@ func (r *relay) flushChild() {
 // readChild relays the child's stdout to the agent.
 func (r *relay) readChild(ch *child) {
 	defer close(ch.outDone)
-	lr := NewLineReader(ch.stdout, r.s.MaxLineBytes)
+	lr := newLineReaderSize(ch.stdout, r.s.MaxLineBytes, r.s.bufSize())
 	var now time.Time
 	var b burst
 	waited := true

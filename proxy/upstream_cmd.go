@@ -37,6 +37,7 @@ func (u *CommandUpstream) Dial(ctx context.Context, _ http.Header, sink Upstream
 	st := &Stdio{
 		Command: u.Path, Args: u.Args, Env: u.Env, Dir: u.Dir, Server: u.Server,
 		Logger: u.Logger, GracePeriod: u.GracePeriod, MaxLineBytes: u.MaxBytes, NoRestart: true,
+		childBuf: sessionChildBuf,
 	}
 	s := &cmdSession{stop: make(chan struct{}), done: make(chan struct{})}
 	s.relay = st.newRelay(&sinkWriter{sink: sink.Message})
@@ -61,6 +62,10 @@ func (u *CommandUpstream) Dial(ctx context.Context, _ http.Header, sink Upstream
 	}()
 	return s, nil
 }
+
+// sessionChildBuf is the buffer of a session's child's stdin and stdout:
+// one agent's messages, a few at a time.
+const sessionChildBuf = 16 << 10
 
 // cmdSession is one child run by a Stdio's relay.
 type cmdSession struct {
