@@ -81,7 +81,13 @@ func newLineReaderSize(r io.Reader, max, size int) *LineReader {
 // joined once: reading a line of S bytes allocates about 2×S (growing one
 // slice by append allocated about 5×S, and the relay's peak memory for a
 // 20 MiB message followed).
-func (lr *LineReader) ReadLine() ([]byte, error) {
+func (lr *LineReader) ReadLine() ([]byte, error) { return lr.read(true, true) }
+
+// read is ReadLine. Unless owned, a line that fits the buffer is returned
+// in a slice valid until the next read. Unless skip, a line over the
+// limit is not read to its end (the *LineTooLongError's Size is what was
+// read of it), for a reader that gives up on the stream.
+func (lr *LineReader) read(owned, skip bool) ([]byte, error) {
 	var long gathered // a line longer than the bufio buffer
 	for {
 		frag, err := lr.r.ReadSlice('\n')
@@ -95,22 +101,25 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 				head = long.chunks[0]
 			}
 			head = bytes.Clone(head[:min(len(head), tooLongHead)])
+			if !skip {
+				return nil, &LineTooLongError{Limit: lr.max, Size: int64(long.n + len(frag)), Head: head}
+			}
 			return nil, lr.skip(head, int64(long.n+len(frag)), err)
 		}
 		switch {
-		case err == nil:
-			frag = frag[:len(frag)-1]
-			if long.n == 0 {
+		case err == nil || errors.Is(err, io.EOF) && n > 0:
+			if err == nil {
+				frag = frag[:len(frag)-1]
+			}
+			switch {
+			case long.n > 0:
+				return long.join(frag), nil
+			case owned:
 				return lr.own(frag), nil
 			}
-			return long.join(frag), nil
+			return frag, nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			long.add(frag)
-		case errors.Is(err, io.EOF) && n > 0:
-			if long.n == 0 {
-				return lr.own(frag), nil
-			}
-			return long.join(frag), nil
 		default:
 			return nil, err
 		}

@@ -178,13 +178,26 @@ func (s *httpSession) relayBatch(w http.ResponseWriter, reply *Reply) {
 		return
 	}
 	sw := startSSE(w)
-	for {
-		msg, err := reply.Next()
-		if err != nil {
-			return
+	relayEvents(reply, func(ev *sseEvent) bool {
+		if !ev.message() {
+			return false
 		}
-		if out := s.conn.FromServer(msg); out != nil && sw.Send("message", out) != nil {
-			return
+		out := s.conn.FromServer(ev.Data)
+		return out != nil && sw.Send("message", out) != nil
+	})
+}
+
+// relayEvents reads the events of a stream reply and hands each to step,
+// until step says stop (it returns nil) or the stream ends (it returns
+// why: io.EOF, or the read's error).
+func relayEvents(reply *Reply, step func(ev *sseEvent) (stop bool)) error {
+	for {
+		ev, err := reply.nextEvent()
+		if err != nil {
+			return err
+		}
+		if step(&ev) {
+			return nil
 		}
 	}
 }
@@ -284,26 +297,26 @@ func (s *httpSession) relayReply(w http.ResponseWriter, r *http.Request, m Messa
 	}
 	sw := startSSE(w)
 	resumable := false
-	for {
-		ev, err := reply.nextEvent()
-		if err != nil {
-			if r.Context().Err() != nil {
-				return nil // the agent left
-			}
-			if resumable && errors.Is(err, io.EOF) {
-				return nil // closed to be polled: the request stays in flight
-			}
-			out := s.fail(m.ID, "upstream stream ended before the response: "+err.Error()+from(reply.URL))
-			sw.Send("message", out)
-			return out
-		}
+	var resp []byte
+	err := relayEvents(reply, func(ev *sseEvent) bool {
 		resumable = resumable || ev.ID != ""
-		if sent, err := s.relayEvent(sw, &ev); err != nil {
-			return nil
-		} else if sent && ev.message() && isResponseTo(ev.Data, m.ID) {
-			return ev.Data
+		sent, err := s.relayEvent(sw, ev)
+		if err == nil && sent && ev.message() && isResponseTo(ev.Data, m.ID) {
+			resp = ev.Data
 		}
+		return err != nil || resp != nil
+	})
+	switch {
+	case err == nil: // the response, or the agent's stream broke
+		return resp
+	case r.Context().Err() != nil:
+		return nil // the agent left
+	case resumable && errors.Is(err, io.EOF):
+		return nil // closed to be polled: the request stays in flight
 	}
+	out := s.fail(m.ID, "upstream stream ended before the response: "+err.Error()+from(reply.URL))
+	sw.Send("message", out)
+	return out
 }
 
 func orNull(raw string) string {
@@ -445,15 +458,10 @@ func (s *httpSession) resume(w http.ResponseWriter, r *http.Request, up resumer,
 		return
 	}
 	sw := startSSE(w)
-	for {
-		ev, err := reply.nextEvent()
-		if err != nil {
-			return
-		}
-		if _, err := s.relayEvent(sw, &ev); err != nil {
-			return
-		}
-	}
+	relayEvents(reply, func(ev *sseEvent) bool {
+		_, err := s.relayEvent(sw, ev)
+		return err != nil
+	})
 }
 
 // relayEvent writes an upstream event to the agent, its message (if it

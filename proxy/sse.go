@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -34,46 +33,26 @@ func (ev *sseEvent) message() bool {
 // sseReader reads server-sent events (the text/event-stream format) of any
 // size up to max bytes.
 type sseReader struct {
-	r   *bufio.Reader
-	max int
+	lines *LineReader
+	max   int
 }
 
 func newSSEReader(r io.Reader, max int) *sseReader {
 	if max <= 0 {
 		max = DefaultMaxMessageBytes
 	}
-	return &sseReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+	return &sseReader{lines: NewLineReader(r, max), max: max}
 }
 
-// line returns the next line without its terminator. The slice is valid
-// until the next call.
+// line returns the next line without its terminator ("\n" or "\r\n"). The
+// slice is valid until the next call.
 func (s *sseReader) line() ([]byte, error) {
-	var long []byte
-	for {
-		chunk, err := s.r.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			long = append(long, chunk...)
-			if len(long) > s.max {
-				return nil, errTooLarge
-			}
-			continue
-		}
-		if long != nil {
-			long = append(long, chunk...)
-			chunk = long
-		}
-		if err != nil {
-			if err == io.EOF && len(chunk) > 0 {
-				return bytes.TrimRight(chunk, "\r"), nil
-			}
-			return nil, err
-		}
-		chunk = chunk[:len(chunk)-1]
-		if n := len(chunk); n > 0 && chunk[n-1] == '\r' {
-			chunk = chunk[:n-1]
-		}
-		return chunk, nil
+	line, err := s.lines.read(false, false)
+	var tooLong *LineTooLongError
+	if errors.As(err, &tooLong) {
+		return nil, errTooLarge
 	}
+	return bytes.TrimSuffix(line, []byte("\r")), err
 }
 
 // Next returns the next event that carries data, an id or a retry field:
