@@ -22,7 +22,7 @@ import (
 // commandSidecar serves an HTTPHandler in front of the fake stdio server
 // (this test binary re-executed), changed by configure, and returns its
 // /mcp URL.
-func commandSidecar(t *testing.T, configure ...func(h *proxy.HTTPHandler)) string {
+func commandSidecar(t testing.TB, configure ...func(h *proxy.HTTPHandler)) string {
 	t.Helper()
 	h := &proxy.HTTPHandler{
 		Upstream: &proxy.CommandUpstream{

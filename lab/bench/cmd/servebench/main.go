@@ -94,15 +94,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		bin      = fs.String("hindsight", "", "hindsight binary (default: build ./cmd/hindsight)")
 		profDir  = fs.String("cpuprofile", "", "write each serve variant's CPU profile to DIR/VARIANT-ROUND.pprof (HINDSIGHT_CPUPROFILE)")
 		verbose  = fs.Bool("v", false, "print every measurement to stderr")
+		compare  = map[string]string{}
 	)
+	fs.Func("compare", "NAME=BINARY: also measure `serve` of another build, as variant NAME (repeatable)", func(v string) error {
+		name, bin, ok := strings.Cut(v, "=")
+		if !ok || name == "" || bin == "" || isVariant(name) {
+			return fmt.Errorf("want NAME=BINARY with a NAME of its own, got %q", v)
+		}
+		compare[name] = bin
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	names := strings.Split(*variants, ",")
 	for _, n := range names {
-		if n != floor && n != serve && n != serveNoCapture {
+		if !isVariant(n) {
 			return fmt.Errorf("unknown variant %q (want %s)", n, variantsAccepted)
 		}
+	}
+	for name := range compare {
+		names = append(names, name)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -119,6 +131,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if n == floor {
 			v.Argv = []string{self, "bridge", "-listen", bench.AddrArg, "--", self, "echo"}
 		} else {
+			exe := exe
+			if b, ok := compare[n]; ok {
+				exe = b
+			}
 			v.Argv = []string{exe, "serve", "--listen", bench.AddrArg, "--name", "echo",
 				"--max-children", strconv.Itoa(*clients), "--", self, "echo"}
 			v.Home = filepath.Join(tmp, "home-"+n)
@@ -157,3 +173,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rep.WriteMarkdown(stdout)
 	return nil
 }
+
+func isVariant(name string) bool { return name == floor || name == serve || name == serveNoCapture }

@@ -68,6 +68,8 @@ func TestServeBenchRejectsBadFlags(t *testing.T) {
 	}{
 		{[]string{"-variants", "bridge,serf"}, `unknown variant "serf"`},
 		{[]string{"-nosuchflag"}, "flag provided but not defined"},
+		{[]string{"-compare", "serve=/bin/true"}, "with a NAME of its own"},
+		{[]string{"-compare", "old"}, "want NAME=BINARY"},
 	}
 	for _, tt := range tests {
 		var out, errOut bytes.Buffer
