@@ -383,14 +383,8 @@ func (s *httpSession) await(w http.ResponseWriter, r *http.Request, wt *waiter) 
 // listen serves GET /mcp: the agent's stream for server messages outside
 // its requests.
 func (h *HTTPHandler) listen(w http.ResponseWriter, r *http.Request) {
-	sid := r.Header.Get("Mcp-Session-Id")
-	if sid == "" {
-		http.Error(w, "Mcp-Session-Id required", http.StatusBadRequest)
-		return
-	}
-	s := h.session(sid)
+	s := h.namedSession(w, r, "session not found; initialize again")
 	if s == nil {
-		http.Error(w, "session not found; initialize again", http.StatusNotFound)
 		return
 	}
 	if !acceptsSSE(r) {
@@ -511,16 +505,25 @@ func (s *httpSession) pump(sw *sseWriter, r *http.Request, l *waiter, log *event
 
 // delete serves DELETE /mcp: the agent ends its session.
 func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
-	sid := r.Header.Get("Mcp-Session-Id")
-	if sid == "" {
-		http.Error(w, "Mcp-Session-Id required", http.StatusBadRequest)
-		return
-	}
-	s := h.session(sid)
+	s := h.namedSession(w, r, "session not found")
 	if s == nil {
-		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
 	h.endSessionLater(s, "the agent ended the session")
 	w.WriteHeader(http.StatusOK)
+}
+
+// namedSession returns the session the request's Mcp-Session-Id names, or
+// answers 400 (no header) or 404 with notFound and returns nil.
+func (h *HTTPHandler) namedSession(w http.ResponseWriter, r *http.Request, notFound string) *httpSession {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		http.Error(w, "Mcp-Session-Id required", http.StatusBadRequest)
+		return nil
+	}
+	s := h.session(sid)
+	if s == nil {
+		http.Error(w, notFound, http.StatusNotFound)
+	}
+	return s
 }
