@@ -5,6 +5,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"math"
 	"time"
 )
 
@@ -27,14 +28,25 @@ func (r *FrontReport) Median(variant string, f frontStat) float64 {
 }
 
 // Ratio returns the median over rounds of a's figure over b's, both
-// measured in the same round.
+// measured in the same round; rounds where b's figure is 0 (CPU below
+// the clock tick) are left out, and with none left it is NaN.
 func (r *FrontReport) Ratio(a, b string, f frontStat) float64 {
 	as, bs := r.Samples[a], r.Samples[b]
 	var v []float64
 	for i := range min(len(as), len(bs)) {
-		v = append(v, f(as[i])/f(bs[i]))
+		if d := f(bs[i]); d > 0 {
+			v = append(v, f(as[i])/d)
+		}
 	}
 	return medianOrNaN(v)
+}
+
+// times formats a ratio, "–" when there is none.
+func times(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", x)
 }
 
 // WriteMarkdown writes the medians of every variant and, against the
@@ -65,7 +77,8 @@ func (r *FrontReport) WriteMarkdown(w io.Writer) {
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|")
 	for _, v := range o.Variants[1:] {
 		n := v.Name
-		fmt.Fprintf(w, "| %s | %.2f× | %.2f× | %.2f× | %.2f× | %.2f× |\n", n, r.Ratio(n, floor, frontRate),
-			r.Ratio(n, floor, frontP50), r.Ratio(n, floor, frontP99), r.Ratio(n, floor, frontCPU), r.Ratio(n, floor, frontAll))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", n, times(r.Ratio(n, floor, frontRate)),
+			times(r.Ratio(n, floor, frontP50)), times(r.Ratio(n, floor, frontP99)), times(r.Ratio(n, floor, frontCPU)),
+			times(r.Ratio(n, floor, frontAll)))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,8 +53,12 @@ func TestSmokeServeBench(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, md)
 		}
 	}
-	if strings.Contains(md, "| 0.0 MB |") || strings.Contains(md, "NaN") {
+	if strings.Contains(md, "| 0.0 MB |") || strings.Contains(md, "NaN") || strings.Contains(md, "Inf") {
 		t.Errorf("a figure was not read:\n%s", md)
+	}
+	// calls/s and p50 always have a ratio.
+	if !regexp.MustCompile(`\| serve \| \d+\.\d\d× \| \d+\.\d\d× \|`).MatchString(md) {
+		t.Errorf("no ratio row for serve:\n%s", md)
 	}
 	// 2 rounds × 3 variants, one progress line each.
 	if n := strings.Count(errOut.String(), "calls/s"); n != 6 {
