@@ -265,3 +265,22 @@ func TestHTTPCommandBatch(t *testing.T) {
 		t.Errorf("recorded tools/call → %s, ping → %s", call.Response, ping.Response)
 	}
 }
+
+// TestHTTPCommandMessageTooLong sends a request over the command
+// upstream's size limit: the child never sees it, the agent gets a
+// JSON-RPC error for its id, and the session goes on.
+func TestHTTPCommandMessageTooLong(t *testing.T) {
+	url := commandSidecar(t, func(h *proxy.HTTPHandler) {
+		h.Upstream.(*proxy.CommandUpstream).MaxBytes = 1024
+	})
+	sid := initialize(t, url, nil)
+	big := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 4096) + `"}}}`
+	out := answer(t, url, sid, big)
+	if gjson.Get(out, "id").Raw != "7" || !strings.Contains(gjson.Get(out, "error.message").String(), "exceeds the limit of 1024 bytes") {
+		t.Fatalf("answer to the long request: %s", out)
+	}
+	out = answer(t, url, sid, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{"text":"short"}}}`)
+	if gjson.Get(out, "id").Raw != "8" || gjson.Get(out, "error").Exists() {
+		t.Fatalf("answer to the next request: %s", out)
+	}
+}
