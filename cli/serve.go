@@ -197,6 +197,11 @@ func runServe(ctx context.Context, g *globals, o *serveOptions) error {
 	defer logFile.Close()
 	slog.SetDefault(logger) // libraries' logs (and net/http's) go through the redactor into the file too
 	tracingElsewhere(g.config.Telemetry, logger)
+	stopProfiles, err := startProfiles(logger)
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
 	g.namespace = o.namespace
 	g.pinTools = o.pinTools
 	for _, origin := range g.config.Serve.AllowedOrigins {

@@ -75,20 +75,11 @@ func runWrap(ctx context.Context, g *globals, fs *pflag.FlagSet, cmdline []strin
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	defer signal.Stop(sigpipe)
 
-	if path := os.Getenv("HINDSIGHT_CPUPROFILE"); path != "" {
-		stop, err := profile.StartCPU(path)
-		if err != nil {
-			return err
-		}
-		defer stop()
+	stopProfiles, err := startProfiles(logger)
+	if err != nil {
+		return err
 	}
-	if path := os.Getenv("HINDSIGHT_MEMPROFILE"); path != "" {
-		// PATH is written at exit, PATH.peak near the peak of the heap,
-		// PATH.peak.txt the runtime's memory figures at exit.
-		stop := watchHeap(path+".peak", logger)
-		defer writeHeapProfile(path, logger)
-		defer stop()
-	}
+	defer stopProfiles()
 
 	if os.Getenv("GOGC") == "" && !g.config.captureEnabled() {
 		// Relaying only, the live heap is small and the collector's
@@ -162,4 +153,29 @@ func logName(name string) string {
 		}
 		return '_'
 	}, name)
+}
+
+// startProfiles starts the profiles the environment asks for, for
+// measuring a sidecar: a CPU profile to $HINDSIGHT_CPUPROFILE, and heap
+// profiles to $HINDSIGHT_MEMPROFILE (written at exit), PATH.peak (near the
+// peak of the heap) and PATH.peak.txt (the runtime's memory figures at
+// exit). stop writes them.
+func startProfiles(logger *slog.Logger) (stop func(), err error) {
+	var stops []func()
+	if path := os.Getenv("HINDSIGHT_CPUPROFILE"); path != "" {
+		stopCPU, err := profile.StartCPU(path)
+		if err != nil {
+			return nil, err
+		}
+		stops = append(stops, stopCPU)
+	}
+	if path := os.Getenv("HINDSIGHT_MEMPROFILE"); path != "" {
+		stopWatch := watchHeap(path+".peak", logger)
+		stops = append(stops, stopWatch, func() { writeHeapProfile(path, logger) })
+	}
+	return func() {
+		for _, f := range stops {
+			f()
+		}
+	}, nil
 }

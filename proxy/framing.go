@@ -57,10 +57,20 @@ type LineReader struct {
 // NewLineReader returns a LineReader on r that accepts lines of up to max
 // bytes (MaxLineBytes when max <= 0).
 func NewLineReader(r io.Reader, max int) *LineReader {
+	return newLineReaderSize(r, max, defaultBufSize)
+}
+
+// defaultBufSize is the buffer of a LineReader or LineWriter: a burst of
+// messages moves with one system call.
+const defaultBufSize = 64 << 10
+
+// newLineReaderSize is NewLineReader with a buffer of size bytes; longer
+// lines are gathered in chunks.
+func newLineReaderSize(r io.Reader, max, size int) *LineReader {
 	if max <= 0 {
 		max = MaxLineBytes
 	}
-	return &LineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+	return &LineReader{r: bufio.NewReaderSize(r, size), max: max}
 }
 
 // ReadLine returns the next line, in a slice the caller owns. A last line
@@ -71,7 +81,13 @@ func NewLineReader(r io.Reader, max int) *LineReader {
 // joined once: reading a line of S bytes allocates about 2×S (growing one
 // slice by append allocated about 5×S, and the relay's peak memory for a
 // 20 MiB message followed).
-func (lr *LineReader) ReadLine() ([]byte, error) {
+func (lr *LineReader) ReadLine() ([]byte, error) { return lr.read(true, true) }
+
+// read is ReadLine. Unless owned, a line that fits the buffer is returned
+// in a slice valid until the next read. Unless skip, a line over the
+// limit is not read to its end (the *LineTooLongError's Size is what was
+// read of it), for a reader that gives up on the stream.
+func (lr *LineReader) read(owned, skip bool) ([]byte, error) {
 	var long gathered // a line longer than the bufio buffer
 	for {
 		frag, err := lr.r.ReadSlice('\n')
@@ -85,22 +101,25 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 				head = long.chunks[0]
 			}
 			head = bytes.Clone(head[:min(len(head), tooLongHead)])
+			if !skip {
+				return nil, &LineTooLongError{Limit: lr.max, Size: int64(long.n + len(frag)), Head: head}
+			}
 			return nil, lr.skip(head, int64(long.n+len(frag)), err)
 		}
 		switch {
-		case err == nil:
-			frag = frag[:len(frag)-1]
-			if long.n == 0 {
+		case err == nil || errors.Is(err, io.EOF) && n > 0:
+			if err == nil {
+				frag = frag[:len(frag)-1]
+			}
+			switch {
+			case long.n > 0:
+				return long.join(frag), nil
+			case owned:
 				return lr.own(frag), nil
 			}
-			return long.join(frag), nil
+			return frag, nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			long.add(frag)
-		case errors.Is(err, io.EOF) && n > 0:
-			if long.n == 0 {
-				return lr.own(frag), nil
-			}
-			return long.join(frag), nil
 		default:
 			return nil, err
 		}
@@ -202,7 +221,13 @@ type LineWriter struct {
 
 // NewLineWriter returns a LineWriter on w.
 func NewLineWriter(w io.Writer) *LineWriter {
-	return &LineWriter{w: bufio.NewWriterSize(w, 64<<10)}
+	return newLineWriterSize(w, defaultBufSize)
+}
+
+// newLineWriterSize is NewLineWriter with a buffer of size bytes; a longer
+// message goes straight through.
+func newLineWriterSize(w io.Writer, size int) *LineWriter {
+	return &LineWriter{w: bufio.NewWriterSize(w, size)}
 }
 
 // WriteMessage writes msg followed by a newline and flushes. msg must not

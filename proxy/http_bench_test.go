@@ -61,3 +61,35 @@ func BenchmarkHTTPToolCall(b *testing.B) {
 	}()
 	b.Run("sidecar", func(b *testing.B) { run(b, side.URL+"/mcp", sid) })
 }
+
+// BenchmarkHTTPCommandToolCall measures one agent's tools/call round trip
+// through the sidecar's handler in front of a stdio child (the fake
+// server, this test binary), one call in flight, answered as an event
+// stream: the request path of `hindsight serve -- CMD` without capture.
+// lab/bench/cmd/servebench measures the whole process against a bridge.
+func BenchmarkHTTPCommandToolCall(b *testing.B) {
+	url := commandSidecar(b)
+	resp, err := http.Post(url, "application/json", bytes.NewReader([]byte(initBody)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	call := []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(call))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !bytes.Contains(body, []byte(`"id":2`)) {
+			b.Fatalf("no answer: %s", body)
+		}
+	}
+}

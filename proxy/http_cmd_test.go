@@ -22,7 +22,7 @@ import (
 // commandSidecar serves an HTTPHandler in front of the fake stdio server
 // (this test binary re-executed), changed by configure, and returns its
 // /mcp URL.
-func commandSidecar(t *testing.T, configure ...func(h *proxy.HTTPHandler)) string {
+func commandSidecar(t testing.TB, configure ...func(h *proxy.HTTPHandler)) string {
 	t.Helper()
 	h := &proxy.HTTPHandler{
 		Upstream: &proxy.CommandUpstream{
@@ -263,5 +263,24 @@ func TestHTTPCommandBatch(t *testing.T) {
 	call, ping := steps.only("tools/call"), steps.only("ping")
 	if gjson.GetBytes(call.Response, "result.content.0.text").Str != "seven" || string(ping.Response) != `{"jsonrpc":"2.0","id":8,"result":{}}` {
 		t.Errorf("recorded tools/call → %s, ping → %s", call.Response, ping.Response)
+	}
+}
+
+// TestHTTPCommandMessageTooLong sends a request over the command
+// upstream's size limit: the child never sees it, the agent gets a
+// JSON-RPC error for its id, and the session goes on.
+func TestHTTPCommandMessageTooLong(t *testing.T) {
+	url := commandSidecar(t, func(h *proxy.HTTPHandler) {
+		h.Upstream.(*proxy.CommandUpstream).MaxBytes = 1024
+	})
+	sid := initialize(t, url, nil)
+	big := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 4096) + `"}}}`
+	out := answer(t, url, sid, big)
+	if gjson.Get(out, "id").Raw != "7" || !strings.Contains(gjson.Get(out, "error.message").String(), "exceeds the limit of 1024 bytes") {
+		t.Fatalf("answer to the long request: %s", out)
+	}
+	out = answer(t, url, sid, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{"text":"short"}}}`)
+	if gjson.Get(out, "id").Raw != "8" || gjson.Get(out, "error").Exists() {
+		t.Fatalf("answer to the next request: %s", out)
 	}
 }

@@ -142,9 +142,15 @@ func (h *HTTPHandler) replayAge() time.Duration {
 	return DefaultReplayAge
 }
 
+// sweepEvery is the share of the replay age after which newLog looks for
+// stale logs again: a sweep visits every log, and a session's request
+// streams number in the thousands when calls come fast.
+const sweepEvery = 8
+
 // newLog opens the event log of a new stream of s (a listening one or a
 // request's), or returns nil when the sidecar keeps none; logs of streams
-// that ended long ago go.
+// that ended long ago go (swept every replay age / sweepEvery; findLog no
+// longer finds a stale log in between).
 func (s *httpSession) newLog(listening bool) *eventLog {
 	if s.h.replayEvents() < 0 {
 		return nil
@@ -152,9 +158,12 @@ func (s *httpSession) newLog(listening bool) *eventLog {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for id, l := range s.logs {
-		if l.stale(now) {
-			delete(s.logs, id)
+	if now.Sub(s.swept) >= s.h.replayAge()/sweepEvery {
+		s.swept = now
+		for id, l := range s.logs {
+			if l.stale(now) {
+				delete(s.logs, id)
+			}
 		}
 	}
 	if s.logs == nil {
@@ -174,8 +183,12 @@ func (s *httpSession) findLog(lastID string) (*eventLog, uint64) {
 		return nil, 0
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.logs[stream], n + 1
+	l := s.logs[stream]
+	s.mu.Unlock()
+	if l == nil || l.stale(time.Now()) {
+		return nil, 0
+	}
+	return l, n + 1
 }
 
 // collect moves what is routed to wt, a request stream, into l until the
@@ -218,15 +231,21 @@ func (s *httpSession) collect(wt *waiter, l *eventLog) {
 // tail writes l's events numbered from n on to the agent as they come,
 // until the stream ends (once its response to id, if any, was written),
 // the agent leaves or the session ends. It returns the response to id it
-// wrote, if any.
+// wrote, if any. It flushes before it waits for more; what it wrote last
+// is left for the handler's end to send with the end of the stream (or
+// for the caller to flush), in one write.
 func (s *httpSession) tail(sw *sseWriter, r *http.Request, l *eventLog, n uint64, id json.RawMessage) []byte {
-	tick := time.NewTicker(keepAlive)
-	defer tick.Stop()
+	var tick *time.Ticker // started on the first wait: most streams end without one
+	defer func() {
+		if tick != nil {
+			tick.Stop()
+		}
+	}()
 	ended := s.done
 	for {
 		evs, done, wake := l.since(n)
 		for _, e := range evs {
-			if sw.SendEvent(&sseEvent{Event: "message", ID: l.eventID(e.n), Data: e.data, HasData: true}) != nil {
+			if sw.queue(&sseEvent{Event: "message", ID: l.eventID(e.n), Data: e.data, HasData: true}) != nil {
 				return nil
 			}
 			n = e.n + 1
@@ -237,7 +256,24 @@ func (s *httpSession) tail(sw *sseWriter, r *http.Request, l *eventLog, n uint64
 		if done {
 			return nil
 		}
+		var hold <-chan time.Time
+		if sw.hold > 0 && sw.pending {
+			// The headers and the priming event wait a moment for the
+			// response, to leave with it in one write.
+			t := time.NewTimer(sw.hold)
+			defer t.Stop()
+			hold, sw.hold = t.C, 0
+		} else if sw.flush() != nil {
+			return nil
+		}
+		if tick == nil {
+			tick = time.NewTicker(keepAlive)
+		}
 		select {
+		case <-hold:
+			if sw.flush() != nil {
+				return nil
+			}
 		case <-wake:
 		case <-tick.C:
 			if sw.comment() != nil {
@@ -251,11 +287,11 @@ func (s *httpSession) tail(sw *sseWriter, r *http.Request, l *eventLog, n uint64
 	}
 }
 
-// prime sends a stream's priming event (its id, empty data: SEP-1699), so
+// prime writes a stream's priming event (its id, empty data: SEP-1699), so
 // that the agent can resume the stream before its first message, to an
 // agent of protocol 2025-11-25 or later.
 func (s *httpSession) prime(sw *sseWriter, l *eventLog) {
 	if _, _, v := s.conn.Session.Client(); v >= "2025-11-25" {
-		sw.SendEvent(&sseEvent{ID: l.eventID(0), HasData: true})
+		sw.queue(&sseEvent{ID: l.eventID(0), HasData: true})
 	}
 }

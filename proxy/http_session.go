@@ -37,6 +37,7 @@ type httpSession struct {
 	queue      [][]byte             // messages for a listener that is not there yet
 	logs       map[string]*eventLog // the recent events of the streams the sidecar originates, by stream id
 	streamSeq  uint64               // the last stream id given
+	swept      time.Time            // when newLog last dropped stale logs
 }
 
 // waiter is an open agent stream that server messages are routed to: a

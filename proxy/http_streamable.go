@@ -178,13 +178,26 @@ func (s *httpSession) relayBatch(w http.ResponseWriter, reply *Reply) {
 		return
 	}
 	sw := startSSE(w)
-	for {
-		msg, err := reply.Next()
-		if err != nil {
-			return
+	relayEvents(reply, func(ev *sseEvent) bool {
+		if !ev.message() {
+			return false
 		}
-		if out := s.conn.FromServer(msg); out != nil && sw.Send("message", out) != nil {
-			return
+		out := s.conn.FromServer(ev.Data)
+		return out != nil && sw.Send("message", out) != nil
+	})
+}
+
+// relayEvents reads the events of a stream reply and hands each to step,
+// until step says stop (it returns nil) or the stream ends (it returns
+// why: io.EOF, or the read's error).
+func relayEvents(reply *Reply, step func(ev *sseEvent) (stop bool)) error {
+	for {
+		ev, err := reply.nextEvent()
+		if err != nil {
+			return err
+		}
+		if step(&ev) {
+			return nil
 		}
 	}
 }
@@ -220,7 +233,8 @@ func (s *httpSession) request(w http.ResponseWriter, r *http.Request, m Message,
 	}
 	if log != nil {
 		go s.collect(wt, log) // removes wt
-		sw := startSSE(w)
+		sw := openSSE(w)
+		sw.hold = holdFirst
 		s.prime(sw, log)
 		return s.tail(sw, r, log, 1, m.ID)
 	}
@@ -283,26 +297,26 @@ func (s *httpSession) relayReply(w http.ResponseWriter, r *http.Request, m Messa
 	}
 	sw := startSSE(w)
 	resumable := false
-	for {
-		ev, err := reply.nextEvent()
-		if err != nil {
-			if r.Context().Err() != nil {
-				return nil // the agent left
-			}
-			if resumable && errors.Is(err, io.EOF) {
-				return nil // closed to be polled: the request stays in flight
-			}
-			out := s.fail(m.ID, "upstream stream ended before the response: "+err.Error()+from(reply.URL))
-			sw.Send("message", out)
-			return out
-		}
+	var resp []byte
+	err := relayEvents(reply, func(ev *sseEvent) bool {
 		resumable = resumable || ev.ID != ""
-		if sent, err := s.relayEvent(sw, &ev); err != nil {
-			return nil
-		} else if sent && ev.message() && isResponseTo(ev.Data, m.ID) {
-			return ev.Data
+		sent, err := s.relayEvent(sw, ev)
+		if err == nil && sent && ev.message() && isResponseTo(ev.Data, m.ID) {
+			resp = ev.Data
 		}
+		return err != nil || resp != nil
+	})
+	switch {
+	case err == nil: // the response, or the agent's stream broke
+		return resp
+	case r.Context().Err() != nil:
+		return nil // the agent left
+	case resumable && errors.Is(err, io.EOF):
+		return nil // closed to be polled: the request stays in flight
 	}
+	out := s.fail(m.ID, "upstream stream ended before the response: "+err.Error()+from(reply.URL))
+	sw.Send("message", out)
+	return out
 }
 
 func orNull(raw string) string {
@@ -369,14 +383,8 @@ func (s *httpSession) await(w http.ResponseWriter, r *http.Request, wt *waiter) 
 // listen serves GET /mcp: the agent's stream for server messages outside
 // its requests.
 func (h *HTTPHandler) listen(w http.ResponseWriter, r *http.Request) {
-	sid := r.Header.Get("Mcp-Session-Id")
-	if sid == "" {
-		http.Error(w, "Mcp-Session-Id required", http.StatusBadRequest)
-		return
-	}
-	s := h.session(sid)
+	s := h.namedSession(w, r, "session not found; initialize again")
 	if s == nil {
-		http.Error(w, "session not found; initialize again", http.StatusNotFound)
 		return
 	}
 	if !acceptsSSE(r) {
@@ -444,15 +452,10 @@ func (s *httpSession) resume(w http.ResponseWriter, r *http.Request, up resumer,
 		return
 	}
 	sw := startSSE(w)
-	for {
-		ev, err := reply.nextEvent()
-		if err != nil {
-			return
-		}
-		if _, err := s.relayEvent(sw, &ev); err != nil {
-			return
-		}
-	}
+	relayEvents(reply, func(ev *sseEvent) bool {
+		_, err := s.relayEvent(sw, ev)
+		return err != nil
+	})
 }
 
 // relayEvent writes an upstream event to the agent, its message (if it
@@ -474,6 +477,9 @@ func (s *httpSession) pump(sw *sseWriter, r *http.Request, l *waiter, log *event
 	defer tick.Stop()
 	if log != nil {
 		defer log.finish()
+	}
+	if sw.flush() != nil { // what was written before (a priming event)
+		return
 	}
 	for {
 		select {
@@ -499,16 +505,25 @@ func (s *httpSession) pump(sw *sseWriter, r *http.Request, l *waiter, log *event
 
 // delete serves DELETE /mcp: the agent ends its session.
 func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
-	sid := r.Header.Get("Mcp-Session-Id")
-	if sid == "" {
-		http.Error(w, "Mcp-Session-Id required", http.StatusBadRequest)
-		return
-	}
-	s := h.session(sid)
+	s := h.namedSession(w, r, "session not found")
 	if s == nil {
-		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
 	h.endSessionLater(s, "the agent ended the session")
 	w.WriteHeader(http.StatusOK)
+}
+
+// namedSession returns the session the request's Mcp-Session-Id names, or
+// answers 400 (no header) or 404 with notFound and returns nil.
+func (h *HTTPHandler) namedSession(w http.ResponseWriter, r *http.Request, notFound string) *httpSession {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		http.Error(w, "Mcp-Session-Id required", http.StatusBadRequest)
+		return nil
+	}
+	s := h.session(sid)
+	if s == nil {
+		http.Error(w, notFound, http.StatusNotFound)
+	}
+	return s
 }

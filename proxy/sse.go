@@ -1,11 +1,11 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
 	"net/http"
+	"time"
 )
 
 // DefaultMaxMessageBytes bounds one JSON-RPC message read from an HTTP body,
@@ -33,46 +33,26 @@ func (ev *sseEvent) message() bool {
 // sseReader reads server-sent events (the text/event-stream format) of any
 // size up to max bytes.
 type sseReader struct {
-	r   *bufio.Reader
-	max int
+	lines *LineReader
+	max   int
 }
 
 func newSSEReader(r io.Reader, max int) *sseReader {
 	if max <= 0 {
 		max = DefaultMaxMessageBytes
 	}
-	return &sseReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+	return &sseReader{lines: NewLineReader(r, max), max: max}
 }
 
-// line returns the next line without its terminator. The slice is valid
-// until the next call.
+// line returns the next line without its terminator ("\n" or "\r\n"). The
+// slice is valid until the next call.
 func (s *sseReader) line() ([]byte, error) {
-	var long []byte
-	for {
-		chunk, err := s.r.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			long = append(long, chunk...)
-			if len(long) > s.max {
-				return nil, errTooLarge
-			}
-			continue
-		}
-		if long != nil {
-			long = append(long, chunk...)
-			chunk = long
-		}
-		if err != nil {
-			if err == io.EOF && len(chunk) > 0 {
-				return bytes.TrimRight(chunk, "\r"), nil
-			}
-			return nil, err
-		}
-		chunk = chunk[:len(chunk)-1]
-		if n := len(chunk); n > 0 && chunk[n-1] == '\r' {
-			chunk = chunk[:n-1]
-		}
-		return chunk, nil
+	line, err := s.lines.read(false, false)
+	var tooLong *LineTooLongError
+	if errors.As(err, &tooLong) {
+		return nil, errTooLarge
 	}
+	return bytes.TrimSuffix(line, []byte("\r")), err
 }
 
 // Next returns the next event that carries data, an id or a retry field:
@@ -194,23 +174,42 @@ func appendEvent(b []byte, ev *sseEvent) []byte {
 	return append(b, '\n')
 }
 
-// sseWriter writes events to an agent and flushes each one at once.
+// sseWriter writes events to an agent. Send, SendEvent and comment flush
+// at once; queue leaves an event in the response's buffer for the next
+// flush (or the handler's end) to send, so that a stream whose events are
+// ready together costs one write.
 type sseWriter struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	buf []byte
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	buf     []byte
+	pending bool // written and not flushed
+	// hold is how long the stream's first flush may wait for an event
+	// to leave with (see holdFirst); 0 once it has waited.
+	hold time.Duration
 }
+
+// holdFirst is how long a request stream's headers and priming event wait
+// for the first message, so that a quick answer leaves in one write with
+// them. The agent needs neither before a message: the priming event only
+// lets it resume a stream cut before the first message.
+const holdFirst = 20 * time.Millisecond
 
 // startSSE sends the headers of an event stream.
 func startSSE(w http.ResponseWriter) *sseWriter {
+	s := openSSE(w)
+	_ = s.flush()
+	return s
+}
+
+// openSSE writes the headers of an event stream, for the first flush to
+// send.
+func openSSE(w http.ResponseWriter) *sseWriter {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	s := &sseWriter{w: w, rc: http.NewResponseController(w)}
-	_ = s.rc.Flush()
-	return s
+	return &sseWriter{w: w, rc: http.NewResponseController(w), pending: true}
 }
 
 // Send writes one event and flushes it.
@@ -220,13 +219,31 @@ func (s *sseWriter) Send(event string, data []byte) error {
 
 // SendEvent writes ev, with its id and retry fields, and flushes it.
 func (s *sseWriter) SendEvent(ev *sseEvent) error {
+	if err := s.queue(ev); err != nil {
+		return err
+	}
+	return s.flush()
+}
+
+// queue writes ev without flushing it.
+func (s *sseWriter) queue(ev *sseEvent) error {
 	s.buf = appendEvent(s.buf[:0], ev)
+	s.pending = true
 	if _, err := s.w.Write(s.buf); err != nil {
 		return err
 	}
 	if cap(s.buf) > 1<<20 {
 		s.buf = nil // do not pin a large buffer for the stream's life
 	}
+	return nil
+}
+
+// flush sends what was written and not flushed yet, if anything.
+func (s *sseWriter) flush() error {
+	if !s.pending {
+		return nil
+	}
+	s.pending = false
 	return s.rc.Flush()
 }
 
@@ -235,5 +252,6 @@ func (s *sseWriter) comment() error {
 	if _, err := s.w.Write([]byte(": keep-alive\n\n")); err != nil {
 		return err
 	}
-	return s.rc.Flush()
+	s.pending = true
+	return s.flush()
 }

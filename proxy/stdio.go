@@ -66,8 +66,20 @@ type Stdio struct {
 	// session, as `hindsight serve` in front of a command does.
 	NoRestart bool
 
+	// childBuf is the buffer of the child's stdin and stdout (0:
+	// defaultBufSize): smaller for the children of HTTP sessions, one
+	// agent each, which number in the hundreds.
+	childBuf int
+
 	nStarts, nCrashes atomic.Int64 // see Starts
 	lastCrash         atomic.Int64 // unix nanoseconds
+}
+
+func (s *Stdio) bufSize() int {
+	if s.childBuf > 0 {
+		return s.childBuf
+	}
+	return defaultBufSize
 }
 
 // Starts returns how many times Run started the server (the first start
@@ -104,7 +116,15 @@ func NewStdioSession(server string) *Session {
 // It returns an error when the child cannot be started at all, or when
 // reading from or writing to the agent fails.
 func (s *Stdio) Run(ctx context.Context, agentIn io.Reader, agentOut io.Writer) error {
-	r := s.newRelay(agentOut)
+	r := s.newRelay(NewLineWriter(agentOut))
+	return r.run(ctx, func(ctx context.Context) error { return r.readAgent(ctx, agentIn) })
+}
+
+// run starts the child and relays until readAgent returns (nil: the agent
+// left) or ctx is done, then stops as Run says. readAgent passes the
+// agent's messages to fromAgent; its context ends a grace period after
+// the sidecar stopped.
+func (r *relay) run(ctx context.Context, readAgent func(context.Context) error) error {
 	first, err := r.start()
 	if err != nil {
 		return fmt.Errorf("start server %s: %w", r.name, err)
@@ -119,7 +139,7 @@ func (s *Stdio) Run(ctx context.Context, agentIn io.Reader, agentOut io.Writer) 
 	readDone := make(chan error, 1)
 	localCtx, cancelLocal := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelLocal()
-	go func() { readDone <- r.readAgent(localCtx, agentIn) }()
+	go func() { readDone <- readAgent(localCtx) }()
 
 	var runErr error
 	select {

@@ -64,7 +64,7 @@ func (r *relay) start() (*child, error) {
 		return nil, err
 	}
 	ch := &child{
-		cmd: cmd, grp: newGroup(cmd), pgid: cmd.Process.Pid, in: NewLineWriter(inW), stdin: inW, stdout: outR, stderr: errR,
+		cmd: cmd, grp: newGroup(cmd), pgid: cmd.Process.Pid, in: newLineWriterSize(inW, r.s.bufSize()), stdin: inW, stdout: outR, stderr: errR,
 		started: time.Now(), exited: make(chan struct{}), outDone: make(chan struct{}), errDone: make(chan struct{}),
 	}
 	r.starts++
@@ -85,10 +85,14 @@ func (r *relay) start() (*child, error) {
 	return ch, nil
 }
 
+// stderrBufSize is the buffer of a child's stderr reader: log lines are
+// short, and a longer one is gathered.
+const stderrBufSize = 4 << 10
+
 // logStderr copies the child's stderr to the log, line by line.
 func (r *relay) logStderr(ch *child) {
 	defer close(ch.errDone)
-	lr := NewLineReader(ch.stderr, 1<<20)
+	lr := newLineReaderSize(ch.stderr, 1<<20, stderrBufSize)
 	for {
 		line, err := lr.ReadLine()
 		if err != nil {

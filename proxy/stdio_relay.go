@@ -38,9 +38,17 @@ type relay struct {
 	exitErr error
 }
 
+// messageWriter takes the messages for the agent: a LineWriter on the
+// agent's stdout, or a sinkWriter handing them to an HTTP session.
+type messageWriter interface {
+	WriteMessage(msg []byte) error // one message, sent at once
+	Buffer(msg []byte) error       // one message, sent by the next Flush
+	Flush() error
+}
+
 // agentLink writes to the agent; its first failure stops the sidecar.
 type agentLink struct {
-	w    *LineWriter
+	w    messageWriter
 	gone chan struct{} // closed when writing to the agent failed
 	once sync.Once
 	err  error // why; set before gone is closed
@@ -111,7 +119,7 @@ func (l *localCalls) stop() <-chan struct{} {
 	return done
 }
 
-func (s *Stdio) newRelay(agentOut io.Writer) *relay {
+func (s *Stdio) newRelay(agentOut messageWriter) *relay {
 	name := s.Server
 	if name == "" {
 		name = s.Command
@@ -131,7 +139,7 @@ func (s *Stdio) newRelay(agentOut io.Writer) *relay {
 	return &relay{
 		s: s, name: name, log: log, grace: grace,
 		conn:   &Conn{Hooks: s.Hooks, Session: sess, Logger: log, HookTimeout: s.HookTimeout},
-		agent:  agentLink{w: NewLineWriter(agentOut), gone: make(chan struct{})},
+		agent:  agentLink{w: agentOut, gone: make(chan struct{})},
 		stopCh: make(chan struct{}),
 		crashLog: rateLimit{burst: 5, every: 30 * time.Second, flush: func(dropped int) {
 			log.Error("server keeps exiting; restarting it with backoff", "server", name, "starts", s.Starts(), "crashes", s.Crashes(), "suppressed", dropped)
@@ -162,11 +170,7 @@ func (r *relay) readAgent(ctx context.Context, agentIn io.Reader) error {
 				r.fromAgent(ctx, line, now)
 			}
 		case errors.As(err, &tooLong):
-			// Never silence: the agent is told, with the id when the
-			// message's first bytes show it (a notification is
-			// answered too, with a null id: its method cannot be read).
-			r.log.Error("agent message too long; skipped", "server", r.name, "err", err)
-			r.agent.write(ErrorResponse(tooLong.ID(), CodeInvalidRequest, "Invalid Request: "+err.Error()))
+			r.tooLong(tooLong)
 		case errors.Is(err, io.EOF):
 			return nil
 		default:
@@ -178,6 +182,23 @@ func (r *relay) readAgent(ctx context.Context, agentIn io.Reader) error {
 			r.flushChild()
 		}
 	}
+}
+
+// maxLine is the limit on one message (Stdio.MaxLineBytes).
+func (r *relay) maxLine() int {
+	if r.s.MaxLineBytes > 0 {
+		return r.s.MaxLineBytes
+	}
+	return MaxLineBytes
+}
+
+// tooLong answers an agent message over the size limit, which was
+// skipped. Never silence: the agent is told, with the id when the
+// message's first bytes show it (a notification is answered too, with a
+// null id: its method cannot be read).
+func (r *relay) tooLong(err *LineTooLongError) {
+	r.log.Error("agent message too long; skipped", "server", r.name, "err", err)
+	r.agent.write(ErrorResponse(err.ID(), CodeInvalidRequest, "Invalid Request: "+err.Error()))
 }
 
 // fromAgent relays one message from the agent. It holds inMu, so that a
@@ -232,7 +253,7 @@ func (r *relay) flushChild() {
 // readChild relays the child's stdout to the agent.
 func (r *relay) readChild(ch *child) {
 	defer close(ch.outDone)
-	lr := NewLineReader(ch.stdout, r.s.MaxLineBytes)
+	lr := newLineReaderSize(ch.stdout, r.s.MaxLineBytes, r.s.bufSize())
 	var now time.Time
 	var b burst
 	waited := true

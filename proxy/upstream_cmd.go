@@ -30,63 +30,54 @@ type CommandUpstream struct {
 	MaxBytes    int // bounds one message; 0: MaxLineBytes
 }
 
-// Dial starts a child. The headers are not used.
+// Dial starts a child. The headers are not used. The session's messages
+// reach the child's relay and leave it as they are, with no stdio framing
+// in between.
 func (u *CommandUpstream) Dial(ctx context.Context, _ http.Header, sink UpstreamSink) (UpstreamSession, error) {
 	st := &Stdio{
 		Command: u.Path, Args: u.Args, Env: u.Env, Dir: u.Dir, Server: u.Server,
 		Logger: u.Logger, GracePeriod: u.GracePeriod, MaxLineBytes: u.MaxBytes, NoRestart: true,
+		childBuf: sessionChildBuf,
 	}
-	toChildR, toChildW := io.Pipe()
-	fromChildR, fromChildW := io.Pipe()
-	s := &cmdSession{in: NewLineWriter(toChildW), inClose: toChildW, done: make(chan struct{})}
-	go func() {
-		err := st.Run(context.Background(), toChildR, fromChildW)
-		toChildR.CloseWithError(io.ErrClosedPipe)
-		fromChildW.CloseWithError(io.EOF)
-		s.mu.Lock()
-		s.runErr = err
-		s.mu.Unlock()
-	}()
+	s := &cmdSession{stop: make(chan struct{}), done: make(chan struct{})}
+	s.relay = st.newRelay(&sinkWriter{sink: sink.Message})
 	go func() {
 		defer close(s.done)
-		lr := NewLineReader(fromChildR, u.MaxBytes)
-		for {
-			line, err := lr.ReadLine()
-			var tooLong *LineTooLongError
-			if errors.As(err, &tooLong) {
-				continue
+		err := s.relay.run(context.Background(), func(context.Context) error {
+			select {
+			case <-s.stop:
+			case <-s.relay.stopCh:
 			}
-			if err != nil {
-				break
-			}
-			sink.Message(line)
-		}
-		fromChildR.Close()
+			return nil
+		})
 		s.mu.Lock()
-		closing, runErr := s.closing, s.runErr
+		closing := s.closing
 		s.mu.Unlock()
 		if !closing && sink.Closed != nil {
-			if runErr == nil {
-				runErr = errors.New("server stopped")
+			if err == nil {
+				err = errors.New("server stopped")
 			}
-			sink.Closed(runErr)
+			sink.Closed(err)
 		}
 	}()
 	return s, nil
 }
 
-// cmdSession is one child run by a Stdio.
+// sessionChildBuf is the buffer of a session's child's stdin and stdout:
+// one agent's messages, a few at a time.
+const sessionChildBuf = 16 << 10
+
+// cmdSession is one child run by a Stdio's relay.
 type cmdSession struct {
-	in      *LineWriter
-	inClose io.Closer
-	done    chan struct{} // closed when the Stdio stopped and its output was read
+	relay *relay
+	stop  chan struct{} // closed by Close: the agent left
+	done  chan struct{} // closed when the relay stopped and its messages were delivered
 
 	mu      sync.Mutex
 	closing bool
-	runErr  error
 }
 
-// Send writes msg as one line to the Stdio relay.
+// Send passes msg to the relay, which writes it to the child.
 func (s *cmdSession) Send(ctx context.Context, msg []byte, _ http.Header) (*Reply, error) {
 	if bytes.ContainsAny(msg, "\r\n") {
 		// An HTTP body may be pretty-printed; a stdio line may not.
@@ -96,9 +87,19 @@ func (s *cmdSession) Send(ctx context.Context, msg []byte, _ http.Header) (*Repl
 		}
 		msg = b.Bytes()
 	}
-	if err := s.in.WriteMessage(msg); err != nil {
-		return nil, fmt.Errorf("write to server: %w", err)
+	select {
+	case <-s.stop:
+		return nil, fmt.Errorf("write to server: %w", io.ErrClosedPipe)
+	case <-s.done:
+		return nil, fmt.Errorf("write to server: %w", io.ErrClosedPipe)
+	default:
 	}
+	if limit := s.relay.maxLine(); len(msg) > limit {
+		s.relay.tooLong(&LineTooLongError{Limit: limit, Size: int64(len(msg)), Head: bytes.Clone(msg[:tooLongHead])})
+		return nil, nil
+	}
+	s.relay.fromAgent(ctx, msg, time.Now())
+	s.relay.flushChild()
 	return nil, nil
 }
 
@@ -107,9 +108,50 @@ func (s *cmdSession) Send(ctx context.Context, msg []byte, _ http.Header) (*Repl
 // for it.
 func (s *cmdSession) Close() error {
 	s.mu.Lock()
-	s.closing = true
+	if !s.closing {
+		s.closing = true
+		close(s.stop)
+	}
 	s.mu.Unlock()
-	s.inClose.Close()
 	<-s.done
 	return nil
+}
+
+// sinkWriter hands the relay's messages for the agent to an HTTP session,
+// in order: Buffer holds them until Flush.
+type sinkWriter struct {
+	sink func(msg []byte)
+	mu   sync.Mutex
+	held [][]byte
+}
+
+func (w *sinkWriter) WriteMessage(msg []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.deliver()
+	w.sink(msg)
+	return nil
+}
+
+func (w *sinkWriter) Buffer(msg []byte) error {
+	w.mu.Lock()
+	w.held = append(w.held, msg)
+	w.mu.Unlock()
+	return nil
+}
+
+func (w *sinkWriter) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.deliver()
+	return nil
+}
+
+// deliver hands the held messages on. w.mu is held.
+func (w *sinkWriter) deliver() {
+	for i, m := range w.held {
+		w.sink(m)
+		w.held[i] = nil
+	}
+	w.held = w.held[:0]
 }
