@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"math/bits"
 	"strconv"
 	"time"
@@ -279,4 +280,57 @@ func (sc *scanner) int() (int, bool) {
 	}
 	v, err := strconv.ParseInt(StringView(n), 10, 64)
 	return int(v), err == nil && v == int64(int(v))
+}
+
+// uint consumes an integer that fits a uint64, or null (0).
+func (sc *scanner) uint() (uint64, bool) {
+	if sc.lit("null") {
+		return 0, true
+	}
+	n, ok := sc.number()
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(StringView(n), 10, 64)
+	return v, err == nil
+}
+
+// float consumes a number that fits a float64, or null (0).
+func (sc *scanner) float() (float64, bool) {
+	if sc.lit("null") {
+		return 0, true
+	}
+	n, ok := sc.number()
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(StringView(n), 64)
+	return v, err == nil
+}
+
+// bool consumes true, false or null (false).
+func (sc *scanner) bool() (v, ok bool) {
+	switch {
+	case sc.lit("true"):
+		return true, true
+	case sc.lit("false"), sc.lit("null"):
+		return false, true
+	}
+	return false, false
+}
+
+// raw consumes any value and returns it, its capacity capped.
+func (sc *scanner) raw() (json.RawMessage, bool) {
+	v, ok := sc.value()
+	return v[:len(v):len(v)], ok
+}
+
+// json consumes null (present false) or any other value, which it
+// decodes into v with encoding/json.
+func (sc *scanner) json(v any) (present, ok bool) {
+	if sc.lit("null") {
+		return false, true
+	}
+	raw, ok := sc.value()
+	return true, ok && json.Unmarshal(raw, v) == nil
 }
