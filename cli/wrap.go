@@ -117,6 +117,7 @@ func runWrap(ctx context.Context, g *globals, fs *pflag.FlagSet, cmdline []strin
 		Hooks:       hooks,
 		Logger:      logger,
 		GracePeriod: *grace,
+		TaskID:      envTaskID(),
 	}
 	if sc != nil {
 		sc.CountServer(st)

@@ -123,6 +123,7 @@ func (s *Stdio) newRelay(agentOut io.Writer) *relay {
 	sess := s.Session
 	if sess == nil {
 		sess = NewStdioSession(name)
+		sess.TaskID = s.TaskID
 	}
 	grace := s.GracePeriod
 	if grace <= 0 {
