@@ -38,11 +38,8 @@ func sizeHint(s *hindsight.Step) int {
 	return n + 128*len(s.Truncated)
 }
 
-// appendRPCError appends an omitempty error member with its key.
+// appendRPCError appends an error member with its key.
 func appendRPCError(b []byte, key string, e *hindsight.RPCError) []byte {
-	if e == nil {
-		return b
-	}
 	b = append(append(b, key...), `{"code":`...)
 	b = strconv.AppendInt(b, int64(e.Code), 10)
 	b = append(b, `,"message":`...)
@@ -51,11 +48,8 @@ func appendRPCError(b []byte, key string, e *hindsight.RPCError) []byte {
 	return append(b, '}')
 }
 
-// appendInjected appends an omitempty injected member with its key.
+// appendInjected appends an injected member with its key.
 func appendInjected(b []byte, key string, injected []hindsight.Injection) []byte {
-	if len(injected) == 0 {
-		return b
-	}
 	b = append(append(b, key...), '[')
 	for i, in := range injected {
 		if i > 0 {
@@ -80,11 +74,8 @@ func appendInjected(b []byte, key string, injected []hindsight.Injection) []byte
 	return append(b, ']')
 }
 
-// appendTruncated appends an omitempty truncated member with its key.
+// appendTruncated appends a truncated member with its key.
 func appendTruncated(b []byte, key string, truncated []hindsight.Truncation) []byte {
-	if len(truncated) == 0 {
-		return b
-	}
 	b = append(append(b, key...), '[')
 	for i, t := range truncated {
 		if i > 0 {

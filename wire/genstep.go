@@ -67,8 +67,8 @@ type stepField struct {
 	Type string    // its Go type, when the kind does not say it
 	Omit bool      // omitempty: left out when zero
 	// Append is the encoder of a kindJSON member:
-	// func(b []byte, key string, v TYPE) []byte, which writes key and v
-	// unless v is empty.
+	// func(b []byte, key string, v TYPE) []byte, which writes key and v;
+	// it is called when v is not nil or empty.
 	Append string
 	// Meta is where the ingest scanner (scanner.step) puts the value: a
 	// field of its Meta (m.Source) or of its failure (fl.isError; of a
@@ -231,9 +231,12 @@ func generate() ([]byte, error) {
 		case f.Kind == kindRaw:
 			flush()
 			p("b = appendRaw(b, `%s`, %s)", key, v)
+		case f.Kind == kindJSON && strings.HasPrefix(f.Type, "*"):
+			flush()
+			p("if %s != nil {\nb = %s(b, `%s`, %s)\n}", v, f.Append, key, v)
 		case f.Kind == kindJSON:
 			flush()
-			p("b = %s(b, `%s`, %s)", f.Append, key, v)
+			p("if len(%s) > 0 {\nb = %s(b, `%s`, %s)\n}", v, f.Append, key, v)
 		case f.Kind == kindBool && f.Omit:
 			flush()
 			p("if %s {\nb = append(b, `%strue`...)\n}", v, key)

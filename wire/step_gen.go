@@ -206,16 +206,22 @@ func appendStepMembers(b []byte, s *hindsight.Step) []byte {
 	b = appendRaw(b, `,"result":`, s.Result)
 	b = append(b, `,"is_error":`...)
 	b = strconv.AppendBool(b, s.IsError)
-	b = appendRPCError(b, `,"error":`, s.Error)
+	if s.Error != nil {
+		b = appendRPCError(b, `,"error":`, s.Error)
+	}
 	b = appendOpt(b, `,"error_code":`, s.ErrorCode)
 	b = append(b, `,"causal_tag":`...)
 	b = AppendString(b, string(s.CausalTag))
 	b = append(b, `,"redactions":`...)
 	b = strconv.AppendInt(b, int64(s.Redactions), 10)
-	b = appendInjected(b, `,"injected":`, s.Injected)
+	if len(s.Injected) > 0 {
+		b = appendInjected(b, `,"injected":`, s.Injected)
+	}
 	b = append(b, `,"notifications":`...)
 	b = strconv.AppendInt(b, int64(s.Notifications), 10)
-	b = appendTruncated(b, `,"truncated":`, s.Truncated)
+	if len(s.Truncated) > 0 {
+		b = appendTruncated(b, `,"truncated":`, s.Truncated)
+	}
 	if s.Local {
 		b = append(b, `,"local":true`...)
 	}
