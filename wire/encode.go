@@ -50,44 +50,39 @@ func appendRPCError(b []byte, key string, e *hindsight.RPCError) []byte {
 
 // appendInjected appends an injected member with its key.
 func appendInjected(b []byte, key string, injected []hindsight.Injection) []byte {
-	b = append(append(b, key...), '[')
-	for i, in := range injected {
-		if i > 0 {
-			b = append(b, ',')
-		}
+	return appendList(b, key, injected, func(b []byte, in hindsight.Injection) []byte {
 		b = append(b, `{"channel":`...)
 		b = AppendString(b, in.Channel)
 		if len(in.ExperienceIDs) > 0 {
-			b = append(b, `,"experience_ids":[`...)
-			for j, id := range in.ExperienceIDs {
-				if j > 0 {
-					b = append(b, ',')
-				}
-				b = AppendString(b, id)
-			}
-			b = append(b, ']')
+			b = appendList(b, `,"experience_ids":`, in.ExperienceIDs, AppendString)
 		}
 		b = append(b, `,"tokens":`...)
 		b = strconv.AppendInt(b, int64(in.Tokens), 10)
-		b = append(b, '}')
-	}
-	return append(b, ']')
+		return append(b, '}')
+	})
 }
 
 // appendTruncated appends a truncated member with its key.
 func appendTruncated(b []byte, key string, truncated []hindsight.Truncation) []byte {
-	b = append(append(b, key...), '[')
-	for i, t := range truncated {
-		if i > 0 {
-			b = append(b, ',')
-		}
+	return appendList(b, key, truncated, func(b []byte, t hindsight.Truncation) []byte {
 		b = append(b, `{"field":`...)
 		b = AppendString(b, t.Field)
 		b = append(b, `,"original_size":`...)
 		b = strconv.AppendInt(b, int64(t.OriginalSize), 10)
 		b = append(b, `,"sha256":`...)
 		b = AppendString(b, t.SHA256)
-		b = append(b, '}')
+		return append(b, '}')
+	})
+}
+
+// appendList appends key and the JSON array of xs, each appended by one.
+func appendList[T any](b []byte, key string, xs []T, one func([]byte, T) []byte) []byte {
+	b = append(append(b, key...), '[')
+	for i, x := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = one(b, x)
 	}
 	return append(b, ']')
 }

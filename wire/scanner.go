@@ -271,25 +271,32 @@ func (sc *scanner) time() (time.Time, bool) {
 
 // int consumes an integer that fits an int, or null (0).
 func (sc *scanner) int() (int, bool) {
-	if sc.lit("null") {
-		return 0, true
-	}
-	n, ok := sc.number()
-	if !ok {
-		return 0, false
+	n, ok := sc.numeral()
+	if n == nil {
+		return 0, ok
 	}
 	v, err := strconv.ParseInt(StringView(n), 10, 64)
 	return int(v), err == nil && v == int64(int(v))
 }
 
-// uint consumes an integer that fits a uint64, or null (0).
-func (sc *scanner) uint() (uint64, bool) {
+// numeral consumes a number and returns it, or null (nil, true); nil,
+// false for anything else.
+func (sc *scanner) numeral() ([]byte, bool) {
 	if sc.lit("null") {
-		return 0, true
+		return nil, true
 	}
 	n, ok := sc.number()
 	if !ok {
-		return 0, false
+		return nil, false
+	}
+	return n, true
+}
+
+// uint consumes an integer that fits a uint64, or null (0).
+func (sc *scanner) uint() (uint64, bool) {
+	n, ok := sc.numeral()
+	if n == nil {
+		return 0, ok
 	}
 	v, err := strconv.ParseUint(StringView(n), 10, 64)
 	return v, err == nil
@@ -297,12 +304,9 @@ func (sc *scanner) uint() (uint64, bool) {
 
 // float consumes a number that fits a float64, or null (0).
 func (sc *scanner) float() (float64, bool) {
-	if sc.lit("null") {
-		return 0, true
-	}
-	n, ok := sc.number()
-	if !ok {
-		return 0, false
+	n, ok := sc.numeral()
+	if n == nil {
+		return 0, ok
 	}
 	v, err := strconv.ParseFloat(StringView(n), 64)
 	return v, err == nil
