@@ -13,11 +13,11 @@ import (
 // directories 0700 (on Windows, the home's ACL admits only the user).
 type Home string
 
-// DefaultHome returns $HINDSIGHT_HOME, else the system's default (see Home).
+// DefaultHome returns the system's default home (see Home); the command
+// line reads $HINDSIGHT_HOME, which overrides it. The default is found
+// from the user's home directory ($HOME, %LOCALAPPDATA% on Windows), a
+// property of the process rather than configuration.
 func DefaultHome() Home {
-	if h := os.Getenv("HINDSIGHT_HOME"); h != "" {
-		return Home(h)
-	}
 	return defaultHome()
 }
 

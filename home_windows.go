@@ -11,7 +11,9 @@ import (
 )
 
 // defaultHome is %LOCALAPPDATA%\Hindsight (not roamed: Badger databases and
-// a socket belong to one machine), else ~\.hindsight.
+// a socket belong to one machine), else ~\.hindsight. %LOCALAPPDATA% is
+// the user's folder as Windows sets it for every process, like $HOME (read
+// by os.UserHomeDir), so it is read here rather than passed down.
 func defaultHome() Home {
 	if d := os.Getenv("LOCALAPPDATA"); d != "" {
 		return Home(filepath.Join(d, "Hindsight"))

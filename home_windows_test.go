@@ -11,7 +11,6 @@ import (
 // Compiled by `make cross`; run only on Windows.
 
 func TestDefaultHomeWindows(t *testing.T) {
-	t.Setenv("HINDSIGHT_HOME", "")
 	t.Setenv("LOCALAPPDATA", `C:\Users\u\AppData\Local`)
 	if got, want := DefaultHome(), Home(`C:\Users\u\AppData\Local\Hindsight`); got != want {
 		t.Fatalf("DefaultHome() = %q, want %q", got, want)

@@ -34,7 +34,10 @@ const MemoryBudget = 64 << 20
 
 // SetMemoryLimit sets MemoryBudget as the process's soft memory limit
 // unless GOMEMLIMIT is set in the environment (the runtime has applied it
-// then), and returns the limit in force.
+// then), and returns the limit in force. It reads GOMEMLIMIT itself: the
+// variable is the Go runtime's, read by the runtime of this process at
+// its start, so whether it is set is a fact about the process, not
+// configuration the command line could pass down.
 func SetMemoryLimit() int64 {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return debug.SetMemoryLimit(-1)

@@ -73,13 +73,8 @@ func hasBit(f *[1 << 10]uint64, b uint32) bool { return f[b>>6&1023]&(1<<(b&63))
 // canonicalKey names the sensitive part of a normalised key ("dbpassword"
 // → "password"), for placeholders.
 func canonicalKey(n string) string {
-	if sensitiveExact[n] {
-		return n
-	}
-	for _, s := range sensitiveSuffixes {
-		if strings.HasSuffix(n, s) {
-			return s
-		}
+	if part, ok := sensitivePart(n); ok {
+		return part
 	}
 	return n
 }
@@ -88,15 +83,23 @@ func builtinSensitive(n string) bool {
 	if len(n) < 3 || !hasBit(&sensitiveEnds, uint32(n[len(n)-2])<<8|uint32(n[len(n)-1])) || notSensitive[n] {
 		return false
 	}
+	_, ok := sensitivePart(n)
+	return ok
+}
+
+// sensitivePart returns the sensitive part of the normalised key n: n
+// when it is a sensitive name, else the sensitive suffix it ends with;
+// false when it has none.
+func sensitivePart(n string) (string, bool) {
 	if sensitiveExact[n] {
-		return true
+		return n, true
 	}
 	for _, s := range sensitiveSuffixes {
 		if strings.HasSuffix(n, s) {
-			return true
+			return s, true
 		}
 	}
-	return false
+	return "", false
 }
 
 // sensitiveKey returns the rule id for the value of key, or "".

@@ -173,7 +173,7 @@ type Config struct {
 // resolve sets the home and configuration from the --home and --config
 // options ("" when not given).
 func (g *globals) resolve(home, cfgFile string) error {
-	g.home = hindsight.DefaultHome()
+	g.home = envHome()
 	if home != "" {
 		abs, err := filepath.Abs(home)
 		if err != nil {

@@ -65,7 +65,7 @@ func (o *installFlags) locations() ([]install.Location, []install.Location, erro
 			return nil, nil, fmt.Errorf("find project: %w", err)
 		}
 	}
-	env := install.EnvFromOS(project)
+	env := installEnv(project)
 	if o.configDir != "" {
 		dir, err := filepath.Abs(o.configDir)
 		if err != nil {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/httpserve"
 	"github.com/hindsight-proxy/hindsight/replay"
@@ -145,32 +147,20 @@ func replayVerify(ctx context.Context, g *globals, fs *pflag.FlagSet, cmdline []
 	}
 	vctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	var c interface{ Close() error }
-	var rep *replay.Report
+	var c *client.Client
 	if *upstream != "" {
-		cl, err := replay.DialHTTP(vctx, *upstream)
-		if err != nil {
-			return fmt.Errorf("verify replay: %w", err)
-		}
-		c = cl
-		rep, err = replay.Verify(vctx, rec, cl, replay.VerifyOptions{AllowWrites: *allowWrites, Ignore: ignore, KeepVolatile: *keep})
-		if err != nil {
-			c.Close()
-			return fmt.Errorf("verify replay: %w", err)
-		}
+		c, err = replay.DialHTTP(vctx, *upstream)
 	} else {
-		cl, err := replay.DialStdio(cmdline[0], cmdline[1:], os.Environ(), os.Stderr)
-		if err != nil {
-			return fmt.Errorf("verify replay: %w", err)
-		}
-		c = cl
-		rep, err = replay.Verify(vctx, rec, cl, replay.VerifyOptions{AllowWrites: *allowWrites, Ignore: ignore, KeepVolatile: *keep})
-		if err != nil {
-			c.Close()
-			return fmt.Errorf("verify replay: %w", err)
-		}
+		c, err = replay.DialStdio(cmdline[0], cmdline[1:], os.Environ(), os.Stderr)
 	}
+	if err != nil {
+		return fmt.Errorf("verify replay: %w", err)
+	}
+	rep, err := replay.Verify(vctx, rec, c, replay.VerifyOptions{AllowWrites: *allowWrites, Ignore: ignore, KeepVolatile: *keep})
 	c.Close()
+	if err != nil {
+		return fmt.Errorf("verify replay: %w", err)
+	}
 	if *asJSON {
 		if err := printJSON(stdout, rep); err != nil {
 			return err

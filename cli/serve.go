@@ -220,7 +220,7 @@ func runServe(ctx context.Context, g *globals, o *serveOptions) error {
 		target, _ = red.RedactString(target) // a URL or command line may carry a secret
 	}
 	front := &proxy.HTTPHandler{
-		TaskID: os.Getenv("HINDSIGHT_TASK_ID"), AuthToken: o.authToken, AllowRemote: o.allowRemote,
+		TaskID: envTaskID(), AuthToken: o.authToken, AllowRemote: o.allowRemote,
 		AllowedHosts: o.allowedHosts, MaxSessions: o.maxSessions, MaxChildren: o.maxChildren,
 		BodyTimeout: o.bodyTimeout, ReplayEvents: o.replayEvents, ReplayAge: o.replayAge,
 		IdleTimeout: o.sessionIdle, BodyBudget: o.bodyBudget, AllowedOrigins: append(o.allowedOrigins, g.config.Serve.AllowedOrigins...),

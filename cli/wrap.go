@@ -89,7 +89,7 @@ func runWrap(ctx context.Context, g *globals, fs *pflag.FlagSet, cmdline []strin
 		debug.SetGCPercent(200)
 	}
 
-	st := &proxy.Stdio{Command: cmdline[0], Args: cmdline[1:], GracePeriod: *grace}
+	st := &proxy.Stdio{Command: cmdline[0], Args: cmdline[1:], GracePeriod: *grace, TaskID: envTaskID()}
 	return sidecar.RunStdio(ctx, sidecarConfig(g, *name, logger), st, os.Stdin, os.Stdout)
 }
 

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/hindsight-proxy/hindsight/internal/defaults"
 )
 
 // Defaults of Options.
@@ -37,23 +39,11 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Depth <= 0 {
-		o.Depth = DefaultDepth
-	}
-	o.Depth = max(o.Depth, 2)
-	if o.Similarity <= 0 {
-		o.Similarity = DefaultSimilarity
-	}
-	o.Similarity = min(o.Similarity, 1)
-	if o.MaxChildren <= 0 {
-		o.MaxChildren = DefaultMaxChildren
-	}
-	if o.MaxClusters <= 0 {
-		o.MaxClusters = DefaultMaxClusters
-	}
-	if o.MaxTokens <= 0 {
-		o.MaxTokens = DefaultMaxTokens
-	}
+	o.Depth = max(defaults.Positive(o.Depth, DefaultDepth), 2)
+	o.Similarity = min(defaults.Positive(o.Similarity, DefaultSimilarity), 1)
+	o.MaxChildren = defaults.Positive(o.MaxChildren, DefaultMaxChildren)
+	o.MaxClusters = defaults.Positive(o.MaxClusters, DefaultMaxClusters)
+	o.MaxTokens = defaults.Positive(o.MaxTokens, DefaultMaxTokens)
 	return o
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 )
@@ -30,7 +29,7 @@ type Location struct {
 }
 
 // Env is where to look for configurations: the user's directories and a
-// project directory. EnvFromOS fills it from the environment.
+// project directory. The command line fills it from the environment.
 type Env struct {
 	GOOS          string // "linux", "darwin", "windows"
 	Home          string // $HOME (%USERPROFILE%)
@@ -39,21 +38,6 @@ type Env struct {
 	CodexHome     string // $CODEX_HOME, default Home/.codex
 	ClaudeConfig  string // $CLAUDE_CONFIG_DIR, where Claude Code keeps .claude.json; default Home
 	Project       string // the project whose .mcp.json, .cursor/ and .vscode/ to include; "" for none
-}
-
-// EnvFromOS returns the Env of this process with project as the project
-// directory.
-func EnvFromOS(project string) Env {
-	home, _ := os.UserHomeDir()
-	return Env{
-		GOOS:          runtime.GOOS,
-		Home:          home,
-		XDGConfigHome: os.Getenv("XDG_CONFIG_HOME"),
-		AppData:       os.Getenv("APPDATA"),
-		CodexHome:     os.Getenv("CODEX_HOME"),
-		ClaudeConfig:  os.Getenv("CLAUDE_CONFIG_DIR"),
-		Project:       project,
-	}
 }
 
 // userConfigDir is the platform's per-user application settings directory.

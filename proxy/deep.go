@@ -28,7 +28,7 @@ func tooDeepID(raw []byte) (id json.RawMessage, deep bool) {
 			return nil, false
 		}
 		vStart := wire.SkipSpace(raw, i+1)
-		vEnd, tooDeep, ok := skipDeep(raw, vStart)
+		vEnd, tooDeep, ok := wire.SkipDeep(raw, vStart, 1) // inside the message
 		if !ok {
 			return nil, false
 		}
@@ -45,85 +45,4 @@ func tooDeepID(raw []byte) (id json.RawMessage, deep bool) {
 		return nil, false
 	}
 	return id, true
-}
-
-// skipDeep skips the value at raw[i] however deep it nests: containers are
-// followed with a stack of their brackets, everything else validated by
-// wire.SkipValue. It reports whether the value nests deeper than
-// wire.MaxNesting, and false for what is not valid JSON at any depth.
-func skipDeep(raw []byte, i int) (end int, tooDeep, ok bool) {
-	if i >= len(raw) || (raw[i] != '{' && raw[i] != '[') {
-		end, ok = wire.SkipValue(raw, i, 0)
-		return end, false, ok
-	}
-	var stack []byte
-	for {
-		i = wire.SkipSpace(raw, i)
-		if i >= len(raw) {
-			return i, false, false
-		}
-		switch c := raw[i]; {
-		case c == '{' || c == '[':
-			stack = append(stack, c)
-			tooDeep = tooDeep || len(stack) > wire.MaxNesting
-			i = wire.SkipSpace(raw, i+1)
-			if i < len(raw) && raw[i] == c+2 { // empty
-				stack = stack[:len(stack)-1]
-				i++
-				break
-			}
-			if c == '{' {
-				if i, ok = objectKey(raw, i); !ok {
-					return i, false, false
-				}
-			}
-			continue
-		default:
-			if i, ok = wire.SkipValue(raw, i, wire.MaxNesting); !ok {
-				return i, false, false
-			}
-		}
-		// After a value: a comma and the next one, or the container's end.
-		for {
-			if len(stack) == 0 {
-				return i, tooDeep, true
-			}
-			i = wire.SkipSpace(raw, i)
-			if i >= len(raw) {
-				return i, false, false
-			}
-			top := stack[len(stack)-1]
-			if raw[i] == top+2 {
-				stack = stack[:len(stack)-1]
-				i++
-				continue
-			}
-			if raw[i] != ',' {
-				return i, false, false
-			}
-			i = wire.SkipSpace(raw, i+1)
-			if top == '{' {
-				if i, ok = objectKey(raw, i); !ok {
-					return i, false, false
-				}
-			}
-			break
-		}
-	}
-}
-
-// objectKey skips a member's key and its colon at raw[i].
-func objectKey(raw []byte, i int) (int, bool) {
-	if i >= len(raw) || raw[i] != '"' {
-		return i, false
-	}
-	end, _, ok := wire.SkipString(raw, i)
-	if !ok {
-		return end, false
-	}
-	i = wire.SkipSpace(raw, end)
-	if i >= len(raw) || raw[i] != ':' {
-		return i, false
-	}
-	return wire.SkipSpace(raw, i+1), true
 }

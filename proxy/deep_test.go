@@ -27,6 +27,8 @@ func TestTooDeepID(t *testing.T) {
 		{"deep but broken", `{"id":1,"params":` + over[:len(over)-1] + `}`, "", false},
 		{"deep with garbage after", `{"id":1,"params":` + over + `} x`, "", false},
 		{"not deep", `{"id":1,"params":` + nested(10) + `}`, "", false},
+		{"deep with the message's own level", `{"id":1,"params":` + nested(wire.MaxNesting) + `}`, "1", true},
+		{"as deep as allowed", `{"id":1,"params":` + nested(wire.MaxNesting-1) + `}`, "", false},
 		{"not an object", over, "", false},
 		{"invalid JSON", `{"id":1,`, "", false},
 	}

@@ -44,7 +44,8 @@ type Stdio struct {
 	Server      string        // the server's name, for logs and errors; default: Command
 	Hooks       *Hooks        // nil: relay only
 	Logger      *slog.Logger  // nil: slog.Default()
-	Session     *Session      // nil: a new stdio session (see NewStdioSession)
+	Session     *Session      // nil: a new stdio session (see NewStdioSession) with TaskID
+	TaskID      string        // the explicit task of a new session; the command line reads HINDSIGHT_TASK_ID
 	HookTimeout time.Duration // see Conn.HookTimeout
 
 	// GracePeriod is how long the child may take to exit after its stdin
@@ -96,8 +97,8 @@ func (s *Stdio) LastCrash() time.Time {
 }
 
 // NewStdioSession returns the session of one stdio sidecar run: a random
-// id, the agent host's pid (the sidecar's parent) and the explicit task id
-// from HINDSIGHT_TASK_ID.
+// id and the agent host's pid (the sidecar's parent), with no explicit
+// task (Stdio sets its TaskID).
 func NewStdioSession(server string) *Session {
 	var b [12]byte
 	rand.Read(b[:])
@@ -106,7 +107,6 @@ func NewStdioSession(server string) *Session {
 		Server:    server,
 		Transport: "stdio",
 		HostPID:   os.Getppid(),
-		TaskID:    os.Getenv("HINDSIGHT_TASK_ID"),
 	}
 }
 

@@ -131,6 +131,7 @@ func (s *Stdio) newRelay(agentOut messageWriter) *relay {
 	sess := s.Session
 	if sess == nil {
 		sess = NewStdioSession(name)
+		sess.TaskID = s.TaskID
 	}
 	grace := s.GracePeriod
 	if grace <= 0 {

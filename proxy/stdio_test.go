@@ -430,13 +430,16 @@ func TestStdioLocalCall(t *testing.T) {
 }
 
 func TestNewStdioSession(t *testing.T) {
-	t.Setenv("HINDSIGHT_TASK_ID", "task-7")
+	t.Setenv("HINDSIGHT_TASK_ID", "from-the-environment") // the command line's to read, not the library's
 	a, b := NewStdioSession("srv"), NewStdioSession("srv")
 	if a.ID == "" || a.ID == b.ID {
 		t.Errorf("ids %q %q: want random, distinct", a.ID, b.ID)
 	}
-	if a.HostPID != os.Getppid() || a.TaskID != "task-7" || a.Transport != "stdio" || a.Server != "srv" {
+	if a.HostPID != os.Getppid() || a.TaskID != "" || a.Transport != "stdio" || a.Server != "srv" {
 		t.Errorf("session %+v", a)
+	}
+	if r := (&Stdio{Command: "srv", TaskID: "task-7"}).newRelay(NewLineWriter(io.Discard)); r.conn.Session.TaskID != "task-7" {
+		t.Errorf("a Stdio with TaskID task-7 gave its session %+v", r.conn.Session)
 	}
 }
 

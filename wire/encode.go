@@ -2,11 +2,9 @@ package wire
 
 import (
 	"encoding/json"
-	"errors"
 	"math"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/hindsight-proxy/hindsight"
 )
@@ -19,129 +17,18 @@ import (
 // valid JSON, as they are in a Step decoded from JSON or built by capture
 // from bodies the redactor parsed; their whitespace is kept.
 func AppendStep(b []byte, s *hindsight.Step) ([]byte, error) {
-	if math.IsNaN(s.LatencyMS) || math.IsInf(s.LatencyMS, 0) {
-		return b, errors.New("encode step: latency is not a number")
-	}
-	for _, t := range [...]time.Time{s.StartedAt, s.EndedAt} {
-		if y := t.Year(); y < 0 || y > 9999 {
-			return b, errors.New("encode step: year outside of range [0,9999]")
-		}
+	if err := checkStep(s); err != nil {
+		return b, err
 	}
 	b = slices.Grow(b, sizeHint(s))
-	b = append(b, `{"task_id":`...)
-	b = AppendString(b, s.TaskID)
-	b = append(b, `,"session_id":`...)
-	b = AppendString(b, s.SessionID)
-	b = append(b, `,"server":`...)
-	b = AppendString(b, s.Server)
-	b = append(b, `,"step_index":`...)
-	b = strconv.AppendInt(b, int64(s.StepIndex), 10)
-	b = append(b, `,"started_at":"`...)
-	b = s.StartedAt.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","ended_at":"`...)
-	b = s.EndedAt.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","latency_ms":`...)
-	b = appendFloat(b, s.LatencyMS)
-	b = append(b, `,"direction":`...)
-	b = AppendString(b, string(s.Direction))
-	b = append(b, `,"method":`...)
-	b = AppendString(b, s.Method)
-	if s.Tool != "" {
-		b = append(b, `,"tool":`...)
-		b = AppendString(b, s.Tool)
-	}
-	b = appendRaw(b, `,"arguments":`, s.Arguments)
-	b = appendRaw(b, `,"result":`, s.Result)
-	b = append(b, `,"is_error":`...)
-	b = strconv.AppendBool(b, s.IsError)
-	if e := s.Error; e != nil {
-		b = append(b, `,"error":{"code":`...)
-		b = strconv.AppendInt(b, int64(e.Code), 10)
-		b = append(b, `,"message":`...)
-		b = AppendString(b, e.Message)
-		b = appendRaw(b, `,"data":`, e.Data)
-		b = append(b, '}')
-	}
-	if s.ErrorCode != "" {
-		b = append(b, `,"error_code":`...)
-		b = AppendString(b, s.ErrorCode)
-	}
-	b = append(b, `,"causal_tag":`...)
-	b = AppendString(b, string(s.CausalTag))
-	b = append(b, `,"redactions":`...)
-	b = strconv.AppendInt(b, int64(s.Redactions), 10)
-	if len(s.Injected) > 0 {
-		b = append(b, `,"injected":[`...)
-		for i, in := range s.Injected {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"channel":`...)
-			b = AppendString(b, in.Channel)
-			if len(in.ExperienceIDs) > 0 {
-				b = append(b, `,"experience_ids":[`...)
-				for j, id := range in.ExperienceIDs {
-					if j > 0 {
-						b = append(b, ',')
-					}
-					b = AppendString(b, id)
-				}
-				b = append(b, ']')
-			}
-			b = append(b, `,"tokens":`...)
-			b = strconv.AppendInt(b, int64(in.Tokens), 10)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
-	b = append(b, `,"notifications":`...)
-	b = strconv.AppendInt(b, int64(s.Notifications), 10)
-	if len(s.Truncated) > 0 {
-		b = append(b, `,"truncated":[`...)
-		for i, t := range s.Truncated {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"field":`...)
-			b = AppendString(b, t.Field)
-			b = append(b, `,"original_size":`...)
-			b = strconv.AppendInt(b, int64(t.OriginalSize), 10)
-			b = append(b, `,"sha256":`...)
-			b = AppendString(b, t.SHA256)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
-	if s.Local {
-		b = append(b, `,"local":true`...)
-	}
-	b = appendOpt(b, `,"client_name":`, s.ClientName)
-	b = appendOpt(b, `,"client_version":`, s.ClientVersion)
-	b = appendOpt(b, `,"protocol_version":`, s.ProtocolVersion)
-	b = appendRaw(b, `,"request":`, s.Request)
-	b = appendRaw(b, `,"response":`, s.Response)
-	b = appendOpt(b, `,"explicit_task":`, s.ExplicitTask)
-	if s.HostPID != 0 {
-		b = append(b, `,"host_pid":`...)
-		b = strconv.AppendInt(b, int64(s.HostPID), 10)
-	}
-	b = appendOpt(b, `,"transport":`, s.Transport)
-	b = append(b, `,"source":`...)
-	b = AppendString(b, s.Source)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendUint(b, s.Seq, 10)
-	b = appendOpt(b, `,"error_template":`, s.ErrorTemplate)
-	b = appendOpt(b, `,"namespace":`, s.Namespace)
-	return append(b, '}'), nil
+	return appendStepMembers(b, s), nil
 }
 
 // sizeHint is about the length of s's encoding, so that AppendStep
 // allocates once: the keys and numbers (~700 bytes with every optional
 // key), the strings and the bodies.
 func sizeHint(s *hindsight.Step) int {
-	n := 768 + len(s.TaskID) + len(s.SessionID) + len(s.Server) + len(s.Direction) + len(s.Method) + len(s.Tool) +
-		len(s.Arguments) + len(s.Result) + len(s.ErrorCode) + len(s.CausalTag) + len(s.ClientName) + len(s.ClientVersion) +
-		len(s.ProtocolVersion) + len(s.Request) + len(s.Response) + len(s.ExplicitTask) + len(s.Transport) + len(s.Source) + len(s.ErrorTemplate) + len(s.Namespace)
+	n := 768 + stepTextSize(s)
 	if s.Error != nil {
 		n += 48 + len(s.Error.Message) + len(s.Error.Data)
 	}
@@ -149,6 +36,55 @@ func sizeHint(s *hindsight.Step) int {
 		n += 48 + len(in.Channel) + 24*len(in.ExperienceIDs)
 	}
 	return n + 128*len(s.Truncated)
+}
+
+// appendRPCError appends an error member with its key.
+func appendRPCError(b []byte, key string, e *hindsight.RPCError) []byte {
+	b = append(append(b, key...), `{"code":`...)
+	b = strconv.AppendInt(b, int64(e.Code), 10)
+	b = append(b, `,"message":`...)
+	b = AppendString(b, e.Message)
+	b = appendRaw(b, `,"data":`, e.Data)
+	return append(b, '}')
+}
+
+// appendInjected appends an injected member with its key.
+func appendInjected(b []byte, key string, injected []hindsight.Injection) []byte {
+	return appendList(b, key, injected, func(b []byte, in hindsight.Injection) []byte {
+		b = append(b, `{"channel":`...)
+		b = AppendString(b, in.Channel)
+		if len(in.ExperienceIDs) > 0 {
+			b = appendList(b, `,"experience_ids":`, in.ExperienceIDs, AppendString)
+		}
+		b = append(b, `,"tokens":`...)
+		b = strconv.AppendInt(b, int64(in.Tokens), 10)
+		return append(b, '}')
+	})
+}
+
+// appendTruncated appends a truncated member with its key.
+func appendTruncated(b []byte, key string, truncated []hindsight.Truncation) []byte {
+	return appendList(b, key, truncated, func(b []byte, t hindsight.Truncation) []byte {
+		b = append(b, `{"field":`...)
+		b = AppendString(b, t.Field)
+		b = append(b, `,"original_size":`...)
+		b = strconv.AppendInt(b, int64(t.OriginalSize), 10)
+		b = append(b, `,"sha256":`...)
+		b = AppendString(b, t.SHA256)
+		return append(b, '}')
+	})
+}
+
+// appendList appends key and the JSON array of xs, each appended by one.
+func appendList[T any](b []byte, key string, xs []T, one func([]byte, T) []byte) []byte {
+	b = append(append(b, key...), '[')
+	for i, x := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = one(b, x)
+	}
+	return append(b, ']')
 }
 
 // appendRaw appends an omitempty json.RawMessage field with its key.

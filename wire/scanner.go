@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"math/bits"
 	"strconv"
 	"time"
@@ -270,13 +271,70 @@ func (sc *scanner) time() (time.Time, bool) {
 
 // int consumes an integer that fits an int, or null (0).
 func (sc *scanner) int() (int, bool) {
-	if sc.lit("null") {
-		return 0, true
-	}
-	n, ok := sc.number()
-	if !ok {
-		return 0, false
+	n, ok := sc.numeral()
+	if n == nil {
+		return 0, ok
 	}
 	v, err := strconv.ParseInt(StringView(n), 10, 64)
 	return int(v), err == nil && v == int64(int(v))
+}
+
+// numeral consumes a number and returns it, or null (nil, true); nil,
+// false for anything else.
+func (sc *scanner) numeral() ([]byte, bool) {
+	if sc.lit("null") {
+		return nil, true
+	}
+	n, ok := sc.number()
+	if !ok {
+		return nil, false
+	}
+	return n, true
+}
+
+// uint consumes an integer that fits a uint64, or null (0).
+func (sc *scanner) uint() (uint64, bool) {
+	n, ok := sc.numeral()
+	if n == nil {
+		return 0, ok
+	}
+	v, err := strconv.ParseUint(StringView(n), 10, 64)
+	return v, err == nil
+}
+
+// float consumes a number that fits a float64, or null (0).
+func (sc *scanner) float() (float64, bool) {
+	n, ok := sc.numeral()
+	if n == nil {
+		return 0, ok
+	}
+	v, err := strconv.ParseFloat(StringView(n), 64)
+	return v, err == nil
+}
+
+// bool consumes true, false or null (false).
+func (sc *scanner) bool() (v, ok bool) {
+	switch {
+	case sc.lit("true"):
+		return true, true
+	case sc.lit("false"), sc.lit("null"):
+		return false, true
+	}
+	return false, false
+}
+
+// raw consumes any value and returns it, its capacity capped.
+func (sc *scanner) raw() (json.RawMessage, bool) {
+	v, ok := sc.value()
+	return v[:len(v):len(v)], ok
+}
+
+// json consumes null (present false) or any other value, which it
+// decodes into v with encoding/json.
+func (sc *scanner) json(v any) (present, ok bool) {
+	if sc.lit("null") {
+		return false, true
+	}
+	raw, ok := sc.value()
+	return true, ok && json.Unmarshal(raw, v) == nil
 }

@@ -1,9 +1,6 @@
 package wire
 
 import (
-	"encoding/json"
-	"strconv"
-
 	"github.com/hindsight-proxy/hindsight"
 )
 
@@ -17,8 +14,7 @@ func (sc *scanner) step() (m Meta, ok bool) {
 		return m, false
 	}
 	var seen uint64
-	var isError, rpcError bool
-	var tag string
+	var fl failure
 	sc.ws()
 	if sc.byte('}') {
 		return m, true
@@ -36,77 +32,7 @@ func (sc *scanner) step() (m Meta, ok bool) {
 			return m, false
 		}
 		sc.ws()
-		switch f {
-		case kSessionID:
-			m.SessionID, ok = sc.plainString()
-		case kServer:
-			m.Server, ok = sc.plainString()
-		case kExplicitTask:
-			m.ExplicitTask, ok = sc.plainString()
-		case kTransport:
-			m.Transport, ok = sc.plainString()
-		case kSource:
-			m.Source, ok = sc.plainString()
-		case kCausalTag:
-			tag, ok = sc.plainString()
-		case kTaskID, kDirection, kMethod, kTool, kErrorCode, kClientName, kClientVersion, kProtocolVersion, kErrorTemplate, kNamespace:
-			ok = sc.anyString()
-		case kStartedAt:
-			m.StartedAt, ok = sc.time()
-		case kEndedAt:
-			m.EndedAt, ok = sc.time()
-		case kStepIndex, kRedactions, kNotifications:
-			_, ok = sc.int()
-		case kHostPID:
-			m.HostPID, ok = sc.int()
-		case kSeq:
-			if !sc.lit("null") {
-				var n []byte
-				if n, ok = sc.number(); ok {
-					var err error
-					m.Seq, err = strconv.ParseUint(StringView(n), 10, 64)
-					ok = err == nil
-				}
-			}
-		case kLatencyMS:
-			if !sc.lit("null") {
-				var n []byte
-				if n, ok = sc.number(); ok {
-					_, err := strconv.ParseFloat(StringView(n), 64)
-					ok = err == nil
-				}
-			}
-		case kIsError, kLocal:
-			switch {
-			case sc.lit("true"):
-				isError = isError || f == kIsError
-			case sc.lit("false"), sc.lit("null"):
-			default:
-				ok = false
-			}
-		case kDerived:
-			_, ok = sc.derived(false)
-		case kError, kInjected, kTruncated:
-			if !sc.lit("null") {
-				var v []byte
-				if v, ok = sc.value(); ok {
-					switch f {
-					case kError:
-						var e hindsight.RPCError
-						ok, rpcError = json.Unmarshal(v, &e) == nil, true
-					case kInjected:
-						var in []hindsight.Injection
-						ok = json.Unmarshal(v, &in) == nil
-					default:
-						var tr []hindsight.Truncation
-						ok = json.Unmarshal(v, &tr) == nil
-					}
-				}
-			}
-		default: // the bodies: any JSON value
-			ok = sc.skip(1)
-		}
-		if !ok {
+		if !sc.stepField(f, &m, &fl) {
 			return m, false
 		}
 		sc.ws()
@@ -118,12 +44,24 @@ func (sc *scanner) step() (m Meta, ok bool) {
 		}
 		sc.ws()
 	}
-	s := hindsight.Step{CausalTag: hindsight.CausalTag(tag), IsError: isError}
-	if rpcError {
+	m.Failed = fl.failed()
+	return m, true
+}
+
+// failure is what the ingest scanner keeps of a step for Step.Failed.
+type failure struct {
+	tag      hindsight.CausalTag
+	isError  bool
+	rpcError bool // an error member that is not null
+}
+
+// failed is Step.Failed of a step with fl's members.
+func (fl *failure) failed() bool {
+	s := hindsight.Step{CausalTag: fl.tag, IsError: fl.isError}
+	if fl.rpcError {
 		s.Error = &hindsight.RPCError{}
 	}
-	m.Failed = s.Failed()
-	return m, true
+	return s.Failed()
 }
 
 // derived consumes a compact encoding's "derived" member: the bodies it

@@ -36,20 +36,39 @@ func SkipSpace(b []byte, i int) int {
 
 // SkipValue validates the JSON value starting at b[i], nested depth levels
 // deep, and returns the index just after it; false, with the index where
-// it stopped, for what is not valid.
+// it stopped, for what is not valid, which includes nesting deeper than
+// MaxNesting.
 func SkipValue(b []byte, i, depth int) (int, bool) {
+	end, _, ok := walk(b, i, depth, true)
+	return end, ok
+}
+
+// SkipDeep is SkipValue, but it follows the value however deep it nests
+// and reports whether it nests deeper than MaxNesting (tooDeep) instead
+// of refusing it: ok says it is valid JSON but for its depth.
+func SkipDeep(b []byte, i, depth int) (end int, tooDeep, ok bool) {
+	return walk(b, i, depth, false)
+}
+
+// walk validates the JSON value starting at b[i], nested depth levels
+// deep, and returns the index just after it, without recursion. Nesting
+// deeper than MaxNesting stops it when stopDeep is set; else it goes on
+// and reports tooDeep.
+func walk(b []byte, i, depth int, stopDeep bool) (end int, tooDeep, ok bool) {
 	var stackBuf [32]byte
 	stack := stackBuf[:0] // the open containers: '{' or '['
-	var ok bool
 	for {
 		// A value starts at b[i].
 		if i >= len(b) {
-			return i, false
+			return i, false, false
 		}
 		switch c := b[i]; c {
 		case '{', '[':
 			if depth+len(stack)+1 > MaxNesting {
-				return i, false
+				if stopDeep {
+					return i, true, false
+				}
+				tooDeep = true
 			}
 			i = SkipSpace(b, i+1)
 			if i < len(b) && b[i] == c+2 { // '}' and ']' follow '{' and '[' by two
@@ -59,42 +78,42 @@ func SkipValue(b []byte, i, depth int) (int, bool) {
 			stack = append(stack, c)
 			if c == '{' {
 				if i, ok = skipKey(b, i); !ok {
-					return i, false
+					return i, false, false
 				}
 			}
 			continue
 		case '"':
 			if i, _, ok = SkipString(b, i); !ok {
-				return i, false
+				return i, false, false
 			}
 		case 't':
 			if !bytes.HasPrefix(b[i:], []byte("true")) {
-				return i, false
+				return i, false, false
 			}
 			i += 4
 		case 'f':
 			if !bytes.HasPrefix(b[i:], []byte("false")) {
-				return i, false
+				return i, false, false
 			}
 			i += 5
 		case 'n':
 			if !bytes.HasPrefix(b[i:], []byte("null")) {
-				return i, false
+				return i, false, false
 			}
 			i += 4
 		default:
 			if i, ok = skipNumber(b, i); !ok {
-				return i, false
+				return i, false, false
 			}
 		}
 		// After a value: close containers, or go on to the next element.
 		for {
 			if len(stack) == 0 {
-				return i, true
+				return i, tooDeep, true
 			}
 			i = SkipSpace(b, i)
 			if i >= len(b) {
-				return i, false
+				return i, false, false
 			}
 			top := stack[len(stack)-1]
 			if b[i] == top+2 {
@@ -103,12 +122,12 @@ func SkipValue(b []byte, i, depth int) (int, bool) {
 				continue
 			}
 			if b[i] != ',' {
-				return i, false
+				return i, false, false
 			}
 			i = SkipSpace(b, i+1)
 			if top == '{' {
 				if i, ok = skipKey(b, i); !ok {
-					return i, false
+					return i, false, false
 				}
 			}
 			break

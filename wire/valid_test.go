@@ -57,10 +57,48 @@ func FuzzValidJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if got, want := Valid(data), json.Valid(data); got != want {
+		want := json.Valid(data)
+		if got := Valid(data); got != want {
 			t.Fatalf("Valid(%q) = %v, encoding/json says %v", data, got, want)
 		}
+		i := SkipSpace(data, 0)
+		end, deep, ok := SkipDeep(data, i, 0)
+		if got := ok && !deep && SkipSpace(data, end) == len(data); got != want {
+			t.Fatalf("SkipDeep(%q) = %d, %v, %v; encoding/json says %v", data, end, deep, ok, want)
+		}
+		if vEnd, vOK := SkipValue(data, i, 0); ok && !deep && (!vOK || vEnd != end) {
+			t.Fatalf("SkipDeep(%q) ends at %d, SkipValue at %d, %v", data, end, vEnd, vOK)
+		}
 	})
+}
+
+// TestSkipDeep: SkipDeep follows a value past MaxNesting, counting the
+// levels around it, and tells too deep from invalid.
+func TestSkipDeep(t *testing.T) {
+	nested := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	objects := func(n int) string { return strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n) }
+	for _, c := range []struct {
+		in          string
+		depth       int
+		tooDeep, ok bool
+	}{
+		{nested(MaxNesting), 0, false, true},
+		{nested(MaxNesting), 1, true, true},
+		{nested(MaxNesting + 1), 0, true, true},
+		{objects(MaxNesting + 1), 0, true, true},
+		{"[" + nested(MaxNesting) + `,"x",{"b":[]}]`, 0, true, true},
+		{nested(MaxNesting + 1)[:2*MaxNesting+1], 0, false, false},
+		{"[" + nested(MaxNesting) + ",]", 0, false, false},
+		{`[1,{"a":2}]`, MaxNesting - 2, false, true},
+	} {
+		end, tooDeep, ok := SkipDeep([]byte(c.in), 0, c.depth)
+		if tooDeep != c.tooDeep || ok != c.ok || ok && end != len(c.in) {
+			t.Errorf("SkipDeep(%.30q…, %d) = %d, %v, %v; want %v, %v", c.in, c.depth, end, tooDeep, ok, c.tooDeep, c.ok)
+		}
+		if _, vOK := SkipValue([]byte(c.in), 0, c.depth); vOK != (c.ok && !c.tooDeep) {
+			t.Errorf("SkipValue(%.30q…, %d) = %v", c.in, c.depth, vOK)
+		}
+	}
 }
 
 func TestValidAgreesWithEncodingJSON(t *testing.T) {

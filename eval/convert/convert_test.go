@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hindsight-proxy/hindsight/lab/corpus"
 )
 
 // The sources are not part of the repository: see testdata/README.md for
@@ -53,29 +55,20 @@ func write(t *testing.T, name string, tasks []Task, cl Classifier) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for file, lines := range map[string][]any{"traces.jsonl": anys(steps), "labels.jsonl": anys(labels)} {
-		var b bytes.Buffer
-		for _, v := range lines {
-			line, err := json.Marshal(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.Write(line)
-			b.WriteByte('\n')
-		}
-		if err := os.WriteFile(filepath.Join(dir, file), b.Bytes(), 0o644); err != nil {
+	traces, err := corpus.JSONLines(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labelLines, err := corpus.JSONLines(labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, b := range map[string][]byte{corpus.TracesFile: traces, corpus.LabelsFile: labelLines} {
+		if err := os.WriteFile(filepath.Join(dir, file), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	t.Logf("%s: %d tasks, %d steps, %d failed", name, len(tasks), len(steps), len(labels))
-}
-
-func anys[T any](vs []T) []any {
-	out := make([]any, len(vs))
-	for i := range vs {
-		out[i] = &vs[i]
-	}
-	return out
 }
 
 // TestCommittedLabels: every failed call of each committed corpus has one

@@ -49,16 +49,26 @@ func Encode(steps []hindsight.Step, labels []Label) (traces, labelLines []byte) 
 }
 
 func jsonLines[T any](vs []T) []byte {
+	b, err := JSONLines(vs)
+	if err != nil {
+		panic("corpus: " + err.Error()) // only valid JSON bodies are generated
+	}
+	return b
+}
+
+// JSONLines returns vs as JSON Lines: each value as json.Marshal writes
+// it, then a newline.
+func JSONLines[T any](vs []T) ([]byte, error) {
 	var b bytes.Buffer
 	for i := range vs {
 		line, err := json.Marshal(&vs[i])
 		if err != nil {
-			panic(fmt.Sprintf("corpus: encode line %d: %v", i+1, err)) // only valid JSON bodies are generated
+			return nil, fmt.Errorf("encode line %d: %w", i+1, err)
 		}
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	return b.Bytes()
+	return b.Bytes(), nil
 }
 
 // Load reads the steps and labels Write wrote to dir.

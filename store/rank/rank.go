@@ -70,6 +70,7 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/defaults"
 )
 
 // Defaults of Options.
@@ -127,30 +128,18 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.RRFK <= 0 {
-		o.RRFK = DefaultRRFK
-	}
-	if o.BM25Weight <= 0 {
-		o.BM25Weight = 1
-	}
-	if o.VectorWeight <= 0 {
-		o.VectorWeight = 1
-	}
+	o.RRFK = defaults.Positive(o.RRFK, DefaultRRFK)
+	o.BM25Weight = defaults.Positive(o.BM25Weight, 1)
+	o.VectorWeight = defaults.Positive(o.VectorWeight, 1)
 	switch {
 	case o.TemplateWeight == 0:
 		o.TemplateWeight = DefaultTemplateWeight
 	case o.TemplateWeight < 0:
 		o.TemplateWeight = 0
 	}
-	if o.HalfLife <= 0 {
-		o.HalfLife = DefaultHalfLife
-	}
-	if o.StaleAfter <= 0 {
-		o.StaleAfter = DefaultStaleAfter
-	}
-	if o.ColdAfter <= 0 {
-		o.ColdAfter = DefaultColdAfter
-	}
+	o.HalfLife = defaults.Positive(o.HalfLife, DefaultHalfLife)
+	o.StaleAfter = defaults.Positive(o.StaleAfter, DefaultStaleAfter)
+	o.ColdAfter = defaults.Positive(o.ColdAfter, DefaultColdAfter)
 	return o
 }
 

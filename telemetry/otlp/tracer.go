@@ -31,7 +31,11 @@ const FlushTimeout = 2 * time.Second
 // instrumentation is the tracer's name.
 const instrumentation = "github.com/hindsight-proxy/hindsight/telemetry"
 
-// Start starts tracing as cfg and the environment say. It returns the
+// Start starts tracing as cfg and the environment say. The OTEL_*
+// variables are read here, from the process's environment, as the
+// OpenTelemetry specification has every SDK read them (the exporter reads
+// more of them itself: headers, certificates, timeouts), so the command
+// line does not pass them down. It returns the
 // proxy.Hooks.Exchange hook that traces each tools/call, and the function
 // that flushes and stops it within FlushTimeout; hook is nil when tracing
 // is off or could not start (which is logged: tracing never stops the
