@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,15 +44,36 @@ func TestSmokeDriver(t *testing.T) {
 		"| sidecar's throughput vs relay's, 4 in flight |", "| capture's cost in p50, 1 in flight |",
 		"| calls/s (1 in flight, 2000/s) |", "| capture's cost in p50, 1 in flight, 2000/s |",
 		"Each measurement started on a quiet machine", "of 24 measurements started after 10ms without",
+		"| path (own process + daemon) | CPU/call (4 in flight) | daemon's part | × relay | p50 (1) × relay | p99 (1) × relay | calls/s (4) × relay | peak RSS / PSS | daemon peak RSS / PSS |",
+		"| relay | ", "| 1.00× | 1.00× | 1.00× |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("output lacks %q:\n%s", want, md)
 		}
 	}
+	// The capturing sidecar's row of the reference table: its CPU, its
+	// daemon's part and the memory of both read.
+	row := tableRow(md, "| path (own process + daemon)", "| sidecar |")
+	if cells := strings.Split(row, "|"); len(cells) != 11 || slices.Contains(cells[2:10], " – ") {
+		t.Errorf("sidecar's cost row lacks a figure: %q\n%s", row, md)
+	}
 	// 2 rounds × (2 concurrencies + paced) × 4 variants, one progress line each.
 	if n := strings.Count(errOut.String(), "in flight"); n != 24 {
 		t.Errorf("%d progress lines, want 24:\n%s", n, errOut.String())
 	}
+}
+
+// tableRow returns the line starting with prefix in the table whose
+// header starts with header.
+func tableRow(md, header, prefix string) string {
+	_, table, _ := strings.Cut(md, header)
+	table, _, _ = strings.Cut(table, "\n\n")
+	for line := range strings.SplitSeq(table, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return line
+		}
+	}
+	return ""
 }
 
 // TestSmokeFleet runs the fleet mode with two capturing sidecars on one
