@@ -129,6 +129,12 @@ type Sample struct {
 	// AllCPU is the CPU time every process of the measurement used
 	// (see allCPU); -1 when unknown.
 	AllCPU time.Duration
+	// StepCPU and DaemonCPU are the CPU time the variant's own process
+	// and its daemons used from the measurement's start until both went
+	// idle again (see drainCPU): what its calls cost, capture's trailing
+	// work included, the server's and the driver's left out. StepCPU is
+	// -1 when unknown.
+	StepCPU, DaemonCPU time.Duration
 }
 
 // CPUPerCall returns CPU / Calls, or -1 when unknown.
@@ -177,8 +183,11 @@ type Report struct {
 	// variant's memory restDelay after the last measurement.
 	PeakAnon map[string]int64
 	Rest     map[string]Memory
-	Started  time.Time
-	Took     time.Duration
+	// Memory and DaemonMemory are the peak RSS and PSS of each variant's
+	// process and of its daemons, read at the end of every measurement.
+	Memory, DaemonMemory map[string]memoryPeak
+	Started              time.Time
+	Took                 time.Duration
 	// DaemonCPU is the CPU time used, by the end of the run, by the
 	// daemons a sidecar variant started for its home; TotalCalls counts
 	// every call made to each variant, warm-up included.
@@ -207,7 +216,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, errors.New("run: no variants")
 	}
 	rep := &Report{Options: opts, Samples: map[string]map[int][]Sample{}, PeakRSS: map[string]int64{},
-		PeakAnon: map[string]int64{}, Rest: map[string]Memory{}, DaemonCPU: map[string]time.Duration{}, TotalCalls: map[string]int{}, Started: time.Now()}
+		PeakAnon: map[string]int64{}, Rest: map[string]Memory{},
+		Memory: map[string]memoryPeak{}, DaemonMemory: map[string]memoryPeak{}, DaemonCPU: map[string]time.Duration{}, TotalCalls: map[string]int{}, Started: time.Now()}
 	procs := make([]*Process, len(opts.Variants))
 	defer func() {
 		for _, p := range procs {
@@ -257,6 +267,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				}
 				u0, uErr := procs[i].Usage()
 				all0 := allCPU(procs[i], v.Home)
+				own0, daemon0 := stepCPU(procs[i].PID(), v.Home)
 				stopAnon := sampleAnon(procs[i].PID())
 				var s Sample
 				var err error
@@ -276,6 +287,20 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				}
 				if u1, err := procs[i].Usage(); err == nil && uErr == nil {
 					s.Syscalls, s.CPU = u1.Syscalls-u0.Syscalls, u1.CPU-u0.CPU
+				}
+				mem, dmem := rep.Memory[v.Name], rep.DaemonMemory[v.Name]
+				mem.observe(procs[i].PID())
+				if v.Home != "" {
+					observeDaemons(&dmem, v.Home)
+				}
+				rep.Memory[v.Name], rep.DaemonMemory[v.Name] = mem, dmem
+				s.StepCPU = -1
+				// Reported at the highest concurrency only: draining takes
+				// an idle window or more.
+				if conc == slices.Max(opts.Concurrency) {
+					if own1, daemon1 := drainCPU(ctx, procs[i].PID(), v.Home, opts.Settle); own0 >= 0 && own1 >= 0 {
+						s.StepCPU, s.DaemonCPU = own1-own0, daemon1-daemon0
+					}
 				}
 				rep.Samples[v.Name][conc] = append(rep.Samples[v.Name][conc], s)
 				rep.TotalCalls[v.Name] += s.Calls

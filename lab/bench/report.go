@@ -268,6 +268,7 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 	}
 	r.writeSpeed(w, concs)
 	r.writeWork(w, concs[0])
+	r.writeStepCost(w, concs[0])
 	checks := r.Checks()
 	if len(checks) > 0 {
 		fmt.Fprintln(w, "\n| check | measured | target | |")

@@ -78,6 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		compare      variantFlags
 		verbose      = fs.Bool("v", false, "print every measurement to stderr")
 		profDir      = fs.String("sidecar-cpuprofile", "", "write each sidecar's and the byte relay's CPU profile to DIR/VARIANT.pprof (HINDSIGHT_CPUPROFILE, RELAYBENCH_CPUPROFILE)")
+		daemonProf   = fs.String("daemon-cpuprofile", "", "write the CPU profile of each sidecar's daemon, from its start to its stop at the end of the run, to DIR/VARIANT-daemon.pprof (HINDSIGHT_DAEMON_CPUPROFILE)")
 	)
 	fs.Var(&compare, "compare", "NAME=BINARY: also measure `hindsight wrap` of another build, as variant NAME (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -117,12 +118,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		})
 	}
 	if *profDir != "" {
-		abs, err := filepath.Abs(*profDir)
+		abs, err := profileDir(*profDir)
 		if err != nil {
-			return fmt.Errorf("resolve -sidecar-cpuprofile: %w", err)
-		}
-		if err := os.MkdirAll(abs, 0o755); err != nil {
-			return fmt.Errorf("create profile directory: %w", err)
+			return fmt.Errorf("prepare -sidecar-cpuprofile: %w", err)
 		}
 		for i, v := range vs {
 			switch {
@@ -130,6 +128,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				vs[i].Env = append(vs[i].Env, "HINDSIGHT_CPUPROFILE="+filepath.Join(abs, v.Name+".pprof"))
 			case v.Name == bench.ByteRelay:
 				vs[i].Env = append(vs[i].Env, "RELAYBENCH_CPUPROFILE="+filepath.Join(abs, v.Name+".pprof"))
+			}
+		}
+	}
+	if *daemonProf != "" {
+		abs, err := profileDir(*daemonProf)
+		if err != nil {
+			return fmt.Errorf("prepare -daemon-cpuprofile: %w", err)
+		}
+		for i, v := range vs {
+			if v.Home != "" { // the sidecar starts its daemon with its own environment
+				vs[i].Env = append(vs[i].Env, "HINDSIGHT_DAEMON_CPUPROFILE="+filepath.Join(abs, v.Name+"-daemon.pprof"))
 			}
 		}
 	}
@@ -145,6 +154,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "Command: `%s`\n\n", strings.Join(append([]string{"go run ./lab/bench/cmd/relaybench"}, args...), " "))
 	rep.WriteMarkdown(stdout)
 	return nil
+}
+
+// profileDir makes dir, and returns it as an absolute path.
+func profileDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("resolve profile directory: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return "", fmt.Errorf("create profile directory: %w", err)
+	}
+	return abs, nil
 }
 
 // makeVariants builds the named variants around this program's echo mode.

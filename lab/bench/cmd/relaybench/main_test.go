@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,15 +44,39 @@ func TestSmokeDriver(t *testing.T) {
 		"| sidecar's throughput vs relay's, 4 in flight |", "| capture's cost in p50, 1 in flight |",
 		"| calls/s (1 in flight, 2000/s) |", "| capture's cost in p50, 1 in flight, 2000/s |",
 		"Each measurement started on a quiet machine", "of 24 measurements started after 10ms without",
+		"| path (own process + daemon) | CPU/call (4 in flight) | daemon's part | × relay | p50 (1) × relay | p99 (1) × relay | calls/s (4) × relay | peak RSS / PSS | daemon peak RSS / PSS |",
+		"| relay | ", "| 1.00× | 1.00× | 1.00× |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("output lacks %q:\n%s", want, md)
 		}
 	}
+	// The capturing sidecar's row of the reference table: its CPU, its
+	// daemon's part, the ratios to the relay and the memory of both read.
+	// Not its CPU's ratio to the relay's: the relay's CPU over a few
+	// calls is often below the clock tick, and then the ratio is "–".
+	row := tableRow(md, "| path (own process + daemon)", "| sidecar |")
+	cells := strings.Split(row, "|")
+	if len(cells) != 11 || slices.Contains(cells[2:4], " – ") || slices.Contains(cells[5:10], " – ") {
+		t.Errorf("sidecar's cost row lacks a figure: %q\n%s", row, md)
+	}
 	// 2 rounds × (2 concurrencies + paced) × 4 variants, one progress line each.
 	if n := strings.Count(errOut.String(), "in flight"); n != 24 {
 		t.Errorf("%d progress lines, want 24:\n%s", n, errOut.String())
 	}
+}
+
+// tableRow returns the line starting with prefix in the table whose
+// header starts with header.
+func tableRow(md, header, prefix string) string {
+	_, table, _ := strings.Cut(md, header)
+	table, _, _ = strings.Cut(table, "\n\n")
+	for line := range strings.SplitSeq(table, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return line
+		}
+	}
+	return ""
 }
 
 // TestSmokeFleet runs the fleet mode with two capturing sidecars on one
