@@ -2,13 +2,14 @@ package sidecar
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
+	"github.com/hindsight-proxy/hindsight/internal/httpserve"
 	"github.com/hindsight-proxy/hindsight/proxy"
 )
 
@@ -71,23 +72,15 @@ func Serve(ctx context.Context, cfg Config, h HTTP) error {
 		h.Ready(ln.Addr())
 	}
 
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err = <-served:
-		err = fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
+	// End the sessions first: their open streams would hold the shutdown.
+	closeFront := sync.OnceValue(front.Close)
+	err = httpserve.ServeClosing(ctx, srv, ln, func() {
 		logger.Info("shutting down", "reason", context.Cause(ctx))
-	}
-	// End the sessions first: their open streams would hold Shutdown.
-	front.Close()
+		closeFront()
+	})
+	closeFront()
 	if n := front.BodiesRefused(); n > 0 {
 		logger.Warn("requests refused over the body budget", "refused", n, "budget_bytes", front.BodyBudget)
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if serr := srv.Shutdown(sctx); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		srv.Close()
 	}
 	return err
 }

@@ -20,6 +20,13 @@ const ShutdownTimeout = 5 * time.Second
 // (within ShutdownTimeout, then closes it). It returns nil after a shutdown
 // that ctx asked for, and the server's error, wrapped, when serving failed.
 func Serve(ctx context.Context, hs *http.Server, ln net.Listener) error {
+	return ServeClosing(ctx, hs, ln, nil)
+}
+
+// ServeClosing is Serve that calls closing (when not nil) once ctx is
+// done, before the shutdown: to end what would hold it, such as open
+// event streams.
+func ServeClosing(ctx context.Context, hs *http.Server, ln net.Listener, closing func()) error {
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {
@@ -29,6 +36,9 @@ func Serve(ctx context.Context, hs *http.Server, ln net.Listener) error {
 		}
 		return fmt.Errorf("serve http: %w", err)
 	case <-ctx.Done():
+	}
+	if closing != nil {
+		closing()
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
