@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight/lab/bench"
 	"github.com/hindsight-proxy/hindsight/lab/testkit/weaviatetest"
+	"github.com/hindsight-proxy/hindsight/store/weaviate"
 )
 
 // Which node the run kills (-kill).
@@ -87,14 +89,17 @@ func victim(ctx context.Context, c *weaviatetest.Cluster, mode string) (int, err
 // nodeStat is one node's size after the run.
 type nodeStat struct {
 	name    string
-	objects int64
+	objects int64 // objects in its node status (flushed to disk segments only)
+	held    int64 // experiences and delta objects an Aggregate through it counts
 	rss     int64 // VmRSS, bytes
 	peak    int64 // VmHWM, bytes
 	disk    int64 // bytes under its data directory
 }
 
-// nodeStats reads every node's object count (/v1/nodes) and memory.
-func nodeStats(ctx context.Context, c *weaviatetest.Cluster) ([]nodeStat, error) {
+// nodeStats reads every node's object counts (its node status, and an
+// Aggregate of class and its delta class over the namespaces through
+// it) and memory.
+func nodeStats(ctx context.Context, c *weaviatetest.Cluster, class string, spaces int) ([]nodeStat, error) {
 	var nodes struct {
 		Nodes []struct {
 			Name  string `json:"name"`
@@ -114,6 +119,11 @@ func nodeStats(ctx context.Context, c *weaviatetest.Cluster) ([]nodeStat, error)
 	for i, n := range c.Nodes {
 		name := fmt.Sprintf("weaviate-%d", i+1)
 		s := nodeStat{name: name, objects: count[name], disk: dirSize(n.DataDir)}
+		for _, cl := range []string{class, class + "Delta"} {
+			for j := range spaces {
+				s.held += aggregateCount(ctx, n.URL, cl, weaviate.Tenant(namespaceOf(j)))
+			}
+		}
 		if pid := n.PID(); pid != 0 {
 			s.rss, _ = bench.ProcStatus(pid, "VmRSS")
 			s.peak, _ = bench.ProcStatus(pid, "VmHWM")
@@ -135,4 +145,36 @@ func dirSize(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// aggregateCount returns the objects of class in tenant that an Aggregate
+// through the node at base counts (0 when it has none or fails).
+func aggregateCount(ctx context.Context, base, class, tenant string) int64 {
+	q := fmt.Sprintf(`{Aggregate{%s(tenant:%q){meta{count}}}}`, class, tenant)
+	body, _ := json.Marshal(map[string]string{"query": q})
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/graphql", bytes.NewReader(body))
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data struct {
+			Aggregate map[string][]struct {
+				Meta struct {
+					Count int64 `json:"count"`
+				} `json:"meta"`
+			} `json:"Aggregate"`
+		} `json:"data"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&out) != nil || len(out.Data.Aggregate[class]) == 0 {
+		return 0
+	}
+	return out.Data.Aggregate[class][0].Meta.Count
 }

@@ -198,9 +198,13 @@ func (l *load) edit(ctx context.Context, m *member, r *rand.Rand, op string) {
 		}
 	}
 	d := time.Since(t0)
+	queued := err != nil && strings.HasPrefix(err.Error(), "queued:")
 	switch {
 	case ctx.Err() != nil:
 		return
+	case queued:
+		// The daemon's 202: the write waits in its store-op queue (the
+		// client reports it as an error carrying that message).
 	case err != nil && isUnavailable(err):
 		// The read found the store unreachable: the person sees that
 		// and edits nothing (a write itself is queued, never refused).
@@ -214,7 +218,7 @@ func (l *load) edit(ctx context.Context, m *member, r *rand.Rand, op string) {
 		return
 	}
 	outcome := okAnswered
-	if m.ops.Depth() > 0 {
+	if queued {
 		outcome = okQueued
 	}
 	l.rec.note(op, outcome, d, nil)

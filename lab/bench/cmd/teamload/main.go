@@ -185,21 +185,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return rep.finish(ctx, c, cfg, stdout, logf)
 }
 
-// bulkLoad imports the generated lessons through one store, 1000 at a
-// time (sorted by namespace: Import looks up the stored ones per
-// namespace) from three writers, and returns the rate (lessons per
-// second).
+// bulkLoad imports the generated lessons, 1000 at a time (sorted by
+// namespace: Import looks up the stored ones per namespace) from one
+// writer per node, and returns the rate (lessons per second).
 func bulkLoad(ctx context.Context, cfg fleetConfig, o *options, now time.Time, logf func(string, ...any)) (float64, error) {
-	st, err := weaviate.Open(ctx, weaviate.Config{URL: cfg.urls[0], Class: cfg.class, ReplicationFactor: 3, Logger: quiet}, cfg.emb)
-	if err != nil {
-		return 0, fmt.Errorf("bulk load: %w", err)
+	var stores []*weaviate.Store
+	for _, u := range cfg.urls {
+		st, err := weaviate.Open(ctx, weaviate.Config{URL: u, Class: cfg.class, ReplicationFactor: 3, Logger: quiet}, cfg.emb)
+		if err != nil {
+			return 0, fmt.Errorf("bulk load: %w", err)
+		}
+		stores = append(stores, st)
 	}
 	const batch = 1000
 	t0 := time.Now()
 	next := make(chan int)
-	errc := make(chan error, 3)
+	errc := make(chan error, len(stores))
 	var wg sync.WaitGroup
-	for range 3 {
+	for _, st := range stores {
 		wg.Go(func() {
 			for from := range next {
 				var exps []*hindsight.Experience

@@ -38,7 +38,7 @@ func TestSmoke(t *testing.T) {
 		t.Skip("starts a 3-node cluster; skipped in -short")
 	}
 	var out, errs bytes.Buffer
-	err := run(context.Background(), []string{"-daemons", "4", "-lessons", "300", "-namespaces", "2", "-duration", "5s",
+	err := run(context.Background(), []string{"-daemons", "4", "-lessons", "200", "-namespaces", "2", "-duration", "4s",
 		"-think", "100ms", "-kill", "none", "-same-every", "2s", "-dir", t.TempDir()}, &out, &errs)
 	if err != nil {
 		t.Fatalf("teamload: %v\n%s", err, errs.String())

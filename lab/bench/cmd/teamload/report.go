@@ -75,7 +75,7 @@ func (rep *report) finish(ctx context.Context, c *weaviatetest.Cluster, cfg flee
 	if err != nil {
 		return err
 	}
-	nodes, err := nodeStats(ctx, c)
+	nodes, err := nodeStats(ctx, c, cfg.class, o.spaces)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,8 @@ func (rep *report) finish(ctx context.Context, c *weaviatetest.Cluster, cfg flee
 		row("same-moment lessons left with copies, learnt "+p, "%d", n)
 	}
 	for _, n := range nodes {
-		row(n.name+": objects (node status), data on disk, RSS (peak)", "%d, %d MB, %d MB (%d MB)", n.objects, n.disk>>20, n.rss>>20, n.peak>>20)
+		row(n.name+": objects (aggregated through it; in its node status), data on disk, RSS (peak)", "%d (%d), %d MB, %d MB (%d MB)",
+			n.held, n.objects, n.disk>>20, n.rss>>20, n.peak>>20)
 	}
 	if rep.victim != "" {
 		row("node killed", "%s for %v at %v; ready again %v after its start", rep.victim, o.down, o.killAt, rep.restart.Round(time.Millisecond))
