@@ -317,15 +317,34 @@ func (l *load) sameMoment(ctx context.Context, r *rand.Rand, group, n int) {
 	wg.Wait()
 }
 
-// retryPending stores the reflections deferred while a node was down.
+// retryPending stores the reflections deferred while a node was down,
+// each daemon's in order, the daemons at once, until ctx ends; it
+// returns how many are still deferred.
 func (l *load) retryPending(ctx context.Context) int {
 	l.rec.mu.Lock()
-	ps := l.rec.pending
+	byMember := map[*member][]hindsight.Experience{}
+	for _, p := range l.rec.pending {
+		byMember[p.m] = append(byMember[p.m], p.e)
+	}
 	l.rec.pending = nil
 	l.rec.mu.Unlock()
-	for _, p := range ps {
-		l.learn(ctx, p.m, p.e, opReflect)
+	var wg sync.WaitGroup
+	for m, es := range byMember {
+		wg.Go(func() {
+			for i, e := range es {
+				if ctx.Err() != nil {
+					l.rec.mu.Lock()
+					for _, x := range es[i:] {
+						l.rec.pending = append(l.rec.pending, pendingReflection{m, x})
+					}
+					l.rec.mu.Unlock()
+					return
+				}
+				l.learn(ctx, m, e, opReflect)
+			}
+		})
 	}
+	wg.Wait()
 	l.rec.mu.Lock()
 	defer l.rec.mu.Unlock()
 	return len(l.rec.pending)

@@ -166,7 +166,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rep.elapsed = time.Since(runStart)
 	rep.requests = rt.total.Load() - rtBefore
 	logf("load done; waiting for queued writes")
-	if err := settle(ctx, l, logf); err != nil {
+	if rep.deferredLeft, err = settle(ctx, l, logf); err != nil {
 		return err
 	}
 	for _, m := range members {
@@ -305,25 +305,26 @@ func (l *load) killNode(ctx context.Context, c *weaviatetest.Cluster, o *options
 }
 
 // settle waits (at most two minutes) until no daemon has writes queued
-// and every deferred reflection is stored.
-func settle(ctx context.Context, l *load, logf func(string, ...any)) error {
-	deadline := time.Now().Add(2 * time.Minute)
+// and every deferred reflection is stored; it returns the reflections
+// still deferred then.
+func settle(ctx context.Context, l *load, logf func(string, ...any)) (int, error) {
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
 	for {
-		left := l.retryPending(ctx)
+		left := l.retryPending(sctx)
 		queued := 0
 		for _, m := range l.members {
 			queued += m.ops.Depth()
 		}
 		if left == 0 && queued == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			logf("after 2 min: %d reflections deferred, %d writes queued; counted below", left, queued)
-			return nil
+			return 0, nil
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return left, ctx.Err()
+		case <-sctx.Done():
+			logf("after 2 min: %d reflections deferred, %d writes queued; counted below", left, queued)
+			return left, nil
 		case <-time.After(time.Second):
 		}
 	}

@@ -26,6 +26,7 @@ type report struct {
 	compactions     int64
 	deduped         int
 	hitsLostCounted float64
+	deferredLeft    int // reflections still deferred when the run gave up waiting
 	trips           *searchTrips
 	rec             *record
 }
@@ -128,7 +129,7 @@ func (rep *report) finish(ctx context.Context, c *weaviatetest.Cluster, cfg flee
 	}
 	row("hits: returned / stored / lost (daemons counted lost)", "%d / %d / %d (%.0f)", ls.hitsWanted, ls.hitsStored, ls.hitsLost, rep.hitsLostCounted)
 	row("edits and pins acknowledged / lost", "%d / %d", ls.editsAcked, ls.editsLost)
-	row("lessons reflections stored / lost", "%d / %d", ls.learnt, ls.learntLost)
+	row("lessons reflections stored / lost / still deferred at the end", "%d / %d / %d", ls.learnt, ls.learntLost, rep.deferredLeft)
 	if ls.unreadable > 0 {
 		row("experiences the check could not read", "%d", ls.unreadable)
 	}
