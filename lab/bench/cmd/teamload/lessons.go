@@ -70,7 +70,7 @@ var templates = []template{
 }
 
 var argNames = []string{"`path`", "`owner`", "`repo`", "`body`", "`query`", "`limit`", "`channel`", "`amount`",
-	"`customer_id`", "`namespace`", "`key`", "`bucket`", "`branch`", "`title`", "`due_date`", "`selector`",
+	"`customer_id`", "`namespace`", "`object_name`", "`bucket`", "`branch`", "`title`", "`due_date`", "`selector`",
 	"`page_token`", "`content`", "`table`", "`schema`", "`replicas`", "`url`", "`status`", "`labels`"}
 
 var caveats = []string{"", " This holds for every environment.", " Staging behaves the same.",
