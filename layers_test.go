@@ -37,7 +37,7 @@ var layers = []struct {
 	{"command line", []string{"cli"}},
 	{"programs", []string{"cmd/hindsight", "cmd/hindsightd"}},
 	{"tests and the lab (not the product)", []string{"store/storetest", "e2e", "e2e/conformance", "e2e/faults", "e2e/interop",
-		"lab/bench", "lab/bench/cmd/relaybench", "lab/bench/cmd/scalebench", "lab/bench/cmd/servebench", "lab/bench/cmd/storescale", "lab/storebench",
+		"lab/bench", "lab/bench/cmd/relaybench", "lab/bench/cmd/scalebench", "lab/bench/cmd/servebench", "lab/bench/cmd/storescale", "lab/bench/cmd/teamload", "lab/storebench",
 		"lab/benchset", "lab/corpus", "lab/platformcheck", "lab/spooltest", "lab/testkit", "lab/testkit/cmd/slowest",
 		"lab/testkit/conformance/everything", "lab/testkit/fakeserver", "lab/testkit/otlptest", "lab/testkit/tasktest",
 		"lab/testkit/testbin", "lab/testkit/weaviatetest"}},

@@ -262,6 +262,25 @@ func (s *Server) Start(t testing.TB) {
 	}
 }
 
+// Resume starts a stopped or killed server again, as Start does, outside
+// a test.
+func (s *Server) Resume() error {
+	if err := s.start(); err != nil {
+		return fmt.Errorf("start weaviate: %w\n%s", err, s.tail(4000))
+	}
+	return nil
+}
+
+// PID returns the server's process id, 0 when it is not running.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Restart stops the server and starts it again on the same data directory
 // and ports.
 func (s *Server) Restart(t testing.TB) {
