@@ -86,7 +86,7 @@ func corpus(tb testing.TB) []string {
 	files, _ := filepath.Glob(filepath.Join("..", "inject", "*.go"))
 	more, _ := filepath.Glob(filepath.Join("..", "reflect", "*.go"))
 	files = append(files, more...)
-	files = append(files, filepath.Join("..", "README.md"), filepath.Join("..", "bench", "README.md"))
+	files = append(files, filepath.Join("..", "README.md"), filepath.Join("..", "lab", "bench", "README.md"))
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
