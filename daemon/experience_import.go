@@ -284,8 +284,7 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 
 // batchPutter is a store that writes many experiences at once
 // (store/embedded's PutBatch): Put's semantics, far fewer steps; between
-// BeginBulk and its end it takes no snapshot of its index and compacts
-// less.
+// BeginBulk and its end it takes no snapshot of its index.
 type batchPutter interface {
 	PutBatch(ctx context.Context, exps []*hindsight.Experience) (int, error)
 	BeginBulk() (end func())

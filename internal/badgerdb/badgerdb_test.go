@@ -2,7 +2,6 @@ package badgerdb
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -93,41 +92,5 @@ func TestLoggerLevels(t *testing.T) {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("log %q lacks %q", buf.String(), want)
 		}
-	}
-}
-
-// TestCompactorHold checks that a held compactor leaves level 0 alone up
-// to half the stall and flattens it once released.
-func TestCompactorHold(t *testing.T) {
-	opt := Options(t.TempDir(), quiet).WithSyncWrites(false).WithMemTableSize(1 << 20).
-		WithNumLevelZeroTables(1).WithNumLevelZeroTablesStall(8)
-	db, err := badger.Open(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	val := make([]byte, 1000)
-	wb := db.NewWriteBatch()
-	for i := range 4000 { // about 4 MB: memtables of 1 MB flushed to level 0
-		if err := wb.Set([]byte(fmt.Sprintf("k%06d", i)), val); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := wb.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	l0 := func() int { return db.Levels()[0].NumTables }
-	if l0() < 2 || l0() > 4 {
-		t.Fatalf("level 0 holds %d tables; the test wants 2 to 4", l0())
-	}
-	c := &Compactor{db: db, logger: quiet}
-	release := c.Hold()
-	if err := c.compact(); err != nil || l0() < 2 {
-		t.Fatalf("held: compact %v, level 0 %d tables; want it left alone", err, l0())
-	}
-	release()
-	release() // once
-	if err := c.compact(); err != nil || l0() != 0 {
-		t.Fatalf("released: compact %v, level 0 %d tables; want it flattened", err, l0())
 	}
 }

@@ -3,7 +3,6 @@ package badgerdb
 import (
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -27,7 +26,6 @@ type Compactor struct {
 	stop   chan struct{}
 	done   chan struct{}
 	once   sync.Once
-	held   atomic.Int32 // Hold calls not yet released
 }
 
 // StartCompactor starts compacting db in the background until Stop. It
@@ -59,29 +57,13 @@ func (c *Compactor) loop() {
 }
 
 // compact flattens the tree when level 0 has more than
-// NumLevelZeroTables tables (Flatten would leave fewer where they are),
-// or, while a Hold is held, half of NumLevelZeroTablesStall.
+// NumLevelZeroTables tables (Flatten would leave fewer where they are).
 func (c *Compactor) compact() error {
 	levels := c.db.Levels()
-	limit := c.db.Opts().NumLevelZeroTables
-	if c.held.Load() > 0 {
-		limit = max(limit, c.db.Opts().NumLevelZeroTablesStall/2)
-	}
-	if len(levels) == 0 || levels[0].NumTables <= limit {
+	if len(levels) == 0 || levels[0].NumTables <= c.db.Opts().NumLevelZeroTables {
 		return nil
 	}
 	return c.db.Flatten(1)
-}
-
-// Hold makes the compactor let level 0 grow to half the tables at which
-// Badger stalls writes before it flattens, until release (once): a bulk
-// write whose keys fall between the stored ones (each flatten rewrites
-// the tables they overlap, so nearly the whole tree) flattens fewer
-// times. A Compactor that does nothing ignores it.
-func (c *Compactor) Hold() (release func()) {
-	c.held.Add(1)
-	var once sync.Once
-	return func() { once.Do(func() { c.held.Add(-1) }) }
 }
 
 // Stop ends the compactor, waiting for a compaction under way: call it

@@ -9,21 +9,6 @@ import (
 	"github.com/hindsight-proxy/hindsight/internal/erase"
 )
 
-// The Compactor flattens the whole tree once level 0 holds more than
-// levelZeroTables tables (while an import holds it, BeginBulk, half of
-// levelZeroStall). Experiences keep their records and vectors in the
-// tree, and new keys fall between the stored ones ("exp/…" and "vec/…"
-// of each id), so each flatten rewrites nearly the whole database: the
-// fewer the flattens, the less an import of many costs. Level-0 tables
-// are files, not memory; a read looks into each (its Bloom filter
-// first). Tables are 2 MB at every level (TableSizeMultiplier 1, not
-// Badger's doubling per level): a compaction builds several at once, in
-// memory.
-const (
-	levelZeroTables = 4
-	levelZeroStall  = 24
-)
-
 // OpenDaemon opens (creating it if needed) the store in dir as the daemon
 // keeps it: a Badger database of its own with the daemon's options
 // (badgerdb.Options: synchronous writes, memory-sized, no compactors of
@@ -36,10 +21,7 @@ const (
 // database.
 func OpenDaemon(dir string, emb hindsight.Embedder, opt Options) (*Store, error) {
 	log := logger(opt)
-	bo := badgerdb.Options(dir, log).WithValueThreshold(ValueThreshold).
-		WithNumLevelZeroTables(levelZeroTables).WithNumLevelZeroTablesStall(levelZeroStall)
-	bo.TableSizeMultiplier = 1
-	db, err := badger.Open(bo)
+	db, err := badger.Open(badgerdb.Options(dir, log).WithValueThreshold(ValueThreshold))
 	if err != nil {
 		return nil, fmt.Errorf("open experience store: %w", err)
 	}
