@@ -12,6 +12,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/lab/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/memory"
 )
 
 const (
@@ -125,9 +126,9 @@ func TestAPIImportUntrusted(t *testing.T) {
 }
 
 // TestImportBatched imports a pack into the embedded store, which takes
-// it in batches: an id met twice (new, then
-// changed) is inserted and then updated, an id of a local lesson is kept,
-// and every imported lesson is found by its text.
+// it in parts of importPart: an id met twice (new, then changed, in the
+// same part and in the next) is inserted and then updated, an id of a
+// local lesson is kept, and every imported lesson is found by its text.
 func TestImportBatched(t *testing.T) {
 	ctx := context.Background()
 	st := openEmbedded(t)
@@ -137,21 +138,27 @@ func TestImportBatched(t *testing.T) {
 	}
 	c := startServer(t, &Server{Store: st, StoreName: "embedded"})
 	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	n := 600
+	n := importPart + 300
 	var pack strings.Builder
 	for i := range n {
 		pack.WriteString(tasktest.ExperienceLine(fmt.Sprintf("p%05d", i), "tool_"+strconv.Itoa(i%13),
 			fmt.Sprintf("Call tool_%d with the wombat%d flag.", i%13, i), day))
-		if i == 10 {
+		switch i {
+		case 10:
 			pack.WriteString(tasktest.ExperienceLine("p00003", "tool_3", "Call tool_3 with the numbat flag.", day))
+		case importPart + 10:
+			pack.WriteString(tasktest.ExperienceLine(fmt.Sprintf("p%05d", importPart-5), "tool_1", "Call tool_1 with the dingo flag.", day))
 		}
 	}
 	pack.WriteString(tasktest.ExperienceLine("local-1", "x", "Overwrite the local lesson.", day))
 	res, err := c.Import(ctx, strings.NewReader(pack.String()))
-	if err != nil || res.Imported != n || res.Updated != 1 || res.Skipped != 1 || len(res.Errors) != 0 {
-		t.Fatalf("import = %+v, %v; want %d imported, 1 updated, 1 skipped", res, err, n)
+	if err != nil || res.Imported != n || res.Updated != 2 || res.Skipped != 1 || len(res.Errors) != 0 {
+		t.Fatalf("import = %+v, %v; want %d imported, 2 updated, 1 skipped", res, err, n)
 	}
-	for _, i := range []int{0, 1, 10, 11, n - 1} {
+	if e, err := c.Experience(ctx, "", fmt.Sprintf("p%05d", importPart-5)); err != nil || !strings.Contains(e.Lesson, "dingo") || e.Version != 2 {
+		t.Fatalf("the id met twice across parts: %+v, %v", e, err)
+	}
+	for _, i := range []int{0, 1, 10, 11, importPart, n - 1} {
 		id := fmt.Sprintf("p%05d", i)
 		found, err := c.Search(ctx, hindsight.Query{Text: fmt.Sprintf("wombat%d", i), K: 1, NoHit: true})
 		if err != nil || len(found) != 1 || found[0].ID != id {
@@ -165,3 +172,6 @@ func TestImportBatched(t *testing.T) {
 		t.Fatalf("the local lesson: %+v, %v", e, err)
 	}
 }
+
+// importPart is the part size the memory service imports in.
+const importPart = memory.ImportPart

@@ -81,6 +81,20 @@ func (e *ImportError) Error() string {
 // an *ImportError naming every bad line.
 func ParseImport(data []byte, opt ImportOptions, red Redactor, now time.Time) ([]hindsight.Experience, int, error) {
 	var list []hindsight.Experience
+	redactions, err := scanImport(data, opt, red, now, func(e *hindsight.Experience) error {
+		list = append(list, *e)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return list, redactions, nil
+}
+
+// scanImport is ParseImport calling each with every cleaned experience
+// (which it may keep) instead of collecting them; an error of each stops
+// the scan and is returned.
+func scanImport(data []byte, opt ImportOptions, red Redactor, now time.Time, each func(*hindsight.Experience) error) (int, error) {
 	var bad []LineError
 	redactions := 0
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -103,15 +117,61 @@ func ParseImport(data []byte, opt ImportOptions, red Redactor, now time.Time) ([
 			continue
 		}
 		redactions += r
-		list = append(list, e)
+		if len(bad) == 0 {
+			if err := each(&e); err != nil {
+				return 0, err
+			}
+		}
 	}
 	if err := sc.Err(); err != nil {
 		bad = append(bad, LineError{n + 1, err.Error()})
 	}
 	if len(bad) > 0 {
-		return nil, 0, &ImportError{Lines: bad}
+		return 0, &ImportError{Lines: bad}
 	}
-	return list, redactions, nil
+	return redactions, nil
+}
+
+// cleanPack is a pack once parsed and cleaned (ParseImport's checks):
+// its experiences re-encoded one a line, so that an import of many holds
+// one block of bytes the garbage collector does not scan, not an object
+// graph of them all, until it stores them in parts.
+type cleanPack struct {
+	lines []byte
+	n     int
+}
+
+// readPack parses and cleans data into a cleanPack.
+func readPack(data []byte, opt ImportOptions, red Redactor, now time.Time) (*cleanPack, int, error) {
+	p := &cleanPack{lines: make([]byte, 0, len(data)+len(data)/8)}
+	redactions, err := scanImport(data, opt, red, now, func(e *hindsight.Experience) error {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("encode experience %q: %w", e.ID, err)
+		}
+		p.lines = append(append(p.lines, b...), '\n')
+		p.n++
+		return nil
+	})
+	return p, redactions, err
+}
+
+// each calls f with every experience of p, in order, each decoded anew,
+// until f returns false.
+func (p *cleanPack) each(f func(*hindsight.Experience) bool) error {
+	rest := p.lines
+	for len(rest) > 0 {
+		line, tail, _ := bytes.Cut(rest, []byte{'\n'})
+		rest = tail
+		e := new(hindsight.Experience)
+		if err := json.Unmarshal(line, e); err != nil {
+			return fmt.Errorf("decode cleaned experience: %w", err)
+		}
+		if !f(e) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // CleanImport makes one imported experience safe to store, and reports
@@ -200,20 +260,30 @@ func (s *Service) Import(ctx context.Context, data []byte, opt ImportOptions) (I
 		return ImportResult{}, fmt.Errorf("import: %w: no redactor", ErrUnavailable)
 	}
 	opt.Namespace, opt.Pack = s.Resolve(opt.Namespace), guard.Printable(opt.Pack)
-	list, redactions, err := ParseImport(data, opt, s.Redactor, time.Now())
+	pack, redactions, err := readPack(data, opt, s.Redactor, time.Now())
 	if err != nil {
-		return ImportResult{}, badRequest("%v", err)
+		var ie *ImportError
+		if errors.As(err, &ie) {
+			return ImportResult{}, badRequest("%v", err)
+		}
+		return ImportResult{}, fmt.Errorf("import: %w", err)
 	}
-	res := s.importAll(ctx, st, list)
+	res := s.importAll(ctx, st, pack)
 	res.Redactions = redactions
 	return res, nil
 }
 
 // batchPutter is a store that writes many experiences at once
-// (store/embedded's PutBatch): Put's semantics, far fewer steps.
+// (store/embedded's PutBatch): Put's semantics, far fewer steps; between
+// BeginBulk and its end it takes no snapshot of its index.
 type batchPutter interface {
 	PutBatch(ctx context.Context, exps []*hindsight.Experience) (int, error)
+	BeginBulk() (end func())
 }
+
+// ImportPart is how many experiences an import hands a batchPutter at
+// once: the decoded experiences of one part are all it holds.
+const ImportPart = 2048
 
 // importAll stores the cleaned experiences: new ids are inserted; an id
 // that an earlier import brought is replaced when its text changed (its
@@ -221,16 +291,22 @@ type batchPutter interface {
 // evidence earned it); an id of a local lesson is never
 // overwritten by a pack. When a write fails, what this import inserted is
 // removed again (purged where the store can), so nothing partial stays.
-// A store that writes in batches gets the writes in one batch (an id met
-// twice flushes the batch first, so that its second line sees the
-// first), so that it takes one snapshot of its index at the end.
-func (s *Service) importAll(ctx context.Context, st hindsight.ExperienceStore, list []hindsight.Experience) ImportResult {
+// A store that writes in batches gets the writes in parts of ImportPart
+// (an id met twice flushes the part first, so that its second line sees
+// the first) within one BeginBulk, so that it takes one snapshot of its
+// index at the end.
+func (s *Service) importAll(ctx context.Context, st hindsight.ExperienceStore, pack *cleanPack) ImportResult {
 	res := ImportResult{}
 	var inserted []string
+	ns := ""
 	fail := func(e *hindsight.Experience, err error) {
 		res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", e.ID, err))
 	}
 	bp, batched := st.(batchPutter)
+	if batched {
+		end := bp.BeginBulk()
+		defer end()
+	}
 	var batch []*hindsight.Experience
 	pending := map[string]bool{}
 	isNew := map[string]bool{}
@@ -242,6 +318,7 @@ func (s *Service) importAll(ctx context.Context, st hindsight.ExperienceStore, l
 		for _, e := range batch[:n] {
 			if isNew[e.ID] {
 				inserted = append(inserted, e.ID)
+				ns = e.Namespace
 				res.Imported++
 			} else {
 				res.Updated++
@@ -252,6 +329,7 @@ func (s *Service) importAll(ctx context.Context, st hindsight.ExperienceStore, l
 		}
 		batch = batch[:0]
 		clear(pending)
+		clear(isNew)
 	}
 	put := func(e *hindsight.Experience, fresh bool) {
 		if !batched {
@@ -261,6 +339,7 @@ func (s *Service) importAll(ctx context.Context, st hindsight.ExperienceStore, l
 			}
 			if fresh {
 				inserted = append(inserted, e.ID)
+				ns = e.Namespace
 				res.Imported++
 			} else {
 				res.Updated++
@@ -270,53 +349,28 @@ func (s *Service) importAll(ctx context.Context, st hindsight.ExperienceStore, l
 		batch = append(batch, e)
 		pending[e.ID] = true
 		isNew[e.ID] = fresh
+		if len(batch) >= ImportPart {
+			flush()
+		}
 	}
-	for i := range list {
-		e := &list[i]
+	err := pack.each(func(e *hindsight.Experience) bool {
 		if pending[e.ID] {
 			flush()
 		}
 		if len(res.Errors) > 0 {
-			break
+			return false
 		}
-		old, err := st.Get(ctx, e.Namespace, e.ID)
-		switch {
-		case errors.Is(err, hindsight.ErrNotFound):
-			put(e, true)
-		case err != nil:
-			fail(e, err)
-		case !strings.HasPrefix(old.Origin, "import"):
-			res.Skipped++
-			res.Kept = append(res.Kept, e.ID)
-		case sameText(old, e):
-			res.Skipped++
-		default:
-			e.Version, e.CreatedAt, e.LastHitAt = old.Version, old.CreatedAt, old.LastHitAt
-			e.EvidenceCount, e.HitCount, e.CounterCount = old.EvidenceCount, old.HitCount, old.CounterCount
-			e.SupersededBy, e.Deleted, e.Pinned = old.SupersededBy, old.Deleted, old.Pinned
-			if old.EvidenceCount > 0 { // local evidence confirmed it: keep what it earned
-				e.Confidence = max(e.Confidence, old.Confidence)
-			}
-			if imp, shared := st.(store.Importer); shared {
-				// An edit another daemon makes meanwhile is kept.
-				if err := imp.Import(ctx, []*hindsight.Experience{e}); err != nil {
-					fail(e, err)
-					break
-				}
-				res.Updated++
-			} else {
-				put(e, false)
-			}
-		}
-		if len(res.Errors) > 0 {
-			break
-		}
+		s.importOne(ctx, st, e, put, fail, &res)
+		return len(res.Errors) == 0
+	})
+	if err != nil {
+		res.Errors = append(res.Errors, err.Error())
 	}
 	if len(res.Errors) == 0 {
 		flush()
 	}
 	if len(res.Errors) > 0 && len(inserted) > 0 {
-		if err := removeAll(ctx, st, list[0].Namespace, inserted); err != nil {
+		if err := removeAll(ctx, st, ns, inserted); err != nil {
 			res.Errors = append(res.Errors, fmt.Sprintf("undo the import: %v", err))
 		}
 		res.Imported = 0
@@ -324,6 +378,41 @@ func (s *Service) importAll(ctx context.Context, st hindsight.ExperienceStore, l
 	s.Logger.Info("experiences imported", "imported", res.Imported, "updated", res.Updated, "skipped", res.Skipped,
 		"redactions", res.Redactions, "errors", len(res.Errors))
 	return res
+}
+
+// importOne decides what an import does with e: put it (fresh: a new
+// id), replace an earlier import's version, or skip it.
+func (s *Service) importOne(ctx context.Context, st hindsight.ExperienceStore, e *hindsight.Experience,
+	put func(*hindsight.Experience, bool), fail func(*hindsight.Experience, error), res *ImportResult) {
+	old, err := st.Get(ctx, e.Namespace, e.ID)
+	switch {
+	case errors.Is(err, hindsight.ErrNotFound):
+		put(e, true)
+	case err != nil:
+		fail(e, err)
+	case !strings.HasPrefix(old.Origin, "import"):
+		res.Skipped++
+		res.Kept = append(res.Kept, e.ID)
+	case sameText(old, e):
+		res.Skipped++
+	default:
+		e.Version, e.CreatedAt, e.LastHitAt = old.Version, old.CreatedAt, old.LastHitAt
+		e.EvidenceCount, e.HitCount, e.CounterCount = old.EvidenceCount, old.HitCount, old.CounterCount
+		e.SupersededBy, e.Deleted, e.Pinned = old.SupersededBy, old.Deleted, old.Pinned
+		if old.EvidenceCount > 0 { // local evidence confirmed it: keep what it earned
+			e.Confidence = max(e.Confidence, old.Confidence)
+		}
+		if imp, shared := st.(store.Importer); shared {
+			// An edit another daemon makes meanwhile is kept.
+			if err := imp.Import(ctx, []*hindsight.Experience{e}); err != nil {
+				fail(e, err)
+				return
+			}
+			res.Updated++
+		} else {
+			put(e, false)
+		}
+	}
 }
 
 // sameText reports whether two experiences say the same thing.

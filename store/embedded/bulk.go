@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
@@ -18,7 +19,8 @@ const batchChunk = 256
 // checked, hindsight.ErrConflict for a stale one), in order, in far fewer
 // steps: the vectors of a chunk of them embedded in one call, written in
 // as few Badger transactions as fit, indexed under one lock; a
-// checkpoint follows when one is due (see checkpoint.go). A vector is
+// checkpoint follows when one is due (see checkpoint.go) unless a
+// BeginBulk is under way. A vector is
 // never reused: those without one are embedded, and unlike Put's their
 // vector is not handed back (a large import would hold them all). An id
 // may appear once.
@@ -43,8 +45,8 @@ func (s *Store) PutBatch(ctx context.Context, exps []*hindsight.Experience) (int
 		}
 		seen[k] = true
 	}
-	s.bulk.Add(1)
-	defer s.bulk.Add(-1)
+	end := s.BeginBulk()
+	defer end()
 	done := 0
 	for done < len(exps) {
 		n, err := s.putChunk(ctx, exps[done:min(done+batchChunk, len(exps))])
@@ -53,10 +55,25 @@ func (s *Store) PutBatch(ctx context.Context, exps []*hindsight.Experience) (int
 			return done, err
 		}
 	}
-	if err := s.checkpoint(false); err != nil {
-		s.log.Warn("experience index snapshot not written; a start after a crash replays more", "err", err)
-	}
 	return done, nil
+}
+
+// BeginBulk tells the store that many PutBatch calls follow (an import
+// read in parts): until end is called (once), no checkpoint is taken;
+// the last end takes one when due, instead of one per call. Bulks nest.
+func (s *Store) BeginBulk() (end func()) {
+	s.bulk.Add(1)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if s.bulk.Add(-1) > 0 {
+				return
+			}
+			if err := s.checkpoint(false); err != nil {
+				s.log.Warn("experience index snapshot not written; a start after a crash replays more", "err", err)
+			}
+		})
+	}
 }
 
 // putChunk embeds, writes and indexes part, and returns how many of it

@@ -70,3 +70,44 @@ func TestPutBatch(t *testing.T) {
 		t.Fatal("a batch with an id twice was taken")
 	}
 }
+
+// TestBeginBulk checks that PutBatch calls within a bulk take no
+// snapshot and that its end takes one covering them all, which a reopen
+// loads with nothing to replay.
+func TestBeginBulk(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, embedder.NewLocal(0), benchOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	end := s.BeginBulk()
+	for part := range 3 {
+		var batch []*hindsight.Experience
+		for i := range 50 {
+			batch = append(batch, &hindsight.Experience{ID: fmt.Sprintf("k%d-%02d", part, i), Situation: fmt.Sprintf("wallaby %d %d", part, i), Lesson: "hop"})
+		}
+		if _, err := s.PutBatch(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		if c := s.covers.Load(); c != 0 {
+			t.Fatalf("part %d: a snapshot covering version %d was taken within the bulk", part, c)
+		}
+	}
+	end()
+	end() // once
+	if s.covers.Load() == 0 || s.dirty.Load() != 0 {
+		t.Fatalf("after the bulk: snapshot covers %d, %d writes since; want one covering every write", s.covers.Load(), s.dirty.Load())
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, embedder.NewLocal(0), benchOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.fromSnapshot || s.idx.live != 150 {
+		t.Fatalf("reopened: from snapshot %v, %d live; want the bulk's snapshot with 150", s.fromSnapshot, s.idx.live)
+	}
+}

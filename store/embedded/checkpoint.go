@@ -85,7 +85,7 @@ func (s *Store) checkpointLoop(every time.Duration) {
 			return
 		case <-t.C:
 			if s.bulk.Load() > 0 {
-				continue // PutBatch takes one at its end
+				continue // the last end of BeginBulk takes one
 			}
 			if err := s.checkpoint(false); err != nil {
 				s.log.Warn("experience index snapshot not written; a start after a crash replays more", "err", err)

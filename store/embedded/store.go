@@ -89,7 +89,7 @@ type Store struct {
 	// snapshot serves); dirty counts the experiences written since.
 	covers atomic.Uint64
 	dirty  atomic.Int64
-	bulk   atomic.Int32 // PutBatch calls under way
+	bulk   atomic.Int32 // PutBatch calls and BeginBulk under way
 	// snapMu orders checkpoints, purges and Close; it is taken before mu.
 	snapMu         sync.Mutex
 	stop, loopDone chan struct{} // checkpointLoop's
