@@ -28,7 +28,7 @@ func TestDrainNoFalseClockJump(t *testing.T) {
 	}
 	var logs testkit.SyncBuffer
 	d := &spooltest.Collector{}
-	n, err := drainOrphans(context.Background(), home, d, slog.New(slog.NewTextHandler(&logs, nil)))
+	n, err := drainOrphans(context.Background(), home, d, slog.New(slog.NewTextHandler(&logs, nil)), 0)
 	if err != nil || n != 5 {
 		t.Fatalf("drained %d, %v", n, err)
 	}

@@ -114,7 +114,7 @@ func TestSIGKILLLosesNothingRelayed(t *testing.T) {
 		}
 	}
 	d := &spooltest.Collector{}
-	n, err := DrainOrphans(context.Background(), hindsight.Home(home), d)
+	n, err := DrainOrphans(context.Background(), hindsight.Home(home), d, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestSIGKILLMemoryFirst(t *testing.T) {
 		}
 	}
 	d := &spooltest.Collector{}
-	n, err := DrainOrphans(context.Background(), hindsight.Home(home), d)
+	n, err := DrainOrphans(context.Background(), hindsight.Home(home), d, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -194,7 +194,7 @@ func TestSecretsNeverReachDisk(t *testing.T) {
 	}
 	// The steps themselves are intact JSON.
 	d := &spooltest.Collector{}
-	if n, err := DrainOrphans(context.Background(), home, d); err != nil || n != len(cases) {
+	if n, err := DrainOrphans(context.Background(), home, d, 0); err != nil || n != len(cases) {
 		t.Fatalf("drained %d of %d: %v", n, len(cases), err)
 	}
 	for _, s := range d.Got() {

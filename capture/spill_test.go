@@ -235,7 +235,7 @@ func TestDeadSpillDeletedAndCounted(t *testing.T) {
 
 	before := SpillLost()
 	d := &spooltest.Collector{}
-	n, err := DrainOrphans(context.Background(), home, d)
+	n, err := DrainOrphans(context.Background(), home, d, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

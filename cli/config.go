@@ -22,6 +22,9 @@ type globals struct {
 	quiet      bool   // no progress or informational lines on stderr
 	namespace  string // a sidecar's --namespace: where its server's lessons live
 	pinTools   bool   // a sidecar's --pin-tools
+	// diskReserve is $HINDSIGHT_DISK_RESERVE as a DiskReserve option (see
+	// envDiskReserve): 0 when unset.
+	diskReserve int64
 }
 
 // Config is the YAML configuration file (see configs/hindsight.yaml). Every
@@ -193,6 +196,9 @@ func (g *globals) resolve(home, cfgFile string) error {
 	if err != nil {
 		return err
 	}
+	if g.diskReserve, err = envDiskReserve(); err != nil {
+		return err
+	}
 	g.config = cfg
 	g.configFile = path
 	return nil
@@ -275,6 +281,16 @@ func parseSwitch(v string) (on, ok bool) {
 		return false, true
 	}
 	return false, false
+}
+
+// outboxReserve is the free space a sidecar's outbox keeps:
+// HINDSIGHT_DISK_RESERVE when set, else outbox.disk_reserve (see
+// spool.Options.DiskReserve).
+func (g *globals) outboxReserve() int64 {
+	if g.diskReserve != 0 {
+		return g.diskReserve
+	}
+	return g.config.Outbox.DiskReserve
 }
 
 // pinToolsOn reports whether sidecars withhold changed and flagged tools:

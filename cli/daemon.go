@@ -116,7 +116,7 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger, started *
 	if err := os.MkdirAll(g.home.DaemonData(), 0o700); err != nil {
 		return fmt.Errorf("create daemon data: %w", err)
 	}
-	if err := diskspace.Check(g.home.DaemonData(), diskspace.ReserveFor(g.home.DaemonData(), diskspace.DefaultDaemonReserve), 0); err != nil {
+	if err := diskspace.Check(g.home.DaemonData(), diskspace.ReserveFor(g.home.DaemonData(), g.diskReserve, diskspace.DefaultDaemonReserve), 0); err != nil {
 		return fmt.Errorf("open daemon stores: %w", err)
 	}
 	// Opened under diskspace.Contain: a fault in a mapped write on this
@@ -215,7 +215,7 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger, started *
 		Home:      g.home,
 		Version:   versionString(),
 		Logger:    logger,
-		Space:     &daemon.SpaceGuard{Dir: g.home.DaemonData(), Logger: logger},
+		Space:     &daemon.SpaceGuard{Dir: g.home.DaemonData(), Reserve: g.diskReserve, Logger: logger},
 
 		Redactor:   importRedactor,
 		CPUProfile: os.Getenv("HINDSIGHT_DAEMON_CPUPROFILE"), // from start to clean shutdown
@@ -232,7 +232,7 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger, started *
 	defer stop(nil)
 	// The web UI starts on the first POST /v1/ui (`hindsight ui`) and
 	// stops with the daemon.
-	srv.Drain = func(ctx context.Context) { drainLoop(ctx, g.home, storeDeliverer{traces, srv}, logger) }
+	srv.Drain = func(ctx context.Context) { drainLoop(ctx, g.home, storeDeliverer{traces, srv}, g.diskReserve, logger) }
 	srv.UI = (&ui.Launcher{Addr: g.config.UI.Listen, Daemon: daemon.NewClient(g.home.Socket()), Logger: logger, Ctx: ctx}).URL
 	if addr := g.config.Daemon.MetricsListen; addr != "" {
 		serveMetricsTCP(ctx, addr, g.config.Daemon.MetricsAllowRemote, reg, logger)
@@ -416,10 +416,11 @@ func newEmbedder(ctx context.Context, g *globals) (hindsight.Embedder, error) {
 const orphanDrainInterval = 30 * time.Second
 
 // drainLoop delivers the outboxes that dead sidecars left behind straight
-// into the trace store, at start and every orphanDrainInterval.
-func drainLoop(ctx context.Context, home hindsight.Home, d storeDeliverer, logger *slog.Logger) {
+// into the trace store, at start and every orphanDrainInterval, keeping
+// reserve free (see spool.DrainOptions.DiskReserve).
+func drainLoop(ctx context.Context, home hindsight.Home, d storeDeliverer, reserve int64, logger *slog.Logger) {
 	for {
-		n, err := capture.DrainOrphans(ctx, home, d)
+		n, err := capture.DrainOrphans(ctx, home, d, reserve)
 		if err != nil && ctx.Err() == nil {
 			logger.Warn("drain outboxes of dead sidecars", "delivered", n, "err", err)
 		} else if n > 0 {

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"runtime"
+	"strings"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/install"
+	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 )
 
 // The environment variables the command line reads for the libraries,
@@ -39,4 +42,24 @@ func installEnv(project string) install.Env {
 		ClaudeConfig:  os.Getenv("CLAUDE_CONFIG_DIR"),
 		Project:       project,
 	}
+}
+
+// envDiskReserve is the free space below which sidecars and the daemon
+// stop writing to Badger: $HINDSIGHT_DISK_RESERVE, in bytes (k, m, g
+// suffixes in powers of 1024), as the libraries' DiskReserve options take
+// it: 0 when unset (each keeps its default), negative for "0" (no check).
+// A value that is not a byte count is an error.
+func envDiskReserve() (int64, error) {
+	v := strings.TrimSpace(os.Getenv("HINDSIGHT_DISK_RESERVE"))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := diskspace.ParseBytes(v)
+	if err != nil {
+		return 0, fmt.Errorf("read HINDSIGHT_DISK_RESERVE: %w", err)
+	}
+	if n == 0 {
+		return -1, nil
+	}
+	return n, nil
 }

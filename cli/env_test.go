@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/lab/testkit/testbin"
 )
 
 // TestEnv: the command line reads the variables the libraries no longer
@@ -28,5 +32,46 @@ func TestEnv(t *testing.T) {
 	t.Setenv("HINDSIGHT_HOME", "")
 	if got := envHome(); got != hindsight.DefaultHome() {
 		t.Errorf("envHome() = %q without HINDSIGHT_HOME, want the default %q", got, hindsight.DefaultHome())
+	}
+}
+
+// TestEnvDiskReserve: HINDSIGHT_DISK_RESERVE reaches the libraries as
+// their DiskReserve options ("0" turns the check off, unset keeps their
+// defaults), overrides outbox.disk_reserve, and a value that is not a
+// byte count is an error.
+func TestEnvDiskReserve(t *testing.T) {
+	for v, want := range map[string]int64{"": 0, "0": -1, "3m": 3 << 20, " 512 ": 512} {
+		t.Setenv("HINDSIGHT_DISK_RESERVE", v)
+		if got, err := envDiskReserve(); err != nil || got != want {
+			t.Errorf("envDiskReserve() with %q = %d, %v; want %d", v, got, err, want)
+		}
+	}
+	t.Setenv("HINDSIGHT_DISK_RESERVE", "lots")
+	if _, err := envDiskReserve(); err == nil || !strings.Contains(err.Error(), "HINDSIGHT_DISK_RESERVE") {
+		t.Errorf("envDiskReserve() with lots: %v, want an error naming the variable", err)
+	}
+	g := &globals{config: &Config{}}
+	g.config.Outbox.DiskReserve = 1 << 20
+	if got := g.outboxReserve(); got != 1<<20 {
+		t.Errorf("outboxReserve() unset = %d, want outbox.disk_reserve", got)
+	}
+	g.diskReserve = -1
+	if got := g.outboxReserve(); got != -1 {
+		t.Errorf("outboxReserve() with the variable at 0 = %d, want -1 (no check)", got)
+	}
+}
+
+// TestEnvDiskReserveReachesDaemon runs `hindsight daemon` with
+// HINDSIGHT_DISK_RESERVE above any disk: it refuses to open its stores;
+// with a value that is not a byte count it says so.
+func TestEnvDiskReserveReachesDaemon(t *testing.T) {
+	home := t.TempDir()
+	for v, want := range map[string]string{"1000000g": "disk space low", "lots": "read HINDSIGHT_DISK_RESERVE"} {
+		cmd := exec.Command(testbin.Hindsight(t), "daemon")
+		cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+home, "HINDSIGHT_DISK_RESERVE="+v)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), want) {
+			t.Errorf("hindsight daemon with HINDSIGHT_DISK_RESERVE=%s: %v, output %q; want it to fail saying %q", v, err, out, want)
+		}
 	}
 }

@@ -96,11 +96,11 @@ func newReflectionQueue(ctx context.Context, g *globals, traces *tracestore.Stor
 	} else if n > 0 {
 		logger.Info("moved the reflection queue into the trace store", "keys", n)
 	}
-	if p.Templates, err = reflect.NewTemplates(db); err != nil {
-		return nil, nil, fmt.Errorf("start reflection: %w", err)
-	}
 	// Reflection reads a long task in part (tracestore.ReflectionSource).
 	q := reflect.NewQueue(db, tracestore.ReflectionSource{Traces: traces, Logger: logger}, p)
+	if p.Templates, err = reflect.NewTemplates(q); err != nil {
+		return nil, nil, fmt.Errorf("start reflection: %w", err)
+	}
 	q.Logger, q.Metrics = logger, metrics
 	q.OnState = traces.SetReflection
 	q.Written = traces.MarkWritten

@@ -21,6 +21,8 @@ func sidecarConfig(g *globals, name string, logger *slog.Logger) sidecar.Config 
 		Inject:     newInjector(g, name),
 		PinTools:   g.pinToolsOn(),
 		DaemonArgs: daemonArgs(g),
+		// Drains keep HINDSIGHT_DISK_RESERVE, not outbox.disk_reserve.
+		DrainReserve: g.diskReserve,
 	}
 	if g.config.captureEnabled() {
 		cfg.Capture = &capture.Options{
@@ -29,7 +31,7 @@ func sidecarConfig(g *globals, name string, logger *slog.Logger) sidecar.Config 
 			MaxSpillBytes: g.config.Capture.MaxSpillBytes,
 			Retention:     g.config.Outbox.Retention,
 			MaxHeldBytes:  g.config.Outbox.MaxHeldBytes,
-			DiskReserve:   g.config.Outbox.DiskReserve,
+			DiskReserve:   g.outboxReserve(),
 		}
 	}
 	// Without Backends.Tracing, tracing is off (see tracingElsewhere).

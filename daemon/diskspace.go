@@ -35,7 +35,7 @@ var ErrDiskFull = errors.New("the daemon's disk is short of space")
 // whole log.
 type SpaceGuard struct {
 	Dir     string // the daemon's data directory
-	Reserve int64  // free space to keep; 0: diskspace.Reserve(DefaultDaemonReserve); negative: no check
+	Reserve int64  // free space to keep; 0: DefaultDaemonReserve fitted to the filesystem; negative: no check
 	Logger  *slog.Logger
 
 	low     atomic.Bool
@@ -90,16 +90,15 @@ func (g *SpaceGuard) aheadBy() int64 {
 	return g.fitAhead
 }
 
-// reserve is HINDSIGHT_DISK_RESERVE when set, else Reserve, else
+// reserve is Reserve when set (none when negative), else
 // diskspace.DefaultDaemonReserve fitted to the filesystem's size (see
 // diskspace.FitReserve).
 func (g *SpaceGuard) reserve() int64 {
 	g.fitFS()
-	def := g.fitReserve
 	if g.Reserve != 0 {
-		def = max(g.Reserve, 0)
+		return max(g.Reserve, 0)
 	}
-	return diskspace.Reserve(def)
+	return g.fitReserve
 }
 
 // Check returns nil when need bytes may be written, else an error wrapping

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 )
 
 // TestSpaceGuardFreeSpace checks when the guard asks the filesystem for
@@ -17,7 +15,6 @@ func TestSpaceGuardFreeSpace(t *testing.T) {
 		asked++
 		return free, nil
 	}}
-	t.Setenv(diskspace.ReserveEnv, "")
 	check := func(need int64, wantAsked int, wantErr bool) {
 		t.Helper()
 		err := g.Check(need)

@@ -198,13 +198,16 @@ func (s *httpSession) findLog(lastID string) (*eventLog, uint64) {
 func (s *httpSession) collect(wt *waiter, l *eventLog) {
 	defer s.removeWaiter(wt)
 	defer l.finish()
+	deliver := func(msg []byte) (bool, []byte) {
+		l.append(msg)
+		return isResponseTo(msg, wt.id), nil
+	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	for {
 		select {
 		case msg := <-wt.ch:
-			l.append(msg)
-			if isResponseTo(msg, wt.id) {
+			if done, _ := deliver(msg); done {
 				return
 			}
 		case <-tick.C:
@@ -212,18 +215,8 @@ func (s *httpSession) collect(wt *waiter, l *eventLog) {
 				return
 			}
 		case <-s.done:
-			for { // what end routed before closing done
-				select {
-				case msg := <-wt.ch:
-					l.append(msg)
-					if isResponseTo(msg, wt.id) {
-						return
-					}
-				default:
-					l.append(ErrorResponse(wt.id, CodeServerUnavailable, "session ended"))
-					return
-				}
-			}
+			wt.drainEnded(deliver)
+			return
 		}
 	}
 }

@@ -50,6 +50,24 @@ type waiter struct {
 	quit   chan struct{} // closed when the stream is gone
 }
 
+// drainEnded hands deliver, once the session ended, what its end routed
+// to wt before closing done, until deliver says the stream is done (a
+// response), and otherwise the error that the session ended. It returns
+// deliver's last answer.
+func (wt *waiter) drainEnded(deliver func(msg []byte) (done bool, out []byte)) []byte {
+	for {
+		select {
+		case msg := <-wt.ch:
+			if done, out := deliver(msg); done {
+				return out
+			}
+		default:
+			_, out := deliver(ErrorResponse(wt.id, CodeServerUnavailable, "session ended"))
+			return out
+		}
+	}
+}
+
 // logLevel is the level of the session's lifecycle logs: sessionless
 // requests come and go with every call.
 func (s *httpSession) logLevel() slog.Level {

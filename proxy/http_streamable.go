@@ -363,19 +363,7 @@ func (s *httpSession) await(w http.ResponseWriter, r *http.Request, wt *waiter) 
 		case <-r.Context().Done():
 			return nil
 		case <-s.done:
-		drain: // what end routed before closing done
-			for {
-				select {
-				case msg := <-wt.ch:
-					if done, out := deliver(msg); done {
-						return out
-					}
-				default:
-					break drain
-				}
-			}
-			_, out := deliver(ErrorResponse(wt.id, CodeServerUnavailable, "session ended"))
-			return out
+			return wt.drainEnded(deliver)
 		}
 	}
 }

@@ -25,14 +25,15 @@ type Templates struct {
 // templatesKey holds the miner's state in the queue's database.
 var templatesKey = []byte("reflect-templates/miner")
 
-// NewTemplates returns Templates kept in db (nil: in memory), loading
-// what db holds.
-func NewTemplates(db *badger.DB) (*Templates, error) {
-	t := &Templates{miner: errtemplate.NewMiner(errtemplate.Options{}), db: db}
-	if db == nil {
+// NewTemplates returns Templates kept in the database of the reflection
+// queue q (nil: in memory), loading what it holds.
+func NewTemplates(q *Queue) (*Templates, error) {
+	t := &Templates{miner: errtemplate.NewMiner(errtemplate.Options{})}
+	if q == nil {
 		return t, nil
 	}
-	err := db.View(func(txn *badger.Txn) error {
+	t.db = q.entries.db
+	err := t.db.View(func(txn *badger.Txn) error {
 		it, err := txn.Get(templatesKey)
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return nil

@@ -99,7 +99,7 @@ func TestTemplatesPersist(t *testing.T) {
 		return db
 	}
 	db := open()
-	tpl, err := NewTemplates(db)
+	tpl, err := NewTemplates(NewQueue(db, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestTemplatesPersist(t *testing.T) {
 
 	db = open()
 	defer db.Close()
-	again, err := NewTemplates(db)
+	again, err := NewTemplates(NewQueue(db, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestTemplatesPersist(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fresh.Close()
-	empty, err := NewTemplates(fresh)
+	empty, err := NewTemplates(NewQueue(fresh, nil, nil))
 	if err != nil || len(empty.miner.Clusters(projectKey)) != 0 {
 		t.Errorf("fresh database: %v, %+v", err, empty.miner.Clusters(projectKey))
 	}

@@ -51,6 +51,10 @@ type Config struct {
 	// it is started with, such as --config.
 	Exe        string
 	DaemonArgs []string
+	// DrainReserve is the free space the sidecar keeps on the
+	// filesystem while it drains the outboxes of dead sidecars (see
+	// spool.DrainOptions.DiskReserve; 0: the default).
+	DrainReserve int64
 	// Tracing, when set, starts exporting spans: hook sees every exchange
 	// after the other stages (nil: tracing is off), and stop flushes after
 	// everything else stopped.
@@ -246,7 +250,7 @@ func (s *Sidecar) startCapture() error {
 		if err := rec.DeliverEnds(ctx); err != nil && ctx.Err() == nil {
 			logger.Warn("tell the daemon the ends it missed", "err", err)
 		}
-		n, err := capture.DrainOrphans(ctx, s.cfg.Home, deliverer{c: s.client, k: s.keeper})
+		n, err := capture.DrainOrphans(ctx, s.cfg.Home, deliverer{c: s.client, k: s.keeper}, s.cfg.DrainReserve)
 		if err != nil && ctx.Err() == nil {
 			logger.Warn("drain outboxes of dead sidecars", "delivered", n, "err", err)
 		} else if n > 0 {

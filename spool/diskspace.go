@@ -10,8 +10,8 @@ import (
 // write the filesystem cannot back kills the process (SIGBUS; see package
 // diskspace). The outbox therefore never hands Badger a write, nor opens
 // or closes its database, while its filesystem has less than its reserve
-// free (Options.DiskReserve: 32 MiB by default, or
-// HINDSIGHT_DISK_RESERVE), and before each write it allocates the blocks
+// free (Options.DiskReserve: 32 MiB by default, less on a small
+// filesystem), and before each write it allocates the blocks
 // of the database's memtable log ahead of Badger's write position
 // (allocateAhead). The journal is written with write(2), which fails
 // cleanly, or, on Linux, copied into segments whose blocks were written
@@ -35,16 +35,15 @@ const DefaultMaxHeldBytes = 32 << 20
 const allocateAhead = 1 << 20
 
 // reserve is the free space the outbox keeps on its filesystem:
-// HINDSIGHT_DISK_RESERVE when set, else Options.DiskReserve, else
+// Options.DiskReserve when set (none when negative), else
 // diskspace.DefaultSidecarReserve fitted to the filesystem's size (see
 // diskspace.FitReserve).
 func (s *store) reserve() int64 {
-	s.fitFS()
-	def := s.fitReserve
-	if r := s.opts.DiskReserve; r != 0 {
-		def = max(r, 0)
+	s.fitFS() // fits allocateAhead too
+	if r := s.diskReserve.Load(); r != 0 {
+		return max(r, 0)
 	}
-	return diskspace.Reserve(def)
+	return s.fitReserve
 }
 
 // fitFS reads the filesystem's size once and fits the default reserve and

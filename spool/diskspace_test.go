@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
-	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/lab/spooltest"
 	"github.com/hindsight-proxy/hindsight/lab/testkit"
 )
@@ -23,10 +22,9 @@ import (
 // held, and delivers everything else in order.
 func TestOutboxDiskShort(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	t.Setenv(diskspace.ReserveEnv, "1000000g")
 	d := &spooltest.Collector{}
 	d.SetDown(true)
-	ob, err := open(Options{Home: home, Deliverer: d, Logger: slog.New(slog.DiscardHandler), MaxHeld: 10}, &counters{})
+	ob, err := open(Options{Home: home, Deliverer: d, Logger: slog.New(slog.DiscardHandler), MaxHeld: 10, DiskReserve: 1 << 60}, &counters{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +45,7 @@ func TestOutboxDiskShort(t *testing.T) {
 	}
 	// Room again: what is held is written (within persistLoop's second),
 	// then delivered once the daemon answers.
-	t.Setenv(diskspace.ReserveEnv, "1")
+	ob.store.diskReserve.Store(1)
 	testkit.WaitFor(t, "the held steps written", 20*time.Second, func() bool { return ob.c.held.Load() == 0 && ob.c.spilled.Load() >= 10 })
 	d.SetDown(false)
 	testkit.WaitFor(t, "delivery", 20*time.Second, func() bool { return ob.c.delivered.Load() == 10 })
@@ -75,7 +73,7 @@ func TestOutboxClosedShortCountsUnjournaled(t *testing.T) {
 		t.Fatal(err)
 	}
 	ob.AppendJournaled([]hindsight.Step{{Method: "tools/call", Tool: "echo", EndedAt: time.Now()}}) // journaled
-	t.Setenv(diskspace.ReserveEnv, "1000000g")
+	ob.store.diskReserve.Store(1 << 60)
 	ob.jr.checkedAt = time.Time{} // the next journal write checks the disk
 	for range 3 {
 		ob.AppendJournaled([]hindsight.Step{{Method: "tools/call", Tool: "echo", EndedAt: time.Now()}})

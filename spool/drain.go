@@ -54,6 +54,11 @@ type DrainOptions struct {
 	// directory (see Spool.SpillDir), before its steps are delivered, and
 	// returns how many exchanges were lost with it.
 	DeadSpill func(dir string, log *slog.Logger) int64
+	// DiskReserve is the free space a drain keeps on the outboxes'
+	// filesystem: without it, it writes nothing to their databases. 0:
+	// diskspace.DefaultSidecarReserve, at most a quarter of the
+	// filesystem; negative: no check.
+	DiskReserve int64
 }
 
 func drainOrphans(ctx context.Context, home hindsight.Home, d Deliverer, opts DrainOptions, c *counters) (int, error) {
@@ -91,7 +96,7 @@ func drainOne(ctx context.Context, home hindsight.Home, dir, id string, d Delive
 	log := opts.Logger.With("outbox", id)
 	// Draining writes to the dead sidecar's database (its journal, the
 	// removal of delivered steps), through mapped files.
-	if err := diskspace.Check(dir, diskspace.ReserveFor(dir, diskspace.DefaultSidecarReserve), 0); err != nil {
+	if err := diskspace.Check(dir, diskspace.ReserveFor(dir, opts.DiskReserve, diskspace.DefaultSidecarReserve), 0); err != nil {
 		return 0, fmt.Errorf("drain outbox %s: %w", id, err)
 	}
 	if opts.DeadSpill != nil {

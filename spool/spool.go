@@ -53,7 +53,8 @@ type Options struct {
 	MaxHeldBytes int
 	// DiskReserve is the free space the outbox keeps on its filesystem:
 	// below it, it writes nothing to disk (see checkSpace). 0: the
-	// default (HINDSIGHT_DISK_RESERVE, else 32 MiB); negative: no check.
+	// default (32 MiB, at most a quarter of the filesystem); negative: no
+	// check.
 	DiskReserve int64
 	// SyncInterval is how long after a write the database is fsynced
 	// (a write is already safe from a killed process once it returns; the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/lab/spooltest"
 	"github.com/hindsight-proxy/hindsight/lab/testkit"
 )
@@ -57,6 +58,11 @@ func TestDrainOrphans(t *testing.T) {
 	os.MkdirAll(filepath.Join(corrupt, dbName), 0o700)
 	os.WriteFile(filepath.Join(corrupt, dbName, "MANIFEST"), []byte("not a manifest at all"), 0o600)
 
+	// A disk short of the drain's reserve: it writes and delivers nothing.
+	short := &spooltest.Collector{}
+	if n, err := DrainOrphans(context.Background(), home, short, DrainOptions{DiskReserve: 1 << 60}); !errors.Is(err, diskspace.ErrLow) || n != 0 || len(short.Got()) != 0 {
+		t.Fatalf("drain on a disk short of its reserve: %d delivered, %v; want none and ErrLow", n, err)
+	}
 	// The daemon is down: nothing is lost, the orphan stays.
 	down := &spooltest.Collector{}
 	down.SetDown(true)

@@ -25,7 +25,11 @@ type store struct {
 	dir  string       // the outbox directory; the database is dir/db
 	log  *slog.Logger // the spool's
 	c    *counters    // the spool's
-	opts *Options     // the spool's: DiskReserve, MaxHeld, MaxHeldBytes
+	opts *Options     // the spool's: MaxHeld, MaxHeldBytes
+
+	// diskReserve is Options.DiskReserve (a test changes it while the
+	// outbox runs).
+	diskReserve atomic.Int64
 
 	db         atomic.Pointer[badger.DB] // nil until opened, and while it cannot be opened
 	syncWake   chan struct{}             // syncLoop: steps were written
@@ -46,6 +50,7 @@ type store struct {
 // options.
 func (o *Spool) initStore() {
 	o.store.dir, o.store.log, o.store.c, o.store.opts = o.dir, o.log, o.c, &o.opts
+	o.store.diskReserve.Store(o.opts.DiskReserve)
 }
 
 // disk returns the outbox's database, opening it the first time a step

@@ -18,7 +18,6 @@ package diskspace
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime/debug"
 	"strings"
 )
@@ -37,30 +36,14 @@ const (
 	DefaultDaemonReserve  = 64 << 20
 )
 
-// ReserveEnv overrides both reserves, in bytes (0 turns the check off).
-const ReserveEnv = "HINDSIGHT_DISK_RESERVE"
-
-// Reserve returns the reserve to keep: HINDSIGHT_DISK_RESERVE when set to a
-// number of bytes (suffixes k, m, g in powers of 1024 are accepted), else
-// def.
-func Reserve(def int64) int64 {
-	v := strings.TrimSpace(os.Getenv(ReserveEnv))
-	if v == "" {
-		return def
-	}
-	n, err := ParseBytes(v)
-	if err != nil {
-		return def
-	}
-	return n
-}
-
-// ReserveFor returns the reserve to keep on the filesystem that holds path:
-// HINDSIGHT_DISK_RESERVE when set, else def fitted to the filesystem's size
-// (FitReserve). A filesystem whose size cannot be read keeps def.
-func ReserveFor(path string, def int64) int64 {
-	if v := strings.TrimSpace(os.Getenv(ReserveEnv)); v != "" {
-		return Reserve(def)
+// ReserveFor returns the reserve to keep on the filesystem that holds
+// path, from a reserve set by the caller (a configuration's): set when
+// positive, none (0, no check) when negative, and when 0, def fitted to
+// the filesystem's size (FitReserve; a filesystem whose size cannot be
+// read keeps def).
+func ReserveFor(path string, reserve, def int64) int64 {
+	if reserve != 0 {
+		return max(reserve, 0)
 	}
 	size, err := Size(path)
 	if err != nil {

@@ -55,17 +55,18 @@ func TestFitReserve(t *testing.T) {
 }
 
 func TestReserveForFitsTheFilesystem(t *testing.T) {
-	t.Setenv(ReserveEnv, "")
 	dir := t.TempDir()
 	size, err := Size(dir)
 	if err != nil || size <= 0 {
 		t.Fatalf("Size(%s) = %d, %v", dir, size, err)
 	}
-	if got, want := ReserveFor(dir, 1<<62), size/4; got != want {
+	if got, want := ReserveFor(dir, 0, 1<<62), size/4; got != want {
 		t.Errorf("ReserveFor(a default above the filesystem) = %d, want a quarter of its %d bytes", got, size)
 	}
-	t.Setenv(ReserveEnv, "3m")
-	if got := ReserveFor(dir, 1<<62); got != 3<<20 {
-		t.Errorf("ReserveFor with %s=3m: %d", ReserveEnv, got)
+	if got := ReserveFor(dir, 3<<20, 1<<62); got != 3<<20 {
+		t.Errorf("ReserveFor with a reserve of 3 MiB set: %d", got)
+	}
+	if got := ReserveFor(dir, -1, 1<<62); got != 0 {
+		t.Errorf("ReserveFor with a negative reserve: %d, want 0 (no check)", got)
 	}
 }

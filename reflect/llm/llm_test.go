@@ -456,18 +456,14 @@ func TestLLMSchemaFallback(t *testing.T) {
 	}
 }
 
-// openStore opens an embedded experience store on a fresh Badger.
+// openStore opens an embedded experience store in a fresh directory.
 func openStore(t *testing.T) *embedded.Store {
 	t.Helper()
-	db, err := badger.Open(badger.DefaultOptions(t.TempDir()).WithLogger(nil))
+	st, err := embedded.Open(t.TempDir(), embedder.NewLocal(0), embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := embedded.New(db, embedder.NewLocal(0), embedded.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close(); db.Close() })
+	t.Cleanup(func() { st.Close() })
 	return st
 }
 

@@ -29,7 +29,7 @@ func OpenDaemon(dir string, emb hindsight.Embedder, opt Options) (*Store, error)
 		log.Warn("collect the experience store's value log", "err", err)
 	}
 	compactor := badgerdb.StartCompactor(db, log)
-	s, err := New(db, emb, opt)
+	s, err := openOn(db, emb, opt)
 	if err != nil {
 		compactor.Stop()
 		db.Close()

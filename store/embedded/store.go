@@ -128,7 +128,7 @@ func Open(dir string, emb hindsight.Embedder, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open experience store: %w", err)
 	}
-	s, err := New(db, emb, opt)
+	s, err := openOn(db, emb, opt)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -137,12 +137,12 @@ func Open(dir string, emb hindsight.Embedder, opt Options) (*Store, error) {
 	return s, nil
 }
 
-// New returns a store over an open Badger database, which other users may
-// share; the store's keys start with "exp/", "vec/" and "expidx/", and
-// its index snapshot lies in the database's directory. A write by another
-// user after the store's Close makes the next New rebuild the index (see
-// snapshot.go). Close leaves db open.
-func New(db *badger.DB, emb hindsight.Embedder, opt Options) (*Store, error) {
+// openOn returns a store over an open Badger database (Open's or
+// OpenDaemon's); the store's keys start with "exp/", "vec/" and "expidx/",
+// and its index snapshot lies in the database's directory. A write by
+// another user after the store's Close makes the next open rebuild the
+// index (see snapshot.go). Close leaves db open unless ownDB is set.
+func openOn(db *badger.DB, emb hindsight.Embedder, opt Options) (*Store, error) {
 	if emb == nil || emb.Dim() <= 0 {
 		return nil, errors.New("open experience store: an embedder with a positive dimension is required")
 	}
