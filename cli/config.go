@@ -197,7 +197,10 @@ func (g *globals) resolve(home, cfgFile string) error {
 		return err
 	}
 	if g.diskReserve, err = envDiskReserve(); err != nil {
-		return err
+		// A typo in the variable must not stop a sidecar (its agent would
+		// lose the server): say so, and keep the defaults.
+		fmt.Fprintf(os.Stderr, "hindsight: %v; the default reserve is kept\n", err)
+		g.diskReserve = 0
 	}
 	g.config = cfg
 	g.configFile = path
