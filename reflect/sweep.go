@@ -58,6 +58,8 @@ type Sweeper struct {
 	Lookback time.Duration
 	// Retry is the wait after a failed sweep; 0 means DefaultSweepRetry.
 	Retry time.Duration
+	// Report, when set, is told how many copies each sweep of Run merged.
+	Report func(merged int)
 
 	last time.Time // start of the last successful sweep
 	now  func() time.Time
@@ -82,7 +84,11 @@ func (s *Sweeper) Run(ctx context.Context) {
 	failed := false
 	for {
 		wait := orDefault(s.Interval, DefaultSweepInterval)
-		if _, err := s.Sweep(ctx); err != nil {
+		n, err := s.Sweep(ctx)
+		if s.Report != nil {
+			s.Report(n)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
