@@ -18,19 +18,18 @@ const (
 	DefaultSweepRetry    = 30 * time.Second
 )
 
-// The look for copies after adding (dedupe.go) reads what the node it
-// asks holds. On a replicated Weaviate a list or search is answered by
-// one replica of each shard, whatever the consistency level (the level
-// governs reads by id and writes): a node that was down, or that has not
-// received the other daemon's write yet, lists no copy, and the two
-// copies stay live. The sweep looks again later, when the replicas have
-// caught up (a read of an object repairs it; async replication too).
+// The look for copies after adding (dedupe.go) can miss a copy on a
+// replicated Weaviate: copies learnt while a node was down or just after
+// it came back stayed live in load runs (docs/weaviate.md, Load), most
+// likely because a list is answered from what one replica holds, which
+// may lack the other daemon's write. The sweep looks again later, when
+// the replicas have caught up.
 
 // A Sweeper merges, now and then, the copies of a lesson that two daemons
 // sharing a store learnt at the same moment and that the look after
-// adding missed. Each sweep takes the live experiences created since the
-// previous successful sweep began (minus Margin; the first sweep goes
-// back Lookback) and merges each one's copies by the very rule and code
+// adding missed. Each sweep takes the live experiences reflection added
+// (not imported or written by hand) since the previous successful sweep
+// began (minus Margin; the first sweep goes back Lookback) and merges each one's copies by the very rule and code
 // of the look after adding (Merger.dedupe): same namespace, tool and
 // server, agreeing templates, the same lesson or a cosine of at least the
 // threshold and not its opposite; the older copy survives, evidence and
@@ -118,7 +117,9 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 	}
 	var recent []hindsight.Experience
 	for _, e := range all {
-		if !e.CreatedAt.Before(since) {
+		// Only what reflection added, as the look after adding: an
+		// imported or hand-written lesson is not a same-moment copy.
+		if !e.CreatedAt.Before(since) && e.Origin != "import" && e.Origin != "manual" {
 			recent = append(recent, e)
 		}
 	}
