@@ -103,6 +103,11 @@ type Config struct {
 			// Consistency is the level of reads and writes when the
 			// factor is above 1: ONE, QUORUM (default) or ALL.
 			Consistency string `yaml:"consistency"`
+			// DedupeSweep is the interval of the daemon's sweep for
+			// copies of a lesson that daemons sharing the store learnt
+			// at the same moment (reflect.Sweeper): 0 means 10 min,
+			// negative none.
+			DedupeSweep time.Duration `yaml:"dedupe_sweep"`
 		} `yaml:"weaviate"`
 		Namespace string `yaml:"namespace"`
 		// Namespaces maps servers (as named to wrap or serve) to

@@ -105,7 +105,37 @@ func newReflectionQueue(ctx context.Context, g *globals, traces *tracestore.Stor
 	q.OnState = traces.SetReflection
 	q.Written = traces.MarkWritten
 	q.Start(ctx)
-	return daemonQueue{q, p.Templates, p, traces, newLLM}, q, nil
+	var closer io.Closer = q
+	if every := g.config.Store.Weaviate.DedupeSweep; g.config.Store.Backend == "weaviate" && every >= 0 {
+		closer = startSweeper(ctx, &reflect.Sweeper{Merger: p.Merger, Interval: every}, q)
+	}
+	return daemonQueue{q, p.Templates, p, traces, newLLM}, closer, nil
+}
+
+// sweeperCloser stops the dedupe sweep, then closes the queue.
+type sweeperCloser struct {
+	stop  context.CancelFunc
+	done  chan struct{}
+	queue io.Closer
+}
+
+func (c sweeperCloser) Close() error {
+	c.stop()
+	<-c.done
+	return c.queue.Close()
+}
+
+// startSweeper runs s (daemons sharing a Weaviate store learn the same
+// lesson at once; see reflect.Sweeper) until the returned closer, which
+// also closes queue, is called.
+func startSweeper(ctx context.Context, s *reflect.Sweeper, queue io.Closer) io.Closer {
+	sctx, stop := context.WithCancel(ctx)
+	c := sweeperCloser{stop: stop, done: make(chan struct{}), queue: queue}
+	go func() {
+		defer close(c.done)
+		s.Run(sctx)
+	}()
+	return c
 }
 
 // daemonQueue adapts reflect.Queue to daemon.ReflectionQueue. It is also a

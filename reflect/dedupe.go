@@ -32,9 +32,16 @@ const Deduplicated = "deduplicated"
 // dedupe merges the copies of e (just added) into the oldest; it returns
 // the id that survives.
 func (m *Merger) dedupe(ctx context.Context, e *hindsight.Experience) (string, error) {
+	keep, _, err := m.mergeCopies(ctx, e)
+	return keep, err
+}
+
+// mergeCopies merges the copies of e, and e, into the oldest of them; it
+// returns the id that survives and the ids merged into it.
+func (m *Merger) mergeCopies(ctx context.Context, e *hindsight.Experience) (string, []string, error) {
 	dups, err := m.copiesOf(ctx, e)
 	if err != nil || len(dups) == 0 {
-		return e.ID, err
+		return e.ID, nil, err
 	}
 	all := append(dups, *e)
 	slices.SortFunc(all, func(a, b hindsight.Experience) int {
@@ -44,14 +51,16 @@ func (m *Merger) dedupe(ctx context.Context, e *hindsight.Experience) (string, e
 		return cmp.Compare(a.ID, b.ID)
 	})
 	keep := all[0]
+	var merged []string
 	for _, loser := range all[1:] {
 		if err := m.mergeCopy(ctx, keep.Namespace, keep.ID, loser.ID); err != nil {
-			return e.ID, err
+			return e.ID, merged, err
 		}
+		merged = append(merged, loser.ID)
 		m.Metrics.merge(Deduplicated)
 		m.logger().Info("reflect: a copy of a lesson learnt at the same time elsewhere merged", "kept", keep.ID, "merged", loser.ID)
 	}
-	return keep.ID, nil
+	return keep.ID, merged, nil
 }
 
 // copiesOf returns the live experiences the merge rule takes for e.
@@ -142,7 +151,9 @@ func (m *Merger) mergeCopyOnce(ctx context.Context, ns, keepID, loserID string) 
 		keep.Confidence, changed = loser.Confidence, true
 	}
 	if changed {
-		if err := m.Store.Put(ctx, keep); err != nil {
+		// Named by the pair: two daemons merging it at once store one
+		// change, and the evidence it adds counts once.
+		if err := m.putOnce(ctx, keep, "merge "+loserID); err != nil {
 			return fmt.Errorf("merge copies: %w", err)
 		}
 	}
@@ -154,4 +165,15 @@ func (m *Merger) mergeCopyOnce(ctx context.Context, ns, keepID, loserID string) 
 		return fmt.Errorf("merge copies: %w", err)
 	}
 	return nil
+}
+
+// putOnce stores e through the store's PutOnce when it has one (a store
+// without compare-and-set, see store/weaviate), else Put.
+func (m *Merger) putOnce(ctx context.Context, e *hindsight.Experience, key string) error {
+	if s, ok := m.Store.(interface {
+		PutOnce(context.Context, *hindsight.Experience, string) error
+	}); ok {
+		return s.PutOnce(ctx, e, key)
+	}
+	return m.Store.Put(ctx, e)
 }

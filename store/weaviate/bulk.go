@@ -161,7 +161,7 @@ func (s *Store) importOver(ctx context.Context, e *hindsight.Experience) error {
 	}
 	e.EvidenceCount, e.CounterCount = cur.exp.EvidenceCount, cur.exp.CounterCount
 	e.EvidenceTasks = slices.Clone(cur.exp.EvidenceTasks)
-	return s.update(ctx, e, cur, base, true)
+	return s.update(ctx, e, cur, base, true, "")
 }
 
 // NeedsReembed returns how many experiences hold vectors of another

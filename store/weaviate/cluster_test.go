@@ -204,6 +204,101 @@ func TestCluster(t *testing.T) {
 	t.Run("ConcurrentLearning", func(t *testing.T) {
 		concurrentLearning(t, a, b, "team-learning")
 	})
+
+	t.Run("DedupeSweep", func(t *testing.T) {
+		dedupeSweep(t, open(t, 0, "ClusterSweep"), open(t, 1, "ClusterSweep"), emb)
+	})
+}
+
+// dedupeSweep: copies of a lesson that two daemons stored without either
+// look seeing the other's (put through the stores, past the merger) are
+// merged by one sweep into the older, evidence united, the newer's pin
+// kept; a second pair is swept by two daemons at once, the same way; a
+// sweep run again changes nothing.
+func dedupeSweep(t *testing.T, a, b *weaviate.Store, emb hindsight.Embedder) {
+	ctx := context.Background()
+	put := func(s *weaviate.Store, id, tool, task string, pinned bool) {
+		t.Helper()
+		e := exp("team", id, "retry the upload with a smaller chunk size when the gateway answers 413")
+		e.Tool, e.SourceTask, e.EvidenceTasks, e.EvidenceCount, e.Pinned = tool, task, []string{task}, 1, pinned
+		if err := s.Put(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(a, "s-a", "upload", "task-a", false)
+	put(b, "s-b", "upload", "task-b", true)
+	put(a, "other", "download", "task-c", false) // another tool: never a copy
+	// A list is answered by one replica: wait until each node's has them.
+	listed := func(n int) func() bool {
+		return func() bool {
+			for _, s := range []*weaviate.Store{a, b} {
+				if l, err := s.List(ctx, hindsight.ListOptions{Namespace: "team"}); err != nil || len(l) != n {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	waitFor(t, 10*time.Second, listed(3))
+	sa := &reflect.Sweeper{Merger: &reflect.Merger{Store: a, Embedder: emb, Metrics: reflect.NewMetrics()}}
+	sb := &reflect.Sweeper{Merger: &reflect.Merger{Store: b, Embedder: emb, Metrics: reflect.NewMetrics()}}
+	n, err := sa.Sweep(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("sweep: %d merged, %v; want 1", n, err)
+	}
+	if got := sa.Merger.Metrics.Merged()[reflect.Deduplicated]; got != 1 {
+		t.Fatalf("dedupe metric %d, want 1", got)
+	}
+	checkMerged := func(keep, loser string, tasks ...string) *hindsight.Experience {
+		t.Helper()
+		k, err := b.Get(ctx, "team", keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.SupersededBy != "" || !k.Pinned || k.EvidenceCount != 2 || !slices.Equal(k.EvidenceTasks, tasks) {
+			t.Fatalf("survivor %s: superseded by %q pinned %v evidence %d tasks %v; want live, pinned, 2, %v",
+				keep, k.SupersededBy, k.Pinned, k.EvidenceCount, k.EvidenceTasks, tasks)
+		}
+		if l, err := b.Get(ctx, "team", loser); err != nil || l.SupersededBy != keep {
+			t.Fatalf("copy %s: %+v, %v; want it superseded by %s", loser, l, err, keep)
+		}
+		return k
+	}
+	first := checkMerged("s-a", "s-b", "task-a", "task-b")
+	if o, err := a.Get(ctx, "team", "other"); err != nil || o.SupersededBy != "" || o.Version != 1 {
+		t.Fatalf("the other tool's lesson: %+v, %v; want it untouched", o, err)
+	}
+
+	// A second pair, swept by both daemons at once.
+	put(b, "t-b", "upload-2", "task-d", true)
+	put(a, "t-a", "upload-2", "task-e", false)
+	waitFor(t, 10*time.Second, listed(4))
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, s := range []*reflect.Sweeper{sa, sb} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.Sweep(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	second := checkMerged("t-b", "t-a", "task-d", "task-e")
+
+	// Swept again by both: nothing left to merge, nothing changes.
+	for _, s := range []*reflect.Sweeper{sa, sb} {
+		if n, err := s.Sweep(ctx); err != nil || n != 0 {
+			t.Fatalf("sweep again: %d merged, %v; want 0", n, err)
+		}
+	}
+	for _, k := range []*hindsight.Experience{first, second} {
+		if g, err := a.Get(ctx, "team", k.ID); err != nil || g.Version != k.Version || g.EvidenceCount != 2 {
+			t.Fatalf("%s after sweeping again: %+v, %v; want version %d unchanged", k.ID, g, err, k.Version)
+		}
+	}
 }
 
 // concurrentEdits has a and b reinforce one experience at once, each with

@@ -42,6 +42,18 @@ func (s *Store) Get(ctx context.Context, namespace, id string) (*hindsight.Exper
 // the version its own write made, so a caller that writes again without
 // re-reading conflicts. Hits are recorded by RecordHits only.
 func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
+	return s.put(ctx, e, "")
+}
+
+// PutOnce is Put, except that an update's delta is named by key: two
+// processes that make the same change under one key at the same moment
+// (two daemons merging one copy of a lesson) store one delta, so the
+// evidence it adds counts once (see reflect.Sweeper).
+func (s *Store) PutOnce(ctx context.Context, e *hindsight.Experience, key string) error {
+	return s.put(ctx, e, key)
+}
+
+func (s *Store) put(ctx context.Context, e *hindsight.Experience, key string) error {
 	if e.Namespace == "" {
 		e.Namespace = hindsight.DefaultNamespace
 	}
@@ -73,19 +85,24 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 	if cur.exp.Version != e.Version {
 		return fmt.Errorf("put experience %q: stored version %d, given %d: %w", e.ID, cur.exp.Version, e.Version, hindsight.ErrConflict)
 	}
-	return s.update(ctx, e, cur, cur.exp.Version, false)
+	return s.update(ctx, e, cur, cur.exp.Version, false, key)
 }
 
 // update stores what e changes of cur as a delta made on version base
-// (weak for an import's, see delta), folds and writes the view, and gives
-// e the version its write made.
-func (s *Store) update(ctx context.Context, e *hindsight.Experience, cur *state, base int, weak bool) error {
+// (weak for an import's, see delta; named by key when key is set, else
+// by a random token), folds and writes the view, and gives e the version
+// its write made.
+func (s *Store) update(ctx context.Context, e *hindsight.Experience, cur *state, base int, weak bool, key string) error {
 	d, err := diff(cur.exp, e)
 	if err != nil {
 		return fmt.Errorf("put experience %q: %w", e.ID, err)
 	}
 	now := s.now().UTC()
-	d.Epoch, d.At, d.Token, d.Base, d.Weak = cur.epoch, now.UnixNano(), uuid.NewString(), base, weak
+	token := uuid.NewString()
+	if key != "" {
+		token = uuid.NewSHA1(uuid.NameSpaceOID, []byte(e.Namespace+"\x00"+e.ID+"\x00"+key)).String()
+	}
+	d.Epoch, d.At, d.Token, d.Base, d.Weak = cur.epoch, now.UnixNano(), token, base, weak
 	obj, err := s.deltaObject(e.Namespace, e.ID, d.Token, kindEdit, d)
 	if err != nil {
 		return fmt.Errorf("put experience %q: %w", e.ID, err)

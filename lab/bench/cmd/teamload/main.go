@@ -48,6 +48,7 @@ type options struct {
 	duration, think          time.Duration
 	kill                     string
 	killAt, down             time.Duration
+	sweep                    time.Duration
 	sameEvery                time.Duration
 	sameGroup                int
 	mix                      mix
@@ -71,6 +72,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.down, "down", 30*time.Second, "how long the node stays down")
 	fs.DurationVar(&o.sameEvery, "same-every", 20*time.Second, "how often several daemons learn one lesson at the same moment")
 	fs.IntVar(&o.sameGroup, "same-group", 3, "daemons that learn it")
+	fs.DurationVar(&o.sweep, "sweep", time.Minute, "interval of each daemon's dedupe sweep (reflect.Sweeper); 0: none, and none after the run")
 	mixFlag := fs.String("mix", "40,40,12,6,2", "percent of searches at k=1, at k=3, reflections, edits, pins")
 	fs.StringVar(&o.dir, "dir", "", "working directory (default: a new temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the working directory")
@@ -155,6 +157,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		members = append(members, m)
 	}
 	logf("%d daemons started", len(members))
+	sweeps := startSweeps(ctx, members, o, cfg.emb)
 	l := &load{members: members, corpus: o.lessons, spaces: o.spaces, seed: o.seed, mix: o.mix, think: o.think,
 		rec: newRecord(), emb: emb, start: start}
 	rep := &report{opts: o, loadRate: loadRate, dir: dir}
@@ -167,6 +170,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rep.requests = rt.total.Load() - rtBefore
 	logf("load done; waiting for queued writes")
 	if rep.deferredLeft, err = settle(ctx, l, logf); err != nil {
+		return err
+	}
+	if rep.swept, err = sweeps.finish(ctx); err != nil {
 		return err
 	}
 	for _, m := range members {

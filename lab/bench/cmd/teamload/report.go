@@ -25,6 +25,7 @@ type report struct {
 	restart         time.Duration
 	compactions     int64
 	deduped         int
+	swept           int // copies merged by the sweeps (also in deduped)
 	hitsLostCounted float64
 	deferredLeft    int // reflections still deferred when the run gave up waiting
 	trips           *searchTrips
@@ -117,6 +118,7 @@ func (rep *report) finish(ctx context.Context, c *weaviatetest.Cluster, cfg flee
 	}
 	row("compactions (checkpoints written)", "%d", rep.compactions)
 	row("same-moment lessons: copies merged / most live copies left", "%d merged / %d (of %d lessons)", rep.deduped, ls.sameCopiesMax, ls.same)
+	row("copies merged by the dedupe sweeps (of those merged)", "%d", rep.swept)
 	for p, n := range ls.sameLeft {
 		row("same-moment lessons left with copies, learnt "+p, "%d", n)
 	}
