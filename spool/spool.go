@@ -61,7 +61,8 @@ type Options struct {
 	SyncInterval time.Duration
 	// MaxMemBytes bounds the undelivered steps kept in memory, from which
 	// they are delivered; older undelivered steps are written to disk and
-	// read back from there. 0: DefaultMaxMemBytes.
+	// read back from there (journaled steps may pass it by a quarter
+	// while the daemon answers: see memLimit). 0: DefaultMaxMemBytes.
 	MaxMemBytes int
 	// PersistAfter is how long after its exchange ended (Step.EndedAt) an
 	// undelivered step is written to disk; 0: DefaultPersistAfter. With no

@@ -224,9 +224,11 @@ func TestOutboxClosesIdleDisk(t *testing.T) {
 }
 
 // TestOutboxJournalBacklog: steps are journaled until a backlog builds
-// up (half of MaxMemBytes); the steps after it are written to Badger PersistAfter after their
-// exchange, and the journaled ones before them, due much later, do not
-// hold them back. The journal keeps only what is in memory alone.
+// up (MaxMemBytes: the Recorder holds capture back from half of it, and
+// what passes that is journaled too, not written to Badger as well); the
+// steps after it are written to Badger PersistAfter after their exchange,
+// and the journaled ones before them, due much later, do not hold them
+// back. The journal keeps only what is in memory alone.
 func TestOutboxJournalBacklog(t *testing.T) {
 	o, c := openStalled(t, Options{PersistAfter: 20 * time.Millisecond, JournalPersistAfter: time.Hour, MaxMemBytes: 2 << 20})
 	text := strings.Repeat("x", 4<<10)
@@ -238,12 +240,13 @@ func TestOutboxJournalBacklog(t *testing.T) {
 		return out
 	}
 	o.Append(batch(300)) // ~1.2 MB: journaled, due in an hour
+	o.Append(batch(250)) // past half of MaxMemBytes, below it: journaled too
 	journaled, _ := readJournal(o.Dir(), slog.New(slog.DiscardHandler))
-	if len(journaled) != 300 || c.spilled.Load() != 0 {
-		t.Fatalf("journaled %d, written %d; want 300, 0", len(journaled), c.spilled.Load())
+	if len(journaled) != 550 || c.spilled.Load() != 0 || o.db.Load() != nil {
+		t.Fatalf("journaled %d, written %d (database open: %v); want 550, 0, false", len(journaled), c.spilled.Load(), o.db.Load() != nil)
 	}
 	o.Append(batch(1)) // a backlog now: due in 20 ms, and the rest with it
-	testkit.WaitFor(t, "the backlog on disk", 20*time.Second, func() bool { return c.spilled.Load() == 301 })
+	testkit.WaitFor(t, "the backlog on disk", 20*time.Second, func() bool { return c.spilled.Load() == 551 })
 	journaled, _ = readJournal(o.Dir(), slog.New(slog.DiscardHandler))
 	if len(journaled) != 0 {
 		t.Errorf("journal still holds %d steps that are in the database", len(journaled))
