@@ -94,7 +94,7 @@ func (o *Spool) append(steps []hindsight.Step, journalFirst bool) {
 	// large steps, a daemon too slow to free memory within maxRoomWait)
 	// goes to Badger. Below it a step is journaled, whichever way it came,
 	// so it reaches the database only when the daemon has not taken it
-	// JournalPersistAfter after its exchange. journalFirst's caller saw
+	// JournalPersistAfter after it was journaled. journalFirst's caller saw
 	// room (JournalRoom) before others' steps took it: it journals up to
 	// memLimit, not to Badger in PersistAfter.
 	memRoom := o.memBytes < o.opts.MaxMemBytes || journalFirst && o.memBytes < o.memLimit()
@@ -109,8 +109,13 @@ func (o *Spool) append(steps []hindsight.Step, journalFirst bool) {
 	for _, e := range encoded {
 		due := now
 		if !atOnce {
+			// A journaled step is safe from a killed process from now
+			// on: its time runs from here, not from its exchange's end,
+			// or a step that waited in the capture queue's spill longer
+			// than JournalPersistAfter would be written to Badger as it
+			// arrives, a second time on disk.
 			due = now.Add(after)
-			if end := e.ended.Add(after); !e.ended.IsZero() && end.Before(due) {
+			if end := e.ended.Add(after); !journaled && !e.ended.IsZero() && end.Before(due) {
 				due = end
 			}
 		}

@@ -37,7 +37,7 @@ const (
 	// DefaultJournalPersistAfter replaces PersistAfter for the steps the
 	// spool's journal holds (see journal): they are safe from a killed
 	// process already, and go to the database only when the daemon has
-	// not taken them this long after their exchange ended.
+	// not taken them this long after they were journaled.
 	DefaultJournalPersistAfter = 5 * time.Second
 )
 

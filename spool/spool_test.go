@@ -364,3 +364,16 @@ func TestOutboxDeliversRaw(t *testing.T) {
 		}
 	}
 }
+
+// TestOutboxJournaledLateStepStaysInMemory: a step that reaches the outbox
+// long after its exchange ended (it waited in the capture queue's spill) is
+// journaled and waits JournalPersistAfter from then, not written to Badger
+// at once as one past its due time would be.
+func TestOutboxJournaledLateStepStaysInMemory(t *testing.T) {
+	o, c := openStalled(t, Options{JournalPersistAfter: time.Hour})
+	o.Append([]hindsight.Step{{Method: "tools/call", EndedAt: time.Now().Add(-2 * time.Hour)}})
+	journaled, _ := readJournal(o.Dir(), slog.New(slog.DiscardHandler))
+	if len(journaled) != 1 || c.spilled.Load() != 0 || o.db.Load() != nil {
+		t.Fatalf("journaled %d, written %d (database open: %v); want 1, 0, false", len(journaled), c.spilled.Load(), o.db.Load() != nil)
+	}
+}
