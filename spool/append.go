@@ -89,12 +89,15 @@ func (o *Spool) append(steps []hindsight.Step, journalFirst bool) {
 	// Nothing will acknowledge these steps soon: write them now.
 	atOnce := o.opts.Deliverer == nil || o.lastFailed || o.writeFailing
 	// Steps written to Badger at once need no journal, nor does a backlog
-	// past half of MaxMemBytes, where the Recorder's back-pressure holds
-	// capture (see WaitRoom): what passes it anyway (a batch of large
-	// steps, a daemon that stopped answering) goes to Badger.
-	// journalFirst journals even then, and up to MaxMemBytes, and leaves
-	// the database to persistLoop.
-	memRoom := o.memBytes < o.opts.MaxMemBytes/2 || journalFirst && o.memBytes < o.opts.MaxMemBytes
+	// past MaxMemBytes: the Recorder's back-pressure holds capture from
+	// half of it (see WaitRoom), and what passes it anyway (a batch of
+	// large steps, a daemon too slow to free memory within maxRoomWait)
+	// goes to Badger. Below it a step is journaled, whichever way it came,
+	// so it reaches the database only when the daemon has not taken it
+	// JournalPersistAfter after it was journaled. journalFirst's caller saw
+	// room (JournalRoom) before others' steps took it: it journals up to
+	// memLimit, not to Badger in PersistAfter.
+	memRoom := o.memBytes < o.opts.MaxMemBytes || journalFirst && o.memBytes < o.memLimit()
 	journaled := (!atOnce || journalFirst) && o.journalOn.Load() && memRoom
 	after := o.opts.PersistAfter
 	if journaled {
@@ -106,8 +109,13 @@ func (o *Spool) append(steps []hindsight.Step, journalFirst bool) {
 	for _, e := range encoded {
 		due := now
 		if !atOnce {
+			// A journaled step is safe from a killed process from now
+			// on: its time runs from here, not from its exchange's end,
+			// or a step that waited in the capture queue's spill longer
+			// than JournalPersistAfter would be written to Badger as it
+			// arrives, a second time on disk.
 			due = now.Add(after)
-			if end := e.ended.Add(after); !e.ended.IsZero() && end.Before(due) {
+			if end := e.ended.Add(after); !journaled && !e.ended.IsZero() && end.Before(due) {
 				due = end
 			}
 		}
@@ -257,8 +265,8 @@ func (o *Spool) persist(now time.Time, all bool) {
 	for k < len(o.mem) && (all || !o.mem[k].due.After(now)) {
 		k++
 	}
-	over, bytes := 0, o.memBytes
-	for bytes > o.opts.MaxMemBytes && over < len(o.mem) {
+	over, bytes, limit := 0, o.memBytes, o.memLimit()
+	for bytes > limit && over < len(o.mem) {
 		bytes -= len(o.mem[over].raw)
 		over++
 	}
@@ -325,6 +333,21 @@ func (o *Spool) persist(now time.Time, all bool) {
 		o.log.Error("cannot write outbox; holding steps in memory", "err", err, "held", len(o.mem)-o.memDisk,
 			"max_held", o.opts.MaxHeld, "max_held_bytes", o.opts.MaxHeldBytes, "dropped", lost, "dropped_total", o.c.losses.Lost())
 	}
+}
+
+// memLimit is the size of the steps held in memory past which persist
+// writes the oldest to the database to let them go. The journal admits
+// steps while memory holds less than MaxMemBytes, and concurrent callers
+// (Record's relays, the committer's batch) can each pass that check before
+// the others' steps land: while the journal works and the daemon answers,
+// that overshoot (a quarter of MaxMemBytes at most, else the rest goes) is
+// kept in memory, journaled, rather than written to Badger a second time.
+// q.mu is held.
+func (o *Spool) memLimit() int {
+	if o.journalOn.Load() && !o.lastFailed && !o.writeFailing {
+		return o.opts.MaxMemBytes + o.opts.MaxMemBytes/4
+	}
+	return o.opts.MaxMemBytes
 }
 
 // persistLoop writes steps held only in memory to disk when they are due.

@@ -11,9 +11,10 @@
 // copy into a shared file mapping, elsewhere one write per batch: safe
 // from SIGKILL once it returns), and the spool delivers them
 // to the daemon from memory, a batch every 250 ms. A step the daemon has
-// not acknowledged 5 s after its exchange ended (any step while the daemon
-// is unreachable, or with no daemon) is written to the outbox's Badger,
-// and the journal segments whose steps all left memory are removed. A
+// not acknowledged 5 s after it was journaled (any step while the daemon
+// is unreachable, or with no daemon, or past MaxMemBytes) is written to
+// the outbox's Badger, and the journal segments whose steps all left
+// memory are removed. A
 // drainer of a dead sidecar's outbox hands its journal to the database and
 // delivers it again; the daemon drops the steps it has.
 //

@@ -37,7 +37,7 @@ const (
 	// DefaultJournalPersistAfter replaces PersistAfter for the steps the
 	// spool's journal holds (see journal): they are safe from a killed
 	// process already, and go to the database only when the daemon has
-	// not taken them this long after their exchange ended.
+	// not taken them this long after they were journaled.
 	DefaultJournalPersistAfter = 5 * time.Second
 )
 
@@ -62,7 +62,8 @@ type Options struct {
 	SyncInterval time.Duration
 	// MaxMemBytes bounds the undelivered steps kept in memory, from which
 	// they are delivered; older undelivered steps are written to disk and
-	// read back from there. 0: DefaultMaxMemBytes.
+	// read back from there (journaled steps may pass it by a quarter
+	// while the daemon answers: see memLimit). 0: DefaultMaxMemBytes.
 	MaxMemBytes int
 	// PersistAfter is how long after its exchange ended (Step.EndedAt) an
 	// undelivered step is written to disk; 0: DefaultPersistAfter. With no

@@ -230,9 +230,11 @@ func TestOutboxClosesIdleDisk(t *testing.T) {
 }
 
 // TestOutboxJournalBacklog: steps are journaled until a backlog builds
-// up (half of MaxMemBytes); the steps after it are written to Badger PersistAfter after their
-// exchange, and the journaled ones before them, due much later, do not
-// hold them back. The journal keeps only what is in memory alone.
+// up (MaxMemBytes: the Recorder holds capture back from half of it, and
+// what passes that is journaled too, not written to Badger as well); the
+// steps after it are written to Badger PersistAfter after their exchange,
+// and the journaled ones before them, due much later, do not hold them
+// back. The journal keeps only what is in memory alone.
 func TestOutboxJournalBacklog(t *testing.T) {
 	o, c := openStalled(t, Options{PersistAfter: 20 * time.Millisecond, JournalPersistAfter: time.Hour, MaxMemBytes: 2 << 20})
 	text := strings.Repeat("x", 4<<10)
@@ -244,12 +246,13 @@ func TestOutboxJournalBacklog(t *testing.T) {
 		return out
 	}
 	o.Append(batch(300)) // ~1.2 MB: journaled, due in an hour
+	o.Append(batch(250)) // past half of MaxMemBytes, below it: journaled too
 	journaled, _ := readJournal(o.Dir(), slog.New(slog.DiscardHandler))
-	if len(journaled) != 300 || c.spilled.Load() != 0 {
-		t.Fatalf("journaled %d, written %d; want 300, 0", len(journaled), c.spilled.Load())
+	if len(journaled) != 550 || c.spilled.Load() != 0 || o.db.Load() != nil {
+		t.Fatalf("journaled %d, written %d (database open: %v); want 550, 0, false", len(journaled), c.spilled.Load(), o.db.Load() != nil)
 	}
 	o.Append(batch(1)) // a backlog now: due in 20 ms, and the rest with it
-	testkit.WaitFor(t, "the backlog on disk", 20*time.Second, func() bool { return c.spilled.Load() == 301 })
+	testkit.WaitFor(t, "the backlog on disk", 20*time.Second, func() bool { return c.spilled.Load() == 551 })
 	journaled, _ = readJournal(o.Dir(), slog.New(slog.DiscardHandler))
 	if len(journaled) != 0 {
 		t.Errorf("journal still holds %d steps that are in the database", len(journaled))
@@ -365,5 +368,18 @@ func TestOutboxDeliversRaw(t *testing.T) {
 		if s.Seq != want || s.Source != ob.ID() || string(s.Arguments) != fmt.Sprintf(`{"i":%d}`, want-1) {
 			t.Fatalf("step %d: seq %d source %q arguments %s", i, s.Seq, s.Source, s.Arguments)
 		}
+	}
+}
+
+// TestOutboxJournaledLateStepStaysInMemory: a step that reaches the outbox
+// long after its exchange ended (it waited in the capture queue's spill) is
+// journaled and waits JournalPersistAfter from then, not written to Badger
+// at once as one past its due time would be.
+func TestOutboxJournaledLateStepStaysInMemory(t *testing.T) {
+	o, c := openStalled(t, Options{JournalPersistAfter: time.Hour})
+	o.Append([]hindsight.Step{{Method: "tools/call", EndedAt: time.Now().Add(-2 * time.Hour)}})
+	journaled, _ := readJournal(o.Dir(), slog.New(slog.DiscardHandler))
+	if len(journaled) != 1 || c.spilled.Load() != 0 || o.db.Load() != nil {
+		t.Fatalf("journaled %d, written %d (database open: %v); want 1, 0, false", len(journaled), c.spilled.Load(), o.db.Load() != nil)
 	}
 }
