@@ -46,14 +46,19 @@ type Stats struct {
 	Folded      int64 // delta objects folded into them
 	Deleted     int64 // delta objects deleted after their checkpoint was written
 	Fetched     int64 // delta objects read from Weaviate (not from the cache)
+	Failovers   int64 // moves to another node after a dial error (Config.Failover)
 }
 
 type stats struct{ compactions, folded, deleted, fetched atomic.Int64 }
 
 // Stats returns the store's counters.
 func (s *Store) Stats() Stats {
-	return Stats{Compactions: s.st.compactions.Load(), Folded: s.st.folded.Load(),
+	st := Stats{Compactions: s.st.compactions.Load(), Folded: s.st.folded.Load(),
 		Deleted: s.st.deleted.Load(), Fetched: s.st.fetched.Load()}
+	if s.fo != nil {
+		st.Failovers = s.fo.switches.Load()
+	}
+	return st
 }
 
 // errCompactStopped ends a compaction stopped by a test after its
@@ -216,11 +221,13 @@ var (
 		"Delta objects deleted once a checkpoint held them.", nil, nil)
 	descFetched = prometheus.NewDesc("hindsight_weaviate_deltas_fetched_total",
 		"Delta objects read from Weaviate (each once per process, counters every time).", nil, nil)
+	descFailovers = prometheus.NewDesc("hindsight_weaviate_failovers_total",
+		"Moves of the store's REST requests to another node of the cluster after a dial error.", nil, nil)
 )
 
 // Describe sends the descriptions of the store's metrics (Stats).
 func (s *Store) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descCompactions, descFolded, descDeleted, descFetched} {
+	for _, d := range []*prometheus.Desc{descCompactions, descFolded, descDeleted, descFetched, descFailovers} {
 		ch <- d
 	}
 }
@@ -229,7 +236,7 @@ func (s *Store) Describe(ch chan<- *prometheus.Desc) {
 func (s *Store) Collect(ch chan<- prometheus.Metric) {
 	st := s.Stats()
 	for d, v := range map[*prometheus.Desc]int64{descCompactions: st.Compactions, descFolded: st.Folded,
-		descDeleted: st.Deleted, descFetched: st.Fetched} {
+		descDeleted: st.Deleted, descFetched: st.Fetched, descFailovers: st.Failovers} {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
 	}
 }

@@ -66,13 +66,19 @@ const DefaultClass = "HindsightExperience"
 
 // Config locates the Weaviate cluster.
 type Config struct {
-	URL     string        // REST address, e.g. http://127.0.0.1:8080 (HINDSIGHT_WEAVIATE_URL)
-	GRPC    string        // gRPC host:port, e.g. 127.0.0.1:50051 (HINDSIGHT_WEAVIATE_GRPC); optional
-	APIKey  string        // optional bearer key
-	Class   string        // collection name; DefaultClass when empty
-	Timeout time.Duration // one request's; 0 means DefaultTimeout
-	Rank    rank.Options
-	Logger  *slog.Logger
+	URL string // REST address, e.g. http://127.0.0.1:8080 (HINDSIGHT_WEAVIATE_URL)
+	// Failover lists the REST addresses of other nodes of the same
+	// cluster. A request that cannot reach the current node (a dial
+	// error: nothing was sent) is sent to the next one, and the store
+	// stays there until it tries URL again 30 s later (see failover.go).
+	// The gRPC connection (GRPC) is not failed over.
+	Failover []string
+	GRPC     string        // gRPC host:port, e.g. 127.0.0.1:50051 (HINDSIGHT_WEAVIATE_GRPC); optional
+	APIKey   string        // optional bearer key
+	Class    string        // collection name; DefaultClass when empty
+	Timeout  time.Duration // one request's; 0 means DefaultTimeout
+	Rank     rank.Options
+	Logger   *slog.Logger
 	// Now returns the current time for ranking and the cold index (tests
 	// and benchmarks); nil means time.Now.
 	Now func() time.Time
@@ -124,7 +130,8 @@ type Store struct {
 
 	repl     replication
 	retryFor time.Duration
-	brk      breaker // fails calls at once while Weaviate is known to be down
+	brk      breaker   // fails calls at once while Weaviate is known to be down
+	fo       *failover // nil without Config.Failover
 }
 
 // replication is the collection's replication: the factor and the
@@ -151,11 +158,24 @@ func Open(ctx context.Context, cfg Config, emb hindsight.Embedder) (*Store, erro
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	wc := wv.Config{Host: u.Host, Scheme: u.Scheme, Timeout: cfg.Timeout}
-	if cfg.HTTPClient != nil {
-		hc := *cfg.HTTPClient
+	var fo *failover
+	if cfg.HTTPClient != nil || len(cfg.Failover) > 0 {
+		hc := http.Client{}
+		if cfg.HTTPClient != nil {
+			hc = *cfg.HTTPClient
+		}
 		if hc.Timeout == 0 {
 			hc.Timeout = cfg.Timeout
+		}
+		if len(cfg.Failover) > 0 {
+			if fo, err = newFailover(hc.Transport, append([]string{cfg.URL}, cfg.Failover...), cfg.Logger); err != nil {
+				return nil, fmt.Errorf("open weaviate store: %w", err)
+			}
+			hc.Transport = fo
 		}
 		wc.ConnectionClient = &hc
 	}
@@ -171,7 +191,7 @@ func Open(ctx context.Context, cfg Config, emb hindsight.Embedder) (*Store, erro
 	}
 	s := &Store{c: c, class: cfg.Class, opt: cfg.Rank, log: cfg.Logger, emb: emb, embID: store.EmbedderID(emb), tenants: tenantSet{known: map[string]bool{}},
 		instance: uuid.NewString(), hitc: map[string]hits{}, deltas: map[string]delta{}, cps: map[string]checkpoint{},
-		repl: replication{factor: cfg.ReplicationFactor, clWant: cfg.Consistency}, retryFor: cfg.RetryFor}
+		repl: replication{factor: cfg.ReplicationFactor, clWant: cfg.Consistency}, retryFor: cfg.RetryFor, fo: fo}
 	if s.repl.factor < 0 {
 		return nil, fmt.Errorf("open weaviate store: replication factor %d", s.repl.factor)
 	}
@@ -190,9 +210,6 @@ func Open(ctx context.Context, cfg Config, emb hindsight.Embedder) (*Store, erro
 	s.now = cfg.Now
 	if s.now == nil {
 		s.now = time.Now
-	}
-	if s.log == nil {
-		s.log = slog.Default()
 	}
 	s.brk = breaker{probe: s.probeReady, now: time.Now, every: probeEvery}
 	if err := s.migrate(ctx); err != nil {
