@@ -208,6 +208,42 @@ func TestCluster(t *testing.T) {
 	t.Run("DedupeSweep", func(t *testing.T) {
 		dedupeSweep(t, open(t, 0, "ClusterSweep"), open(t, 1, "ClusterSweep"), emb)
 	})
+
+	t.Run("Failover", func(t *testing.T) {
+		failoverNode(t, c, emb)
+	})
+}
+
+// failoverNode: a store that prefers weaviate-2, with the two others as
+// its failover, goes on searching and writing when weaviate-2 is killed
+// (REST only: no gRPC address, which is not failed over).
+func failoverNode(t *testing.T, c *weaviatetest.Cluster, emb hindsight.Embedder) {
+	ctx := context.Background()
+	s, err := weaviate.Open(ctx, weaviate.Config{URL: c.Nodes[1].URL, Failover: []string{c.Nodes[2].URL, c.Nodes[0].URL},
+		Class: "ClusterFailover", ReplicationFactor: 3, RetryFor: 40 * time.Second}, emb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Put(ctx, exp("team", "before", "lesson stored before weaviate-2 was killed about disk quota")); err != nil {
+		t.Fatal(err)
+	}
+	c.Nodes[1].Kill()
+	t.Logf("weaviate-2 killed")
+	defer c.Nodes[1].Start(t)
+	res, err := s.Search(ctx, hindsight.Query{Namespace: "team", Text: "stored before killed disk quota", K: 3, NoHit: true})
+	if err != nil || len(res) == 0 || res[0].Experience.ID != "before" {
+		t.Fatalf("search with the preferred node down: %d results, %v", len(res), err)
+	}
+	if err := s.Put(ctx, exp("team", "after", "lesson stored while weaviate-2 was down about disk quota")); err != nil {
+		t.Fatalf("put with the preferred node down: %v", err)
+	}
+	if _, err := s.Get(ctx, "team", "after"); err != nil {
+		t.Fatalf("get with the preferred node down: %v", err)
+	}
+	if got := s.Stats().Failovers; got != 1 {
+		t.Errorf("Stats().Failovers = %d, want 1", got)
+	}
 }
 
 // dedupeSweep: copies of a lesson that two daemons stored without either
