@@ -38,8 +38,12 @@ type Backends struct {
 
 // WeaviateConfig is where Backends.Weaviate connects.
 type WeaviateConfig struct {
-	URL  string // REST
-	GRPC string // host:port; "" derives it from URL
+	URL string // REST
+	// Failover lists the REST addresses of the cluster's other nodes,
+	// tried in order when URL cannot be reached (store.weaviate.url's
+	// entries after the first).
+	Failover []string
+	GRPC     string // host:port; "" derives it from URL
 	// APIKey, when set, is sent as a bearer token (Weaviate's API-key
 	// authentication).
 	APIKey string

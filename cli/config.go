@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -89,7 +90,10 @@ type Config struct {
 	Store struct {
 		Backend  string `yaml:"backend"` // "embedded" (default) or "weaviate"
 		Weaviate struct {
-			URL  string `yaml:"url"`  // HTTP address, e.g. http://127.0.0.1:8080
+			// URL is the HTTP address, e.g. http://127.0.0.1:8080, or a
+			// comma-separated list of nodes of one cluster: the first is
+			// the node this daemon prefers, the others its failover.
+			URL  string `yaml:"url"`
 			GRPC string `yaml:"grpc"` // gRPC address, e.g. 127.0.0.1:50051
 			// APIKey authenticates to a Weaviate with API-key
 			// authentication (HINDSIGHT_WEAVIATE_API_KEY overrides it).
@@ -236,12 +240,34 @@ func loadConfig(path string) (*Config, error) {
 	if f := cfg.Store.Weaviate.ReplicationFactor; f < 0 {
 		return nil, fmt.Errorf("parse config %s: store.weaviate.replication_factor %d: want 1 or more", path, f)
 	}
+	if _, err := weaviateURLs(cfg.Store.Weaviate.URL); err != nil {
+		return nil, fmt.Errorf("parse config %s: store.weaviate.url (or HINDSIGHT_WEAVIATE_URL): %w", path, err)
+	}
 	switch strings.ToUpper(cfg.Store.Weaviate.Consistency) {
 	case "", "ONE", "QUORUM", "ALL":
 	default:
 		return nil, fmt.Errorf("parse config %s: store.weaviate.consistency %q: want ONE, QUORUM or ALL", path, cfg.Store.Weaviate.Consistency)
 	}
 	return cfg, nil
+}
+
+// weaviateURLs splits store.weaviate.url, a comma-separated list of REST
+// addresses (spaces around the commas allowed), and checks that each is an
+// http or https URL with a host. An empty list is no Weaviate.
+func weaviateURLs(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var urls []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return nil, fmt.Errorf("read weaviate URL %q: want http(s)://host:port, several separated by commas", s)
+		}
+		urls = append(urls, s)
+	}
+	return urls, nil
 }
 
 // namespaceFor is the namespace of the lessons about server.

@@ -3,6 +3,8 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -138,4 +140,63 @@ func TestEndTaskTool(t *testing.T) {
 			t.Errorf("endTaskTool(%v, %v, %v) = %v, want %v", tc.endTask, tc.endTaskTool, tc.queryTool, got, tc.want)
 		}
 	}
+}
+
+// TestWeaviateURLs: store.weaviate.url (or HINDSIGHT_WEAVIATE_URL) is a
+// comma-separated list, the preferred node first; a bad entry is an error
+// that names it.
+func TestWeaviateURLs(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, file, env string
+		want            []string
+		bad             string
+	}{
+		{"one", "http://a:8080", "", []string{"http://a:8080"}, ""},
+		{"list", "http://a:8080, http://b:8080,https://c:443", "", []string{"http://a:8080", "http://b:8080", "https://c:443"}, ""},
+		{"env overrides", "http://a:8080", "http://b:1,http://a:1", []string{"http://b:1", "http://a:1"}, ""},
+		{"empty entry", "http://a:8080,,http://b:8080", "", nil, `""`},
+		{"no scheme", "http://a:8080,b:8080", "", nil, "b:8080"},
+		{"bad env", "http://a:8080", "http://b:1,ftp://c", nil, "ftp://c"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, tc.name+".yaml")
+			writeFile(t, p, "store:\n  weaviate:\n    url: \""+tc.file+"\"\n")
+			t.Setenv("HINDSIGHT_WEAVIATE_URL", tc.env)
+			cfg, err := loadConfig(p)
+			if tc.bad != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.bad) {
+					t.Fatalf("err %v, want one naming %s", err, tc.bad)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := weaviateURLs(cfg.Store.Weaviate.URL)
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Errorf("urls %q (%v), want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzWeaviateURLs(f *testing.F) {
+	for _, s := range []string{"", "http://a:8080", "http://a:1, https://b:2", "a,,b", " , ", "http://[::1]:8080,http://%zz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, list string) {
+		urls, err := weaviateURLs(list)
+		if err != nil {
+			return
+		}
+		if strings.TrimSpace(list) != "" && len(urls) != strings.Count(list, ",")+1 {
+			t.Fatalf("%q: %d URLs", list, len(urls))
+		}
+		for _, u := range urls {
+			if _, err := weaviateURLs(u); err != nil || strings.Contains(u, ",") {
+				t.Fatalf("%q: entry %q does not read back: %v", list, u, err)
+			}
+		}
+	})
 }

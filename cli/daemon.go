@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -357,8 +358,15 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 			return nil, backend, fmt.Errorf("open experience store: this build has no Weaviate backend (use %s)", FullBinary)
 		}
 		w := g.config.Store.Weaviate
+		urls, err := weaviateURLs(w.URL)
+		if err == nil && len(urls) == 0 {
+			err = errors.New("no address")
+		}
+		if err != nil {
+			return nil, backend, fmt.Errorf("open experience store: store.weaviate.url %q: %w", w.URL, err)
+		}
 		open := func(ctx context.Context) (hindsight.ExperienceStore, error) {
-			st, err := backends.Weaviate(ctx, WeaviateConfig{URL: w.URL, GRPC: w.GRPC, APIKey: w.APIKey,
+			st, err := backends.Weaviate(ctx, WeaviateConfig{URL: urls[0], Failover: urls[1:], GRPC: w.GRPC, APIKey: w.APIKey,
 				ReplicationFactor: w.ReplicationFactor, Consistency: w.Consistency}, emb, logger)
 			if err != nil {
 				return nil, err

@@ -22,7 +22,7 @@ import (
 func main() {
 	cli.Main(cli.Backends{
 		Weaviate: func(ctx context.Context, c cli.WeaviateConfig, emb hindsight.Embedder, logger *slog.Logger) (hindsight.ExperienceStore, error) {
-			return weaviate.Open(ctx, weaviate.Config{URL: c.URL, GRPC: c.GRPC, APIKey: c.APIKey, Logger: logger,
+			return weaviate.Open(ctx, weaviate.Config{URL: c.URL, Failover: c.Failover, GRPC: c.GRPC, APIKey: c.APIKey, Logger: logger,
 				ReplicationFactor: c.ReplicationFactor, Consistency: c.Consistency}, emb)
 		},
 		Embedder: func(ctx context.Context, baseURL, apiKey, model string) (hindsight.Embedder, error) {
