@@ -103,20 +103,28 @@ type member struct {
 
 // fleetConfig is what every member shares.
 type fleetConfig struct {
-	dir   string
-	urls  []string
-	class string
-	emb   hindsight.Embedder
-	http  *http.Client
-	trips *searchTrips
+	dir      string
+	urls     []string
+	failover bool // each member gets the other nodes as its failover
+	class    string
+	emb      hindsight.Embedder
+	http     *http.Client
+	trips    *searchTrips
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// startMember starts simulated daemon i against node i mod the nodes.
+// startMember starts simulated daemon i against node i mod the nodes,
+// with the nodes after it (in a ring) as its failover when cfg.failover.
 func startMember(ctx context.Context, cfg fleetConfig, i int) (*member, error) {
 	node := i % len(cfg.urls)
-	st, err := weaviate.Open(ctx, weaviate.Config{URL: cfg.urls[node], Class: cfg.class, ReplicationFactor: 3,
+	var failover []string
+	if cfg.failover {
+		for j := 1; j < len(cfg.urls); j++ {
+			failover = append(failover, cfg.urls[(node+j)%len(cfg.urls)])
+		}
+	}
+	st, err := weaviate.Open(ctx, weaviate.Config{URL: cfg.urls[node], Failover: failover, Class: cfg.class, ReplicationFactor: 3,
 		HTTPClient: cfg.http, Logger: quiet}, cfg.emb)
 	if err != nil {
 		return nil, fmt.Errorf("start daemon %d: %w", i, err)

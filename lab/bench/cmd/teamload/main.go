@@ -54,6 +54,7 @@ type options struct {
 	mix                      mix
 	dir                      string
 	keep                     bool
+	failover                 bool
 	memlimit                 string
 	seed                     uint64
 }
@@ -76,6 +77,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	mixFlag := fs.String("mix", "40,40,12,6,2", "percent of searches at k=1, at k=3, reflections, edits, pins")
 	fs.StringVar(&o.dir, "dir", "", "working directory (default: a new temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the working directory")
+	fs.BoolVar(&o.failover, "failover", true, "give each daemon the other nodes as its failover (weaviate.Config.Failover)")
 	fs.StringVar(&o.memlimit, "node-memlimit", "2GiB", "GOMEMLIMIT of each Weaviate node")
 	seed := fs.Int64("seed", 1, "seed of the generated lessons and the mix")
 	if err := fs.Parse(args); err != nil {
@@ -136,7 +138,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	emb := embedder.NewLocal(0)
 	hc, rt := newHTTPClient()
-	cfg := fleetConfig{dir: dir, urls: urls, class: "TeamLoad", emb: emb, http: hc,
+	cfg := fleetConfig{dir: dir, urls: urls, failover: o.failover, class: "TeamLoad", emb: emb, http: hc,
 		trips: &searchTrips{requests: map[int]int64{}, searches: map[int]int64{}}}
 	start := time.Now()
 	loadRate, err := bulkLoad(ctx, cfg, o, start, logf)
@@ -177,6 +179,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	for _, m := range members {
 		rep.compactions += m.store.Stats().Compactions
+		rep.failovers += m.store.Stats().Failovers
 		rep.deduped += m.metrics.Merged()["deduplicated"]
 		rep.hitsLostCounted += counterValue(m.srv.Registry, "hindsight_daemon_hits_lost_total")
 	}

@@ -24,6 +24,7 @@ type report struct {
 	victim          string
 	restart         time.Duration
 	compactions     int64
+	failovers       int64 // the daemons' stores' moves to another node
 	deduped         int
 	swept           int // copies merged by the sweeps (also in deduped)
 	hitsLostCounted float64
@@ -128,6 +129,7 @@ func (rep *report) finish(ctx context.Context, c *weaviatetest.Cluster, cfg flee
 	}
 	if rep.victim != "" {
 		row("node killed", "%s for %v at %v; ready again %v after its start", rep.victim, o.down, o.killAt, rep.restart.Round(time.Millisecond))
+		row("store failovers to another node (-failover)", "%d (%v)", rep.failovers, o.failover)
 	}
 	row("hits: returned / stored / lost (daemons counted lost)", "%d / %d / %d (%.0f)", ls.hitsWanted, ls.hitsStored, ls.hitsLost, rep.hitsLostCounted)
 	row("edits and pins acknowledged / lost", "%d / %d", ls.editsAcked, ls.editsLost)
