@@ -28,7 +28,9 @@
 // a retry is idempotent. A Weaviate that does not answer at all (its
 // readiness probe neither) is not retried: a circuit breaker fails every
 // call at once with hindsight.ErrStoreUnavailable until a probe, at most
-// one a second, finds it ready (see breaker.go).
+// one a second, finds it ready (see breaker.go). With Config.Failover a
+// REST request that cannot reach its node (a dial error) goes to the next
+// node of the cluster instead (see failover.go); gRPC does not.
 //
 // Optimistic versioning (ErrConflict) holds for a caller that writes a
 // version it did not read, and no update is lost across processes, e.g.
