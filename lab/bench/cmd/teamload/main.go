@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command teamload runs a team's daemons against a shared 3-node Weaviate
 // cluster (replication factor 3) and reports how the store holds up:
 // searches per second, query_hindsight latency at k = 1 and k = 3, round
