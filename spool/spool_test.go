@@ -185,7 +185,7 @@ func TestOutboxOpensDiskWhenNeeded(t *testing.T) {
 // refused step kept in it keeps it open.
 func TestOutboxClosesIdleDisk(t *testing.T) {
 	home := hindsight.Home(t.TempDir())
-	d := spooltest.NewSlowCollector(200 * time.Millisecond)
+	d := spooltest.NewSlowCollector(0)
 	c := &counters{}
 	o, err := open(Options{Home: home, Deliverer: d, Logger: slog.New(slog.DiscardHandler), PersistAfter: 20 * time.Millisecond, JournalPersistAfter: 20 * time.Millisecond}, c)
 	if err != nil {
@@ -194,10 +194,10 @@ func TestOutboxClosesIdleDisk(t *testing.T) {
 	dbDir := filepath.Join(o.Dir(), dbName)
 	late := func(n int64) {
 		t.Helper()
-		d.SetDelay(200 * time.Millisecond)
+		d.Hold()
 		o.Append([]hindsight.Step{{Method: "tools/call", EndedAt: time.Now()}})
 		testkit.WaitFor(t, "the step on disk", 20*time.Second, func() bool { return c.spilled.Load() == n })
-		d.SetDelay(0)
+		d.Release()
 		testkit.WaitFor(t, "delivery", 20*time.Second, func() bool { return c.delivered.Load() == n })
 	}
 	late(1)

@@ -81,6 +81,7 @@ func Reject(rejected error, bad func(hindsight.Step) bool) func(hindsight.Step) 
 type SlowCollector struct {
 	mu    sync.Mutex
 	delay time.Duration
+	held  chan struct{} // non-nil while Hold holds deliveries back
 	n     int
 }
 
@@ -92,8 +93,15 @@ func NewSlowCollector(delay time.Duration) *SlowCollector {
 // Deliver waits the delay, then counts steps as delivered.
 func (c *SlowCollector) Deliver(ctx context.Context, steps []hindsight.Step) error {
 	c.mu.Lock()
-	d := c.delay
+	d, held := c.delay, c.held
 	c.mu.Unlock()
+	if held != nil {
+		select {
+		case <-held:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	select {
 	case <-time.After(d):
 	case <-ctx.Done():
@@ -107,6 +115,27 @@ func (c *SlowCollector) Deliver(ctx context.Context, steps []hindsight.Step) err
 
 // SetDelay changes the wait of the batches delivered from now on.
 func (c *SlowCollector) SetDelay(d time.Duration) { c.mu.Lock(); c.delay = d; c.mu.Unlock() }
+
+// Hold makes every batch wait, however long, until Release: a test that
+// needs the daemon to answer late waits for what it expects to happen
+// meanwhile rather than racing a delay.
+func (c *SlowCollector) Hold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held == nil {
+		c.held = make(chan struct{})
+	}
+}
+
+// Release lets the batches Hold held back, and those after, through.
+func (c *SlowCollector) Release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held != nil {
+		close(c.held)
+		c.held = nil
+	}
+}
 
 // Count returns how many steps were delivered.
 func (c *SlowCollector) Count() int { c.mu.Lock(); defer c.mu.Unlock(); return c.n }
