@@ -46,7 +46,8 @@ var ErrNotYours = errors.New("owned by another user")
 // (on Windows, it gives the home an ACL that admits only the user). On
 // Unix, existing ones that others may read or write are tightened to 0700
 // when the user owns them, and refused (ErrNotYours) when another user
-// does: that user could read the traces and logs, or change them.
+// does: that user could read the traces and logs, or change them. On
+// Windows a home another user owns is refused likewise.
 func (h Home) Ensure() error {
 	for i, d := range []string{string(h), h.Logs()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {

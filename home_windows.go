@@ -24,13 +24,41 @@ func defaultHome() Home {
 	return Home(".hindsight")
 }
 
-// privateDir restricts the home (top) with restrictDir; the directories
-// inside it inherit its ACL.
+// privateDir refuses a home (top) that another user owns (ErrNotYours)
+// and restricts it with restrictDir; the directories inside it inherit
+// its ACL.
 func privateDir(dir string, top bool) error {
 	if !top {
 		return nil
 	}
+	if err := checkOwner(dir); err != nil {
+		return err
+	}
 	return restrictDir(dir)
+}
+
+// checkOwner returns ErrNotYours when dir's owner is neither the current
+// user nor Administrators or SYSTEM (the owners of what an elevated process
+// creates; they can read any file whatever its ACL, so they gain nothing).
+func checkOwner(dir string) error {
+	sd, err := windows.GetNamedSecurityInfo(dir, windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION)
+	if err != nil {
+		return fmt.Errorf("check home: owner of %s: %w", dir, err)
+	}
+	owner, _, err := sd.Owner()
+	if err != nil {
+		return fmt.Errorf("check home: owner of %s: %w", dir, err)
+	}
+	tu, err := windows.GetCurrentProcessToken().GetTokenUser()
+	if err != nil {
+		return fmt.Errorf("check home: current user: %w", err)
+	}
+	if owner.Equals(tu.User.Sid) || owner.IsWellKnown(windows.WinBuiltinAdministratorsSid) || owner.IsWellKnown(windows.WinLocalSystemSid) {
+		return nil
+	}
+	return fmt.Errorf("check home: %s is %w (%s; you are %s), who could read or change its traces and logs: "+
+		"use a directory of yours (--home or HINDSIGHT_HOME), or take ownership of this one",
+		dir, ErrNotYours, owner.String(), tu.User.Sid.String())
 }
 
 // restrictDir gives dir a protected ACL (no inherited entries) that lets
