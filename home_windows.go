@@ -49,6 +49,9 @@ func checkOwner(dir string) error {
 	if err != nil {
 		return fmt.Errorf("check home: owner of %s: %w", dir, err)
 	}
+	if owner == nil {
+		return fmt.Errorf("check home: %s has no owner", dir)
+	}
 	tu, err := windows.GetCurrentProcessToken().GetTokenUser()
 	if err != nil {
 		return fmt.Errorf("check home: current user: %w", err)
