@@ -39,7 +39,7 @@ func (r *Recorder) Record(exs []*proxy.Exchange) {
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if r.closed || r.spill.active() || !r.outbox.JournalRoom() {
+	if r.closed || r.opts.QueueOnly || r.spill.active() || !r.outbox.JournalRoom() {
 		r.owe(exs)
 		return
 	}

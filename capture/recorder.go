@@ -49,6 +49,10 @@ type Options struct {
 	MaxHeldBytes int
 	DiskReserve  int64
 	MaxMemBytes  int
+	// QueueOnly has Record leave every exchange to the queue, owed in the
+	// outbox's ledger, as when the outbox cannot journal: for measurements
+	// and tests of that path.
+	QueueOnly bool
 }
 
 // A Recorder turns the exchanges a sidecar relays into redacted, tagged
