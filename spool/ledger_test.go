@@ -257,3 +257,24 @@ func BenchmarkLedgerOwe(b *testing.B) {
 		}
 	})
 }
+
+// TestLedgerWritten: the written ledger (where it is not mapped) reads
+// back as counted, and closes settled.
+func TestLedgerWritten(t *testing.T) {
+	dir := t.TempDir()
+	mapped, err := openLedger(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &ledger{f: mapped.f} // the fallback: each count one pwrite
+	l.add(owedAt, 5)
+	l.add(settledAt, 2)
+	if n, err := LedgerUnsettled(dir); err != nil || n != 3 {
+		t.Fatalf("written ledger: %d unsettled, %v; want 3", n, err)
+	}
+	l.close()
+	l.add(owedAt, 1) // closed: counts nothing
+	if n, err := LedgerUnsettled(dir); err != nil || n != 0 {
+		t.Errorf("closed: %d unsettled, %v; want 0", n, err)
+	}
+}
