@@ -56,12 +56,10 @@ func (o *Spool) AppendOwed(steps []hindsight.Step) { o.append(steps, false, true
 // unreachable, else PersistAfter after their exchange. Call it while
 // JournalRoom reports true: it does not evict steps from memory. It wakes
 // neither delivery nor the background writer: call Signal after the
-// answers are written.
+// answers are written. The steps the journal does not take are owed in
+// the ledger (see Owe) before it returns, until they are safe.
 func (o *Spool) AppendJournaled(steps []hindsight.Step) { o.append(steps, true, false) }
 
-// The steps the journal does not take are owed in the ledger (see Owe)
-// until they are safe.
-//
 // JournalRoom reports whether AppendJournaled may take steps now: the
 // journal works and the steps held in memory are below MaxMemBytes
 // (beyond that the daemon is behind; Append's caller waits for room from
