@@ -94,6 +94,8 @@ func drainOne(ctx context.Context, home hindsight.Home, dir, id string, d Delive
 	}
 	defer lock.Close()
 	log := opts.Logger.With("outbox", id)
+	// First: status shows a locked outbox's ledger no more (see List).
+	countUnsettled(home, dir, id, log)
 	// Draining writes to the dead sidecar's database (its journal, the
 	// removal of delivered steps), through mapped files.
 	if err := diskspace.Check(dir, diskspace.ReserveFor(dir, opts.DiskReserve, diskspace.DefaultSidecarReserve), 0); err != nil {
@@ -115,7 +117,6 @@ func drainOne(ctx context.Context, home hindsight.Home, dir, id string, d Delive
 			_ = losses.AddTo(string(home), id, "", losses.Expired, n, "undelivered past the retention period")
 		}
 	}()
-	countUnsettled(home, dir, id, log)
 	journaled, segments, torn := scanJournal(dir, log)
 	if torn > 0 {
 		if err := losses.AddTo(string(home), id, "", losses.Crash, int64(torn), "a step torn in the journal by a sidecar killed as it recorded it (its answer was never sent)"); err != nil {

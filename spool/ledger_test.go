@@ -278,3 +278,23 @@ func TestLedgerWritten(t *testing.T) {
 		t.Errorf("closed: %d unsettled, %v; want 0", n, err)
 	}
 }
+
+// TestListUnsettled: List shows what a dead sidecar's ledger owes, and
+// nothing for a live one's.
+func TestListUnsettled(t *testing.T) {
+	home := hindsight.Home(t.TempDir())
+	deadOutbox(t, home, "dead", 1, 6, 2)
+	live, err := Open(Options{Home: home, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close(context.Background())
+	live.Owe(3)
+	got := map[string]int64{}
+	for _, o := range List(home) {
+		got[o.Name] = o.Unsettled
+	}
+	if got["dead"] != 4 || got[live.ID()] != 0 || len(got) != 2 {
+		t.Errorf("unsettled by outbox %v, want dead 4 and the live one 0", got)
+	}
+}
