@@ -7,6 +7,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
+	"github.com/hindsight-proxy/hindsight/spool"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -34,6 +35,9 @@ type committer struct {
 	processed *atomic.Int64        // the Recorder's: exchanges committed or lost
 	delay     prometheus.Histogram // exchange end → handed to the outbox
 	batch     []hindsight.Step     // run's, reused
+	// ledger settles the owed exchanges whose steps could not be built
+	// (every exchange on the queue is owed: see Recorder.Hook); nil: none.
+	ledger *spool.Spool
 
 	mu         sync.Mutex    // guards the fields below; ready waits on it
 	ready      *sync.Cond    // a result arrived, or allIn was set
@@ -129,6 +133,7 @@ func (m *committer) commit(batch []hindsight.Step, lost int, size int64) {
 	m.c.queued.Add(-int64(len(batch) + lost))
 	m.c.queuedBytes.Add(-size)
 	m.c.losses.Lose(losses.Encode, int64(lost), "building the step panicked")
+	m.ledger.Settle(lost)
 	m.processed.Add(int64(len(batch) + lost))
 	clear(batch) // the outbox keeps the encodings; let the bodies go
 	m.mu.Lock()

@@ -26,7 +26,8 @@ const recordWait = 2 * time.Millisecond
 // (spool.Spool.Signal), so both must be installed.
 //
 // It leaves exs to Hook, and so to the queue (recorded within about 25 ms,
-// as before), when the outbox cannot journal now (the journal was given
+// as before), counted first in the outbox's ledger (see owe), when the
+// outbox cannot journal now (the journal was given
 // up, the daemon is behind), when capture is spilling, or when exchanges
 // queued before these are not committed within recordWait (at once when
 // they wait for the outbox's room: see spool.Spool.WaitRoom), so that the
@@ -38,17 +39,20 @@ func (r *Recorder) Record(exs []*proxy.Exchange) {
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if r.closed || r.spill.active() || !r.outbox.JournalRoom() {
+	if r.closed || r.opts.QueueOnly || r.spill.active() || !r.outbox.JournalRoom() {
+		r.owe(exs)
 		return
 	}
 	if r.accepted.Load() > r.processed.Load() {
 		if r.outbox.Crowded() {
-			return // the queue waits for the outbox's room: these join it
+			r.owe(exs) // the queue waits for the outbox's room: these join it
+			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), recordWait)
 		err := r.Sync(ctx)
 		cancel()
 		if err != nil {
+			r.owe(exs)
 			return
 		}
 	}
@@ -66,4 +70,19 @@ func (r *Recorder) Record(exs []*proxy.Exchange) {
 		r.c.losses.Lose(losses.Encode, int64(lost), "building the step panicked")
 	}
 	r.commit.commitNow(steps[:n], r.outbox.AppendJournaled)
+}
+
+// owe counts the exchanges of exs not yet recorded nor owed in the
+// outbox's ledger (spool.Spool.Owe) and marks them Owed: Hook queues them
+// after their answers are relayed, and a sidecar killed before their steps
+// are safe has them counted lost by the drainer of its outbox.
+func (r *Recorder) owe(exs []*proxy.Exchange) {
+	n := 0
+	for _, ex := range exs {
+		if !ex.Recorded && !ex.Owed {
+			ex.Owed = true
+			n++
+		}
+	}
+	r.outbox.Owe(n)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/lab/spooltest"
+	"github.com/hindsight-proxy/hindsight/spool"
 )
 
 // journaled returns the outbox's journal segments, concatenated.
@@ -101,5 +102,48 @@ func TestRecordLeavesToHookWhenClosed(t *testing.T) {
 	}
 	if st := r.Stats(); st.Dropped != 2 {
 		t.Errorf("dropped %d after close, want 2", st.Dropped)
+	}
+}
+
+// TestRecordOwesWhatItLeaves: exchanges Record leaves to the queue (here:
+// an outbox without a daemon does not journal) are owed in the outbox's
+// ledger when Record returns, before their answers; those only hooked are
+// owed by Hook; once their steps are in the outbox nothing is owed.
+func TestRecordOwesWhatItLeaves(t *testing.T) {
+	r, err := New(Options{Home: hindsight.Home(t.TempDir()), Server: "fs", Redactor: testRedactor(t),
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	owes := func() int64 {
+		t.Helper()
+		n, err := spool.LedgerUnsettled(r.outbox.Dir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	exs := exchanges(12)
+	r.Record(exs[:8])
+	if n := owes(); n != 8 {
+		t.Fatalf("Record left 8 exchanges to the queue: %d owed, want 8", n)
+	}
+	for _, ex := range exs[:8] {
+		if ex.Recorded || !ex.Owed {
+			t.Fatalf("exchange left to the queue marked recorded %v, owed %v", ex.Recorded, ex.Owed)
+		}
+	}
+	for _, ex := range exs {
+		r.Hook(ex) // the last 4 never went through Record
+	}
+	if err := r.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := owes(); n != 0 {
+		t.Errorf("every step in the outbox's database: %d still owed", n)
+	}
+	if got := r.Stats().Captured; got != 12 {
+		t.Errorf("captured %d steps, want 12", got)
 	}
 }

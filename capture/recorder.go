@@ -49,6 +49,10 @@ type Options struct {
 	MaxHeldBytes int
 	DiskReserve  int64
 	MaxMemBytes  int
+	// QueueOnly has Record leave every exchange to the queue, owed in the
+	// outbox's ledger, as when the outbox cannot journal: for measurements
+	// and tests of that path.
+	QueueOnly bool
 }
 
 // A Recorder turns the exchanges a sidecar relays into redacted, tagged
@@ -180,9 +184,11 @@ func New(opts Options) (*Recorder, error) {
 	r.drops = &drops{c: c, log: r.log}
 	r.in = newIntake(c, opts.MaxQueueBytes, opts.Workers, ob.Journaling)
 	r.build = &builder{red: red, maxBody: opts.MaxBodyBytes, namespace: opts.Namespace, log: r.log}
-	r.commit = newCommitter(r.outbox.WaitRoom, r.outbox.Append, c, &r.calls, &r.processed, commitDelay)
+	r.commit = newCommitter(r.outbox.WaitRoom, r.outbox.AppendOwed, c, &r.calls, &r.processed, commitDelay)
+	r.commit.ledger = r.outbox
 	r.spill = newSpiller(r.in, r.drops, &r.processed, r.commit.progressed,
 		r.outbox.SpillDir(), opts.MaxSpillBytes)
+	r.spill.ledger = r.outbox
 	r.spill.start()
 	go r.in.dispatch()
 	r.build.start(opts.Workers, r.in, r.commit)
@@ -221,8 +227,13 @@ func (r *Recorder) Hook(ex *proxy.Exchange) {
 	size := exchangeSize(ex)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	if !ex.Owed {
+		// Not through Record (a path without it): owed from here on.
+		r.owe([]*proxy.Exchange{ex})
+	}
 	if r.closed {
 		r.drops.drop("recorder closed")
+		r.outbox.Settle(1)
 		return
 	}
 	if !r.spill.active() && r.in.tryQueue(ex, size) {
@@ -231,10 +242,13 @@ func (r *Recorder) Hook(ex *proxy.Exchange) {
 	}
 	if r.opts.MaxSpillBytes < 0 {
 		r.drops.drop("capture queue full")
+		r.outbox.Settle(1)
 		return
 	}
 	if r.spill.take(ex, size) {
 		r.accepted.Add(1)
+	} else {
+		r.outbox.Settle(1) // dropped and counted
 	}
 }
 

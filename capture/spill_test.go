@@ -16,6 +16,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/lab/spooltest"
 	"github.com/hindsight-proxy/hindsight/lab/testkit"
 	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/hindsight-proxy/hindsight/spool"
 )
 
 // plantedSecret is in every exchange of the spill tests.
@@ -155,6 +156,11 @@ func TestRecorderSpillsWhenQueueFull(t *testing.T) {
 	}
 	t.Logf("%d of %d exchanges spilled", st.ExchangesSpilled, n)
 	testkit.WaitFor(t, "delivery", 20*time.Second, func() bool { return r.Stats().Delivered == n })
+	// Owed by Hook, settled as spilled, owed again as read back, settled
+	// as journaled or delivered: the outbox's ledger owes nothing.
+	if owed, err := spool.LedgerUnsettled(r.outbox.Dir()); err != nil || owed != 0 {
+		t.Errorf("every step delivered, the ledger owes %d (%v)", owed, err)
+	}
 	// Capture caught up: new exchanges take the queue again.
 	if r.spill.active() {
 		t.Error("still spilling after the spill was read back")

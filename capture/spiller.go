@@ -9,6 +9,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/internal/diskspace"
 	"github.com/hindsight-proxy/hindsight/internal/losses"
 	"github.com/hindsight-proxy/hindsight/proxy"
+	"github.com/hindsight-proxy/hindsight/spool"
 )
 
 // A spiller takes the exchanges that find the queue full: its writer
@@ -29,6 +30,10 @@ type spiller struct {
 	progressed func() <-chan struct{}
 	dir        string // the spill's directory, made at the first spill
 	max        int64  // Options.MaxSpillBytes
+	// ledger settles the owed exchanges once written (a drainer counts
+	// what a dead sidecar's spill holds) or lost, and owes them again as
+	// they are read back; nil: no ledger.
+	ledger *spool.Spool
 
 	mu       sync.Mutex  // orders Hook's choice of path with the reader's end of a spill; guards pending
 	spilling atomic.Bool // exchanges go to the spill, not the queue
@@ -134,6 +139,7 @@ func (s *spiller) write() {
 // spilled counts what a put or flush of the spill wrote, and what it lost.
 func (s *spiller) spilled(written, lost int, err error) {
 	if written > 0 {
+		s.ledger.Settle(written)
 		s.noteSpilled(written)
 	}
 	if err != nil {
@@ -148,6 +154,7 @@ func (s *spiller) failed(n int, err error) {
 		reason = losses.DiskFull
 	}
 	s.drops.dropFor(reason, "capture queue full; cannot spill: "+err.Error(), int64(n))
+	s.ledger.Settle(n)
 	s.processed.Add(int64(n))
 	s.gone(int64(n))
 }
@@ -243,6 +250,8 @@ func (s *spiller) requeue(ex *proxy.Exchange) bool {
 			return false
 		}
 	}
+	s.ledger.Owe(1) // off the spill: on the queue until its step is safe
+	ex.Owed = true
 	s.q.admit(ex, size)
 	return true
 }

@@ -36,6 +36,11 @@ type Config struct {
 		// relays and injects, but records nothing and opens no outbox.
 		// Default true; HINDSIGHT_CAPTURE=off (or on) overrides it.
 		Enabled *bool `yaml:"enabled"`
+		// QueueOnly (HINDSIGHT_CAPTURE=queue, no file key) records every
+		// exchange through capture's queue, owed in the outbox's ledger,
+		// rather than journaling it before its answer: for measurements
+		// and tests of that path.
+		QueueOnly bool `yaml:"-"`
 		// MaxBodyBytes truncates stored arguments and results above this
 		// size (the original size and SHA-256 are kept).
 		MaxBodyBytes int `yaml:"max_body_bytes"`
@@ -298,6 +303,9 @@ func (c *Config) applyEnv() {
 	if v := os.Getenv("HINDSIGHT_CAPTURE"); v != "" {
 		if on, ok := parseSwitch(v); ok {
 			c.Capture.Enabled = &on
+		} else if strings.EqualFold(strings.TrimSpace(v), "queue") {
+			on := true
+			c.Capture.Enabled, c.Capture.QueueOnly = &on, true
 		}
 	}
 	if c.Store.Weaviate.URL != "" && c.Store.Backend == "" {

@@ -9,16 +9,17 @@ import (
 func TestCaptureEnabled(t *testing.T) {
 	for _, tc := range []struct {
 		name, file, env string
-		want            bool
+		want, queueOnly bool
 	}{
-		{"default", "", "", true},
-		{"file-false", "capture:\n  enabled: false\n", "", false},
-		{"file-true", "capture:\n  enabled: true\n", "", true},
-		{"env-off", "", "off", false},
-		{"env-OFF-spaces", "", " OFF ", false},
-		{"env-0", "capture:\n  enabled: true\n", "0", false},
-		{"env-on-beats-file", "capture:\n  enabled: false\n", "on", true},
-		{"env-garbage-ignored", "capture:\n  enabled: false\n", "maybe", false},
+		{"default", "", "", true, false},
+		{"file-false", "capture:\n  enabled: false\n", "", false, false},
+		{"file-true", "capture:\n  enabled: true\n", "", true, false},
+		{"env-off", "", "off", false, false},
+		{"env-OFF-spaces", "", " OFF ", false, false},
+		{"env-0", "capture:\n  enabled: true\n", "0", false, false},
+		{"env-on-beats-file", "capture:\n  enabled: false\n", "on", true, false},
+		{"env-garbage-ignored", "capture:\n  enabled: false\n", "maybe", false, false},
+		{"env-queue-beats-file", "capture:\n  enabled: false\n", " Queue", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("HINDSIGHT_CAPTURE", tc.env)
@@ -35,6 +36,9 @@ func TestCaptureEnabled(t *testing.T) {
 			}
 			if got := cfg.captureEnabled(); got != tc.want {
 				t.Errorf("captureEnabled() = %v, want %v", got, tc.want)
+			}
+			if cfg.Capture.QueueOnly != tc.queueOnly {
+				t.Errorf("QueueOnly = %v, want %v", cfg.Capture.QueueOnly, tc.queueOnly)
 			}
 		})
 	}

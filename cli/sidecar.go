@@ -32,6 +32,7 @@ func sidecarConfig(g *globals, name string, logger *slog.Logger) sidecar.Config 
 			Retention:     g.config.Outbox.Retention,
 			MaxHeldBytes:  g.config.Outbox.MaxHeldBytes,
 			DiskReserve:   g.outboxReserve(),
+			QueueOnly:     g.config.Capture.QueueOnly,
 		}
 	}
 	// Without Backends.Tracing, tracing is off (see tracingElsewhere).

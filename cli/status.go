@@ -148,7 +148,7 @@ func printStatus(w io.Writer, g *globals, st *daemon.Status, cause error) error 
 		t.row("disk", n, humanBytes(st.Disk[n]))
 	}
 	live, orphan := 0, 0
-	var bytes, depth int64
+	var bytes, depth, unsettled int64
 	for _, o := range st.Outboxes {
 		if o.Live {
 			live++
@@ -156,12 +156,16 @@ func printStatus(w io.Writer, g *globals, st *daemon.Status, cause error) error 
 			orphan++
 		}
 		bytes += o.Bytes
+		unsettled += o.Unsettled
 		if o.Stats != nil {
 			depth += o.Stats.Depth
 		}
 	}
-	if len(st.Losses) == 0 {
+	if len(st.Losses) == 0 && unsettled == 0 {
 		t.row("losses", "none", "no step lost or cut")
+	}
+	if unsettled > 0 {
+		t.row("losses", "dead sidecars", fmt.Sprintf("%d answered calls lost (crash), counted when their outboxes are drained", unsettled))
 	}
 	for _, l := range st.Losses {
 		reasons := make([]string, 0, len(l.Reasons))

@@ -116,7 +116,10 @@ func (c *Conn) fromClientAt(raw []byte, now time.Time) Action {
 		}
 		c.clientNotification(&m)
 	case KindResponse:
+		// The agent's answer to a server's request: recorded before it
+		// is forwarded.
 		if _, ex := c.complete(&c.fromServer, &m, now); ex != nil {
+			c.record([]*Exchange{ex})
 			c.emit(ex)
 		}
 	}

@@ -11,7 +11,9 @@ import (
 // JSON-RPC batches (MCP 2025-03-26; later protocol versions refuse them)
 // are relayed as they came, never split or rewritten, but each message in
 // them is taken note of as if it came alone: every call of a batch is
-// recorded as a step of its own.
+// recorded as a step of its own. The exchanges a batch completes go to
+// Hooks.Record together before the batch is relayed, then to
+// Hooks.Exchange.
 
 // eachInBatch calls fn with each message of the batch raw, which Parse
 // found to be a JSON array; elements that are no JSON-RPC message are
@@ -36,6 +38,8 @@ func eachInBatch(raw []byte, fn func(m *Message)) {
 // whole); a request whose id is already in flight is not tracked again.
 func (c *Conn) clientBatch(raw []byte, now time.Time) []json.RawMessage {
 	var ids []json.RawMessage
+	var done []*Exchange
+	defer c.recordAll(&done)
 	eachInBatch(raw, func(m *Message) {
 		switch m.Kind {
 		case KindRequest:
@@ -46,7 +50,7 @@ func (c *Conn) clientBatch(raw []byte, now time.Time) []json.RawMessage {
 			c.clientNotification(m)
 		case KindResponse:
 			if _, ex := c.complete(&c.fromServer, m, now); ex != nil {
-				c.emit(ex)
+				done = append(done, ex)
 			}
 		}
 	})
@@ -58,12 +62,14 @@ func (c *Conn) clientBatch(raw []byte, now time.Time) []json.RawMessage {
 // emitted at once, unrewritten: the batch is relayed as it came), its
 // requests are tracked until the agent answers them.
 func (c *Conn) serverBatch(raw []byte, now time.Time) {
+	var done []*Exchange
+	defer c.recordAll(&done)
 	eachInBatch(raw, func(m *Message) {
 		switch m.Kind {
 		case KindResponse:
 			if ex := c.take(&c.fromClient, string(m.ID)); ex != nil {
 				ex.Response, ex.Ended = m.Raw, now
-				c.emit(ex)
+				done = append(done, ex)
 			}
 		case KindRequest:
 			c.serverRequest(m, now)
@@ -71,4 +77,13 @@ func (c *Conn) serverBatch(raw []byte, now time.Time) {
 			c.serverNotification(m)
 		}
 	})
+}
+
+// recordAll hands the exchanges *done to Hooks.Record, then each to
+// Hooks.Exchange: the answers of a batch, before it is relayed.
+func (c *Conn) recordAll(done *[]*Exchange) {
+	c.record(*done)
+	for _, ex := range *done {
+		c.emit(ex)
+	}
 }

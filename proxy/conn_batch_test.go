@@ -85,3 +85,46 @@ func FuzzConnBatch(f *testing.F) {
 		}
 	})
 }
+
+// TestConnRecordsBeforeRelay: the exchanges a batch completes, in either
+// direction, and the agent's answer to a server's request go to Record
+// before FromServer or FromClient returns the message to relay, and every
+// one of them to Exchange after Record.
+func TestConnRecordsBeforeRelay(t *testing.T) {
+	var recorded []string
+	var c *Conn
+	var log *exchangeLog
+	c, log, _ = connUnderTest(Hooks{Record: func(exs []*Exchange) {
+		if n := len(log.all()); n != len(recorded) {
+			t.Errorf("Exchange saw %d exchanges before Record saw the next %d", n, len(exs))
+		}
+		for _, ex := range exs {
+			recorded = append(recorded, ex.Method+" "+string(ex.ID))
+			ex.Recorded = true
+		}
+	}})
+	c.FromClient([]byte(`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"b"}}]`))
+	c.FromServer([]byte(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}`))
+	c.FromServer([]byte(`{"jsonrpc":"2.0","id":"s2","method":"roots/list"}`))
+	if len(recorded) != 0 {
+		t.Fatalf("Record saw %v before anything was answered", recorded)
+	}
+	c.FromServer([]byte(`[{"jsonrpc":"2.0","id":2,"result":{}},{"jsonrpc":"2.0","id":1,"result":{}}]`))
+	if !slices.Equal(recorded, []string{"tools/call 2", "tools/call 1"}) {
+		t.Fatalf("after the server's batch, Record saw %v", recorded)
+	}
+	c.FromClient([]byte(`{"jsonrpc":"2.0","id":"s1","result":{"content":{"type":"text","text":"hi"}}}`))
+	c.FromClient([]byte(`[{"jsonrpc":"2.0","id":"s2","result":{"roots":[]}}]`))
+	if !slices.Equal(recorded[2:], []string{`sampling/createMessage "s1"`, `roots/list "s2"`}) {
+		t.Fatalf("after the agent's answers, Record saw %v", recorded)
+	}
+	exs := log.all()
+	if len(exs) != 4 {
+		t.Fatalf("Exchange saw %d exchanges, want 4", len(exs))
+	}
+	for _, ex := range exs {
+		if !ex.Recorded {
+			t.Errorf("%s %s reached Exchange unrecorded", ex.Method, ex.ID)
+		}
+	}
+}

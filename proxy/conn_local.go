@@ -125,6 +125,7 @@ func (c *Conn) cancelLocal(raw []byte) bool {
 		return false
 	}
 	lc.ex.Cancelled, lc.ex.Ended = true, time.Now()
+	c.record([]*Exchange{lc.ex})
 	c.emit(lc.ex)
 	return true
 }

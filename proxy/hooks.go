@@ -152,6 +152,9 @@ type Exchange struct {
 	Injected []hindsight.Injection
 	// Recorded is set by the Record hook for an exchange it recorded.
 	Recorded bool
+	// Owed is set by the Record hook for an exchange it left to Exchange
+	// and counted in its crash-proof ledger instead.
+	Owed bool
 
 	progressToken string
 	key           string // the id's key in the Conn's table of requests in flight

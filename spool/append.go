@@ -40,7 +40,12 @@ func (o *Spool) Journaling() bool { return o.opts.Deliverer != nil && o.journalO
 // steps beyond MaxHeld are lost, counted in Counts.Dropped. Append is called
 // from one goroutine at a time in the Recorder, but is safe for concurrent
 // use.
-func (o *Spool) Append(steps []hindsight.Step) { o.append(steps, false) }
+func (o *Spool) Append(steps []hindsight.Step) { o.append(steps, false, false) }
+
+// AppendOwed is Append for steps whose exchanges the caller counted with
+// Owe: the ledger settles each one once it is safe from a killed process
+// (journaled, written to the database, delivered) or counted lost.
+func (o *Spool) AppendOwed(steps []hindsight.Step) { o.append(steps, false, true) }
 
 // AppendJournaled is Append for steps whose exchanges' answers have not
 // reached the agent yet: it journals them (one write) even while the
@@ -51,8 +56,9 @@ func (o *Spool) Append(steps []hindsight.Step) { o.append(steps, false) }
 // unreachable, else PersistAfter after their exchange. Call it while
 // JournalRoom reports true: it does not evict steps from memory. It wakes
 // neither delivery nor the background writer: call Signal after the
-// answers are written.
-func (o *Spool) AppendJournaled(steps []hindsight.Step) { o.append(steps, true) }
+// answers are written. The steps the journal does not take are owed in
+// the ledger (see Owe) before it returns, until they are safe.
+func (o *Spool) AppendJournaled(steps []hindsight.Step) { o.append(steps, true, false) }
 
 // JournalRoom reports whether AppendJournaled may take steps now: the
 // journal works and the steps held in memory are below MaxMemBytes
@@ -67,7 +73,7 @@ func (o *Spool) JournalRoom() bool {
 	return !o.closed && o.memBytes < o.opts.MaxMemBytes
 }
 
-func (o *Spool) append(steps []hindsight.Step, journalFirst bool) {
+func (o *Spool) append(steps []hindsight.Step, journalFirst, owed bool) {
 	if len(steps) == 0 {
 		return
 	}
@@ -79,6 +85,9 @@ func (o *Spool) append(steps []hindsight.Step, journalFirst bool) {
 	closed, next := o.closed, o.next
 	o.mu.Unlock()
 	if closed {
+		if owed {
+			o.Settle(len(steps))
+		}
 		o.c.losses.Lose(losses.AtExit, int64(len(steps)), "steps reached a closed outbox")
 		o.log.Error("steps reached a closed outbox; lost", "steps", len(steps))
 		return
@@ -119,7 +128,7 @@ func (o *Spool) append(steps []hindsight.Step, journalFirst bool) {
 				due = end
 			}
 		}
-		o.mem = append(o.mem, entry{seq: e.seq, raw: e.raw, due: due})
+		o.mem = append(o.mem, entry{seq: e.seq, raw: e.raw, due: due, owed: owed})
 		o.memBytes += len(e.raw)
 		o.next = e.seq + 1
 		added++
@@ -141,6 +150,9 @@ func (o *Spool) append(steps []hindsight.Step, journalFirst bool) {
 	if journaled && added > 0 {
 		o.journal(now, added)
 	}
+	if journalFirst && added > 0 {
+		o.oweUnjournaled(next)
+	}
 	// At once: every step held only in memory, as the older ones may not
 	// be due for a while.
 	if journalFirst {
@@ -148,6 +160,34 @@ func (o *Spool) append(steps []hindsight.Step, journalFirst bool) {
 	}
 	o.persist(now, atOnce)
 	o.signal(waiting)
+}
+
+// oweUnjournaled has the ledger owe the steps from seq first on that
+// AppendJournaled could not journal and that are only in memory, before
+// their answers are relayed. o.wmu is held.
+func (o *Spool) oweUnjournaled(first uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	start := o.memDisk
+	for start < len(o.mem) && o.mem[start].seq < first {
+		start++
+	}
+	n := 0
+	for _, e := range o.mem[start:] {
+		if !e.journaled && !e.owed {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	// Owed before they are marked, so a settle never runs ahead.
+	o.Owe(n)
+	for i := start; i < len(o.mem); i++ {
+		if !o.mem[i].journaled {
+			o.mem[i].owed = true
+		}
+	}
 }
 
 // Signal wakes delivery and the background writer for the steps that
@@ -189,9 +229,11 @@ func (o *Spool) journal(now time.Time, added int) {
 	if err == nil {
 		o.mu.Lock()
 		first := batch[0].seq
-		for i := len(o.mem) - 1; i >= 0 && o.mem[i].seq >= first; i-- {
+		i := len(o.mem) - 1
+		for ; i >= 0 && o.mem[i].seq >= first; i-- {
 			o.mem[i].journaled = true
 		}
+		o.settleOwed(o.mem[i+1:])
 		o.mu.Unlock()
 		return
 	}
@@ -285,6 +327,7 @@ func (o *Spool) persist(now time.Time, all bool) {
 			o.log.Info("outbox writable again")
 		}
 		o.writeFailing = false
+		o.settleOwed(o.mem[o.memDisk:k])
 		o.memDisk = k
 		o.dirty = true
 		o.lastWrite = now
@@ -313,6 +356,7 @@ func (o *Spool) persist(now time.Time, all bool) {
 	}
 	lost := len(o.mem) - keep
 	if lost > 0 {
+		o.settleOwed(o.mem[keep:]) // counted below
 		for _, e := range o.mem[keep:] {
 			o.memBytes -= len(e.raw)
 		}

@@ -18,6 +18,12 @@
 // drainer of a dead sidecar's outbox hands its journal to the database and
 // delivers it again; the daemon drops the steps it has.
 //
+// Steps that cannot be made safe before their exchanges' answers are
+// relayed (capture's queue, or a journal that does not take them) are
+// counted in the outbox's ledger first (see ledger: Owe, AppendOwed,
+// Settle): a drainer of a dead sidecar's outbox counts those it was still
+// owed as lost, so none is lost uncounted.
+//
 // When the journal cannot be written, the spool delivers every 10 ms and
 // writes to Badger what the daemon has not acknowledged 30 ms after its
 // exchange ended (safe once the write returns: the memtable's log is a

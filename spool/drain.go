@@ -94,6 +94,8 @@ func drainOne(ctx context.Context, home hindsight.Home, dir, id string, d Delive
 	}
 	defer lock.Close()
 	log := opts.Logger.With("outbox", id)
+	// First: status shows a locked outbox's ledger no more (see List).
+	countUnsettled(home, dir, id, log)
 	// Draining writes to the dead sidecar's database (its journal, the
 	// removal of delivered steps), through mapped files.
 	if err := diskspace.Check(dir, diskspace.ReserveFor(dir, opts.DiskReserve, diskspace.DefaultSidecarReserve), 0); err != nil {
@@ -210,4 +212,25 @@ func moveAside(dir, id string, err error, log *slog.Logger) {
 	} else {
 		log.Error("corrupt outbox moved aside", "err", err, "to", aside)
 	}
+}
+
+// countUnsettled counts in the loss record of the dead sidecar id (losses
+// "crash") what the ledger of its outbox dir owes and has not settled:
+// answered exchanges that were still in its capture queue, or only in its
+// memory, when it died. The ledger is removed once counted, so a drain
+// that stops half way does not count them twice.
+func countUnsettled(home hindsight.Home, dir, id string, log *slog.Logger) {
+	n, err := LedgerUnsettled(dir)
+	if err != nil {
+		log.Warn("outbox ledger unreadable; exchanges its sidecar left to capture's queue are not counted", "err", err)
+	}
+	if n > 0 {
+		if err := losses.AddTo(string(home), id, "", losses.Crash, n,
+			"answered exchanges only in the capture queue or in memory when the sidecar died"); err != nil {
+			log.Warn("record lost steps", "err", err)
+			return // the ledger stays, for the next drain
+		}
+		log.Error("a sidecar died with answered exchanges not yet safe on disk; counted lost", "steps", n)
+	}
+	_ = os.Remove(filepath.Join(dir, ledgerName))
 }

@@ -19,6 +19,7 @@ import (
 //
 //	sidecar.lock          locked by the live sidecar (see lockFile)
 //	journal-<seq>.bin     the journal's segments (see journal)
+//	ledger.bin            answered exchanges owed and settled (see ledger)
 //	db/                   the Badger database, when one was opened
 //	db.corrupt-<time>     a database that did not open, moved aside
 //	stats.json            the sidecar's last report (see WriteStats)

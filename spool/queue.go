@@ -38,6 +38,7 @@ type entry struct {
 	raw       json.RawMessage
 	due       time.Time
 	journaled bool // the journal holds it (safe from a killed process)
+	owed      bool // the ledger owes it until it is safe (see ledger)
 }
 
 // raws returns the encodings of batch.
@@ -115,6 +116,7 @@ func (o *Spool) forget(gone []uint64) {
 		return g < len(gone) && gone[g] == seq
 	}
 	drop := func(i int) {
+		o.settleOwed(o.mem[i : i+1])
 		o.memBytes -= len(o.mem[i].raw)
 		if i < o.memDisk {
 			disk--

@@ -91,6 +91,7 @@ type Spool struct {
 	log  *slog.Logger
 	c    *counters
 	lock *os.File // held while the spool is open (see lockFile)
+	led  *ledger  // nil when it could not be created (logged)
 
 	queue     // the steps in memory, and which of them are on disk
 	store     // the database, opened when a step must first reach disk
@@ -142,6 +143,9 @@ func open(opts Options, c *counters) (*Spool, error) {
 	o.initStore()
 	o.jr.dir = dir
 	o.journalOn.Store(true)
+	if o.led, err = openLedger(dir); err != nil {
+		o.log.Error("outbox ledger not created: exchanges left to capture's queue are not counted if this sidecar is killed", "err", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	o.cancel = cancel
 	go o.deliverLoop(ctx)
@@ -236,6 +240,8 @@ func (o *Spool) shutdown() error {
 		o.c.depth.Add(-int64(n))
 		o.log.Error("outbox closed with steps only in memory; they are lost", "steps", n)
 	}
+	// Every step is kept, delivered or counted lost by now.
+	o.led.close()
 	o.mu.Unlock()
 	o.jr.close(!kept)
 	o.wmu.Unlock()

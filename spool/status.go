@@ -20,6 +20,10 @@ type Info struct {
 	Live       bool      `json:"live"` // a running sidecar holds it
 	ModifiedAt time.Time `json:"modified_at"`
 	Stats      *Stats    `json:"stats,omitempty"` // as its sidecar last wrote them
+	// Unsettled is, for a dead sidecar's outbox, the answered exchanges
+	// its ledger still owes: lost, and counted (losses "crash") when the
+	// outbox is drained.
+	Unsettled int64 `json:"unsettled,omitempty"`
 }
 
 // Stats is what a sidecar reports of its outbox, in the stats file inside
@@ -109,6 +113,9 @@ func List(home hindsight.Home) []Info {
 		info := Info{Name: e.Name(), Bytes: diskspace.DirSize(p), Live: locked(filepath.Join(p, lockName)), Stats: readStats(p)}
 		if fi, err := e.Info(); err == nil {
 			info.ModifiedAt = fi.ModTime()
+		}
+		if !info.Live {
+			info.Unsettled, _ = LedgerUnsettled(p)
 		}
 		out = append(out, info)
 	}

@@ -86,12 +86,13 @@ type agent struct {
 	cmd *exec.Cmd
 }
 
-func wrapFake(t *testing.T, home hindsight.Home) *agent {
+func wrapFake(t *testing.T, home hindsight.Home, env ...string) *agent {
 	t.Helper()
 	cmd := exec.Command(testbin.Hindsight(t), append([]string{"wrap", "--name", "fake", "--grace", "2s", "--", os.Args[0]},
 		fakeserver.Args("TestFaultsFakeServer")...)...)
 	cmd.Env = append(os.Environ(), "HINDSIGHT_HOME="+string(home))
 	cmd.Env = append(cmd.Env, fakeserver.Vars(fakeserver.ModeMCP, "", "")...)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	return &agent{LineClient: testkit.StartLineClient(t, cmd, "hindsight wrap"), t: t, cmd: cmd}
 }
