@@ -18,8 +18,11 @@ import (
 )
 
 // Base is when the first of a test's steps starts; step i starts i
-// seconds later. CheckInOrder expects that.
-var Base = time.Date(2026, 11, 30, 9, 0, 0, 123456789, time.UTC)
+// seconds later. CheckInOrder expects that. It is an hour before the test
+// binary started (with a nanosecond part, to catch rounding), never a fixed
+// date: an outbox removes steps older than its retention period, so steps
+// of a fixed date would expire in the tests once that date is a week old.
+var Base = time.Now().UTC().Truncate(time.Second).Add(-time.Hour + 123456789)
 
 // Collector is a Deliverer standing in for the daemon client: it keeps
 // the steps it is given, and can be set down or told to refuse steps.
