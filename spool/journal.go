@@ -40,7 +40,8 @@ import (
 // truncated when every step of it has left memory, so there a delivered
 // step's encoding stays in the journal within journalLinger of its
 // delivery while the daemon keeps up, JournalPersistAfter at most while it
-// does not. An emptied mapped segment is zeroed whole.
+// does not. An emptied mapped segment is zeroed whole (by the preparer,
+// moments later, when there is one: see drop).
 //
 // With a journal, the outbox need not hear from the daemon within 50 ms
 // of an exchange, so it delivers in batches a quarter of a second apart
@@ -236,18 +237,23 @@ func (j *journal) retire() {
 	j.old = append(j.old, s)
 }
 
-// drop removes segment s, or keeps it as a spare (zeroed where it held
-// records) when it is mapped and spares are few.
+// drop removes segment s, or keeps it for reuse when it is mapped and
+// spares are few: zeroed where it held records, by the preparer when
+// there is one (its records' bytes stay on disk until it has), else here
+// as a spare.
 func (j *journal) drop(s jsegment) {
-	if s.mem != nil && len(j.spare) < mapSpares {
+	if s.mem != nil && len(j.spare)+j.ahead.held() < mapSpares {
+		if j.ahead.recycle(s) {
+			return
+		}
 		clear(s.mem[:s.size])
 		s.size, s.last, s.cleared = 0, 0, 0
 		j.spare = append(j.spare, s)
 		return
 	}
 	if s.mem != nil {
-		unmapSegment(s.mem)
-		s.f.Close()
+		removeSegment(s)
+		return
 	}
 	_ = os.Remove(s.path)
 }

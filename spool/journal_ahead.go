@@ -7,25 +7,29 @@ import (
 	"sync/atomic"
 )
 
-// A preparer creates mapped segments ahead of need, in a goroutine of its
-// own: a new segment costs its zeros written and its mapping made (tens of
-// µs, the copies of a hundred steps), which the relay would otherwise pay
-// when a segment fills while the spares are used up (steps in flight
-// faster than segments empty: the daemon behind, a burst). It is started
-// the first time a segment fills while no spare is left, keeps
-// segmentsAhead segments ready from then on (beside the spares), and is
-// stopped by close, which removes what it left.
+// A preparer readies mapped segments in a goroutine of its own, off the
+// writer's lock: a new segment costs its zeros written, its mapping made
+// and a fault on each page's first write (hundreds of µs on a loaded
+// machine, the copies of a thousand steps), and an emptied one its
+// zeroing (as many faults once the kernel wrote its pages back), which
+// the relay would otherwise pay or wait for when segments are in flight
+// faster than they empty (the daemon behind, a burst). It is started the
+// first time a segment fills while no spare is left; from then on it
+// keeps segmentsAhead segments ready and zeroes the emptied segments kept
+// for reuse (instead of drop), and close stops it and removes what it
+// holds.
 type preparer struct {
-	dir   string
-	want  chan struct{} // begin used the last spare
-	ready chan jsegment // mapped, zeroed segments of mapSegmentSize
-	quit  chan struct{}
-	done  chan struct{}
+	dir      string
+	want     chan struct{} // begin found no spare
+	recycled chan jsegment // emptied segments to zero, for reuse
+	ready    chan jsegment // mapped, zeroed segments of mapSegmentSize or more
+	quit     chan struct{}
+	done     chan struct{}
 }
 
-// segmentsAhead is how many segments a preparer keeps ready: two, so that
-// one is ready while the next is made. A variable so that benchmarks can
-// measure the journal without (0).
+// segmentsAhead is how many new segments a preparer keeps ready: two, so
+// that one is ready while the next is made. A variable so that benchmarks
+// can measure the journal without a preparer (0).
 var segmentsAhead = 2
 
 // aheadNames numbers the segments made ahead, so that no name is made
@@ -41,8 +45,10 @@ func (j *journal) prepareAhead() {
 		return
 	}
 	if j.ahead == nil {
-		j.ahead = &preparer{dir: j.dir, want: make(chan struct{}, 1), ready: make(chan jsegment, segmentsAhead),
-			quit: make(chan struct{}), done: make(chan struct{})}
+		// ready has room for every segment recycle lets in (fewer than
+		// mapSpares held, one more being zeroed) and those made ahead.
+		j.ahead = &preparer{dir: j.dir, want: make(chan struct{}, 1), recycled: make(chan jsegment, mapSpares),
+			ready: make(chan jsegment, mapSpares+1+segmentsAhead), quit: make(chan struct{}), done: make(chan struct{})}
 		go j.ahead.run()
 	}
 	select {
@@ -51,8 +57,29 @@ func (j *journal) prepareAhead() {
 	}
 }
 
-// take returns a segment made ahead with room for need bytes, if one is
-// ready.
+// held is how many segments the preparer holds for reuse, zeroed or not.
+func (p *preparer) held() int {
+	if p == nil {
+		return 0
+	}
+	return len(p.ready) + len(p.recycled)
+}
+
+// recycle hands an emptied segment to the preparer to zero and make
+// ready, and reports whether it took it.
+func (p *preparer) recycle(s jsegment) bool {
+	if p == nil {
+		return false
+	}
+	select {
+	case p.recycled <- s:
+		return true
+	default:
+		return false
+	}
+}
+
+// take returns a ready segment with room for need bytes, if one is.
 func (p *preparer) take(need int) (jsegment, bool) {
 	if p == nil || need > mapSegmentSize {
 		return jsegment{}, false
@@ -65,41 +92,62 @@ func (p *preparer) take(need int) (jsegment, bool) {
 	}
 }
 
-// run makes segments until segmentsAhead are ready each time it is asked.
-// A segment it cannot make is left to begin, which makes its own and
-// reports what fails.
+// run zeroes the segments recycled, and makes segments until
+// segmentsAhead are ready each time it is asked. A segment it cannot make
+// is left to begin, which makes its own and reports what fails.
 func (p *preparer) run() {
 	defer close(p.done)
 	for {
 		select {
 		case <-p.quit:
 			return
+		case s := <-p.recycled:
+			clear(s.mem[:s.size])
+			s.size, s.last, s.cleared = 0, 0, 0
+			p.put(s)
+			continue
 		case <-p.want:
 		}
-		for len(p.ready) < cap(p.ready) {
+		for len(p.ready) < segmentsAhead {
 			name := fmt.Sprintf("%sahead-%d%s", journalPrefix, aheadNames.Add(1), journalSuffix)
 			s, err := makeSegment(filepath.Join(p.dir, name))
 			if err != nil {
 				break
 			}
-			p.ready <- s // only run sends, and there is room
+			p.put(s)
 		}
 	}
 }
 
-// stop ends run and removes the segments it left ready.
+// put makes s ready, or removes it if there is no room (there is: see
+// prepareAhead).
+func (p *preparer) put(s jsegment) {
+	select {
+	case p.ready <- s:
+	default:
+		removeSegment(s)
+	}
+}
+
+// stop ends run and removes the segments it holds.
 func (p *preparer) stop() {
 	if p == nil {
 		return
 	}
 	close(p.quit)
 	<-p.done
-	for len(p.ready) > 0 {
-		s := <-p.ready
-		unmapSegment(s.mem)
-		s.f.Close()
-		_ = os.Remove(s.path)
+	for _, c := range []chan jsegment{p.recycled, p.ready} {
+		for len(c) > 0 {
+			removeSegment(<-c)
+		}
 	}
+}
+
+// removeSegment unmaps, closes and removes a mapped segment.
+func removeSegment(s jsegment) {
+	unmapSegment(s.mem)
+	s.f.Close()
+	_ = os.Remove(s.path)
 }
 
 // makeSegment creates a mapped segment of mapSegmentSize at path, and

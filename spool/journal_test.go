@@ -243,6 +243,8 @@ func TestMappedJournal(t *testing.T) {
 	if !canMap {
 		t.Skip("no mapped journal on this platform")
 	}
+	defer func(was int) { segmentsAhead = was }(segmentsAhead)
+	segmentsAhead = 0 // the spares without a preparer (see TestJournalPreparesAhead)
 	dir := t.TempDir()
 	j := &journal{dir: dir}
 	defer j.close(true)
@@ -258,8 +260,6 @@ func TestMappedJournal(t *testing.T) {
 		}
 	}
 	files := func() []string {
-		j.ahead.stop() // the segments it made ahead are not counted
-		j.ahead = nil
 		m, _ := filepath.Glob(filepath.Join(dir, journalPrefix+"*"))
 		return m
 	}
@@ -403,6 +403,8 @@ func TestMappedJournalClears(t *testing.T) {
 	if !canMap {
 		t.Skip("no mapped journal on this platform")
 	}
+	defer func(was int) { segmentsAhead = was }(segmentsAhead)
+	segmentsAhead = 0 // a dropped segment zeroed here, not by a preparer (see TestJournalPreparesAhead)
 	dir := t.TempDir()
 	j := &journal{dir: dir}
 	defer j.close(true)
@@ -459,14 +461,17 @@ func TestMappedJournalClears(t *testing.T) {
 
 // TestJournalPreparesAhead: once the spares run out, new segments come
 // from the preparer (made beforehand, off the writer's path) rather than
-// from a synchronous create; close removes those it left ready.
+// from a synchronous create; the segments released are handed to it,
+// zeroed (no byte of their records left in any file) and reused; close
+// removes what it holds and keeps the segments with steps.
 func TestJournalPreparesAhead(t *testing.T) {
 	if !canMap {
 		t.Skip("no mapped journal on this platform")
 	}
 	dir := t.TempDir()
 	j := &journal{dir: dir}
-	raw := bytes.Repeat([]byte("y"), 4000)
+	secret := []byte("released-4c1e")
+	raw := append(bytes.Repeat([]byte("y"), 4000), secret...)
 	perSegment := mapSegmentSize / (journalHeader + len(raw))
 	seq := uint64(0)
 	fill := func(segments int) {
@@ -493,15 +498,42 @@ func TestJournalPreparesAhead(t *testing.T) {
 	if got, _ := readJournal(dir, slog.New(slog.DiscardHandler)); uint64(len(got)) != seq {
 		t.Fatalf("read back %d records, want %d", len(got), seq)
 	}
-	testkit.WaitFor(t, "segments ready again", 20*time.Second, func() bool { return len(j.ahead.ready) == segmentsAhead })
-	j.close(false) // steps only in memory: their segments are kept
-	for _, p := range glob(t, dir) {
-		if data, _ := os.ReadFile(p); len(data) > 0 {
-			if recs, _ := parseJournal(data); len(recs) == 0 {
-				t.Errorf("%s holds no record but was left after close", filepath.Base(p))
-			}
+	fill(1) // a fourth segment, the current one full
+	// Everything delivered: the three full segments go to the preparer,
+	// which zeroes them; the current one is zeroed in place.
+	j.release(seq + 1)
+	if len(j.spare) != 0 {
+		t.Errorf("%d spares zeroed on the writer's path", len(j.spare))
+	}
+	testkit.WaitFor(t, "the released segments zeroed", 20*time.Second, func() bool {
+		return len(j.ahead.recycled) == 0 && len(j.ahead.ready) >= 3
+	})
+	files := glob(t, dir)
+	for _, p := range files {
+		if data, _ := os.ReadFile(p); bytes.Contains(data, secret) {
+			t.Errorf("%s still holds a released record", filepath.Base(p))
 		}
 	}
+	fill(3) // from the current one and the ready ones: no new file
+	if n := len(glob(t, dir)); n != len(files) {
+		t.Errorf("%d segment files after reuse, want the %d there were", n, len(files))
+	}
+	if got, _ := readJournal(dir, slog.New(slog.DiscardHandler)); len(got) != 3*perSegment {
+		t.Fatalf("read back %d records, want %d", len(got), 3*perSegment)
+	}
+	j.close(false) // steps only in memory: their segments are kept
+	for _, p := range glob(t, dir) {
+		if recs, _ := parseJournal(must(os.ReadFile(p))); len(recs) == 0 {
+			t.Errorf("%s holds no record but was left after close", filepath.Base(p))
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 func glob(t *testing.T, dir string) []string {
