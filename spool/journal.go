@@ -238,14 +238,14 @@ func (j *journal) retire() {
 }
 
 // drop removes segment s, or keeps it for reuse when it is mapped and
-// spares are few: zeroed where it held records, by the preparer when
-// there is one (its records' bytes stay on disk until it has), else here
-// as a spare.
+// spares are few, zeroed where it held records. A mapped one goes to the
+// preparer when there is one, which does either (its records' bytes stay
+// on disk until it has); else it is done here.
 func (j *journal) drop(s jsegment) {
-	if s.mem != nil && len(j.spare)+j.ahead.held() < mapSpares {
-		if j.ahead.recycle(s) {
-			return
-		}
+	if s.mem != nil && j.ahead.recycle(s) {
+		return
+	}
+	if s.mem != nil && len(j.spare) < mapSpares {
 		clear(s.mem[:s.size])
 		s.size, s.last, s.cleared = 0, 0, 0
 		j.spare = append(j.spare, s)

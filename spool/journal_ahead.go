@@ -15,13 +15,13 @@ import (
 // the relay would otherwise pay or wait for when segments are in flight
 // faster than they empty (the daemon behind, a burst). It is started the
 // first time a segment fills while no spare is left; from then on it
-// keeps segmentsAhead segments ready and zeroes the emptied segments kept
-// for reuse (instead of drop), and close stops it and removes what it
-// holds.
+// keeps segmentsAhead segments ready and takes the emptied segments from
+// drop (zeroed and kept for reuse up to mapSpares ready, else removed),
+// and close stops it and removes what it holds.
 type preparer struct {
 	dir      string
 	want     chan struct{} // begin found no spare
-	recycled chan jsegment // emptied segments to zero, for reuse
+	recycled chan jsegment // emptied segments, to zero or remove
 	ready    chan jsegment // mapped, zeroed segments of mapSegmentSize or more
 	quit     chan struct{}
 	done     chan struct{}
@@ -45,10 +45,11 @@ func (j *journal) prepareAhead() {
 		return
 	}
 	if j.ahead == nil {
-		// ready has room for every segment recycle lets in (fewer than
-		// mapSpares held, one more being zeroed) and those made ahead.
-		j.ahead = &preparer{dir: j.dir, want: make(chan struct{}, 1), recycled: make(chan jsegment, mapSpares),
-			ready: make(chan jsegment, mapSpares+1+segmentsAhead), quit: make(chan struct{}), done: make(chan struct{})}
+		// recycled has room for the segments in flight (MaxMemBytes
+		// bounds them: 11 of 256 KiB by default) several times over;
+		// drop does the work itself beyond it.
+		j.ahead = &preparer{dir: j.dir, want: make(chan struct{}, 1), recycled: make(chan jsegment, 4*mapSpares),
+			ready: make(chan jsegment, mapSpares), quit: make(chan struct{}), done: make(chan struct{})}
 		go j.ahead.run()
 	}
 	select {
@@ -57,16 +58,8 @@ func (j *journal) prepareAhead() {
 	}
 }
 
-// held is how many segments the preparer holds for reuse, zeroed or not.
-func (p *preparer) held() int {
-	if p == nil {
-		return 0
-	}
-	return len(p.ready) + len(p.recycled)
-}
-
-// recycle hands an emptied segment to the preparer to zero and make
-// ready, and reports whether it took it.
+// recycle hands an emptied mapped segment to the preparer, to zero and
+// make ready or to remove, and reports whether it took it.
 func (p *preparer) recycle(s jsegment) bool {
 	if p == nil {
 		return false
@@ -102,6 +95,10 @@ func (p *preparer) run() {
 		case <-p.quit:
 			return
 		case s := <-p.recycled:
+			if len(p.ready) >= mapSpares {
+				removeSegment(s)
+				continue
+			}
 			clear(s.mem[:s.size])
 			s.size, s.last, s.cleared = 0, 0, 0
 			p.put(s)
@@ -119,8 +116,7 @@ func (p *preparer) run() {
 	}
 }
 
-// put makes s ready, or removes it if there is no room (there is: see
-// prepareAhead).
+// put makes s ready, or removes it if there is no room.
 func (p *preparer) put(s jsegment) {
 	select {
 	case p.ready <- s:
