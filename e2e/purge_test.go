@@ -6,13 +6,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
+	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/lab/testkit"
 	"github.com/hindsight-proxy/hindsight/lab/testkit/tasktest"
 	"github.com/hindsight-proxy/hindsight/lab/testkit/testbin"
@@ -127,4 +131,97 @@ func TestPurgeErasesFromDisk(t *testing.T) {
 	if _, err := c.Task(ctx, "after-purge"); err != nil {
 		t.Errorf("a task after the purge: %v", err)
 	}
+}
+
+// TestPurgeReachesRunningSidecar: calls recorded by a running `wrap`
+// sidecar and delivered to its daemon are erased by a purge from every
+// file under the home, the sidecar's outbox journal segments included,
+// without a restart and while the agent keeps calling; the sidecar relays
+// and records on. (That a delivered step leaves the journal at once, not
+// when its segment empties, is shown deterministically by
+// spool.TestMappedJournalClears: here the segment often empties first.)
+func TestPurgeReachesRunningSidecar(t *testing.T) {
+	ctx := context.Background()
+	home := sidecarHome(t)
+	c := startDaemonDetached(t, home)
+	cs, cmd := wrapEverything(t, home)
+	const planted = 5
+	for i := range planted {
+		if _, err := echo(ctx, cs, fmt.Sprintf("%s-%d", leaked, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Calls keep coming, from four callers each pausing 5 ms between
+	// calls, from before the planted steps are delivered to the end of the
+	// test.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var clean atomic.Int64
+	var callErr atomic.Value
+	for g := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+				if _, err := echo(ctx, cs, fmt.Sprintf("clean-%d-%d", g, i)); err != nil {
+					callErr.Store(err)
+					return
+				}
+				clean.Add(1)
+			}
+		})
+	}
+	stopCalls := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopCalls()
+
+	// The task holding the planted steps, once the daemon has them all.
+	var task string
+	testkit.WaitFor(t, "the planted steps in the daemon", 10*time.Second, func() bool {
+		tasks, err := c.Tasks(ctx, daemon.TaskFilter{})
+		if err != nil {
+			return false
+		}
+		for _, tk := range tasks {
+			full, err := c.Task(ctx, tk.ID)
+			if err != nil {
+				continue
+			}
+			n := 0
+			for _, s := range full.Steps {
+				if bytes.Contains(s.Arguments, []byte(leaked)) {
+					n++
+				}
+			}
+			if n == planted {
+				task = tk.ID
+				return true
+			}
+		}
+		return false
+	})
+	segments, _ := filepath.Glob(filepath.Join(home.Outboxes(), "*", "journal-*.bin"))
+	if len(segments) == 0 {
+		t.Fatal("the sidecar has no journal segment: the search below would not cover one")
+	}
+	out := testbin.Run(t, string(home), false, "traces", "purge", task)
+	if !strings.Contains(out, "purged 1 task(s)") {
+		t.Errorf("traces purge said %q", out)
+	}
+	if hits := filesHolding(t, string(home), leaked); len(hits) > 0 {
+		t.Errorf("the purged value is still on disk, in %v", hits)
+	}
+	stopCalls()
+	if err, _ := callErr.Load().(error); err != nil {
+		t.Fatalf("a call failed: %v", err)
+	}
+	if cmd.ProcessState != nil {
+		t.Fatalf("the sidecar exited: %v", cmd.ProcessState)
+	}
+	if _, err := echo(ctx, cs, "after-purge"); err != nil {
+		t.Fatalf("a call after the purge: %v", err)
+	}
+	t.Logf("%d clean calls", clean.Load())
 }

@@ -14,7 +14,8 @@
 // not acknowledged 5 s after it was journaled (any step while the daemon
 // is unreachable, or with no daemon, or past MaxMemBytes) is written to
 // the outbox's Badger, and the journal segments whose steps all left
-// memory are removed. A
+// memory are removed; in a mapped segment a step's record is cleared as
+// soon as the step leaves memory (see journal). A
 // drainer of a dead sidecar's outbox hands its journal to the database and
 // delivers it again; the daemon drops the steps it has.
 //

@@ -32,10 +32,16 @@ import (
 // segment is appended to with one write per call (one per MiB of a large
 // batch) and begins anew at journalSegment bytes.
 //
-// An emptied segment is zeroed (mapped) or truncated (written), so a
-// delivered step's encoding stays in the journal only until every step of
-// its segment has left memory: within journalLinger of its delivery while
-// the daemon keeps up, JournalPersistAfter at most while it does not.
+// A mapped record is cleared as soon as its step has left memory
+// (delivered, or written to the database): release marks it delivered and
+// zeroes the rest of it, so that a purge of the daemon's store leaves no
+// copy of a delivered step in a running sidecar's journal. A written
+// segment cannot be cleared record by record (it is appended to): it is
+// truncated when every step of it has left memory, so there a delivered
+// step's encoding stays in the journal within journalLinger of its
+// delivery while the daemon keeps up, JournalPersistAfter at most while it
+// does not. An emptied mapped segment is zeroed whole (by the preparer,
+// moments later, when there is one: see drop).
 //
 // With a journal, the outbox need not hear from the daemon within 50 ms
 // of an exchange, so it delivers in batches a quarter of a second apart
@@ -48,7 +54,12 @@ import (
 // endian), the CRC-32 (IEEE) of seq and payload, the step's seq (uint64),
 // then the payload, the step's encoding. A torn last record (the process
 // died mid-copy) fails its length or checksum and ends the segment, as
-// does the zeroed rest of a mapped one.
+// does the zeroed rest of a mapped one. A cleared record has the top bit
+// of its length word set (recordCleared) and is skipped whatever its other
+// bytes hold: the bit is set first, by a one-byte store, and the rest
+// zeroed after, so a process killed while it clears a record leaves a
+// segment that reads as if the clearing had finished. Segments written
+// before records were cleared read the same (no length has that bit).
 //
 // The journal's fields are guarded by the writer's wmu (see Spool).
 type journal struct {
@@ -58,11 +69,13 @@ type journal struct {
 	path    string
 	last    uint64     // the last seq written to the current segment
 	size    int64      // the bytes of records in the current segment
+	cleared int64      // the current segment's records before this offset are cleared
 	old     []jsegment // full segments, oldest first
 	spare   []jsegment // emptied mapped segments, zeroed, for reuse
 	buf     []byte
 	failing bool
-	plain   bool // segments are written, not mapped (see mapJournal)
+	plain   bool      // segments are written, not mapped (see mapJournal)
+	ahead   *preparer // maps segments ahead of need (see preparer); nil until needed
 
 	// The last space check that passed, and the bytes written since: see
 	// Spool.journalSpace.
@@ -72,11 +85,12 @@ type journal struct {
 
 // A jsegment is a segment that is not the current one: full, or spare.
 type jsegment struct {
-	path string
-	last uint64
-	f    *os.File // a mapped segment's, kept open and mapped for reuse
-	mem  []byte
-	size int64
+	path    string
+	last    uint64
+	f       *os.File // a mapped segment's, kept open and mapped for reuse
+	mem     []byte
+	size    int64
+	cleared int64 // records before this offset are cleared
 }
 
 const (
@@ -93,6 +107,9 @@ const (
 	// first time it is written.
 	mapSpares     = 8
 	journalHeader = 16
+	// recordCleared marks a record whose step left memory: set in its
+	// length word, which is below it for every record.
+	recordCleared = 1 << 31
 )
 
 var errJournalOff = errors.New("journal given up")
@@ -123,6 +140,9 @@ func (j *journal) write(entries []entry) error {
 	}
 	need := 0
 	for _, e := range entries {
+		if len(e.raw) >= recordCleared-journalHeader {
+			return fmt.Errorf("write journal: a step of %d bytes", len(e.raw))
+		}
 		need += journalHeader + len(e.raw)
 	}
 	if j.f != nil && j.mem != nil && int(j.size)+need > len(j.mem) {
@@ -161,10 +181,17 @@ func (j *journal) write(entries []entry) error {
 // is plain. A segment that cannot be mapped for a reason other than a
 // lack of space makes the journal plain.
 func (j *journal) begin(first uint64, need int) error {
+	j.cleared = 0
 	if n := len(j.spare); n > 0 && len(j.spare[n-1].mem) >= need {
 		s := j.spare[n-1]
 		j.spare = j.spare[:n-1]
 		j.f, j.path, j.size, j.mem = s.f, s.path, 0, s.mem
+		j.prepareAhead()
+		return nil
+	}
+	if s, ok := j.ahead.take(need); ok {
+		j.f, j.path, j.size, j.mem = s.f, s.path, 0, s.mem
+		j.prepareAhead()
 		return nil
 	}
 	path := filepath.Join(j.dir, fmt.Sprintf("%s%016x%s", journalPrefix, first, journalSuffix))
@@ -180,6 +207,7 @@ func (j *journal) begin(first uint64, need int) error {
 	mem, err := mapFile(f, max(mapSegmentSize, (need+page-1)/page*page))
 	if err == nil {
 		j.mem = mem
+		j.prepareAhead()
 		return nil
 	}
 	if !diskspace.IsNoSpace(err) {
@@ -199,7 +227,7 @@ func (j *journal) begin(first uint64, need int) error {
 
 // retire makes the current segment a full one; a written one is closed.
 func (j *journal) retire() {
-	s := jsegment{path: j.path, last: j.last, mem: j.mem, size: j.size}
+	s := jsegment{path: j.path, last: j.last, mem: j.mem, size: j.size, cleared: j.cleared}
 	if j.mem != nil {
 		s.f = j.f
 	} else {
@@ -209,18 +237,23 @@ func (j *journal) retire() {
 	j.old = append(j.old, s)
 }
 
-// drop removes segment s, or keeps it as a spare (zeroed where it held
-// records) when it is mapped and spares are few.
+// drop removes segment s, or keeps it for reuse when it is mapped and
+// spares are few, zeroed where it held records. A mapped one goes to the
+// preparer when there is one, which does either (its records' bytes stay
+// on disk until it has); else it is done here.
 func (j *journal) drop(s jsegment) {
+	if s.mem != nil && j.ahead.recycle(s) {
+		return
+	}
 	if s.mem != nil && len(j.spare) < mapSpares {
 		clear(s.mem[:s.size])
-		s.size, s.last = 0, 0
+		s.size, s.last, s.cleared = 0, 0, 0
 		j.spare = append(j.spare, s)
 		return
 	}
 	if s.mem != nil {
-		unmapSegment(s.mem)
-		s.f.Close()
+		removeSegment(s)
+		return
 	}
 	_ = os.Remove(s.path)
 }
@@ -255,26 +288,57 @@ func (j *journal) writeRecords(entries []entry) error {
 // release removes the segments that hold only seqs below firstLive (the
 // first step still only in memory), and empties the current one when it
 // does: a mapped one is zeroed where it held records, a written one
-// truncated.
+// truncated. In the first mapped segment left, the records below
+// firstLive are cleared (see clearRecords).
 func (j *journal) release(firstLive uint64) {
 	for len(j.old) > 0 && j.old[0].last < firstLive {
 		j.drop(j.old[0])
 		j.old = j.old[1:]
 	}
-	if j.f == nil || j.size == 0 || j.last >= firstLive {
+	if len(j.old) > 0 {
+		s := &j.old[0]
+		if s.mem != nil {
+			s.cleared = clearRecords(s.mem, s.cleared, s.size, firstLive)
+		}
+		return
+	}
+	if j.f == nil || j.size == 0 {
+		return
+	}
+	if j.last >= firstLive {
+		if j.mem != nil {
+			j.cleared = clearRecords(j.mem, j.cleared, j.size, firstLive)
+		}
 		return
 	}
 	if j.mem != nil {
 		clear(j.mem[:j.size])
-		j.size = 0
+		j.size, j.cleared = 0, 0
 	} else if err := j.f.Truncate(0); err == nil {
 		j.size = 0
 	}
 }
 
+// clearRecords clears the records of mem[from:size] (from is a record's
+// start) whose seqs are below firstLive, from the first on, and returns
+// the offset of the first one it left. A record is cleared by setting
+// recordCleared in its length word (one byte, so a kill leaves it set or
+// not), then zeroing the rest of it: the reader skips it either way.
+func clearRecords(mem []byte, from, size int64, firstLive uint64) int64 {
+	for from+journalHeader <= size && binary.LittleEndian.Uint64(mem[from+8:]) < firstLive {
+		end := from + journalHeader + int64(binary.LittleEndian.Uint32(mem[from:]))
+		mem[from+3] |= recordCleared >> 24
+		clear(mem[from+4 : end])
+		from = end
+	}
+	return from
+}
+
 // close closes every segment and deletes the spares and, with remove,
 // the rest.
 func (j *journal) close(remove bool) {
+	j.ahead.stop()
+	j.ahead = nil
 	if j.f != nil {
 		j.retire()
 	}
@@ -310,23 +374,28 @@ func appendRecord(b []byte, seq uint64, raw []byte) []byte {
 }
 
 // parseJournal returns the records of a segment, up to the first torn or
-// corrupt one.
-func parseJournal(data []byte) []entry {
-	var out []entry
-	for len(data) >= journalHeader {
-		n := int(binary.LittleEndian.Uint32(data[0:]))
-		if n > len(data)-journalHeader {
+// corrupt one, skipping the cleared ones, and the offset where it stopped.
+func parseJournal(data []byte) (out []entry, end int) {
+	for len(data)-end >= journalHeader {
+		rec := data[end:]
+		word := binary.LittleEndian.Uint32(rec)
+		n := int(word &^ recordCleared)
+		if n > len(rec)-journalHeader {
 			break
 		}
-		seq := binary.LittleEndian.Uint64(data[8:])
-		raw := data[journalHeader : journalHeader+n]
-		if crc32.Update(crc32.ChecksumIEEE(data[8:16]), crc32.IEEETable, raw) != binary.LittleEndian.Uint32(data[4:]) {
+		if word&recordCleared != 0 {
+			end += journalHeader + n
+			continue
+		}
+		seq := binary.LittleEndian.Uint64(rec[8:])
+		raw := rec[journalHeader : journalHeader+n]
+		if crc32.Update(crc32.ChecksumIEEE(rec[8:16]), crc32.IEEETable, raw) != binary.LittleEndian.Uint32(rec[4:]) {
 			break
 		}
 		out = append(out, entry{seq: seq, raw: raw})
-		data = data[journalHeader+n:]
+		end += journalHeader + n
 	}
-	return out
+	return out, end
 }
 
 // readJournal returns the steps the journal segments in dir hold, in seq
@@ -356,11 +425,7 @@ func scanJournal(dir string, log *slog.Logger) (out []entry, paths []string, tor
 			log.Error("cannot read outbox journal; its steps are lost", "path", path, "err", err)
 			continue
 		}
-		recs := parseJournal(data)
-		used := 0
-		for _, r := range recs {
-			used += journalHeader + len(r.raw)
-		}
+		recs, used := parseJournal(data)
 		if rest := data[used:min(len(data), used+journalHeader)]; slices.ContainsFunc(rest, func(b byte) bool { return b != 0 }) {
 			torn++
 			log.Warn("outbox journal segment ends in a torn record; skipped", "path", path, "records", len(recs))

@@ -20,8 +20,10 @@ const canMap = true
 // converted page by page on the relay's path).
 func mapSegment(f *os.File, size int) ([]byte, error) {
 	fd := int(f.Fd())
-	if _, err := f.Write(make([]byte, size)); err != nil {
-		return nil, fmt.Errorf("allocate journal: %w", err)
+	for left := size; left > 0; left -= len(zeros) {
+		if _, err := f.Write(zeros[:min(left, len(zeros))]); err != nil {
+			return nil, fmt.Errorf("allocate journal: %w", err)
+		}
 	}
 	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
@@ -29,6 +31,10 @@ func mapSegment(f *os.File, size int) ([]byte, error) {
 	}
 	return mem, nil
 }
+
+// zeros is what mapSegment writes: never written to, its pages cost no
+// memory.
+var zeros [mapSegmentSize]byte
 
 // unmapSegment undoes mapSegment.
 func unmapSegment(mem []byte) { _ = unix.Munmap(mem) }

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,9 +30,12 @@ func TestParseJournal(t *testing.T) {
 	for i, raw := range []string{`{"a":1}`, ``, "{\"b\":\"x\ny\"}"} {
 		seg = appendRecord(seg, uint64(10+i), []byte(raw))
 	}
-	whole := parseJournal(seg)
+	whole, end := parseJournal(seg)
 	if len(whole) != 3 || whole[0].seq != 10 || string(whole[0].raw) != `{"a":1}` || whole[2].seq != 12 || string(whole[2].raw) != "{\"b\":\"x\ny\"}" {
 		t.Fatalf("whole segment: %+v", whole)
+	}
+	if end != len(seg) {
+		t.Fatalf("whole segment: parsed to %d of %d bytes", end, len(seg))
 	}
 	flip := bytes.Clone(seg)
 	flip[journalHeader+3] ^= 1 // the first payload
@@ -44,7 +49,7 @@ func TestParseJournal(t *testing.T) {
 		"empty":         {nil, 0},
 		"garbage":       {[]byte("not a journal at all, just text"), 0},
 	} {
-		if got := parseJournal(tc.data); len(got) != tc.want {
+		if got, _ := parseJournal(tc.data); len(got) != tc.want {
 			t.Errorf("%s: %d records, want %d", name, len(got), tc.want)
 		}
 	}
@@ -92,18 +97,28 @@ func TestJournalSegments(t *testing.T) {
 }
 
 // FuzzParseJournal: any bytes parse without panicking into records that
-// encode back to a prefix of them.
+// each encode back to the bytes at their place in the input, in order,
+// within the prefix parsed.
 func FuzzParseJournal(f *testing.F) {
-	f.Add(appendRecord(appendRecord(nil, 1, []byte(`{"a":1}`)), 2, []byte(`{}`)))
+	two := appendRecord(appendRecord(nil, 1, []byte(`{"a":1}`)), 2, []byte(`{}`))
+	f.Add(two)
 	f.Add([]byte{})
 	f.Add([]byte("garbage garbage garbage"))
+	cleared := bytes.Clone(two)
+	clearRecords(cleared, 0, int64(len(cleared)), 2)
+	f.Add(cleared)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var again []byte
-		for _, e := range parseJournal(data) {
-			again = appendRecord(again, e.seq, e.raw)
+		recs, end := parseJournal(data)
+		if end > len(data) {
+			t.Fatalf("parsed to %d of %d bytes", end, len(data))
 		}
-		if !bytes.HasPrefix(data, again) {
-			t.Fatalf("records do not encode back to a prefix of the input")
+		at := 0
+		for _, e := range recs {
+			i := bytes.Index(data[at:end], appendRecord(nil, e.seq, e.raw))
+			if i < 0 {
+				t.Fatalf("record %d does not encode back to the input after offset %d", e.seq, at)
+			}
+			at += i + journalHeader + len(e.raw)
 		}
 	})
 }
@@ -204,7 +219,7 @@ func TestJournalLargeBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := parseJournal(data)
+	got, _ := parseJournal(data)
 	if len(got) != len(batch) {
 		t.Fatalf("read back %d records, want %d", len(got), len(batch))
 	}
@@ -228,6 +243,8 @@ func TestMappedJournal(t *testing.T) {
 	if !canMap {
 		t.Skip("no mapped journal on this platform")
 	}
+	defer func(was int) { segmentsAhead = was }(segmentsAhead)
+	segmentsAhead = 0 // the spares without a preparer (see TestJournalPreparesAhead)
 	dir := t.TempDir()
 	j := &journal{dir: dir}
 	defer j.close(true)
@@ -334,7 +351,8 @@ func FuzzReadJournal(f *testing.F) {
 		}
 		got, _ := readJournal(dir, slog.New(slog.DiscardHandler))
 		seqs := map[uint64]bool{}
-		for _, e := range parseJournal(seg) {
+		recs, _ := parseJournal(seg)
+		for _, e := range recs {
 			seqs[e.seq] = true
 		}
 		if len(got) != len(seqs) {
@@ -374,4 +392,155 @@ func TestJournalMapFails(t *testing.T) {
 	if got, _ := readJournal(dir, slog.New(slog.DiscardHandler)); len(got) != 3 {
 		t.Fatalf("read back %d records, want 3", len(got))
 	}
+}
+
+// TestMappedJournalClears: a step that left memory (delivered, or written
+// to the database) while others of its segment are still only in memory
+// is cleared from the segment at once, in a full segment and in the
+// current one: its bytes are in no file, and recovery still reads every
+// step left, as if the cleared ones were not there (not as a torn record).
+func TestMappedJournalClears(t *testing.T) {
+	if !canMap {
+		t.Skip("no mapped journal on this platform")
+	}
+	defer func(was int) { segmentsAhead = was }(segmentsAhead)
+	segmentsAhead = 0 // a dropped segment zeroed here, not by a preparer (see TestJournalPreparesAhead)
+	dir := t.TempDir()
+	j := &journal{dir: dir}
+	defer j.close(true)
+	raw := func(seq uint64) []byte {
+		return fmt.Appendf(bytes.Repeat([]byte("x"), 1000), "secret-%05d", seq)
+	}
+	perSegment := uint64(mapSegmentSize / (journalHeader + len(raw(1))))
+	last := perSegment + perSegment/2 // one full segment, the current one half full
+	for seq := uint64(1); seq <= last; seq++ {
+		if err := j.write([]entry{{seq: seq, raw: raw(seq)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(firstLive uint64) {
+		t.Helper()
+		var all []byte
+		for _, p := range glob(t, dir) {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, data...)
+		}
+		for _, seq := range []uint64{1, firstLive/2 + 1, firstLive - 1, firstLive, last} {
+			if held := bytes.Contains(all, raw(seq)); held != (seq >= firstLive) {
+				t.Errorf("release(%d): step %d on disk %v", firstLive, seq, held)
+			}
+		}
+		got, _, torn := scanJournal(dir, slog.New(slog.DiscardHandler))
+		if torn != 0 || uint64(len(got)) != last-firstLive+1 || got[0].seq != firstLive || !bytes.Equal(got[0].raw, raw(firstLive)) {
+			t.Fatalf("release(%d): read back %d steps (torn %d), want %d from %d", firstLive, len(got), torn, last-firstLive+1, firstLive)
+		}
+	}
+	j.release(perSegment / 2) // in the full segment
+	check(perSegment / 2)
+	j.release(perSegment + 3) // the full one dropped, in the current one
+	check(perSegment + 3)
+	j.release(perSegment + 3) // again: nothing more
+	check(perSegment + 3)
+	// A record killed while being cleared (its mark set, the rest not
+	// zeroed yet, or part of it) is skipped all the same.
+	seq := perSegment + 3
+	for _, zeroed := range []int{4, 9, journalHeader + 10} {
+		rec := appendRecord(nil, seq, raw(seq))
+		rec[3] |= recordCleared >> 24
+		clear(rec[4:zeroed])
+		both := append(rec, appendRecord(nil, seq+1, raw(seq+1))...)
+		got, end := parseJournal(both)
+		if len(got) != 1 || got[0].seq != seq+1 || end != len(both) {
+			t.Errorf("record killed while cleared (%d bytes zeroed): read %d records to %d", zeroed, len(got), end)
+		}
+	}
+}
+
+// TestJournalPreparesAhead: once the spares run out, new segments come
+// from the preparer (made beforehand, off the writer's path) rather than
+// from a synchronous create; the segments released are handed to it,
+// zeroed (no byte of their records left in any file) and reused; close
+// removes what it holds and keeps the segments with steps.
+func TestJournalPreparesAhead(t *testing.T) {
+	if !canMap {
+		t.Skip("no mapped journal on this platform")
+	}
+	dir := t.TempDir()
+	j := &journal{dir: dir}
+	secret := []byte("released-4c1e")
+	raw := append(bytes.Repeat([]byte("y"), 4000), secret...)
+	perSegment := mapSegmentSize / (journalHeader + len(raw))
+	seq := uint64(0)
+	fill := func(segments int) {
+		for range segments * perSegment {
+			seq++
+			if err := j.write([]entry{{seq: seq, raw: raw}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fill(1) // the first segment: the preparer does not start for one
+	if j.ahead != nil {
+		t.Fatal("a preparer for a journal of one segment")
+	}
+	fill(1) // the second: no spare, so the preparer starts
+	if j.ahead == nil {
+		t.Fatal("no preparer after the spares ran out")
+	}
+	testkit.WaitFor(t, "segments ready", 20*time.Second, func() bool { return len(j.ahead.ready) == segmentsAhead })
+	fill(1)
+	if !strings.Contains(filepath.Base(j.path), "ahead-") {
+		t.Errorf("the next segment %s was created on the writer's path, not prepared", filepath.Base(j.path))
+	}
+	if got, _ := readJournal(dir, slog.New(slog.DiscardHandler)); uint64(len(got)) != seq {
+		t.Fatalf("read back %d records, want %d", len(got), seq)
+	}
+	fill(1) // a fourth segment, the current one full
+	// Everything delivered: the three full segments go to the preparer,
+	// which zeroes them; the current one is zeroed in place.
+	j.release(seq + 1)
+	if len(j.spare) != 0 {
+		t.Errorf("%d spares zeroed on the writer's path", len(j.spare))
+	}
+	testkit.WaitFor(t, "the released segments zeroed", 20*time.Second, func() bool {
+		return len(j.ahead.recycled) == 0 && len(j.ahead.ready) >= 3
+	})
+	files := glob(t, dir)
+	for _, p := range files {
+		if data, _ := os.ReadFile(p); bytes.Contains(data, secret) {
+			t.Errorf("%s still holds a released record", filepath.Base(p))
+		}
+	}
+	fill(3) // from the current one and the ready ones: no new file
+	if n := len(glob(t, dir)); n != len(files) {
+		t.Errorf("%d segment files after reuse, want the %d there were", n, len(files))
+	}
+	if got, _ := readJournal(dir, slog.New(slog.DiscardHandler)); len(got) != 3*perSegment {
+		t.Fatalf("read back %d records, want %d", len(got), 3*perSegment)
+	}
+	j.close(false) // steps only in memory: their segments are kept
+	for _, p := range glob(t, dir) {
+		if recs, _ := parseJournal(must(os.ReadFile(p))); len(recs) == 0 {
+			t.Errorf("%s holds no record but was left after close", filepath.Base(p))
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func glob(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, journalPrefix+"*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -18,7 +18,9 @@ import (
 // spool, named by its id, holding
 //
 //	sidecar.lock          locked by the live sidecar (see lockFile)
-//	journal-<seq>.bin     the journal's segments (see journal)
+//	journal-<seq>.bin     the journal's segments (see journal), named after
+//	                      their first step, or journal-ahead-<n>.bin when
+//	                      made ahead (see preparer)
 //	ledger.bin            answered exchanges owed and settled (see ledger)
 //	db/                   the Badger database, when one was opened
 //	db.corrupt-<time>     a database that did not open, moved aside
