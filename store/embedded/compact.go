@@ -60,18 +60,17 @@ func (x *index) compact(byKey bool) *index {
 		nx.live++
 		nx.totalLen += int64(d.length)
 	}
+	var kept []posting
+	var pk packer
 	for t, ps := range x.postings {
-		var kept []posting
-		for _, p := range ps {
-			if s := remap[p.slot]; s >= 0 {
-				kept = append(kept, posting{slot: s, tf: p.tf})
+		kept = kept[:0]
+		for slot, tf := range ps.all() {
+			if s := remap[slot]; s >= 0 {
+				kept = append(kept, posting{slot: s, tf: tf})
 			}
 		}
 		if len(kept) > 0 {
-			if byKey {
-				slices.SortFunc(kept, func(a, b posting) int { return int(a.slot - b.slot) })
-			}
-			nx.postings[t] = kept
+			nx.postings[t] = pk.pack(kept) // sorts when byKey reordered the slots
 		}
 	}
 	return nx

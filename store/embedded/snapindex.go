@@ -49,7 +49,7 @@ func encodeIndex(e *enc, x *index, gen []byte, covers uint64, embID string) {
 	total := 0
 	for t, ps := range x.postings {
 		terms = append(terms, t)
-		total += len(ps)
+		total += int(ps.n)
 	}
 	slices.Sort(terms) // deterministic output
 	e.u32(uint32(len(terms)))
@@ -57,10 +57,10 @@ func encodeIndex(e *enc, x *index, gen []byte, covers uint64, embID string) {
 	for _, t := range terms {
 		ps := x.postings[t]
 		e.str(t)
-		e.u32(uint32(len(ps)))
-		for _, p := range ps {
-			e.i32(p.slot)
-			e.u16(p.tf)
+		e.u32(uint32(ps.n))
+		for slot, tf := range ps.all() {
+			e.i32(slot)
+			e.u16(tf)
 		}
 	}
 }
@@ -180,30 +180,34 @@ func decodeVectors(d *dec, x *index) {
 	}
 }
 
-// decodePostings reads the postings into one backing array.
+// decodePostings reads the postings, packing each term's (see plist)
+// into one backing array.
 func decodePostings(d *dec, x *index) {
 	terms := d.count(8)
-	all := make([]posting, 0, d.count(6))
-	x.postings = make(map[string][]posting, terms)
+	total := d.count(6)
+	x.postings = make(map[string]plist, terms)
 	slots := int32(len(x.docs))
+	var pk packer
+	var ps []posting
 	for range terms {
 		t := d.str()
 		n := d.count(6)
-		if d.err != nil || n > cap(all)-len(all) {
+		if d.err != nil || n > total {
 			if d.err == nil {
 				d.err = fmt.Errorf("%w: postings overflow", errCorrupt)
 			}
 			return
 		}
-		start := len(all)
+		total -= n
+		ps = ps[:0]
 		for range n {
 			p := posting{slot: d.i32(), tf: d.u16()}
 			if p.slot < 0 || p.slot >= slots {
 				d.err = fmt.Errorf("%w: posting slot %d out of range", errCorrupt, p.slot)
 				return
 			}
-			all = append(all, p)
+			ps = append(ps, p)
 		}
-		x.postings[t] = all[start:len(all):len(all)]
+		x.postings[t] = pk.pack(ps)
 	}
 }
