@@ -69,6 +69,10 @@ type index struct {
 	intern   map[string]int32
 	names    []string // interned strings by id
 	vectors
+	// from and src, in a copy made for a snapshot (compactTo), are
+	// where its vectors are: slot i's is slot src[i] of from.
+	from     *vectors
+	src      []int32
 	live     int
 	dead     int
 	totalLen int64

@@ -37,6 +37,9 @@ func encodeIndex(e *enc, x *index, gen []byte, covers uint64, embID string) {
 		}
 	}
 	e.align(vectorAlign)
+	if x.from != nil {
+		encodeVectorsFrom(e, x)
+	}
 	for c := range x.q {
 		e.raw(int8Bytes(x.q[c]))
 		e.raw(wordBytes(x.pos[c]))
@@ -61,6 +64,38 @@ func encodeIndex(e *enc, x *index, gen []byte, covers uint64, embID string) {
 		for slot, tf := range ps.all() {
 			e.i32(slot)
 			e.u16(tf)
+		}
+	}
+}
+
+// encodeVectorsFrom writes the vector chunks of x, a copy made without
+// vectors (compactTo), from the slots they are copies of: the same bytes
+// as a copy with vectors would hold (zero for a slot without one and
+// past the last slot).
+func encodeVectorsFrom(e *enc, x *index) {
+	zq, zw := make([]int8, x.dim), make([]uint64, x.words)
+	n := len(x.docs)
+	for lo := 0; lo < n; lo += chunkSlots {
+		for part := range 3 {
+			for i := lo; i < lo+chunkSlots; i++ {
+				if i >= n || !x.docs[i].hasVec {
+					if part == 0 {
+						e.raw(int8Bytes(zq))
+					} else {
+						e.raw(wordBytes(zw))
+					}
+					continue
+				}
+				pos, neg := x.from.code(x.src[i])
+				switch part {
+				case 0:
+					e.raw(int8Bytes(x.from.quantised(x.src[i])))
+				case 1:
+					e.raw(wordBytes(pos))
+				default:
+					e.raw(wordBytes(neg))
+				}
+			}
 		}
 	}
 }
