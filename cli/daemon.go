@@ -74,7 +74,13 @@ func runDaemon(ctx context.Context, g *globals, fs *pflag.FlagSet, args []string
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
-	memLimit := daemon.SetMemoryLimit(os.Getenv("GOMEMLIMIT") != "") // GOMEMLIMIT, else daemon.MemoryBudget
+	memEnv := os.Getenv("GOMEMLIMIT") != ""
+	memLimit := daemon.SetMemoryLimit(memEnv) // GOMEMLIMIT, else daemon.MemoryBudget
+	if !memEnv {
+		follow, stopFollow := context.WithCancel(ctx)
+		defer stopFollow()
+		go daemon.FollowLiveHeap(follow, daemon.MemoryBudget)
+	}
 	logger, closer, err := openLog(g, "daemon")
 	if err != nil {
 		return err

@@ -416,7 +416,9 @@ func ping(ctx context.Context, c *Client) error {
 // a few MB) and the caches of the experience store; the rest of the
 // resident size is the program's text, stacks and the pages of Badger's
 // mapped files. Under the limit the runtime collects sooner and returns
-// freed memory to the system instead of letting the heap double.
+// freed memory to the system instead of letting the heap double. When
+// the live heap outgrows it (a large experience store, an import), the
+// limit follows it: see FollowLiveHeap.
 const MemoryBudget = 64 << 20
 
 // SetMemoryLimit gives the runtime the daemon's soft memory limit,

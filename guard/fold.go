@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/mtibben/confusables"
 	"golang.org/x/text/unicode/norm"
@@ -27,6 +28,46 @@ import (
 // ASCII letters are never mapped (TR39's skeleton would turn "m" into
 // "rn"), so rules are written in plain words and go through Fold too.
 func Fold(s string) string {
+	if f, ok := foldASCII(s); ok {
+		return f
+	}
+	return foldUnicode(s)
+}
+
+// foldASCII is Fold of an ASCII s (ok false otherwise), which needs no
+// table: controls and spaces collapse to one space, letters are
+// lower-cased, nothing else changes.
+func foldASCII(s string) (string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return "", false
+		}
+	}
+	b := make([]byte, 0, len(s))
+	space := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c <= ' ' || c == 0x7f:
+			if !space {
+				b = append(b, ' ')
+			}
+			space = true
+			continue
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+		space = false
+	}
+	if n := len(b); n > 0 && b[n-1] == ' ' {
+		b = b[:n-1]
+	}
+	return string(b), true
+}
+
+// foldUnicode is Fold of any s.
+func foldUnicode(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range s {

@@ -40,10 +40,15 @@ func Check(texts ...string) *Finding {
 			continue
 		}
 		f := Fold(t)
+		var sk sketch
+		sk.add(f)
 		for i := range rules {
-			if m := rules[i].match(f); m != "" {
+			if m := rules[i].match(f, &sk); m != "" {
 				return &Finding{Reason: rules[i].reason, Match: cut(m, 60)}
 			}
+		}
+		if !mayCommand(f) {
+			continue
 		}
 		if m := commandPattern.FindString(f); m != "" {
 			return &Finding{Reason: ReasonCommand, Match: cut(strings.TrimSpace(m), 60)}
@@ -133,6 +138,59 @@ var (
 // commandPattern matches shell commands and pipelines.
 var commandPattern = regexp.MustCompile(`(?:^|[\s` + "`" + `(;|&])(?:curl|wget|nc|netcat|bash|zsh|powershell|pwsh|cmd\.exe|sudo|chmod|chown|rm\s+-[rf]+|scp|ssh|python3?\s+-c|eval|base64\s+-d)\s+[^\s]|\|\s*(?:sh|bash)(?:$|[^\pL])|\$\(|;\s*(?:rm|curl|wget)(?:$|[^\pL])`)
 
+// commandWords are what commandPattern's first alternative needs in a
+// folded text (where every white space is one space): a word at the
+// start or after a space, "`", "(" or "&", followed by a space. The
+// other alternatives need "|", ";" or "$(".
+var commandWords = []string{"curl ", "wget ", "nc ", "netcat ", "bash ", "zsh ", "powershell ", "pwsh ",
+	"cmd.exe ", "sudo ", "chmod ", "chown ", "rm -", "scp ", "ssh ", "python", "eval ", "base64 "}
+
+// mayCommand reports whether commandPattern can match the folded f: it
+// is false only when f lacks every text the pattern needs, so that most
+// advice skips the regular expression.
+func mayCommand(f string) bool {
+	if strings.ContainsAny(f, "|;") || strings.Contains(f, "$(") {
+		return true
+	}
+	for _, w := range commandWords {
+		for off := 0; ; {
+			j := strings.Index(f[off:], w)
+			if j < 0 {
+				break
+			}
+			at := off + j
+			if at == 0 || strings.IndexByte(" `(&", f[at-1]) >= 0 {
+				return true
+			}
+			off = at + 1
+		}
+	}
+	return false
+}
+
+// A sketch records which pairs of adjacent bytes a text holds (hashed
+// into 4,096 bits): a term whose first or last two bytes are not in it
+// cannot occur in the text, nor in any part of it.
+type sketch [64]uint64
+
+func pairHash(a, b byte) uint32 { return (uint32(a)<<8 | uint32(b)) * 2654435761 >> 20 }
+
+func (s *sketch) add(f string) {
+	for i := 0; i+1 < len(f); i++ {
+		h := pairHash(f[i], f[i+1])
+		s[h>>6] |= 1 << (h & 63)
+	}
+}
+
+// mayHold reports whether the text s sketched can hold w.
+func (s *sketch) mayHold(w string) bool {
+	if len(w) < 2 {
+		return true
+	}
+	h, t := pairHash(w[0], w[1]), pairHash(w[len(w)-2], w[len(w)-1])
+	return s[h>>6]&(1<<(h&63)) != 0 && s[t>>6]&(1<<(t&63)) != 0
+}
+
 // A rule finds its first terms, then, when it has a second set, one of
 // those after them within the same clause and at most gap characters on.
 type rule struct {
@@ -165,13 +223,14 @@ var rules = []rule{
 	{reason: ReasonCredential, first: tSecrets, then: tAway, gap: clause},
 }
 
-// match returns the first text r finds in f (folded), or "".
-func (r *rule) match(f string) string {
-	for _, a := range r.first.find(f) {
+// match returns the first text r finds in f (folded; sk its sketch, or
+// nil), or "".
+func (r *rule) match(f string, sk *sketch) string {
+	for _, a := range r.first.find(f, sk) {
 		if r.then == nil {
 			return f[a[0]:a[1]]
 		}
-		for _, b := range r.then.find(f[a[1]:]) {
+		for _, b := range r.then.find(f[a[1]:], sk) {
 			between := f[a[1] : a[1]+b[0]]
 			if utf8.RuneCountInString(between) > r.gap || endsClause(between) {
 				break
@@ -218,10 +277,15 @@ func newTerms(words []string) *terms {
 }
 
 // find returns the spans [start, end) of the terms in f, in order of
-// start; a stem's span runs to its word's end.
-func (t *terms) find(f string) [][2]int {
+// start; a stem's span runs to its word's end. sk, when not nil, is the
+// sketch of f or of a text f is part of: terms it cannot hold are not
+// looked for.
+func (t *terms) find(f string, sk *sketch) [][2]int {
 	var out [][2]int
 	for i, w := range t.list {
+		if sk != nil && !sk.mayHold(w) {
+			continue
+		}
 		for off := 0; off < len(f); {
 			j := strings.Index(f[off:], w)
 			if j < 0 {

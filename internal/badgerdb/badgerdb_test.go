@@ -94,3 +94,32 @@ func TestLoggerLevels(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactorHold: a held compactor lets level 0 grow to two tables
+// below the stall before it flattens, and returns to NumLevelZeroTables
+// once every hold is released.
+func TestCompactorHold(t *testing.T) {
+	db := openDB(t)
+	c := StartCompactor(db, quiet)
+	defer c.Stop()
+	o := db.Opts().WithNumLevelZeroTablesStall(16)
+	if got := flattenAt(o, c.held.Load() > 0); got != o.NumLevelZeroTables {
+		t.Fatalf("not held: flatten past %d tables, want %d", got, o.NumLevelZeroTables)
+	}
+	r1, r2 := c.Hold(), c.Hold()
+	if got := flattenAt(o, c.held.Load() > 0); got != 14 {
+		t.Fatalf("held: flatten past %d tables, want 14", got)
+	}
+	r1()
+	r1()
+	if c.held.Load() != 1 {
+		t.Fatalf("%d holds after one of two released (twice)", c.held.Load())
+	}
+	r2()
+	if got := flattenAt(o, c.held.Load() > 0); got != o.NumLevelZeroTables {
+		t.Fatalf("released: flatten past %d tables, want %d", got, o.NumLevelZeroTables)
+	}
+	if got := flattenAt(o.WithNumLevelZeroTablesStall(3), true); got != o.NumLevelZeroTables {
+		t.Fatalf("held with a stall of 3: flatten past %d tables, want %d", got, o.NumLevelZeroTables)
+	}
+}

@@ -3,6 +3,7 @@ package badgerdb
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -26,6 +27,7 @@ type Compactor struct {
 	stop   chan struct{}
 	done   chan struct{}
 	once   sync.Once
+	held   atomic.Int32 // Hold calls not yet released
 }
 
 // StartCompactor starts compacting db in the background until Stop. It
@@ -56,14 +58,36 @@ func (c *Compactor) loop() {
 	}
 }
 
-// compact flattens the tree when level 0 has more than
-// NumLevelZeroTables tables (Flatten would leave fewer where they are).
+// compact flattens the tree when level 0 has more tables than
+// flattenAt allows (Flatten would leave fewer where they are).
 func (c *Compactor) compact() error {
 	levels := c.db.Levels()
-	if len(levels) == 0 || levels[0].NumTables <= c.db.Opts().NumLevelZeroTables {
+	if len(levels) == 0 || levels[0].NumTables <= flattenAt(c.db.Opts(), c.Held()) {
 		return nil
 	}
 	return c.db.Flatten(1)
+}
+
+// flattenAt is the most tables level 0 keeps before a flatten:
+// NumLevelZeroTables, or while held two below NumLevelZeroTablesStall
+// (where writes would wait), if that is more.
+func flattenAt(o badger.Options, held bool) int {
+	if held {
+		return max(o.NumLevelZeroTables, o.NumLevelZeroTablesStall-2)
+	}
+	return o.NumLevelZeroTables
+}
+
+// Hold lets level 0 grow to just below the stall before a flatten
+// (flattenAt) until release is called (once; holds nest). Each flatten
+// rewrites the tables that new keys fall between, which for random keys
+// is most of the tree: a bulk write under a hold merges it a few times
+// instead of every few memtables. The next check after the last release
+// flattens what level 0 then holds.
+func (c *Compactor) Hold() (release func()) {
+	c.held.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { c.held.Add(-1) }) }
 }
 
 // Stop ends the compactor, waiting for a compaction under way: call it
@@ -72,3 +96,6 @@ func (c *Compactor) Stop() {
 	c.once.Do(func() { close(c.stop) })
 	<-c.done
 }
+
+// Held reports whether a Hold is in force.
+func (c *Compactor) Held() bool { return c.held.Load() > 0 }

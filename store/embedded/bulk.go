@@ -59,13 +59,20 @@ func (s *Store) PutBatch(ctx context.Context, exps []*hindsight.Experience) (int
 }
 
 // BeginBulk tells the store that many PutBatch calls follow (an import
-// read in parts): until end is called (once), no checkpoint is taken;
-// the last end takes one when due, instead of one per call. Bulks nest.
+// read in parts): until end is called (once), no checkpoint is taken,
+// and the compactor of a store OpenDaemon opened holds its flattens back
+// (badgerdb.Compactor.Hold); the last end takes one checkpoint when due,
+// instead of one per call. Bulks nest.
 func (s *Store) BeginBulk() (end func()) {
 	s.bulk.Add(1)
+	release := func() {}
+	if s.compactor != nil {
+		release = s.compactor.Hold()
+	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			release()
 			if s.bulk.Add(-1) > 0 {
 				return
 			}

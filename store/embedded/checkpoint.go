@@ -55,11 +55,29 @@ func (s *Store) checkpointHeld(force bool) error {
 	}
 	// Every write of the store takes s.mu for writing: the index holds
 	// all that Badger holds up to covers, and nothing above.
+	// The copy reads its vectors from the index's chunks, which stay as
+	// they are until written out: writes go to new slots, a vector
+	// changed in place to a copy of its chunk (freeze), and a snapshot
+	// mapping the index leaves is unmapped after (setIndex).
 	covers := s.readTs()
-	cx, embID := s.idx.compact(true), s.embID
+	cx, embID := s.idx.compactTo(true, false), s.embID
+	s.idx.freeze(int32(len(s.idx.docs))) // read only by writers, which hold s.mu for writing
+	s.snapReaders.Add(1)
 	n := s.dirty.Swap(0) // later writes count towards the next one
 	s.mu.RUnlock()
-	if err := writeSnapshot(s.snapPath, cx, s.gen, covers, embID); err != nil {
+	err := writeSnapshot(s.snapPath, cx, s.gen, covers, embID)
+	s.mu.Lock()
+	s.idx.thaw()
+	if s.snapReaders.Add(-1) == 0 {
+		for _, r := range s.unmapLater {
+			if uerr := unmapRegion(r); uerr != nil {
+				s.log.Warn("unmap experience index snapshot", "err", uerr)
+			}
+		}
+		s.unmapLater = nil
+	}
+	s.mu.Unlock()
+	if err != nil {
 		s.dirty.Add(n)
 		return err
 	}

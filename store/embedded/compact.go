@@ -11,8 +11,18 @@ import (
 // Postings, filter lists and vectors are remapped rather than rebuilt, and
 // only strings that a live slot uses stay interned (so a purged
 // experience leaves no term or value behind).
-func (x *index) compact(byKey bool) *index {
+func (x *index) compact(byKey bool) *index { return x.compactTo(byKey, true) }
+
+// compactTo is compact; without vecs the copy holds no vectors of its
+// own but reads them from x's chunks (from, src), which only an encoder
+// may do (see Store.checkpointHeld): a snapshot is written without a
+// copy of every vector on the heap.
+func (x *index) compactTo(byKey, vecs bool) *index {
 	nx := newIndex(x.dim)
+	if !vecs {
+		nx.from = &vectors{dim: x.dim, words: x.words, q: slices.Clone(x.q), pos: slices.Clone(x.pos), neg: slices.Clone(x.neg)}
+		nx.src = make([]int32, 0, x.live)
+	}
 	order := make([]int32, 0, x.live)
 	for slot := range x.docs {
 		if x.docs[slot].live {
@@ -42,14 +52,24 @@ func (x *index) compact(byKey bool) *index {
 			fk := filterKey{byte(f), v}
 			nx.filters[fk] = append(nx.filters[fk], ns)
 		}
-		nx.grow(ns)
-		if d.hasVec {
-			copy(nx.quantised(ns), x.quantised(slot))
-			np, nn := nx.code(ns)
-			op, on := x.code(slot)
-			copy(np, op)
-			copy(nn, on)
-			nx.scales[ns] = x.scales[slot]
+		switch {
+		case !vecs:
+			nx.src = append(nx.src, slot)
+			scale := float32(0)
+			if d.hasVec {
+				scale = x.scales[slot]
+			}
+			nx.scales = append(nx.scales, scale)
+		default:
+			nx.grow(ns)
+			if d.hasVec {
+				copy(nx.quantised(ns), x.quantised(slot))
+				np, nn := nx.code(ns)
+				op, on := x.code(slot)
+				copy(np, op)
+				copy(nn, on)
+				nx.scales[ns] = x.scales[slot]
+			}
 		}
 		k := key(nx.names[d.ns], d.id)
 		d.id = k[len(nx.names[d.ns])+1:]
@@ -60,18 +80,17 @@ func (x *index) compact(byKey bool) *index {
 		nx.live++
 		nx.totalLen += int64(d.length)
 	}
+	var kept []posting
+	var pk packer
 	for t, ps := range x.postings {
-		var kept []posting
-		for _, p := range ps {
-			if s := remap[p.slot]; s >= 0 {
-				kept = append(kept, posting{slot: s, tf: p.tf})
+		kept = kept[:0]
+		for slot, tf := range ps.all() {
+			if s := remap[slot]; s >= 0 {
+				kept = append(kept, posting{slot: s, tf: tf})
 			}
 		}
 		if len(kept) > 0 {
-			if byKey {
-				slices.SortFunc(kept, func(a, b posting) int { return int(a.slot - b.slot) })
-			}
-			nx.postings[t] = kept
+			nx.postings[t] = pk.pack(kept) // sorts when byKey reordered the slots
 		}
 	}
 	return nx

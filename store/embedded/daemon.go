@@ -19,9 +19,14 @@ import (
 // (erase.CollectValueLog; a failure is logged), and compacts the database
 // with a badgerdb.Compactor. Close stops the compactor and closes the
 // database.
+// levelZeroStall is the level-0 tables at which Badger stalls writes to
+// the daemon's experience database: room for a held compactor.
+const levelZeroStall = 16
+
 func OpenDaemon(dir string, emb hindsight.Embedder, opt Options) (*Store, error) {
 	log := logger(opt)
-	db, err := badger.Open(badgerdb.Options(dir, log).WithValueThreshold(ValueThreshold))
+	db, err := badger.Open(badgerdb.Options(dir, log).WithValueThreshold(ValueThreshold).
+		WithNumLevelZeroTablesStall(levelZeroStall))
 	if err != nil {
 		return nil, fmt.Errorf("open experience store: %w", err)
 	}

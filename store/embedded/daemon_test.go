@@ -36,6 +36,17 @@ func TestOpenDaemonOptions(t *testing.T) {
 	if o.ValueThreshold != ValueThreshold {
 		t.Errorf("value threshold %d; want %d", o.ValueThreshold, ValueThreshold)
 	}
+	if o.NumLevelZeroTablesStall != levelZeroStall {
+		t.Errorf("writes stall at %d level-0 tables; want %d", o.NumLevelZeroTablesStall, levelZeroStall)
+	}
+	end := s.BeginBulk()
+	if !s.compactor.Held() {
+		t.Error("an import (BeginBulk) does not hold the compactor back")
+	}
+	end()
+	if s.compactor.Held() {
+		t.Error("the compactor is still held after the import's end")
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -18,11 +18,6 @@ const (
 	bm25B  = 0.75
 )
 
-type posting struct {
-	slot int32
-	tf   uint16
-}
-
 // doc is one slot of the index. A replaced or re-indexed experience leaves
 // a dead slot behind; dead slots are skipped and dropped by compact.
 type doc struct {
@@ -69,11 +64,15 @@ type index struct {
 	meta     []filterMeta // docs[i].filterMeta, kept in step by setMeta
 	lens     []float32    // document length per slot, dense for BM25
 	byKey    map[string]int32
-	postings map[string][]posting
+	postings map[string]plist
 	filters  map[filterKey][]int32 // ascending slot lists (distances512 relies on it)
 	intern   map[string]int32
 	names    []string // interned strings by id
 	vectors
+	// from and src, in a copy made for a snapshot (compactTo), are
+	// where its vectors are: slot i's is slot src[i] of from.
+	from     *vectors
+	src      []int32
 	live     int
 	dead     int
 	totalLen int64
@@ -89,7 +88,7 @@ func newIndex(dim int) *index {
 		dim:      dim,
 		words:    (dim + 63) / 64,
 		byKey:    map[string]int32{},
-		postings: map[string][]posting{},
+		postings: map[string]plist{},
 		filters:  map[filterKey][]int32{},
 		intern:   map[string]int32{"": 0},
 		names:    []string{""},
@@ -147,7 +146,9 @@ func (x *index) add(e *hindsight.Experience, embID string, terms []string) {
 			j++
 		}
 		tf := min(j-i, math.MaxUint16)
-		x.postings[terms[i]] = append(x.postings[terms[i]], posting{slot: slot, tf: uint16(tf)})
+		p := x.postings[terms[i]]
+		p.add(slot, uint16(tf))
+		x.postings[terms[i]] = p
 		i = j
 	}
 	for f, v := range [...]int32{d.ns, d.server, d.tool, d.task, d.code} {
@@ -433,21 +434,21 @@ func (x *index) bm25(sc *scratch, text string, n int) []scored {
 	N := float64(x.live)
 	for _, t := range terms {
 		ps := x.postings[t]
-		if len(ps) == 0 {
+		if ps.n == 0 {
 			continue
 		}
-		df := float64(min(len(ps), x.live))
+		df := float64(min(int(ps.n), x.live))
 		idf := float32(math.Log(1 + (N-df+0.5)/(df+0.5)))
-		for _, p := range ps {
-			if allowed[uint32(p.slot)/64]&(1<<(uint32(p.slot)%64)) == 0 {
+		for slot, f := range ps.all() {
+			if allowed[uint32(slot)/64]&(1<<(uint32(slot)%64)) == 0 {
 				continue
 			}
-			tf := float32(p.tf)
-			norm := tf * (bm25K1 + 1) / (tf + base + perLen*lens[p.slot])
-			if acc[p.slot] == 0 {
-				hit = append(hit, p.slot)
+			tf := float32(f)
+			norm := tf * (bm25K1 + 1) / (tf + base + perLen*lens[slot])
+			if acc[slot] == 0 {
+				hit = append(hit, slot)
 			}
-			acc[p.slot] += idf * norm
+			acc[slot] += idf * norm
 		}
 	}
 	top := sc.top[:0]

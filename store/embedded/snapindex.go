@@ -37,6 +37,9 @@ func encodeIndex(e *enc, x *index, gen []byte, covers uint64, embID string) {
 		}
 	}
 	e.align(vectorAlign)
+	if x.from != nil {
+		encodeVectorsFrom(e, x)
+	}
 	for c := range x.q {
 		e.raw(int8Bytes(x.q[c]))
 		e.raw(wordBytes(x.pos[c]))
@@ -49,7 +52,7 @@ func encodeIndex(e *enc, x *index, gen []byte, covers uint64, embID string) {
 	total := 0
 	for t, ps := range x.postings {
 		terms = append(terms, t)
-		total += len(ps)
+		total += int(ps.n)
 	}
 	slices.Sort(terms) // deterministic output
 	e.u32(uint32(len(terms)))
@@ -57,10 +60,42 @@ func encodeIndex(e *enc, x *index, gen []byte, covers uint64, embID string) {
 	for _, t := range terms {
 		ps := x.postings[t]
 		e.str(t)
-		e.u32(uint32(len(ps)))
-		for _, p := range ps {
-			e.i32(p.slot)
-			e.u16(p.tf)
+		e.u32(uint32(ps.n))
+		for slot, tf := range ps.all() {
+			e.i32(slot)
+			e.u16(tf)
+		}
+	}
+}
+
+// encodeVectorsFrom writes the vector chunks of x, a copy made without
+// vectors (compactTo), from the slots they are copies of: the same bytes
+// as a copy with vectors would hold (zero for a slot without one and
+// past the last slot).
+func encodeVectorsFrom(e *enc, x *index) {
+	zq, zw := make([]int8, x.dim), make([]uint64, x.words)
+	n := len(x.docs)
+	for lo := 0; lo < n; lo += chunkSlots {
+		for part := range 3 {
+			for i := lo; i < lo+chunkSlots; i++ {
+				if i >= n || !x.docs[i].hasVec {
+					if part == 0 {
+						e.raw(int8Bytes(zq))
+					} else {
+						e.raw(wordBytes(zw))
+					}
+					continue
+				}
+				pos, neg := x.from.code(x.src[i])
+				switch part {
+				case 0:
+					e.raw(int8Bytes(x.from.quantised(x.src[i])))
+				case 1:
+					e.raw(wordBytes(pos))
+				default:
+					e.raw(wordBytes(neg))
+				}
+			}
 		}
 	}
 }
@@ -180,30 +215,34 @@ func decodeVectors(d *dec, x *index) {
 	}
 }
 
-// decodePostings reads the postings into one backing array.
+// decodePostings reads the postings, packing each term's (see plist)
+// into one backing array.
 func decodePostings(d *dec, x *index) {
 	terms := d.count(8)
-	all := make([]posting, 0, d.count(6))
-	x.postings = make(map[string][]posting, terms)
+	total := d.count(6)
+	x.postings = make(map[string]plist, terms)
 	slots := int32(len(x.docs))
+	var pk packer
+	var ps []posting
 	for range terms {
 		t := d.str()
 		n := d.count(6)
-		if d.err != nil || n > cap(all)-len(all) {
+		if d.err != nil || n > total {
 			if d.err == nil {
 				d.err = fmt.Errorf("%w: postings overflow", errCorrupt)
 			}
 			return
 		}
-		start := len(all)
+		total -= n
+		ps = ps[:0]
 		for range n {
 			p := posting{slot: d.i32(), tf: d.u16()}
 			if p.slot < 0 || p.slot >= slots {
 				d.err = fmt.Errorf("%w: posting slot %d out of range", errCorrupt, p.slot)
 				return
 			}
-			all = append(all, p)
+			ps = append(ps, p)
 		}
-		x.postings[t] = all[start:len(all):len(all)]
+		x.postings[t] = pk.pack(ps)
 	}
 }

@@ -358,9 +358,9 @@ func sameIndex(t *testing.T, want, got *index) {
 	terms := func(x *index) map[int32][]string {
 		m := map[int32][]string{}
 		for term, ps := range x.postings {
-			for _, p := range ps {
-				if x.docs[p.slot].live {
-					m[p.slot] = append(m[p.slot], fmt.Sprintf("%s×%d", term, p.tf))
+			for slot, tf := range ps.all() {
+				if x.docs[slot].live {
+					m[slot] = append(m[slot], fmt.Sprintf("%s×%d", term, tf))
 				}
 			}
 		}

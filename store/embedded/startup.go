@@ -204,13 +204,16 @@ func latest(txn *badger.Txn, prefix string, since uint64, f func(k string, item 
 
 // setIndex makes nx (never sharing the old index's mapped vectors) the
 // store's index and unmaps the snapshot the old one's vectors pointed
-// into, which no reader uses any more: the caller holds s.mu for writing
+// into, which no reader uses any more (or, while a checkpoint writes
+// from it, once it is done): the caller holds s.mu for writing
 // (or is opening or closing the store).
 func (s *Store) setIndex(nx *index) {
 	old := s.idx
 	s.idx = nx
 	if old != nil && old != nx && old.region != nil { // a new index never shares the region
-		if err := unmapRegion(old.region); err != nil {
+		if s.snapReaders.Load() > 0 {
+			s.unmapLater = append(s.unmapLater, old.region) // a checkpoint reads it
+		} else if err := unmapRegion(old.region); err != nil {
 			s.log.Warn("unmap experience index snapshot", "err", err)
 		}
 		old.region = nil

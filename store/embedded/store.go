@@ -102,6 +102,11 @@ type Store struct {
 	fromSnapshot bool
 	// closed is set by Close, which writes the snapshot once.
 	closed bool
+	// snapReaders counts checkpoints writing vectors from the index's
+	// chunks; unmapLater are the mappings setIndex left to the last of
+	// them (guarded by mu).
+	snapReaders atomic.Int32
+	unmapLater  [][]byte
 }
 
 var _ hindsight.ExperienceStore = (*Store)(nil)

@@ -39,7 +39,22 @@ type vectors struct {
 	shared     []bool // per chunk: it points into region
 	region     []byte
 	regionOff  int64 // offset of region in the snapshot file
+	// frozen: the vectors of the slots below it are being written to a
+	// snapshot from these chunks (see freeze); thawed marks the chunks
+	// copied since.
+	frozen int32
+	thawed []bool
 }
+
+// freeze tells v that the vectors of its first n slots are being read
+// from its chunks as they are now: until thaw, a vector changed in
+// place is written to a copy of its chunk (one per chunk).
+func (v *vectors) freeze(n int32) {
+	v.frozen, v.thawed = n, make([]bool, len(v.q))
+}
+
+// thaw ends freeze.
+func (v *vectors) thaw() { v.frozen, v.thawed = 0, nil }
 
 // vectorAlign is the alignment of the vector chunks in a snapshot: a
 // multiple of every page size, so they can be mapped.
@@ -107,7 +122,12 @@ func (v *vectors) code(slot int32) (pos, neg []uint64) {
 // is the cosine) and quantised, and its ternary sign code, taken from the
 // unquantised vector.
 func (v *vectors) setVector(slot int32, vec []float32) {
-	v.own(slot / chunkSlots)
+	c := slot / chunkSlots
+	if slot < v.frozen && !v.thawed[c] {
+		v.shared[c] = true // copy it, as a mapped one
+		v.thawed[c] = true
+	}
+	v.own(c)
 	u := slices.Clone(vec)
 	normalize(u)
 	pos, neg := v.code(slot)

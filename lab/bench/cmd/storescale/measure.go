@@ -46,6 +46,10 @@ type row struct {
 	p50K, p99K       time.Duration
 	rssKilledQueried int64
 	hwmKilled        int64 // VmHWM of the restarted daemon
+	// RssFile (pages of mapped files: the index snapshot's vectors,
+	// Badger's tables) in the five states VmRSS is read in, in the
+	// order of the memory table.
+	file [5]int64
 }
 
 // proc is a running `hindsight daemon`.
@@ -85,10 +89,12 @@ func start(ctx context.Context, cfg config) (*proc, time.Duration, error) {
 	}
 }
 
-// memory returns the daemon's VmRSS and VmHWM.
-func (p *proc) memory() (rss, hwm int64) {
+// memory returns the daemon's VmRSS and VmHWM, and records its RssFile
+// in *file.
+func (p *proc) memory(file *int64) (rss, hwm int64) {
 	rss, _ = bench.ProcStatus(p.cmd.Process.Pid, "VmRSS")
 	hwm, _ = bench.ProcStatus(p.cmd.Process.Pid, "VmHWM")
+	*file, _ = bench.ProcStatus(p.cmd.Process.Pid, "RssFile")
 	return rss, hwm
 }
 
@@ -165,7 +171,7 @@ func measure(ctx context.Context, cfg config, log io.Writer) (row, error) {
 	r.importTime, r.importCPU = time.Since(t0), p.cpu()-c0
 	fmt.Fprintf(log, "  imported in %v (%.0f/s), daemon CPU %v\n", r.importTime.Round(time.Millisecond),
 		float64(cfg.n)/r.importTime.Seconds(), r.importCPU.Round(10*time.Millisecond))
-	r.rssImported, r.hwmImport = p.memory()
+	r.rssImported, r.hwmImport = p.memory(&r.file[0])
 	if r.stopImported, err = p.stop(syscall.SIGTERM); err != nil {
 		return r, err
 	}
@@ -173,12 +179,12 @@ func measure(ctx context.Context, cfg config, log io.Writer) (row, error) {
 	if p, r.startClean, err = start(ctx, cfg); err != nil {
 		return r, err
 	}
-	r.rssClean, _ = p.memory()
+	r.rssClean, _ = p.memory(&r.file[1])
 	if r.p50, r.p99, err = search(ctx, p.c, cfg.queries); err != nil {
 		p.cmd.Process.Kill()
 		return r, err
 	}
-	r.rssQueried, _ = p.memory()
+	r.rssQueried, _ = p.memory(&r.file[2])
 	if r.stopClean, err = p.stop(syscall.SIGTERM); err != nil {
 		return r, err
 	}
@@ -201,12 +207,12 @@ func measure(ctx context.Context, cfg config, log io.Writer) (row, error) {
 	if p, r.startKilled, err = start(ctx, cfg); err != nil {
 		return r, err
 	}
-	r.rssKilled, _ = p.memory()
+	r.rssKilled, _ = p.memory(&r.file[3])
 	if r.p50K, r.p99K, err = search(ctx, p.c, cfg.queries); err != nil {
 		p.cmd.Process.Kill()
 		return r, err
 	}
-	r.rssKilledQueried, r.hwmKilled = p.memory()
+	r.rssKilledQueried, r.hwmKilled = p.memory(&r.file[4])
 	fmt.Fprintf(log, "  start after SIGKILL %v\n", r.startKilled.Round(time.Millisecond))
 	if _, err := p.stop(syscall.SIGTERM); err != nil {
 		return r, err

@@ -31,6 +31,14 @@ func writeTable(w io.Writer, rows []row) {
 			mb(r.rssClean), mb(r.rssQueried), mb(r.rssKilled), mb(r.rssKilledQueried), mb(r.hwmKilled))
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Of which pages of mapped files (RssFile: the index snapshot's vectors, Badger's tables), in the same states:")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| build | experiences | after import | clean start | after searches | after SIGKILL | after searches |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s |\n", r.name, r.n, mb(r.file[0]), mb(r.file[1]), mb(r.file[2]), mb(r.file[3]), mb(r.file[4]))
+	}
+	fmt.Fprintln(w)
 	var base *row
 	for i, r := range rows {
 		if r.name == "baseline" {
