@@ -85,6 +85,9 @@ func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte) 
 	if m.Kind == KindRequest {
 		return s.request(w, r, m, act.Forward)
 	}
+	if m.Method == "notifications/cancelled" {
+		defer s.dropCancelled(act.Forward)
+	}
 	reply, err := s.send(r, act.Forward, hdr)
 	if err != nil {
 		s.h.logger().Warn("upstream refused a message", "session", s.id, "method", m.Method, "err", err)
@@ -205,12 +208,31 @@ func relayEvents(reply *Reply, step func(ev *sseEvent) (stop bool)) error {
 // request forwards a request and answers the POST with the server's
 // messages for it, ending with its response.
 func (s *httpSession) request(w http.ResponseWriter, r *http.Request, m Message, fwd []byte) []byte {
-	token := gjson.GetBytes(fwd, "params._meta.progressToken").Raw
-	wt := s.addWaiter(m.ID, token, acceptsSSE(r))
-	reply, err := s.send(r, fwd, ForwardHeader(r.Header, s.h.AuthToken != ""))
+	var token string
+	if bytes.Contains(fwd, progressTokenMember) {
+		token = gjson.GetBytes(fwd, "params._meta.progressToken").Raw
+	}
+	stream := acceptsSSE(r)
 	var log *eventLog
-	if err == nil && reply == nil && wt.stream {
-		log = s.newLog(false) // the sidecar is the stream's origin
+	if stream && s.answersBySink() {
+		// The sidecar is the stream's origin: what is routed to the
+		// request goes straight into the stream's log, from which tail
+		// writes it.
+		log = s.newLog(false)
+	}
+	wt := s.addWaiter(m.ID, token, stream, log)
+	reply, err := s.send(r, fwd, ForwardHeader(r.Header, s.h.AuthToken != ""))
+	switch {
+	case log != nil && (err != nil || reply != nil):
+		s.removeWaiter(wt)
+		log.finish()
+		log = nil
+	case log == nil && err == nil && reply == nil && stream:
+		// An HTTP upstream that answers on its own stream: the
+		// sidecar is this stream's origin too.
+		if log = s.newLog(false); log != nil {
+			go s.collect(wt, log) // removes wt
+		}
 	}
 	if log == nil {
 		defer s.removeWaiter(wt)
@@ -232,7 +254,6 @@ func (s *httpSession) request(w http.ResponseWriter, r *http.Request, m Message,
 		return s.relayReply(w, r, m, reply)
 	}
 	if log != nil {
-		go s.collect(wt, log) // removes wt
 		sw := openSSE(w)
 		sw.hold = holdFirst
 		s.prime(sw, log)
