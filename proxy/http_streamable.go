@@ -57,15 +57,15 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, h.errorStatus(w, err), ErrorResponse(m.ID, CodeServerUnavailable, err.Error()))
 		return
 	}
-	out := s.post(w, r, body)
+	out := s.post(w, r, body, m)
 	if isInit && !gjson.GetBytes(out, "result").Exists() {
 		h.endSession(s, "initialize failed")
 	}
 }
 
-// post relays one agent message and answers the POST. It returns the
-// response delivered to the agent, if any.
-func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte) []byte {
+// post relays one agent message, body (m as peek read it), and answers
+// the POST. It returns the response delivered to the agent, if any.
+func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte, m Message) []byte {
 	s.touch()
 	act := s.conn.FromClient(body)
 	switch {
@@ -80,15 +80,16 @@ func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte) 
 		w.WriteHeader(http.StatusAccepted)
 		return nil
 	}
-	m := peek(act.Forward)
-	hdr := ForwardHeader(r.Header, s.h.AuthToken != "")
+	if !sameSlice(act.Forward, body) {
+		m = peek(act.Forward)
+	}
 	if m.Kind == KindRequest {
 		return s.request(w, r, m, act.Forward)
 	}
 	if m.Method == "notifications/cancelled" {
 		defer s.dropCancelled(act.Forward)
 	}
-	reply, err := s.send(r, act.Forward, hdr)
+	reply, err := s.send(r, act.Forward)
 	if err != nil {
 		s.h.logger().Warn("upstream refused a message", "session", s.id, "method", m.Method, "err", err)
 		status := s.h.errorStatus(w, err)
@@ -133,12 +134,21 @@ func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte) 
 	return nil
 }
 
+// sameSlice reports whether a and b are the same bytes in memory.
+func sameSlice(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
 // send passes one agent message upstream. An upstream error status with a
 // JSON-RPC body comes back as a failed Reply, to relay as it came, except
 // that a refusal of the sidecar's own credentials (AuthToken set: the
 // agent's were not forwarded, and it could not mend them) comes back as
 // a *StatusError.
-func (s *httpSession) send(r *http.Request, msg []byte, hdr http.Header) (*Reply, error) {
+func (s *httpSession) send(r *http.Request, msg []byte) (*Reply, error) {
+	var hdr http.Header
+	if _, child := s.up.(*cmdSession); !child { // a child has no use for them
+		hdr = ForwardHeader(r.Header, s.h.AuthToken != "")
+	}
 	reply, err := s.up.Send(r.Context(), msg, hdr)
 	if err != nil || reply == nil || !reply.failed() || s.h.AuthToken == "" ||
 		(reply.Status != http.StatusUnauthorized && reply.Status != http.StatusForbidden) {
@@ -221,7 +231,7 @@ func (s *httpSession) request(w http.ResponseWriter, r *http.Request, m Message,
 		log = s.newLog(false)
 	}
 	wt := s.addWaiter(m.ID, token, stream, log)
-	reply, err := s.send(r, fwd, ForwardHeader(r.Header, s.h.AuthToken != ""))
+	reply, err := s.send(r, fwd)
 	switch {
 	case log != nil && (err != nil || reply != nil):
 		s.removeWaiter(wt)
