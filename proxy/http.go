@@ -93,7 +93,7 @@ type HTTPHandler struct {
 	ReplayEvents int
 	// ReplayAge bounds how long an event is kept for a resume, and how
 	// long the log of a stream that ended stays; of a session's request
-	// streams that ended, only the 64 most recent keep theirs. 0:
+	// streams that ended, only the 16 most recent keep theirs. 0:
 	// DefaultReplayAge.
 	ReplayAge time.Duration
 	// SessionEnded, when set, is called once for each agent session (one

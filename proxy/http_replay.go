@@ -173,7 +173,7 @@ func (h *HTTPHandler) replayAge() time.Duration {
 // logs (the most recent), beyond the age bound: an agent resumes a stream
 // it lost while the request was in flight, soon after, and a session
 // making calls quickly ends thousands within the replay age.
-const endedKept = 64
+const endedKept = 16
 
 // sweepEvery is the share of the replay age after which newLog looks for
 // stale logs again: a sweep visits every log, and a session's request
