@@ -92,7 +92,9 @@ type HTTPHandler struct {
 	// event ids.
 	ReplayEvents int
 	// ReplayAge bounds how long an event is kept for a resume, and how
-	// long the log of a stream that ended stays. 0: DefaultReplayAge.
+	// long the log of a stream that ended stays; of a session's request
+	// streams that ended, only the 16 most recent keep theirs. 0:
+	// DefaultReplayAge.
 	ReplayAge time.Duration
 	// SessionEnded, when set, is called once for each agent session (one
 	// the agent was given an Mcp-Session-Id or legacy SSE stream for)

@@ -41,6 +41,7 @@ type loggedEvent struct {
 	n    uint64
 	data []byte
 	at   time.Time
+	resp bool // the response that ends a request stream
 }
 
 func newEventLog(stream string, listening bool, max int, age time.Duration) *eventLog {
@@ -82,9 +83,28 @@ func (l *eventLog) trim(now time.Time) {
 func (l *eventLog) append(msg []byte) uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.put(msg, false)
+}
+
+// add adds a message as the stream's next event unless the stream has
+// ended, and reports whether it did; resp, the response to the stream's
+// request, ends it.
+func (l *eventLog) add(msg []byte, resp bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return false
+	}
+	l.put(msg, resp)
+	l.done = resp
+	return true
+}
+
+// put adds an event and returns its number. l.mu is held.
+func (l *eventLog) put(msg []byte, resp bool) uint64 {
 	now := time.Now()
 	n := l.next
-	l.events = append(l.events, loggedEvent{n: n, data: msg, at: now})
+	l.events = append(l.events, loggedEvent{n: n, data: msg, at: now, resp: resp})
 	l.next++
 	l.last = now
 	l.trim(now)
@@ -120,6 +140,13 @@ func (l *eventLog) since(n uint64) ([]loggedEvent, bool, <-chan struct{}) {
 	return l.events[i:len(l.events):len(l.events)], l.done, l.wake
 }
 
+// ended reports whether the log's stream has ended.
+func (l *eventLog) ended() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.done
+}
+
 // stale reports whether the log can go: its stream ended longer ago than
 // age.
 func (l *eventLog) stale(now time.Time) bool {
@@ -141,6 +168,12 @@ func (h *HTTPHandler) replayAge() time.Duration {
 	}
 	return DefaultReplayAge
 }
+
+// endedKept is how many ended request streams of a session keep their
+// logs (the most recent), beyond the age bound: an agent resumes a stream
+// it lost while the request was in flight, soon after, and a session
+// making calls quickly ends thousands within the replay age.
+const endedKept = 16
 
 // sweepEvery is the share of the replay age after which newLog looks for
 // stale logs again: a sweep visits every log, and a session's request
@@ -172,7 +205,39 @@ func (s *httpSession) newLog(listening bool) *eventLog {
 	s.streamSeq++
 	l := newEventLog("hs"+strconv.FormatUint(s.streamSeq, 10), listening, s.h.replayEvents(), s.h.replayAge())
 	s.logs[l.stream] = l
+	if !listening {
+		s.requestLogs = append(s.requestLogs, l)
+		if len(s.requestLogs) > 2*endedKept {
+			s.trimEnded()
+		}
+	}
 	return l
+}
+
+// trimEnded drops the logs of the ended request streams past the
+// endedKept most recent; the logs of streams still open stay. s.mu is
+// held.
+func (s *httpSession) trimEnded() {
+	ended := make([]bool, len(s.requestLogs))
+	drop := -endedKept
+	for i, l := range s.requestLogs {
+		if ended[i] = l.ended(); ended[i] {
+			drop++
+		}
+	}
+	kept := s.requestLogs[:0]
+	for i, l := range s.requestLogs {
+		switch {
+		case s.logs[l.stream] != l: // swept as stale
+		case ended[i] && drop > 0:
+			drop--
+			delete(s.logs, l.stream)
+		default:
+			kept = append(kept, l)
+		}
+	}
+	clear(s.requestLogs[len(kept):])
+	s.requestLogs = kept
 }
 
 // findLog returns the log an agent's Last-Event-ID names, and the number
@@ -191,16 +256,19 @@ func (s *httpSession) findLog(lastID string) (*eventLog, uint64) {
 	return l, n + 1
 }
 
-// collect moves what is routed to wt, a request stream, into l until the
-// request's response, the session's end, or the request's end without a
-// response (the agent cancelled it); then it removes wt. It runs whether
-// or not the agent is still reading the stream.
+// collect moves what is routed to wt, a request stream whose log l was
+// opened after its request was sent (an HTTP upstream that answered it
+// on its own stream), into l until the request's response, the
+// session's end, or the request's end without a response (the agent
+// cancelled it); then it removes wt. It runs whether or not the agent is
+// still reading the stream.
 func (s *httpSession) collect(wt *waiter, l *eventLog) {
 	defer s.removeWaiter(wt)
 	defer l.finish()
 	deliver := func(msg []byte) (bool, []byte) {
-		l.append(msg)
-		return isResponseTo(msg, wt.id), nil
+		resp := isResponseTo(msg, wt.id)
+		l.add(msg, resp)
+		return resp, nil
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
@@ -228,7 +296,10 @@ func (s *httpSession) collect(wt *waiter, l *eventLog) {
 // is left for the handler's end to send with the end of the stream (or
 // for the caller to flush), in one write.
 func (s *httpSession) tail(sw *sseWriter, r *http.Request, l *eventLog, n uint64, id json.RawMessage) []byte {
-	var tick *time.Ticker // started on the first wait: most streams end without one
+	// The keep-alive ticker starts on the first wait that is not the
+	// first flush's hold: most streams end without one.
+	var tick *time.Ticker
+	var tickC <-chan time.Time
 	defer func() {
 		if tick != nil {
 			tick.Stop()
@@ -242,7 +313,7 @@ func (s *httpSession) tail(sw *sseWriter, r *http.Request, l *eventLog, n uint64
 				return nil
 			}
 			n = e.n + 1
-			if id != nil && isResponseTo(e.data, id) {
+			if id != nil && e.resp {
 				return e.data
 			}
 		}
@@ -259,8 +330,9 @@ func (s *httpSession) tail(sw *sseWriter, r *http.Request, l *eventLog, n uint64
 		} else if sw.flush() != nil {
 			return nil
 		}
-		if tick == nil {
+		if tick == nil && hold == nil {
 			tick = time.NewTicker(keepAlive)
+			tickC = tick.C
 		}
 		select {
 		case <-hold:
@@ -268,7 +340,7 @@ func (s *httpSession) tail(sw *sseWriter, r *http.Request, l *eventLog, n uint64
 				return nil
 			}
 		case <-wake:
-		case <-tick.C:
+		case <-tickC:
 			if sw.comment() != nil {
 				return nil
 			}

@@ -28,16 +28,17 @@ type httpSession struct {
 	counted   bool       // holds one of the handler's session slots
 	serial    sync.Mutex // one request at a time in the shared sessionless session
 
-	mu         sync.Mutex
-	lastActive time.Time            // the agent's last request or stream end
-	waiters    map[string]*waiter   // request id → the POST waiting for its answer
-	progress   map[string]*waiter   // progress token → the request stream that gets its progress
-	streams    []*waiter            // open request streams, oldest first
-	listeners  []*waiter            // open GET (or legacy SSE) streams, oldest first
-	queue      [][]byte             // messages for a listener that is not there yet
-	logs       map[string]*eventLog // the recent events of the streams the sidecar originates, by stream id
-	streamSeq  uint64               // the last stream id given
-	swept      time.Time            // when newLog last dropped stale logs
+	mu          sync.Mutex
+	lastActive  time.Time            // the agent's last request or stream end
+	waiters     map[string]*waiter   // request id → the POST waiting for its answer
+	progress    map[string]*waiter   // progress token → the request stream that gets its progress
+	streams     []*waiter            // open request streams, oldest first
+	listeners   []*waiter            // open GET (or legacy SSE) streams, oldest first
+	queue       [][]byte             // messages for a listener that is not there yet
+	logs        map[string]*eventLog // the recent events of the streams the sidecar originates, by stream id
+	requestLogs []*eventLog          // the logs of request streams among them, oldest first (see trimEnded)
+	streamSeq   uint64               // the last stream id given
+	swept       time.Time            // when newLog last dropped stale logs
 }
 
 // waiter is an open agent stream that server messages are routed to: a
@@ -46,8 +47,12 @@ type waiter struct {
 	id     json.RawMessage // the request awaited; nil for a listener
 	token  string          // its progress token
 	stream bool            // an event stream: takes more than the answer
-	ch     chan []byte
-	quit   chan struct{} // closed when the stream is gone
+	// log, for a request stream the sidecar is the origin of, takes
+	// what is routed to it directly (see toLog); ch and quit are nil.
+	log     *eventLog
+	ch      chan []byte
+	quit    chan struct{} // closed when the stream is gone
+	removed bool          // removeWaiter ran; guarded by the session's mu
 }
 
 // drainEnded hands deliver, once the session ended, what its end routed
@@ -92,11 +97,34 @@ func (s *httpSession) idle(now time.Time, d time.Duration) bool {
 	return len(s.waiters) == 0 && len(s.listeners) == 0 && now.Sub(s.lastActive) > d
 }
 
-// fromServer takes one message the upstream sent outside a reply.
+// fromServer takes one message the upstream sent outside a reply. As
+// Conn.FromServer, the exchange a response completes is recorded before
+// the response is routed; the Conn's parse names the request it answers.
 func (s *httpSession) fromServer(raw []byte) {
-	if out := s.conn.FromServer(raw); out != nil {
+	out, ex := s.conn.fromServerAt(raw, time.Now())
+	if ex != nil {
+		s.conn.record([]*Exchange{ex})
+		s.conn.emit(ex)
+		s.routeResponse(out, ex.key)
+		return
+	}
+	if out != nil {
 		s.route(out)
 	}
+}
+
+// routeResponse delivers msg, the response to the agent's request of id
+// key, to the POST awaiting it; without one, as route does.
+func (s *httpSession) routeResponse(msg []byte, key string) {
+	s.mu.Lock()
+	w := s.waiters[key]
+	if w == nil {
+		s.mu.Unlock()
+		s.route(msg)
+		return
+	}
+	s.mu.Unlock()
+	s.deliver(w, msg, true)
 }
 
 // route delivers a message for the agent to the stream that should carry
@@ -114,6 +142,7 @@ func (s *httpSession) route(msg []byte) {
 	case r[1].Str == "notifications/progress" && r[2].Exists():
 		w = s.progress[r[2].Raw]
 	}
+	resp := isResp && w != nil // the response of w's own request
 	if w == nil && len(s.listeners) > 0 {
 		w = s.listeners[0]
 	}
@@ -135,27 +164,106 @@ func (s *httpSession) route(msg []byte) {
 		return
 	}
 	s.mu.Unlock()
+	s.deliver(w, msg, resp)
+}
+
+// deliver hands msg to w's stream; resp says it is the response to w's
+// request. A message for a stream that closed meanwhile goes to another,
+// unless it is a response.
+func (s *httpSession) deliver(w *waiter, msg []byte, resp bool) {
+	if w.log != nil {
+		if !s.toLog(w, msg, resp) && !resp {
+			s.route(msg) // the stream ended under us: find another
+		}
+		return
+	}
 	select {
 	case w.ch <- msg:
 	case <-w.quit:
-		if !isResp {
+		if peek(msg).Kind != KindResponse {
 			s.route(msg) // the stream closed under us: find another
 		}
 	case <-s.done:
 	}
 }
 
-// addWaiter registers a POST awaiting the answer to request id.
-func (s *httpSession) addWaiter(id json.RawMessage, token string, stream bool) *waiter {
-	w := &waiter{id: id, token: token, stream: stream, ch: make(chan []byte, 64), quit: make(chan struct{})}
+// toLog adds msg to the log of w, a request stream the sidecar is the
+// origin of, whose writer (tail) sends it; the response to w's request
+// ends the stream, and w, which is removed first, so that what is routed
+// after finds another stream. It reports whether the stream still took
+// msg.
+func (s *httpSession) toLog(w *waiter, msg []byte, resp bool) bool {
+	if resp {
+		s.removeWaiter(w)
+	}
+	return w.log.add(msg, resp)
+}
+
+// endLogged ends the request streams of s the sidecar is the origin of
+// that are still open, each with an error response saying why: the
+// session ended.
+func (s *httpSession) endLogged(why string) {
+	s.mu.Lock()
+	var open []*waiter
+	for _, w := range s.waiters {
+		if w.log != nil {
+			open = append(open, w)
+		}
+	}
+	s.mu.Unlock()
+	for _, w := range open {
+		s.toLog(w, ErrorResponse(w.id, CodeServerUnavailable, why), true)
+	}
+}
+
+// dropCancelled ends the stream of the agent's request that the
+// notifications/cancelled msg gave up on, if the sidecar is its origin:
+// no response will come for it.
+func (s *httpSession) dropCancelled(msg []byte) {
+	id := gjson.GetBytes(msg, "params.requestId")
+	if !id.Exists() {
+		return
+	}
+	s.mu.Lock()
+	w := s.waiters[id.Raw]
+	s.mu.Unlock()
+	if w != nil && w.log != nil && !s.conn.inFlight(w.id) {
+		s.removeWaiter(w)
+		w.log.finish()
+	}
+}
+
+// answersBySink reports whether the upstream session answers requests
+// through the session's sink (a child, a legacy SSE server) rather than
+// in a Reply to Send.
+func (s *httpSession) answersBySink() bool {
+	switch s.up.(type) {
+	case *cmdSession, *sseSession:
+		return true
+	}
+	return false
+}
+
+// addWaiter registers a POST awaiting the answer to request id; with a
+// log, its request stream's (see waiter.log).
+func (s *httpSession) addWaiter(id json.RawMessage, token string, stream bool, log *eventLog) *waiter {
+	w := &waiter{id: id, token: token, stream: stream, log: log}
+	if log == nil {
+		w.ch, w.quit = make(chan []byte, 64), make(chan struct{})
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.waiters[string(id)]; old != nil {
 		// The agent reused an id in flight: the answer can go to one
 		// request only; the other learns why at once.
-		select {
-		case old.ch <- ErrorResponse(old.id, CodeInvalidRequest, "request id "+string(id)+" reused while in flight"):
-		default:
+		why := ErrorResponse(old.id, CodeInvalidRequest, "request id "+string(id)+" reused while in flight")
+		if old.log != nil {
+			old.log.add(why, true)
+		} else {
+			select {
+			case old.ch <- why:
+			default:
+			}
 		}
 	}
 	s.waiters[string(id)] = w
@@ -168,9 +276,14 @@ func (s *httpSession) addWaiter(id json.RawMessage, token string, stream bool) *
 	return w
 }
 
+// removeWaiter ends w's registration; it may be called again.
 func (s *httpSession) removeWaiter(w *waiter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if w.removed {
+		return
+	}
+	w.removed = true
 	if s.waiters[string(w.id)] == w {
 		delete(s.waiters, string(w.id))
 	}
@@ -179,7 +292,9 @@ func (s *httpSession) removeWaiter(w *waiter) {
 	}
 	s.streams = without(s.streams, w)
 	s.lastActive = time.Now()
-	close(w.quit)
+	if w.quit != nil {
+		close(w.quit)
+	}
 }
 
 // addListener opens a listening stream; queued messages go to it first.
@@ -234,6 +349,7 @@ func (s *httpSession) end(reason string) bool {
 		for _, resp := range s.conn.FailPending(reason) {
 			s.route(resp)
 		}
+		s.endLogged("session ended")
 		close(s.done)
 		if s.up != nil {
 			if err := s.up.Close(); err != nil {

@@ -57,15 +57,15 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, h.errorStatus(w, err), ErrorResponse(m.ID, CodeServerUnavailable, err.Error()))
 		return
 	}
-	out := s.post(w, r, body)
+	out := s.post(w, r, body, m)
 	if isInit && !gjson.GetBytes(out, "result").Exists() {
 		h.endSession(s, "initialize failed")
 	}
 }
 
-// post relays one agent message and answers the POST. It returns the
-// response delivered to the agent, if any.
-func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte) []byte {
+// post relays one agent message, body (m as peek read it), and answers
+// the POST. It returns the response delivered to the agent, if any.
+func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte, m Message) []byte {
 	s.touch()
 	act := s.conn.FromClient(body)
 	switch {
@@ -80,12 +80,16 @@ func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte) 
 		w.WriteHeader(http.StatusAccepted)
 		return nil
 	}
-	m := peek(act.Forward)
-	hdr := ForwardHeader(r.Header, s.h.AuthToken != "")
+	if !sameSlice(act.Forward, body) {
+		m = peek(act.Forward)
+	}
 	if m.Kind == KindRequest {
 		return s.request(w, r, m, act.Forward)
 	}
-	reply, err := s.send(r, act.Forward, hdr)
+	if m.Method == "notifications/cancelled" {
+		defer s.dropCancelled(act.Forward)
+	}
+	reply, err := s.send(r, act.Forward)
 	if err != nil {
 		s.h.logger().Warn("upstream refused a message", "session", s.id, "method", m.Method, "err", err)
 		status := s.h.errorStatus(w, err)
@@ -130,12 +134,21 @@ func (s *httpSession) post(w http.ResponseWriter, r *http.Request, body []byte) 
 	return nil
 }
 
+// sameSlice reports whether a and b are the same bytes in memory.
+func sameSlice(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
 // send passes one agent message upstream. An upstream error status with a
 // JSON-RPC body comes back as a failed Reply, to relay as it came, except
 // that a refusal of the sidecar's own credentials (AuthToken set: the
 // agent's were not forwarded, and it could not mend them) comes back as
 // a *StatusError.
-func (s *httpSession) send(r *http.Request, msg []byte, hdr http.Header) (*Reply, error) {
+func (s *httpSession) send(r *http.Request, msg []byte) (*Reply, error) {
+	var hdr http.Header
+	if _, child := s.up.(*cmdSession); !child { // a child has no use for them
+		hdr = ForwardHeader(r.Header, s.h.AuthToken != "")
+	}
 	reply, err := s.up.Send(r.Context(), msg, hdr)
 	if err != nil || reply == nil || !reply.failed() || s.h.AuthToken == "" ||
 		(reply.Status != http.StatusUnauthorized && reply.Status != http.StatusForbidden) {
@@ -205,12 +218,31 @@ func relayEvents(reply *Reply, step func(ev *sseEvent) (stop bool)) error {
 // request forwards a request and answers the POST with the server's
 // messages for it, ending with its response.
 func (s *httpSession) request(w http.ResponseWriter, r *http.Request, m Message, fwd []byte) []byte {
-	token := gjson.GetBytes(fwd, "params._meta.progressToken").Raw
-	wt := s.addWaiter(m.ID, token, acceptsSSE(r))
-	reply, err := s.send(r, fwd, ForwardHeader(r.Header, s.h.AuthToken != ""))
+	var token string
+	if bytes.Contains(fwd, progressTokenMember) {
+		token = gjson.GetBytes(fwd, "params._meta.progressToken").Raw
+	}
+	stream := acceptsSSE(r)
 	var log *eventLog
-	if err == nil && reply == nil && wt.stream {
-		log = s.newLog(false) // the sidecar is the stream's origin
+	if stream && s.answersBySink() {
+		// The sidecar is the stream's origin: what is routed to the
+		// request goes straight into the stream's log, from which tail
+		// writes it.
+		log = s.newLog(false)
+	}
+	wt := s.addWaiter(m.ID, token, stream, log)
+	reply, err := s.send(r, fwd)
+	switch {
+	case log != nil && (err != nil || reply != nil):
+		s.removeWaiter(wt)
+		log.finish()
+		log = nil
+	case log == nil && err == nil && reply == nil && stream:
+		// An HTTP upstream that answers on its own stream: the
+		// sidecar is this stream's origin too.
+		if log = s.newLog(false); log != nil {
+			go s.collect(wt, log) // removes wt
+		}
 	}
 	if log == nil {
 		defer s.removeWaiter(wt)
@@ -232,7 +264,6 @@ func (s *httpSession) request(w http.ResponseWriter, r *http.Request, m Message,
 		return s.relayReply(w, r, m, reply)
 	}
 	if log != nil {
-		go s.collect(wt, log) // removes wt
 		sw := openSSE(w)
 		sw.hold = holdFirst
 		s.prime(sw, log)

@@ -232,7 +232,9 @@ func (r *relay) settle(ch *child, stopping bool) {
 	r.s.nCrashes.Add(1)
 	r.s.lastCrash.Store(time.Now().UnixNano())
 	if r.s.NoRestart {
-		r.exitErr = fmt.Errorf("MCP server %q exited (%s)", r.name, status)
+		// A bare relay tracks no requests: the session's end fails
+		// them, with this as the reason.
+		r.exitErr = fmt.Errorf("MCP server %q exited unexpectedly (%s); its session ends", r.name, status)
 		r.log.Warn("server exited; not restarting it", "server", r.name, "pid", ch.pgid, "status", status,
 			"ran", time.Since(ch.started).Round(time.Millisecond).String(), "pending", r.conn.Pending())
 		r.failPending(fmt.Sprintf("MCP server %q exited unexpectedly (%s) before answering; its session ends", r.name, status))

@@ -21,6 +21,11 @@ type relay struct {
 	log   *slog.Logger
 	grace time.Duration
 	conn  *Conn
+	// bare passes messages both ways as they are, unparsed and
+	// untracked: the caller's Conn (an HTTP session's) validated the
+	// agent's, keeps the requests in flight and fails them when the
+	// child exits, and takes the child's. Only with NoRestart.
+	bare bool
 
 	agent  agentLink     // the agent's end
 	route  childRoute    // the child that takes the agent's traffic
@@ -207,6 +212,10 @@ func (r *relay) tooLong(err *LineTooLongError) {
 func (r *relay) fromAgent(ctx context.Context, line []byte, now time.Time) {
 	r.inMu.Lock()
 	defer r.inMu.Unlock()
+	if r.bare {
+		r.send(line)
+		return
+	}
 	a := r.conn.fromClientAt(line, now)
 	switch {
 	case a.Forward != nil:
@@ -332,6 +341,9 @@ const maxUnflushed = 256
 // fromChild takes one message from the child: it returns what to send the
 // agent for it and the exchange it completed, if any.
 func (r *relay) fromChild(ch *child, line []byte, now time.Time) ([]byte, *Exchange) {
+	if r.bare {
+		return line, nil
+	}
 	if r.route.replay.Load() && r.isReplayAnswer(line) {
 		if bytes.Contains(line, []byte(`"error"`)) {
 			r.log.Warn("restarted server rejected the replayed initialize", "server", r.name, "response", truncate(string(line), 300))

@@ -32,7 +32,9 @@ type CommandUpstream struct {
 
 // Dial starts a child. The headers are not used. The session's messages
 // reach the child's relay and leave it as they are, with no stdio framing
-// in between.
+// in between, and are parsed once, by the session's Conn: the relay
+// neither checks nor tracks them again (a child that exits ends the
+// session, whose Conn fails the requests it left unanswered).
 func (u *CommandUpstream) Dial(ctx context.Context, _ http.Header, sink UpstreamSink) (UpstreamSession, error) {
 	st := &Stdio{
 		Command: u.Path, Args: u.Args, Env: u.Env, Dir: u.Dir, Server: u.Server,
@@ -41,6 +43,7 @@ func (u *CommandUpstream) Dial(ctx context.Context, _ http.Header, sink Upstream
 	}
 	s := &cmdSession{stop: make(chan struct{}), done: make(chan struct{})}
 	s.relay = st.newRelay(&sinkWriter{sink: sink.Message})
+	s.relay.bare = true
 	go func() {
 		defer close(s.done)
 		err := s.relay.run(context.Background(), func(context.Context) error {
