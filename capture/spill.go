@@ -75,8 +75,13 @@ type spill struct {
 	wnonce, rnonce []byte
 }
 
-// spillFlushBytes is how much put gathers before it writes.
-const spillFlushBytes = 64 << 10
+// spillFlushBytes is how much put gathers before it writes;
+// spillScratchMax the largest scratch buffers put keeps for the next
+// exchange.
+const (
+	spillFlushBytes = 64 << 10
+	spillScratchMax = 1 << 20
+)
 
 type segment struct {
 	n       int // segment number, its file name
@@ -130,6 +135,9 @@ func (s *spill) put(ex *proxy.Exchange) (written, lost int, err error) {
 	rec = s.aead.Seal(rec, nonce(s.wnonce, seq), s.plain, nil)
 	clear(s.plain)
 	s.rec = rec
+	if cap(s.plain) > spillScratchMax { // a rare huge exchange's are let go
+		s.plain, s.rec = nil, nil
+	}
 	binary.BigEndian.PutUint32(rec, uint32(len(rec)-4))
 
 	s.mu.Lock()

@@ -321,3 +321,30 @@ func FuzzDecodeExchange(f *testing.F) {
 		}
 	})
 }
+
+// TestSpillLetsGoOfHugeScratch: the buffers put reuses do not keep a huge
+// exchange's size for the spill's life, and what follows it is sealed
+// and read back intact.
+func TestSpillLetsGoOfHugeScratch(t *testing.T) {
+	sp, err := openSpill(filepath.Join(t.TempDir(), "spill"), 1<<30, make(chan struct{}, 1), slog.New(slog.DiscardHandler), &counters{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.close()
+	exs := exchanges(3)
+	exs[1].Response = bytes.Repeat([]byte("x"), 2*spillScratchMax)
+	for i, ex := range exs {
+		if err := putNow(sp, ex); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 && cap(sp.plain)+cap(sp.rec) != 0 {
+			t.Fatalf("after a %d-byte exchange put keeps %d bytes of scratch", len(ex.Response), cap(sp.plain)+cap(sp.rec))
+		}
+	}
+	for i, want := range exs {
+		got, ok, err := sp.next()
+		if !ok || err != nil || !bytes.Equal(got.Request, want.Request) || !bytes.Equal(got.Response, want.Response) {
+			t.Fatalf("exchange %d: ok %v err %v", i, ok, err)
+		}
+	}
+}
