@@ -68,10 +68,20 @@ type spill struct {
 	// gathers them and flush writes them at once, one write for a burst.
 	wbuf  []byte
 	wrecs int
+	// plain and rec are put's scratch (one goroutine puts), so that
+	// sealing an exchange allocates nothing once they have grown; wnonce
+	// and rnonce are put's and next's nonces.
+	plain, rec     []byte
+	wnonce, rnonce []byte
 }
 
-// spillFlushBytes is how much put gathers before it writes.
-const spillFlushBytes = 64 << 10
+// spillFlushBytes is how much put gathers before it writes;
+// spillScratchMax the largest scratch buffers put keeps for the next
+// exchange.
+const (
+	spillFlushBytes = 64 << 10
+	spillScratchMax = 1 << 20
+)
 
 type segment struct {
 	n       int // segment number, its file name
@@ -99,11 +109,12 @@ func openSpill(dir string, max int64, more chan struct{}, log *slog.Logger, c *c
 		return nil, fmt.Errorf("make spill cipher: %w", err)
 	}
 	return &spill{dir: dir, aead: aead, max: max, log: log, c: c,
-		sessIdx: map[*proxy.Session]uint64{}, more: more}, nil
+		sessIdx: map[*proxy.Session]uint64{}, more: more,
+		wnonce: make([]byte, aead.NonceSize()), rnonce: make([]byte, aead.NonceSize())}, nil
 }
 
-func (s *spill) nonce(seq uint64) []byte {
-	n := make([]byte, s.aead.NonceSize())
+// nonce sets n, a nonce of the spill's AEAD, to the one of record seq.
+func nonce(n []byte, seq uint64) []byte {
 	binary.BigEndian.PutUint64(n[len(n)-8:], seq)
 	return n
 }
@@ -119,10 +130,14 @@ func (s *spill) put(ex *proxy.Exchange) (written, lost int, err error) {
 	sess := s.sessionNumber(ex.Session)
 	seq := s.wseq
 	s.mu.Unlock()
-	plain := encodeExchange(nil, ex, sess)
-	rec := make([]byte, 4, 4+len(plain)+s.aead.Overhead())
-	rec = s.aead.Seal(rec, s.nonce(seq), plain, nil)
-	clear(plain)
+	s.plain = encodeExchange(s.plain[:0], ex, sess)
+	rec := append(s.rec[:0], 0, 0, 0, 0)
+	rec = s.aead.Seal(rec, nonce(s.wnonce, seq), s.plain, nil)
+	clear(s.plain)
+	s.rec = rec
+	if cap(s.plain) > spillScratchMax { // a rare huge exchange's are let go
+		s.plain, s.rec = nil, nil
+	}
 	binary.BigEndian.PutUint32(rec, uint32(len(rec)-4))
 
 	s.mu.Lock()
@@ -300,12 +315,14 @@ func (s *spill) next() (ex *proxy.Exchange, ok bool, err error) {
 	if _, err := io.ReadFull(s.rd, buf); err != nil {
 		return nil, true, fmt.Errorf("read spill: %w", err)
 	}
-	plain, err := s.aead.Open(buf[:0], s.nonce(seq), buf, nil)
+	// Opened into a buffer of its own, which the exchange's fields share:
+	// one allocation an exchange, and no plaintext left in rbuf.
+	plain := make([]byte, 0, max(0, len(buf)-s.aead.Overhead()))
+	plain, err = s.aead.Open(plain, nonce(s.rnonce, seq), buf, nil)
 	if err != nil {
 		return nil, true, fmt.Errorf("open spilled exchange: %w", err)
 	}
 	ex, err = decodeExchange(plain, s.sessions)
-	clear(plain)
 	return ex, true, err
 }
 
@@ -367,7 +384,8 @@ func encodeExchange(b []byte, ex *proxy.Exchange, sess uint64) []byte {
 
 var errBadSpill = errors.New("malformed spilled exchange")
 
-// decodeExchange reverses encodeExchange.
+// decodeExchange reverses encodeExchange. The exchange's ID, Request and
+// Response share b (each capped at its end, so appending to one copies it).
 func decodeExchange(b []byte, sessions []*proxy.Session) (*proxy.Exchange, error) {
 	bad := false
 	uv := func() uint64 {
@@ -385,7 +403,10 @@ func decodeExchange(b []byte, sessions []*proxy.Session) (*proxy.Exchange, error
 			bad = true
 			return nil
 		}
-		v := append([]byte(nil), b[:n]...)
+		if n == 0 {
+			return nil // as an empty field was before it was spilled
+		}
+		v := b[:n:n]
 		b = b[n:]
 		return v
 	}

@@ -265,3 +265,92 @@ func putNow(sp *spill, ex *proxy.Exchange) error {
 	_, _, err := sp.flush()
 	return err
 }
+
+// TestSpillReadBackExchangesOwnTheirBytes: the exchanges read back share
+// no bytes with each other nor with the spill's buffers: kept until all
+// are read, and then appended to, each still holds what was spilled.
+func TestSpillReadBackExchangesOwnTheirBytes(t *testing.T) {
+	sp, err := openSpill(filepath.Join(t.TempDir(), "spill"), 1<<30, make(chan struct{}, 1), slog.New(slog.DiscardHandler), &counters{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.close()
+	exs := secretExchanges(20)
+	for _, ex := range exs {
+		if err := putNow(sp, ex); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []*proxy.Exchange
+	for range exs {
+		ex, ok, err := sp.next()
+		if !ok || err != nil {
+			t.Fatalf("read back: ok %v err %v", ok, err)
+		}
+		got = append(got, ex)
+	}
+	const more = "appended past the field's end"
+	for _, ex := range got {
+		ex.ID = append(ex.ID, more...)
+		ex.Request = append(ex.Request, more...)
+	}
+	for i, want := range exs {
+		if !bytes.Equal(got[i].ID, append(append([]byte(nil), want.ID...), more...)) ||
+			!bytes.Equal(got[i].Request, append(append([]byte(nil), want.Request...), more...)) ||
+			!bytes.Equal(got[i].Response, want.Response) {
+			t.Fatalf("exchange %d changed: id %s, request %q, response %q", i, got[i].ID, got[i].Request, got[i].Response)
+		}
+	}
+}
+
+// FuzzDecodeExchange: a spilled exchange decodes to what was encoded, and
+// any other bytes decode or fail without a panic.
+func FuzzDecodeExchange(f *testing.F) {
+	sess := []*proxy.Session{{ID: "s"}}
+	for _, ex := range exchanges(3) {
+		f.Add(encodeExchange(nil, ex, 1))
+	}
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ex, err := decodeExchange(append([]byte(nil), b...), sess)
+		if err != nil {
+			return
+		}
+		again, err := decodeExchange(encodeExchange(nil, ex, 1), sess)
+		if err != nil {
+			t.Fatalf("re-encoded exchange does not decode: %v", err)
+		}
+		if !bytes.Equal(again.ID, ex.ID) || !bytes.Equal(again.Request, ex.Request) || !bytes.Equal(again.Response, ex.Response) ||
+			again.Method != ex.Method || again.Failure != ex.Failure || !again.Started.Equal(ex.Started) ||
+			again.Cancelled != ex.Cancelled || (again.Response == nil) != (ex.Response == nil) {
+			t.Fatalf("round trip: %+v, want %+v", again, ex)
+		}
+	})
+}
+
+// TestSpillLetsGoOfHugeScratch: the buffers put reuses do not keep a huge
+// exchange's size for the spill's life, and what follows it is sealed
+// and read back intact.
+func TestSpillLetsGoOfHugeScratch(t *testing.T) {
+	sp, err := openSpill(filepath.Join(t.TempDir(), "spill"), 1<<30, make(chan struct{}, 1), slog.New(slog.DiscardHandler), &counters{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.close()
+	exs := exchanges(3)
+	exs[1].Response = bytes.Repeat([]byte("x"), 2*spillScratchMax)
+	for i, ex := range exs {
+		if err := putNow(sp, ex); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 && cap(sp.plain)+cap(sp.rec) != 0 {
+			t.Fatalf("after a %d-byte exchange put keeps %d bytes of scratch", len(ex.Response), cap(sp.plain)+cap(sp.rec))
+		}
+	}
+	for i, want := range exs {
+		got, ok, err := sp.next()
+		if !ok || err != nil || !bytes.Equal(got.Request, want.Request) || !bytes.Equal(got.Response, want.Response) {
+			t.Fatalf("exchange %d: ok %v err %v", i, ok, err)
+		}
+	}
+}
