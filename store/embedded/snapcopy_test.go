@@ -109,16 +109,5 @@ func TestCheckpointWhileChangingVectors(t *testing.T) {
 	if checkpoints == 0 {
 		t.Fatal("no checkpoint was taken")
 	}
-	crash(s)
-	s = reopen(t, dir)
-	defer s.Close()
-	if !s.fromSnapshot {
-		t.Fatal("the store rebuilt instead of replaying over its checkpoint")
-	}
-	replayed := s.idx
-	if err := s.load(); err != nil {
-		t.Fatal(err)
-	}
-	sameIndex(t, s.idx, replayed)
-	s.idx, replayed = replayed, s.idx
+	crashAndReplay(t, s, dir)
 }

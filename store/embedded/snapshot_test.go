@@ -470,6 +470,14 @@ func TestCheckpointWhileWriting(t *testing.T) {
 	if s.covers.Load() == 0 {
 		t.Fatal("no checkpoint was taken")
 	}
+	crashAndReplay(t, s, dir)
+}
+
+// crashAndReplay kills s as a SIGKILL would, reopens the store in dir and
+// checks that it replayed over its last checkpoint into the index a
+// rebuild from the database makes.
+func crashAndReplay(t *testing.T, s *Store, dir string) {
+	t.Helper()
 	crash(s)
 	s = reopen(t, dir)
 	defer s.Close()
@@ -481,5 +489,5 @@ func TestCheckpointWhileWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameIndex(t, s.idx, replayed)
-	s.idx, replayed = replayed, s.idx
+	s.idx = replayed // the store keeps the index it opened with
 }
