@@ -270,11 +270,7 @@ func putNow(sp *spill, ex *proxy.Exchange) error {
 // no bytes with each other nor with the spill's buffers: kept until all
 // are read, and then appended to, each still holds what was spilled.
 func TestSpillReadBackExchangesOwnTheirBytes(t *testing.T) {
-	sp, err := openSpill(filepath.Join(t.TempDir(), "spill"), 1<<30, make(chan struct{}, 1), slog.New(slog.DiscardHandler), &counters{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.close()
+	sp := openTestSpill(t)
 	exs := secretExchanges(20)
 	for _, ex := range exs {
 		if err := putNow(sp, ex); err != nil {
@@ -332,11 +328,7 @@ func FuzzDecodeExchange(f *testing.F) {
 // exchange's size for the spill's life, and what follows it is sealed
 // and read back intact.
 func TestSpillLetsGoOfHugeScratch(t *testing.T) {
-	sp, err := openSpill(filepath.Join(t.TempDir(), "spill"), 1<<30, make(chan struct{}, 1), slog.New(slog.DiscardHandler), &counters{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.close()
+	sp := openTestSpill(t)
 	exs := exchanges(3)
 	exs[1].Response = bytes.Repeat([]byte("x"), 2*spillScratchMax)
 	for i, ex := range exs {
@@ -353,4 +345,16 @@ func TestSpillLetsGoOfHugeScratch(t *testing.T) {
 			t.Fatalf("exchange %d: ok %v err %v", i, ok, err)
 		}
 	}
+}
+
+// openTestSpill opens a spill of a gigabyte's bound in a temporary
+// directory, closed when the test ends.
+func openTestSpill(t *testing.T) *spill {
+	t.Helper()
+	sp, err := openSpill(filepath.Join(t.TempDir(), "spill"), 1<<30, make(chan struct{}, 1), slog.New(slog.DiscardHandler), &counters{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sp.close() })
+	return sp
 }

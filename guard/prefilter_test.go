@@ -42,12 +42,7 @@ func TestPrefiltersChangeNothing(t *testing.T) {
 // FuzzPrefilters: the ASCII fold is the Unicode fold, and Check's
 // prefilters never hide a finding.
 func FuzzPrefilters(f *testing.F) {
-	for k := range hostile {
-		f.Add(k)
-	}
-	for _, k := range ordinary {
-		f.Add(k)
-	}
+	addSeeds(f)
 	f.Add("  Run\tCURL  x |SH\x7f")
 	f.Fuzz(func(t *testing.T, s string) {
 		if a, ok := foldASCII(s); ok {

@@ -138,12 +138,7 @@ func TestClean(t *testing.T) {
 // FuzzFold: Fold never panics, gives valid UTF-8 with no format or control
 // character and no run of spaces, and is idempotent; Check never panics.
 func FuzzFold(f *testing.F) {
-	for k := range hostile {
-		f.Add(k)
-	}
-	for _, k := range ordinary {
-		f.Add(k)
-	}
+	addSeeds(f)
 	f.Add("\xff\xfe\u200b\U000E0041")
 	f.Fuzz(func(t *testing.T, s string) {
 		out := Fold(s)
@@ -171,5 +166,15 @@ func BenchmarkCheck(b *testing.B) {
 		if Check(lesson, "create_invoice failed with 400: invalid due_date") != nil {
 			b.Fatal("refused")
 		}
+	}
+}
+
+// addSeeds adds the hostile and the ordinary texts to f's corpus.
+func addSeeds(f *testing.F) {
+	for k := range hostile {
+		f.Add(k)
+	}
+	for _, k := range ordinary {
+		f.Add(k)
 	}
 }
