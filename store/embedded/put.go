@@ -86,12 +86,12 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 }
 
 // stamp returns the record Put writes for e, given the stored version
-// old (nil: none) and the vector vec: e with the next version, its dates
-// and the store's embedder. The caller holds s.mu.
+// old (nil: none) and the vector vec: e with the next version, its dates,
+// the store's embedder and vec as stored (storedVec). The caller holds s.mu.
 func (s *Store) stamp(e, old *hindsight.Experience, vec []float32) (*hindsight.Experience, error) {
 	now := s.now().UTC()
 	n := cloneExp(e)
-	n.Vector, n.Embedder = vec, s.embID
+	n.Vector, n.Embedder = storedVec(vec), s.embID
 	if old != nil {
 		if old.Version != e.Version {
 			return nil, fmt.Errorf("put experience %q: stored version %d, given %d: %w", e.ID, old.Version, e.Version, hindsight.ErrConflict)

@@ -12,8 +12,7 @@ import (
 )
 
 // Key prefixes in Badger. Experiences are JSON (the export format, without
-// the vector); vectors are little-endian float32, as the embedder made
-// them.
+// the vector); vectors are encodeVec's.
 const (
 	prefixExp = "exp/"
 	prefixVec = "vec/"
@@ -22,7 +21,45 @@ const (
 func expKey(ns, id string) []byte { return []byte(prefixExp + key(ns, id)) }
 func vecKey(ns, id string) []byte { return []byte(prefixVec + key(ns, id)) }
 
+// vecQ16 tags a vector stored as 16-bit integers: the tag, a float32
+// scale (a power of two) and one little-endian int16 a dimension, so
+// 2n+5 bytes, an odd length no float32 vector (4n bytes, the stores
+// written before it) has.
+const vecQ16 = 0x51
+
+// encodeVec returns v as stored: 16-bit integers times a power-of-two
+// scale, which keeps 15 to 16 significant bits of the largest component
+// (a cosine moves by less than 1e-4) in half the bytes of float32, so
+// that the store's tables, their compactions and the pages a search
+// reads are smaller. A vector with a NaN or an infinity is kept as
+// float32. Encoding storedVec(v) gives encodeVec(v) again.
 func encodeVec(v []float32) []byte {
+	peak := float32(0)
+	for _, f := range v {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return encodeFloat32(v)
+		}
+		peak = max(peak, abs32(f))
+	}
+	scale := float32(0)
+	if peak > 0 {
+		_, exp := math.Frexp(float64(peak)) // peak = frac × 2^exp, frac in [0.5, 1)
+		scale = float32(math.Ldexp(1, exp-15))
+	}
+	b := make([]byte, 5+2*len(v))
+	b[0] = vecQ16
+	binary.LittleEndian.PutUint32(b[1:], math.Float32bits(scale))
+	for i, f := range v {
+		q := float32(0)
+		if scale > 0 {
+			q = min(max(float32(math.Round(float64(f/scale))), -32767), 32767)
+		}
+		binary.LittleEndian.PutUint16(b[5+2*i:], uint16(int16(q)))
+	}
+	return b
+}
+
+func encodeFloat32(v []float32) []byte {
 	b := make([]byte, 4*len(v))
 	for i, f := range v {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
@@ -30,16 +67,43 @@ func encodeVec(v []float32) []byte {
 	return b
 }
 
+// decodeVec returns the vector b holds (in dst when it has room), either
+// encoding; nil when b is neither.
 func decodeVec(b []byte, dst []float32) []float32 {
-	v := dst[:0]
-	if cap(v) < len(b)/4 {
-		v = make([]float32, len(b)/4)
+	var n int
+	switch {
+	case len(b)%2 == 1 && b[0] == vecQ16 && len(b) >= 5:
+		n = (len(b) - 5) / 2
+	case len(b)%4 == 0:
+		n = len(b) / 4
+	default:
+		return nil
 	}
-	v = v[:len(b)/4]
+	v := dst[:0]
+	if cap(v) < n {
+		v = make([]float32, n)
+	}
+	v = v[:n]
+	if len(b)%2 == 0 {
+		for i := range v {
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		return v
+	}
+	scale := math.Float32frombits(binary.LittleEndian.Uint32(b[1:]))
 	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		v[i] = float32(int16(binary.LittleEndian.Uint16(b[5+2*i:]))) * scale
 	}
 	return v
+}
+
+// storedVec returns v as decodeVec gives it back once stored, so that
+// the index holds the vector a rebuild from the database would give.
+func storedVec(v []float32) []float32 {
+	if v == nil {
+		return nil
+	}
+	return decodeVec(encodeVec(v), nil)
 }
 
 // write persists e and its vector in one transaction.

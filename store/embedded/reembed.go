@@ -42,7 +42,7 @@ func (s *Store) Reembed(ctx context.Context, emb hindsight.Embedder, progress fu
 				if len(vs[j]) != emb.Dim() {
 					return store.ErrDimension
 				}
-				e.Embedder, e.Vector = embID, vs[j]
+				e.Embedder, e.Vector = embID, storedVec(vs[j])
 				if err := txn.Set(vecKey(e.Namespace, e.ID), encodeVec(e.Vector)); err != nil {
 					return err
 				}
@@ -95,7 +95,7 @@ func (s *Store) swapEmbedder(ctx context.Context, emb hindsight.Embedder, done [
 			if err != nil {
 				return err
 			}
-			v = vs[0]
+			v = storedVec(vs[0])
 			if err := wb.Set(vecKey(e.Namespace, e.ID), encodeVec(v)); err != nil {
 				return err
 			}
