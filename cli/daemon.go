@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
@@ -401,6 +402,10 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		if _, err := reembed(ctx, st, emb, logger, g.quiet); err != nil {
 			logger.Error("experiences keep their old vectors; they are found by text only", "err", err)
 		}
+		// Loading the index (a snapshot and the writes after it, or a
+		// rebuild) leaves its decoding's garbage: give those pages back
+		// before serving, not as the scavenger gets to them.
+		debug.FreeOSMemory()
 		return st, backend, nil
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/hindsight-proxy/hindsight"
@@ -208,17 +209,20 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		opt.Trust, err = boolParam(r, "trust")
 	}
-	var body []byte
-	if err == nil {
-		if body, err = readAll(w, r); err != nil {
-			err = fmt.Errorf("read import: %w", err)
-		}
-	}
 	var res ImportResult
 	if err == nil {
-		res, err = s.mem.Import(r.Context(), body, opt)
+		// Read as it is parsed: the daemon holds the cleaned pack, not
+		// the request's bytes too.
+		body := http.MaxBytesReader(w, r.Body, maxBody)
+		res, err = s.mem.ImportFrom(r.Context(), body, min(r.ContentLength, maxBody), opt)
 	}
 	s.answer(w, r, res, err) // failed writes are in res.Errors, undone
+	if res.Imported+res.Updated >= memory.ImportPart {
+		// A large import leaves its pack and its parts as garbage, far
+		// above the live heap: give the pages back now rather than as
+		// the scavenger gets to them.
+		debug.FreeOSMemory()
+	}
 }
 
 // handleRejected is GET /v1/experiences/rejected?limit=N: the latest

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 	"time"
@@ -81,7 +82,7 @@ func (e *ImportError) Error() string {
 // an *ImportError naming every bad line.
 func ParseImport(data []byte, opt ImportOptions, red Redactor, now time.Time) ([]hindsight.Experience, int, error) {
 	var list []hindsight.Experience
-	redactions, err := scanImport(data, opt, red, now, func(e *hindsight.Experience) error {
+	redactions, err := scanImport(bytes.NewReader(data), opt, red, now, func(e *hindsight.Experience) error {
 		list = append(list, *e)
 		return nil
 	})
@@ -91,13 +92,14 @@ func ParseImport(data []byte, opt ImportOptions, red Redactor, now time.Time) ([
 	return list, redactions, nil
 }
 
-// scanImport is ParseImport calling each with every cleaned experience
-// (which it may keep) instead of collecting them; an error of each stops
-// the scan and is returned.
-func scanImport(data []byte, opt ImportOptions, red Redactor, now time.Time, each func(*hindsight.Experience) error) (int, error) {
+// scanImport is ParseImport reading r and calling each with every
+// cleaned experience (which it may keep) instead of collecting them; an
+// error of each, or of reading r, stops the scan and is returned.
+func scanImport(r io.Reader, opt ImportOptions, red Redactor, now time.Time, each func(*hindsight.Experience) error) (int, error) {
 	var bad []LineError
 	redactions := 0
-	sc := bufio.NewScanner(bytes.NewReader(data))
+	rr := &readErr{r: r}
+	sc := bufio.NewScanner(rr)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	n := 0
 	for sc.Scan() {
@@ -123,6 +125,9 @@ func scanImport(data []byte, opt ImportOptions, red Redactor, now time.Time, eac
 			}
 		}
 	}
+	if rr.err != nil {
+		return 0, rr.err
+	}
 	if err := sc.Err(); err != nil {
 		bad = append(bad, LineError{n + 1, err.Error()})
 	}
@@ -141,10 +146,28 @@ type cleanPack struct {
 	n     int
 }
 
-// readPack parses and cleans data into a cleanPack.
-func readPack(data []byte, opt ImportOptions, red Redactor, now time.Time) (*cleanPack, int, error) {
-	p := &cleanPack{lines: make([]byte, 0, len(data)+len(data)/8)}
-	redactions, err := scanImport(data, opt, red, now, func(e *hindsight.Experience) error {
+// readErr is r keeping its first error other than io.EOF, so that a
+// failed read (a body over its limit, a client gone) is told from a line
+// too long.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErr) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF && r.err == nil {
+		r.err = err
+	}
+	return n, err
+}
+
+// readPack parses and cleans the pack r holds (about size bytes; 0:
+// unknown) into a cleanPack, holding no more of r than a line at a time.
+func readPack(r io.Reader, size int64, opt ImportOptions, red Redactor, now time.Time) (*cleanPack, int, error) {
+	size = min(max(size, 0), 256<<20) // a hint: the cleaned lines grow past it
+	p := &cleanPack{lines: make([]byte, 0, size+size/8)}
+	redactions, err := scanImport(r, opt, red, now, func(e *hindsight.Experience) error {
 		b, err := json.Marshal(e)
 		if err != nil {
 			return fmt.Errorf("encode experience %q: %w", e.ID, err)
@@ -252,6 +275,13 @@ func clamp(t, now time.Time) time.Time {
 // is listed in the result's Errors, and what the import inserted is
 // removed again.
 func (s *Service) Import(ctx context.Context, data []byte, opt ImportOptions) (ImportResult, error) {
+	return s.ImportFrom(ctx, bytes.NewReader(data), int64(len(data)), opt)
+}
+
+// ImportFrom is Import reading the pack from r (about size bytes; 0:
+// unknown): only the cleaned pack is held, not r's bytes. An error of
+// reading r is returned as it is, wrapped, and imports nothing.
+func (s *Service) ImportFrom(ctx context.Context, r io.Reader, size int64, opt ImportOptions) (ImportResult, error) {
 	st, err := s.store()
 	if err != nil {
 		return ImportResult{}, err
@@ -260,7 +290,7 @@ func (s *Service) Import(ctx context.Context, data []byte, opt ImportOptions) (I
 		return ImportResult{}, fmt.Errorf("import: %w: no redactor", ErrUnavailable)
 	}
 	opt.Namespace, opt.Pack = s.Resolve(opt.Namespace), guard.Printable(opt.Pack)
-	pack, redactions, err := readPack(data, opt, s.Redactor, time.Now())
+	pack, redactions, err := readPack(r, size, opt, s.Redactor, time.Now())
 	if err != nil {
 		var ie *ImportError
 		if errors.As(err, &ie) {

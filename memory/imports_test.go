@@ -1,7 +1,12 @@
 package memory
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +14,8 @@ import (
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/capture"
 	"github.com/hindsight-proxy/hindsight/lab/testkit/tasktest"
+	"github.com/hindsight-proxy/hindsight/store/embedded"
+	"github.com/hindsight-proxy/hindsight/store/embedder"
 )
 
 const (
@@ -114,5 +121,55 @@ func TestCleanImportRefuses(t *testing.T) {
 		if _, err := CleanImport(&e, ImportOptions{Trust: true}, nil, time.Now()); err == nil {
 			t.Errorf("accepted %s", line)
 		}
+	}
+}
+
+// failAfter reads r, then fails with err instead of io.EOF.
+type failAfter struct {
+	r   io.Reader
+	err error
+}
+
+func (f *failAfter) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err == io.EOF {
+		return n, f.err
+	}
+	return n, err
+}
+
+// TestImportFromReadError: a pack whose reading fails (a body over its
+// limit, a client gone) imports nothing, even its whole lines before the
+// failure, and the error is the reader's, not a bad line's; a pack read
+// whole imports every line.
+func TestImportFromReadError(t *testing.T) {
+	ctx := context.Background()
+	st, err := embedded.Open(t.TempDir(), embedder.NewLocal(0), embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	red, _ := capture.NewRedactor(capture.RedactorConfig{})
+	svc := &Service{Store: st, StoreName: "embedded", Redactor: red}
+	var pack strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&pack, `{"id":"p%d","tool":"read_file","situation":"read_file failed with ENOENT %d","lesson":"Call read_file with an absolute path."}`+"\n", i, i)
+	}
+	tooLarge := &http.MaxBytesError{Limit: 10}
+	_, err = svc.ImportFrom(ctx, &failAfter{strings.NewReader(pack.String()), tooLarge}, 0, ImportOptions{})
+	var mbe *http.MaxBytesError
+	if !errors.As(err, &mbe) {
+		t.Fatalf("import error %v; want the reader's", err)
+	}
+	var ie *ImportError
+	if errors.As(err, &ie) {
+		t.Fatalf("a read error reported as bad lines: %v", err)
+	}
+	if _, err := st.Get(ctx, "", "p0"); !errors.Is(err, hindsight.ErrNotFound) {
+		t.Fatalf("p0 after a failed read: %v; want not found", err)
+	}
+	res, err := svc.ImportFrom(ctx, strings.NewReader(pack.String()), -1, ImportOptions{})
+	if err != nil || res.Imported != 5 {
+		t.Fatalf("import read whole: %+v %v; want 5 imported", res, err)
 	}
 }
