@@ -59,13 +59,18 @@ func (c *Compactor) loop() {
 }
 
 // compact flattens the tree when level 0 has more tables than
-// flattenAt allows (Flatten would leave fewer where they are).
+// flattenAt allows (Flatten would leave fewer where they are), then
+// pages the tables out of the process's resident set (PageOutTables).
 func (c *Compactor) compact() error {
 	levels := c.db.Levels()
 	if len(levels) == 0 || levels[0].NumTables <= flattenAt(c.db.Opts(), c.Held()) {
 		return nil
 	}
-	return c.db.Flatten(1)
+	if err := c.db.Flatten(1); err != nil {
+		return err
+	}
+	_, err := PageOutTables(c.db.Opts().Dir)
+	return err
 }
 
 // flattenAt is the most tables level 0 keeps before a flatten:
