@@ -175,18 +175,18 @@ func writeAll(db *badger.DB, recs []*hindsight.Experience, committed func(upto i
 			return fmt.Errorf("put experience %q: %w", e.ID, err)
 		}
 		v := encodeVec(e.Vector)
-		if n := len(b) + len(v) + 64; size > 0 && size+n > txnBudget {
+		if n := len(b) + len(v) + 128; size > 0 && size+n > txnBudget {
 			if err := txn.Commit(); err != nil {
 				return fmt.Errorf("put experiences: %w", err)
 			}
 			committed(i)
 			txn, size = db.NewTransaction(true), 0
 		}
-		size += len(b) + len(v) + 64
-		if err := txn.Set(expKey(e.Namespace, e.ID), b); err != nil {
+		size += len(b) + len(v) + 128 // four keys
+		if err := setRecord(txn, e.Namespace, e.ID, b); err != nil {
 			return fmt.Errorf("put experience %q: %w", e.ID, err)
 		}
-		if err := txn.Set(vecKey(e.Namespace, e.ID), v); err != nil {
+		if err := setVector(txn, e.Namespace, e.ID, v); err != nil {
 			return fmt.Errorf("put experience %q: %w", e.ID, err)
 		}
 	}

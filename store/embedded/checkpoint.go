@@ -82,6 +82,10 @@ func (s *Store) checkpointHeld(force bool) error {
 		return err
 	}
 	s.covers.Store(covers)
+	if err := s.dropChanges(covers); err != nil {
+		// Kept, they are replayed again at a start: slower, not wrong.
+		s.log.Warn("experience index: change keys kept", "err", err)
+	}
 	return nil
 }
 

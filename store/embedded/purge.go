@@ -41,7 +41,8 @@ func (s *Store) purge(namespace string, ids []string) (int, error) {
 	for _, id := range ids {
 		if slot, ok := s.idx.get(namespace, id); ok {
 			slots = append(slots, slot)
-			keys = append(keys, expKey(namespace, id), vecKey(namespace, id))
+			keys = append(keys, expKey(namespace, id), vecKey(namespace, id),
+				chgExpKey(namespace, id), chgVecKey(namespace, id))
 		}
 	}
 	if len(slots) == 0 {

@@ -12,14 +12,39 @@ import (
 )
 
 // Key prefixes in Badger. Experiences are JSON (the export format, without
-// the vector); vectors are encodeVec's.
+// the vector); vectors are encodeVec's. Every transaction that writes an
+// experience's record or vector also writes its change key (empty), so
+// that a start replays the writes since the index snapshot from the
+// change keys written after it, not from a scan of every record (see
+// replay); a checkpoint deletes the change keys its snapshot covers.
 const (
-	prefixExp = "exp/"
-	prefixVec = "vec/"
+	prefixExp    = "exp/"
+	prefixVec    = "vec/"
+	prefixChgExp = "chg/exp/"
+	prefixChgVec = "chg/vec/"
 )
 
-func expKey(ns, id string) []byte { return []byte(prefixExp + key(ns, id)) }
-func vecKey(ns, id string) []byte { return []byte(prefixVec + key(ns, id)) }
+func expKey(ns, id string) []byte    { return []byte(prefixExp + key(ns, id)) }
+func vecKey(ns, id string) []byte    { return []byte(prefixVec + key(ns, id)) }
+func chgExpKey(ns, id string) []byte { return []byte(prefixChgExp + key(ns, id)) }
+func chgVecKey(ns, id string) []byte { return []byte(prefixChgVec + key(ns, id)) }
+
+// setRecord sets the record (b) of id in ns and its change key in txn.
+func setRecord(txn *badger.Txn, ns, id string, b []byte) error {
+	if err := txn.Set(expKey(ns, id), b); err != nil {
+		return err
+	}
+	return txn.Set(chgExpKey(ns, id), nil)
+}
+
+// setVector sets the vector (v, encodeVec's) of id in ns and its change
+// key in txn.
+func setVector(txn *badger.Txn, ns, id string, v []byte) error {
+	if err := txn.Set(vecKey(ns, id), v); err != nil {
+		return err
+	}
+	return txn.Set(chgVecKey(ns, id), nil)
+}
 
 // vecQ16 tags a vector stored as 16-bit integers: the tag, a float32
 // scale (a power of two) and one little-endian int16 a dimension, so
@@ -113,11 +138,11 @@ func (s *Store) write(e *hindsight.Experience) error {
 		return err
 	}
 	return s.db.Update(func(txn *badger.Txn) error {
-		if err := txn.Set(expKey(e.Namespace, e.ID), b); err != nil {
+		if err := setRecord(txn, e.Namespace, e.ID, b); err != nil {
 			return err
 		}
 		if len(e.Vector) > 0 {
-			return txn.Set(vecKey(e.Namespace, e.ID), encodeVec(e.Vector))
+			return setVector(txn, e.Namespace, e.ID, encodeVec(e.Vector))
 		}
 		return nil
 	})

@@ -43,7 +43,7 @@ func (s *Store) Reembed(ctx context.Context, emb hindsight.Embedder, progress fu
 					return store.ErrDimension
 				}
 				e.Embedder, e.Vector = embID, storedVec(vs[j])
-				if err := txn.Set(vecKey(e.Namespace, e.ID), encodeVec(e.Vector)); err != nil {
+				if err := setVector(txn, e.Namespace, e.ID, encodeVec(e.Vector)); err != nil {
 					return err
 				}
 			}

@@ -38,7 +38,7 @@ import (
 const (
 	snapshotName    = "experience-index.snap"
 	snapshotMagic   = "HSXIDX\x00\x00"
-	snapshotVersion = 2
+	snapshotVersion = 3 // 3: the database keeps change keys (replay)
 	// genKey holds the database's generation (its identity), which a
 	// snapshot must carry.
 	genKey = "expidx/generation"

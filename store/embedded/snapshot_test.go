@@ -259,8 +259,9 @@ func TestSnapshotWrittenAfter(t *testing.T) {
 	db.Close()
 	s := reopen(t, dir)
 	defer s.Close()
-	if !s.fromSnapshot || s.dirty.Load() != 1 {
-		t.Fatalf("from snapshot %v, %d writes replayed; want the snapshot and 1", s.fromSnapshot, s.dirty.Load())
+	if !s.fromSnapshot || s.dirty.Load() != 1 || !s.replayScanned {
+		t.Fatalf("from snapshot %v, %d writes replayed, tables scanned %v; want the snapshot, 1 and a scan (no change key)",
+			s.fromSnapshot, s.dirty.Load(), s.replayScanned)
 	}
 	res, err := s.Search(context.Background(), hindsight.Query{Tool: "renamed_tool", NoHit: true, IncludeDeleted: true})
 	if err != nil || len(res) != 1 || res[0].ID != "exp-0003" {
@@ -308,6 +309,9 @@ func TestSnapshotReplay(t *testing.T) {
 	if err := s.checkpoint(true); err != nil {
 		t.Fatal(err)
 	}
+	if n := changeKeys(t, s); n != 0 {
+		t.Fatalf("%d change keys after a checkpoint that covers every write; want 0", n)
+	}
 	for i := range 30 {
 		put(list[100+i], "quokka after the checkpoint "+fmt.Sprint(i))
 	}
@@ -318,12 +322,15 @@ func TestSnapshotReplay(t *testing.T) {
 	if err := s.RecordHits(ctx, "", []string{list[1].ID, list[2].ID}, benchset.RefTime); err != nil {
 		t.Fatal(err)
 	}
+	if n := changeKeys(t, s); n < 31 {
+		t.Fatalf("%d change keys after 31 experiences were written; want at least 31", n)
+	}
 	crash(s)
 
 	s = reopen(t, dir)
 	defer s.Close()
-	if !s.fromSnapshot {
-		t.Fatal("the store rebuilt instead of replaying over its snapshot")
+	if !s.fromSnapshot || s.replayScanned {
+		t.Fatalf("from snapshot %v, tables scanned %v; want a replay of the change keys", s.fromSnapshot, s.replayScanned)
 	}
 	// 30 changed, 1 new, the hits of the search (up to 5) and 2 more.
 	if n := s.dirty.Load(); n < 31 || n > 38 {
@@ -344,6 +351,25 @@ func TestSnapshotReplay(t *testing.T) {
 	}
 	sameIndex(t, s.idx, replayed)
 	s.idx, replayed = replayed, s.idx
+}
+
+// changeKeys counts the change keys (records and vectors) s's database
+// holds.
+func changeKeys(t *testing.T, s *Store) int {
+	t.Helper()
+	n := 0
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("chg/")})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // sameIndex fails t unless got holds the experiences of want, each with

@@ -104,83 +104,198 @@ func (s *Store) loadSnapshot() (*index, uint64, error) {
 
 // replay brings x, loaded from a snapshot that covers Badger's writes up
 // to version covers, up to date with the experiences whose record or
-// vector Badger holds at a later version, and returns how many there
-// were. Only the tables with such versions are read, in key order, every
-// version visited so that a deletion is seen too. A write that changed
-// none of what a slot indexes (a counted hit, a forget) updates the slot
-// in place; any other indexes the experience again, and one whose record
-// is gone leaves x.
+// vector was written at a later version, and returns how many there
+// were. Those are named by the change keys above that version (see
+// records.go): only they are iterated and the records and vectors they
+// name read, so a start after a crash costs what changed since the
+// snapshot, not the store's size. When Badger holds a write above every
+// change key (a build that keeps none wrote after the snapshot), every
+// record and vector above covers is found by a scan of the tables that
+// hold such versions instead.
 func (s *Store) replay(x *index, covers uint64) (int, error) {
-	n := 0
+	r := replayer{s: s, x: x, vecs: map[string][]float32{}}
 	err := s.db.View(func(txn *badger.Txn) error {
-		vecs := map[string][]float32{} // changed vectors (nil: deleted)
-		err := latest(txn, prefixVec, covers, func(k string, item *badger.Item) error {
-			if item.IsDeletedOrExpired() {
-				vecs[k] = nil
-				return nil
-			}
-			return item.Value(func(v []byte) error { vecs[k] = decodeVec(v, nil); return nil })
-		})
+		r.txn = txn
+		exps, vecs, complete, err := changed(txn, covers, s.db.MaxVersion())
 		if err != nil {
 			return err
 		}
-		apply := func(k string, e *hindsight.Experience) error {
-			n++
-			v, vecChanged := vecs[k]
-			delete(vecs, k)
-			slot, ok := x.byKey[k]
-			if e == nil {
-				if ok {
-					x.kill(slot)
-					delete(x.byKey, k)
-				}
-				return nil
-			}
-			mine := e.Embedder == s.embID
-			if ok && !vecChanged && x.docs[slot].sum == textSum(e) && x.docs[slot].hasVec == mine {
-				x.replaceMeta(slot, e)
-				return nil
-			}
-			if mine && !vecChanged {
-				var err error
-				if v, err = readVec(txn, e.Namespace, e.ID, nil); err != nil {
-					return err
-				}
-			}
-			e.Vector = v
-			x.add(e, s.embID, nil)
-			return nil
+		if !complete {
+			s.log.Info("experience store written by a build that keeps no change keys; replaying from its tables")
+			s.replayScanned = true
+			return r.scan(covers)
 		}
-		err = latest(txn, prefixExp, covers, func(k string, item *badger.Item) error {
-			if item.IsDeletedOrExpired() {
-				return apply(k, nil)
+		for _, k := range vecs {
+			ns, id, _ := strings.Cut(k, "\x00")
+			v, err := readVec(txn, ns, id, nil)
+			if err != nil {
+				return err
 			}
-			e := new(hindsight.Experience)
-			if err := item.Value(func(v []byte) error { return json.Unmarshal(v, e) }); err != nil {
-				return fmt.Errorf("decode %q: %w", item.Key(), err)
-			}
-			return apply(k, e)
-		})
-		if err != nil {
-			return err
+			r.vecs[k] = v
 		}
-		rest := slices.Sorted(maps.Keys(vecs)) // vectors written without their record
-		for _, k := range rest {
+		for _, k := range exps {
 			ns, id, _ := strings.Cut(k, "\x00")
 			e, err := readExp(txn, ns, id)
 			if err != nil {
 				return err
 			}
-			if err := apply(k, e); err != nil {
+			if err := r.apply(k, e); err != nil {
 				return err
 			}
 		}
-		return nil
+		return r.rest()
 	})
 	if err != nil {
 		return 0, fmt.Errorf("replay experience writes since the index snapshot: %w", err)
 	}
-	return n, nil
+	return r.n, nil
+}
+
+// changed returns the keys (key's form) whose record or vector a change
+// key above version covers names, and whether those stand for every
+// write above it: Badger's newest version (maxVersion) is a change key's,
+// a deletion of one, or the generation's.
+func changed(txn *badger.Txn, covers, maxVersion uint64) (exps, vecs []string, complete bool, err error) {
+	top := covers
+	collect := func(prefix string, out *[]string) error {
+		return latest(txn, prefix, covers, func(k string, item *badger.Item) error {
+			top = max(top, item.Version())
+			if !item.IsDeletedOrExpired() { // else deleted by a checkpoint that covered it
+				*out = append(*out, k)
+			}
+			return nil
+		})
+	}
+	if err := collect(prefixChgVec, &vecs); err != nil {
+		return nil, nil, false, err
+	}
+	if err := collect(prefixChgExp, &exps); err != nil {
+		return nil, nil, false, err
+	}
+	if it, err := txn.Get([]byte(genKey)); err == nil {
+		top = max(top, it.Version())
+	}
+	return exps, vecs, maxVersion <= top, nil
+}
+
+// replayer applies the writes replay finds to x.
+type replayer struct {
+	s    *Store
+	x    *index
+	txn  *badger.Txn
+	vecs map[string][]float32 // changed vectors (nil: none stored), by key
+	n    int
+}
+
+// apply brings the slot of k up to date with its record e (nil: gone).
+// A write that changed none of what a slot indexes (a counted hit, a
+// forget) updates the slot in place; any other indexes the experience
+// again, and one whose record is gone leaves x.
+func (r *replayer) apply(k string, e *hindsight.Experience) error {
+	r.n++
+	v, vecChanged := r.vecs[k]
+	delete(r.vecs, k)
+	x := r.x
+	slot, ok := x.byKey[k]
+	if e == nil {
+		if ok {
+			x.kill(slot)
+			delete(x.byKey, k)
+		}
+		return nil
+	}
+	mine := e.Embedder == r.s.embID
+	if ok && !vecChanged && x.docs[slot].sum == textSum(e) && x.docs[slot].hasVec == mine {
+		x.replaceMeta(slot, e)
+		return nil
+	}
+	if mine && !vecChanged {
+		var err error
+		if v, err = readVec(r.txn, e.Namespace, e.ID, nil); err != nil {
+			return err
+		}
+	}
+	e.Vector = v
+	x.add(e, r.s.embID, nil)
+	return nil
+}
+
+// rest applies the vectors written without their record.
+func (r *replayer) rest() error {
+	for _, k := range slices.Sorted(maps.Keys(r.vecs)) {
+		ns, id, _ := strings.Cut(k, "\x00")
+		e, err := readExp(r.txn, ns, id)
+		if err != nil {
+			return err
+		}
+		if err := r.apply(k, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scan applies every record and vector Badger holds above version
+// covers, found in the tables that hold such versions, in key order,
+// every version visited so that a deletion is seen too.
+func (r *replayer) scan(covers uint64) error {
+	err := latest(r.txn, prefixVec, covers, func(k string, item *badger.Item) error {
+		if item.IsDeletedOrExpired() {
+			r.vecs[k] = nil
+			return nil
+		}
+		return item.Value(func(v []byte) error { r.vecs[k] = decodeVec(v, nil); return nil })
+	})
+	if err != nil {
+		return err
+	}
+	err = latest(r.txn, prefixExp, covers, func(k string, item *badger.Item) error {
+		if item.IsDeletedOrExpired() {
+			return r.apply(k, nil)
+		}
+		e := new(hindsight.Experience)
+		if err := item.Value(func(v []byte) error { return json.Unmarshal(v, e) }); err != nil {
+			return fmt.Errorf("decode %q: %w", item.Key(), err)
+		}
+		return r.apply(k, e)
+	})
+	if err != nil {
+		return err
+	}
+	return r.rest()
+}
+
+// dropChanges deletes the change keys written at or below version
+// covers, which a snapshot on disk now covers. It holds s.mu for writing,
+// so that no write sets a change key between its read and its deletion.
+func (s *Store) dropChanges(covers uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	err := s.db.View(func(txn *badger.Txn) error {
+		for _, prefix := range []string{prefixChgExp, prefixChgVec} {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefix)})
+			for it.Rewind(); it.Valid(); it.Next() {
+				if it.Item().Version() > covers {
+					continue
+				}
+				if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
+					it.Close()
+					return err
+				}
+			}
+			it.Close()
+		}
+		return nil
+	})
+	if err == nil {
+		err = wb.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("delete covered change keys: %w", err)
+	}
+	return nil
 }
 
 // latest calls f, in key order, with the newest version of each key

@@ -98,8 +98,10 @@ type Store struct {
 	emb   hindsight.Embedder
 	embID string
 	idx   *index
-	// fromSnapshot tells whether open loaded the index from a snapshot.
-	fromSnapshot bool
+	// fromSnapshot tells whether open loaded the index from a snapshot;
+	// replayScanned, whether its replay had to scan the tables (writes
+	// without change keys).
+	fromSnapshot, replayScanned bool
 	// closed is set by Close, which writes the snapshot once.
 	closed bool
 	// snapReaders counts checkpoints writing vectors from the index's
@@ -423,7 +425,7 @@ func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, 
 			if err != nil {
 				return err
 			}
-			if err := txn.Set(expKey(ns, id), b); err != nil {
+			if err := setRecord(txn, ns, id, b); err != nil {
 				return err
 			}
 			changed = append(changed, n)
