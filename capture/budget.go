@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
+
+	"github.com/hindsight-proxy/hindsight/internal/imagetrim"
 )
 
 // MemoryBudget is the soft memory limit (runtime/debug.SetMemoryLimit) of
@@ -64,7 +66,9 @@ const (
 // runtime's figures (no stop-the-world); when the process allocated less
 // than quietAllocs since the last look and more than trimAbove of heap is
 // free and not yet returned, it collects and returns it
-// (debug.FreeOSMemory: a few milliseconds of CPU, once per burst).
+// (debug.FreeOSMemory: a few milliseconds of CPU, once per burst), and
+// drops the executable's pages the burst touched from the resident set
+// (imagetrim.Trim: they stay in the page cache).
 func ReleaseWhenQuiet(ctx context.Context) { releaseWhenQuiet(ctx, quietInterval) }
 
 func releaseWhenQuiet(ctx context.Context, interval time.Duration) {
@@ -77,6 +81,7 @@ func releaseWhenQuiet(ctx context.Context, interval time.Duration) {
 		allocs, free := sampleUint(samples[0]), sampleUint(samples[1])
 		if shouldRelease(last, allocs, free) {
 			debug.FreeOSMemory()
+			imagetrim.Trim()
 			metrics.Read(samples)
 			allocs = sampleUint(samples[0])
 		}
