@@ -25,14 +25,15 @@ import (
 //     holding one of its keywords, and each rule compiled on the first
 //     text holding one of its own.
 //
-// The rest of a sidecar's heap is the relay's buffers, the runtime, and
-// the injector's tokenizer. The limit sits well above their sum: a limit
-// near the live heap makes the collector run without pause (lab/bench/README.md
-// has the figures), so it trims the collector's headroom under a flood
-// rather than the heap itself. A live heap above it (a huge message) is not
+// The rest of a sidecar's heap is the relay's buffers, the runtime, the
+// outbox's database while one is open (its memtables), and the injector's
+// tokenizer. The limit sits about twice above the live heap under a flood
+// of calls: a limit near the live heap makes the collector run without
+// pause (lab/bench/README.md has the figures), so it trims the collector's
+// headroom under a flood rather than the heap itself. A live heap above it (a huge message) is not
 // an error: the collector then runs more often and the heap grows as it
 // must.
-const MemoryBudget = 64 << 20
+const MemoryBudget = 28 << 20
 
 // SetMemoryLimit sets MemoryBudget as the process's soft memory limit
 // unless GOMEMLIMIT is set in the environment (the runtime has applied it
