@@ -67,24 +67,28 @@ const (
 // runtime's figures (no stop-the-world); when the process allocated less
 // than quietAllocs since the last look and more than trimAbove of heap is
 // free and not yet returned, it collects and returns it
-// (debug.FreeOSMemory: a few milliseconds of CPU, once per burst), and
-// drops the executable's pages the burst touched from the resident set
-// (imagetrim.Trim: they stay in the page cache).
+// (debug.FreeOSMemory: a few milliseconds of CPU, once per burst). Quiet
+// after more than trimAbove was allocated since it last did, it drops the
+// executable's pages from the resident set (imagetrim.Trim: they stay in
+// the page cache), whether or not the heap was worth returning.
 func ReleaseWhenQuiet(ctx context.Context) { releaseWhenQuiet(ctx, quietInterval) }
 
 func releaseWhenQuiet(ctx context.Context, interval time.Duration) {
 	samples := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	var last uint64
+	var last, trimmed uint64 // allocs at the last look, and at the last image trim
 	for {
 		metrics.Read(samples)
 		allocs, free := sampleUint(samples[0]), sampleUint(samples[1])
 		if shouldRelease(last, allocs, free) {
 			debug.FreeOSMemory()
-			imagetrim.Trim()
 			metrics.Read(samples)
 			allocs = sampleUint(samples[0])
+		}
+		if shouldTrimImage(last, allocs, trimmed) {
+			imagetrim.Trim()
+			trimmed = allocs
 		}
 		last = allocs
 		select {
@@ -100,6 +104,13 @@ func releaseWhenQuiet(ctx context.Context, interval time.Duration) {
 // holding free bytes of heap not returned, is quiet and worth trimming.
 func shouldRelease(last, allocs, free uint64) bool {
 	return last != 0 && allocs-last < quietAllocs && free > trimAbove
+}
+
+// shouldTrimImage reports whether a process that had allocated last
+// bytes at the previous look (0 before the first), allocs now and trimmed
+// at its last image trim (0 before the first) is quiet after a burst.
+func shouldTrimImage(last, allocs, trimmed uint64) bool {
+	return last != 0 && allocs-last < quietAllocs && allocs-trimmed > trimAbove
 }
 
 func sampleUint(s metrics.Sample) uint64 {
