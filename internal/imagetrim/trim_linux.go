@@ -53,7 +53,7 @@ func readOnlyImage(smaps []byte, exe string) []span {
 		if s, e, ok := parseRange(f[0]); ok && len(f) >= 5 {
 			in = false
 			perm := string(f[1])
-			if len(f) >= 6 && string(f[5]) == exe && (perm == "r-xp" || perm == "r--p") {
+			if mappedPath(line) == exe && (perm == "r-xp" || perm == "r--p") {
 				cur, in = span{s, e}, true
 			}
 			continue
@@ -67,6 +67,21 @@ func readOnlyImage(smaps []byte, exe string) []span {
 		}
 	}
 	return out
+}
+
+// mappedPath returns the path of a mapping's header line in smaps (the
+// text after its first five fields, which may hold spaces), or "".
+func mappedPath(line []byte) string {
+	rest := line
+	for range 5 {
+		rest = bytes.TrimLeft(rest, " \t")
+		i := bytes.IndexAny(rest, " \t")
+		if i < 0 {
+			return ""
+		}
+		rest = rest[i:]
+	}
+	return string(bytes.TrimSpace(rest))
 }
 
 // parseRange parses a mapping's "start-end" field (hexadecimal).

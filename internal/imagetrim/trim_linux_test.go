@@ -39,6 +39,19 @@ func TestReadOnlyImage(t *testing.T) {
 	}
 }
 
+// TestReadOnlyImagePathWithSpace: an executable's path may hold spaces.
+func TestReadOnlyImagePathWithSpace(t *testing.T) {
+	smaps := strings.ReplaceAll(sampleSmaps, "/usr/bin/hs", "/opt/my tools/hs (deleted)")
+	got := readOnlyImage([]byte(smaps), "/opt/my tools/hs (deleted)")
+	want := []span{{0x400000, 0xef8000}, {0xef8000, 0x2141000}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("readOnlyImage = %#x, want %#x", got, want)
+	}
+	if got := readOnlyImage([]byte(smaps), "/opt/my tools/hs"); len(got) != 0 {
+		t.Fatalf("readOnlyImage of another path = %#x, want none", got)
+	}
+}
+
 // TestTrimKeepsRunning: the process runs on after its image is trimmed,
 // and its read-only data reads back the same.
 func TestTrimKeepsRunning(t *testing.T) {
