@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
+
+	"github.com/hindsight-proxy/hindsight/internal/imagetrim"
 )
 
 // MemoryBudget is the soft memory limit (runtime/debug.SetMemoryLimit) of
@@ -23,14 +25,15 @@ import (
 //     holding one of its keywords, and each rule compiled on the first
 //     text holding one of its own.
 //
-// The rest of a sidecar's heap is the relay's buffers, the runtime, and
-// the injector's tokenizer. The limit sits well above their sum: a limit
-// near the live heap makes the collector run without pause (lab/bench/README.md
-// has the figures), so it trims the collector's headroom under a flood
-// rather than the heap itself. A live heap above it (a huge message) is not
+// The rest of a sidecar's heap is the relay's buffers, the runtime, the
+// outbox's database while one is open (its memtables), and the injector's
+// tokenizer. The limit sits about twice above the live heap under a flood
+// of calls: a limit near the live heap makes the collector run without
+// pause (lab/bench/README.md has the figures), so it trims the collector's
+// headroom under a flood rather than the heap itself. A live heap above it (a huge message) is not
 // an error: the collector then runs more often and the heap grows as it
 // must.
-const MemoryBudget = 64 << 20
+const MemoryBudget = 28 << 20
 
 // SetMemoryLimit sets MemoryBudget as the process's soft memory limit
 // unless GOMEMLIMIT is set in the environment (the runtime has applied it
@@ -64,14 +67,17 @@ const (
 // runtime's figures (no stop-the-world); when the process allocated less
 // than quietAllocs since the last look and more than trimAbove of heap is
 // free and not yet returned, it collects and returns it
-// (debug.FreeOSMemory: a few milliseconds of CPU, once per burst).
+// (debug.FreeOSMemory: a few milliseconds of CPU, once per burst). Quiet
+// after more than trimAbove was allocated since it last did, it drops the
+// executable's pages from the resident set (imagetrim.Trim: they stay in
+// the page cache), whether or not the heap was worth returning.
 func ReleaseWhenQuiet(ctx context.Context) { releaseWhenQuiet(ctx, quietInterval) }
 
 func releaseWhenQuiet(ctx context.Context, interval time.Duration) {
 	samples := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	var last uint64
+	var last, trimmed uint64 // allocs at the last look, and at the last image trim
 	for {
 		metrics.Read(samples)
 		allocs, free := sampleUint(samples[0]), sampleUint(samples[1])
@@ -79,6 +85,10 @@ func releaseWhenQuiet(ctx context.Context, interval time.Duration) {
 			debug.FreeOSMemory()
 			metrics.Read(samples)
 			allocs = sampleUint(samples[0])
+		}
+		if shouldTrimImage(last, allocs, trimmed) {
+			imagetrim.Trim()
+			trimmed = allocs
 		}
 		last = allocs
 		select {
@@ -94,6 +104,13 @@ func releaseWhenQuiet(ctx context.Context, interval time.Duration) {
 // holding free bytes of heap not returned, is quiet and worth trimming.
 func shouldRelease(last, allocs, free uint64) bool {
 	return last != 0 && allocs-last < quietAllocs && free > trimAbove
+}
+
+// shouldTrimImage reports whether a process that had allocated last
+// bytes at the previous look (0 before the first), allocs now and trimmed
+// at its last image trim (0 before the first) is quiet after a burst.
+func shouldTrimImage(last, allocs, trimmed uint64) bool {
+	return last != 0 && allocs-last < quietAllocs && allocs-trimmed > trimAbove
 }
 
 func sampleUint(s metrics.Sample) uint64 {

@@ -28,6 +28,23 @@ func TestShouldRelease(t *testing.T) {
 	}
 }
 
+func TestShouldTrimImage(t *testing.T) {
+	for _, c := range []struct {
+		name                  string
+		last, allocs, trimmed uint64
+		want                  bool
+	}{
+		{"first look", 0, 1 << 30, 0, false},
+		{"quiet after a burst", 100 << 20, 100<<20 + 1000, 0, true},
+		{"quiet, trimmed since", 100 << 20, 100<<20 + 1000, 100 << 20, false},
+		{"busy", 100 << 20, 100<<20 + quietAllocs, 0, false},
+	} {
+		if got := shouldTrimImage(c.last, c.allocs, c.trimmed); got != c.want {
+			t.Errorf("%s: shouldTrimImage(%d, %d, %d) = %v, want %v", c.name, c.last, c.allocs, c.trimmed, got, c.want)
+		}
+	}
+}
+
 // TestReleaseWhenQuiet leaves 32 MiB of garbage collected but not
 // returned (with the collector off, the runtime's own scavenger keeps it)
 // and checks that the loop gives it back once the process is quiet.

@@ -14,12 +14,13 @@ func checkUnfiltered(t string) *Finding {
 		return nil
 	}
 	f := foldUnicode(t)
-	for i := range rules {
-		if m := rules[i].match(f, nil); m != "" {
-			return &Finding{Reason: rules[i].reason, Match: cut(m, 60)}
+	rs := rules()
+	for i := range rs {
+		if m := rs[i].match(f, nil); m != "" {
+			return &Finding{Reason: rs[i].reason, Match: cut(m, 60)}
 		}
 	}
-	if m := commandPattern.FindString(f); m != "" {
+	if m := commandPattern().FindString(f); m != "" {
 		return &Finding{Reason: ReasonCommand, Match: cut(strings.TrimSpace(m), 60)}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -42,15 +43,16 @@ func Check(texts ...string) *Finding {
 		f := Fold(t)
 		var sk sketch
 		sk.add(f)
-		for i := range rules {
-			if m := rules[i].match(f, &sk); m != "" {
-				return &Finding{Reason: rules[i].reason, Match: cut(m, 60)}
+		rs := rules()
+		for i := range rs {
+			if m := rs[i].match(f, &sk); m != "" {
+				return &Finding{Reason: rs[i].reason, Match: cut(m, 60)}
 			}
 		}
 		if !mayCommand(f) {
 			continue
 		}
-		if m := commandPattern.FindString(f); m != "" {
+		if m := commandPattern().FindString(f); m != "" {
 			return &Finding{Reason: ReasonCommand, Match: cut(strings.TrimSpace(m), 60)}
 		}
 	}
@@ -135,8 +137,11 @@ var (
 	leaking = []string{"reveal", "print", "dump", "leak", "send", "upload", "post", "email", "e-mail", "exfiltrat"}
 )
 
-// commandPattern matches shell commands and pipelines.
-var commandPattern = regexp.MustCompile(`(?:^|[\s` + "`" + `(;|&])(?:curl|wget|nc|netcat|bash|zsh|powershell|pwsh|cmd\.exe|sudo|chmod|chown|rm\s+-[rf]+|scp|ssh|python3?\s+-c|eval|base64\s+-d)\s+[^\s]|\|\s*(?:sh|bash)(?:$|[^\pL])|\$\(|;\s*(?:rm|curl|wget)(?:$|[^\pL])`)
+// commandPattern matches shell commands and pipelines; compiled on the
+// first call.
+var commandPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[\s` + "`" + `(;|&])(?:curl|wget|nc|netcat|bash|zsh|powershell|pwsh|cmd\.exe|sudo|chmod|chown|rm\s+-[rf]+|scp|ssh|python3?\s+-c|eval|base64\s+-d)\s+[^\s]|\|\s*(?:sh|bash)(?:$|[^\pL])|\$\(|;\s*(?:rm|curl|wget)(?:$|[^\pL])`)
+})
 
 // commandWords are what commandPattern's first alternative needs in a
 // folded text (where every white space is one space): a word at the
@@ -199,29 +204,35 @@ type rule struct {
 	gap         int
 }
 
-var (
-	tAddressing   = newTerms(addressing)
-	tSetAside     = newTerms(setAside)
-	tEarlier      = newTerms(earlier)
-	tMoving       = newTerms(moving)
-	tSecrets      = newTerms(secrets)
-	tOwner        = newTerms(secretOwner)
-	tOwned        = newTerms(append(append([]string{}, secretWord...), secrets...))
-	tAway         = newTerms(away)
-	tLeaking      = newTerms(leaking)
-	tSecretWord   = newTerms(secretWord)
+const (
 	ownerThenWord = 20
 	clause        = 60
 )
 
-var rules = []rule{
-	{reason: ReasonManipulation, first: tAddressing},
-	{reason: ReasonManipulation, first: tSetAside, then: tEarlier, gap: clause},
-	{reason: ReasonCredential, first: tMoving, then: tSecrets, gap: clause},
-	{reason: ReasonCredential, first: tOwner, then: tOwned, gap: ownerThenWord},
-	{reason: ReasonCredential, first: tLeaking, then: tSecretWord, gap: clause},
-	{reason: ReasonCredential, first: tSecrets, then: tAway, gap: clause},
-}
+// rules returns the rules, their terms folded on the first call: a
+// process that never checks a text does not fold them.
+var rules = sync.OnceValue(func() []rule {
+	var (
+		tAddressing = newTerms(addressing)
+		tSetAside   = newTerms(setAside)
+		tEarlier    = newTerms(earlier)
+		tMoving     = newTerms(moving)
+		tSecrets    = newTerms(secrets)
+		tOwner      = newTerms(secretOwner)
+		tOwned      = newTerms(append(append([]string{}, secretWord...), secrets...))
+		tAway       = newTerms(away)
+		tLeaking    = newTerms(leaking)
+		tSecretWord = newTerms(secretWord)
+	)
+	return []rule{
+		{reason: ReasonManipulation, first: tAddressing},
+		{reason: ReasonManipulation, first: tSetAside, then: tEarlier, gap: clause},
+		{reason: ReasonCredential, first: tMoving, then: tSecrets, gap: clause},
+		{reason: ReasonCredential, first: tOwner, then: tOwned, gap: ownerThenWord},
+		{reason: ReasonCredential, first: tLeaking, then: tSecretWord, gap: clause},
+		{reason: ReasonCredential, first: tSecrets, then: tAway, gap: clause},
+	}
+})
 
 // match returns the first text r finds in f (folded; sk its sketch, or
 // nil), or "".

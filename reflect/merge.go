@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hindsight-proxy/hindsight"
@@ -240,14 +241,14 @@ func sameLesson(e, k *hindsight.Experience) bool {
 // lessonKey is a lesson without its quoted template and the shapes it
 // warns against ("…, not MM/DD/YYYY"), folded.
 func lessonKey(s string) string {
-	s = backquoted.ReplaceAllString(s, "`…`")
-	s = notShape.ReplaceAllString(s, "")
+	s = backquoted().ReplaceAllString(s, "`…`")
+	s = notShape().ReplaceAllString(s, "")
 	return strings.ToLower(strings.Join(strings.Fields(s), " "))
 }
 
 var (
-	backquoted = regexp.MustCompile("`[^`]*`")
-	notShape   = regexp.MustCompile(`, not [^;.]*`)
+	backquoted = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`[^`]*`") })
+	notShape   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`, not [^;.]*`) })
 )
 
 // templatesAgree reports whether two error templates describe the same
@@ -271,7 +272,7 @@ func retemplate(text, tpl string) string {
 	if tpl == "" {
 		return text
 	}
-	return backquoted.ReplaceAllStringFunc(text, func(q string) string {
+	return backquoted().ReplaceAllStringFunc(text, func(q string) string {
 		if inner := q[1 : len(q)-1]; inner != tpl && templatesAgree(inner, tpl) {
 			return "`" + tpl + "`"
 		}
@@ -434,35 +435,37 @@ func better(e, old *hindsight.Experience) bool {
 // wording scores a lesson's text: concrete tokens count, rambling does not.
 func wording(s string) float64 {
 	words := len(strings.Fields(s))
-	score := float64(len(codeLike.FindAllString(s, -1)))
+	score := float64(len(codeLike().FindAllString(s, -1)))
 	score += math.Min(float64(words), 25) / 25
 	if words > 60 {
 		score -= float64(words-60) / 20
 	}
-	if genericAdvice.MatchString(s) {
+	if genericAdvice().MatchString(s) {
 		score--
 	}
 	return score
 }
 
 var (
-	negation = regexp.MustCompile(`(?i)\b(do not|don't|never|avoid|must not|should not|shouldn't|stop|no longer|instead of)\b`)
-	quoted   = regexp.MustCompile("\"[^\"]*\"|`[^`]*`")
-	stop     = map[string]bool{"the": true, "a": true, "an": true, "to": true, "of": true, "with": true, "and": true, "or": true, "for": true, "it": true, "is": true, "in": true, "on": true, "before": true, "after": true, "when": true, "calling": true, "call": true}
+	negation = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(do not|don't|never|avoid|must not|should not|shouldn't|stop|no longer|instead of)\b`)
+	})
+	quoted = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("\"[^\"]*\"|`[^`]*`") })
+	stop   = map[string]bool{"the": true, "a": true, "an": true, "to": true, "of": true, "with": true, "and": true, "or": true, "for": true, "it": true, "is": true, "in": true, "on": true, "before": true, "after": true, "when": true, "calling": true, "call": true}
 )
 
 // contradicts reports whether the newer lesson about a situation gives the
 // opposite rule of the older: one forbids what the other prescribes, or the
 // newer rejects the value the older prescribed.
 func contradicts(newer, older string) bool {
-	na, nb := negation.MatchString(newer), negation.MatchString(older)
+	na, nb := negation().MatchString(newer), negation().MatchString(older)
 	if na != nb {
-		ta, tb := contentWords(negation.ReplaceAllString(newer, " ")), contentWords(negation.ReplaceAllString(older, " "))
+		ta, tb := contentWords(negation().ReplaceAllString(newer, " ")), contentWords(negation().ReplaceAllString(older, " "))
 		return jaccard(ta, tb) >= 0.6
 	}
 	// The newer rule forbids the value the older one prescribed: "set path
 	// to "/b", not "/a"" against "set path to "/a"".
-	qa, qb := quoted.FindAllString(newer, -1), quoted.FindAllString(older, -1)
+	qa, qb := quoted().FindAllString(newer, -1), quoted().FindAllString(older, -1)
 	if len(qa) < 2 || len(qb) == 0 || strings.EqualFold(qa[0], qb[0]) {
 		return false
 	}
@@ -476,7 +479,7 @@ func contradicts(newer, older string) bool {
 
 func contentWords(s string) map[string]bool {
 	out := map[string]bool{}
-	for _, w := range wordRe.FindAllString(strings.ToLower(s), -1) {
+	for _, w := range wordRe().FindAllString(strings.ToLower(s), -1) {
 		w = strings.Trim(w, "./-")
 		if w != "" && !stop[w] {
 			out[w] = true
@@ -502,7 +505,7 @@ func jaccard(a, b map[string]bool) float64 {
 // dimensions. It is enough to spot rewordings of the same lesson.
 func bagOfWords(s string) []float32 {
 	v := make([]float32, 256)
-	for _, w := range wordRe.FindAllString(strings.ToLower(s), -1) {
+	for _, w := range wordRe().FindAllString(strings.ToLower(s), -1) {
 		h := sha256.Sum256([]byte(strings.Trim(w, "./-")))
 		v[int(h[0])]++
 	}

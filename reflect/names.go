@@ -3,6 +3,7 @@ package reflect
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/errtemplate"
@@ -11,7 +12,7 @@ import (
 // quotedName matches a quoted identifier: a property, field, column or
 // table name as schema validators and databases quote them ('file_path',
 // "customer_id", `orders.total`), without a digit (ids have them).
-var quotedName = regexp.MustCompile("^(['\"`])[A-Za-z_][A-Za-z_.]*[A-Za-z_](['\"`])$")
+var quotedName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^(['\"`])[A-Za-z_][A-Za-z_.]*[A-Za-z_](['\"`])$") })
 
 // keepNames puts back, in tpl (the template of the error text), the quoted
 // names the template masked where they are no value of the task (vals):
@@ -32,7 +33,7 @@ func keepNames(tpl, text string, vals *taskValues) string {
 			continue
 		}
 		xl, xcore, xtr := cutPunct(xt[i])
-		if xl != lead || xtr != trail || !quotedName.MatchString(xcore) {
+		if xl != lead || xtr != trail || !quotedName().MatchString(xcore) {
 			continue
 		}
 		inner := xcore[1 : len(xcore)-1]

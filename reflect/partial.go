@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hindsight-proxy/hindsight"
 )
@@ -83,13 +84,13 @@ func partialLessons(task *hindsight.Task, calls []*hindsight.Step, vals *taskVal
 }
 
 // pathName matches the names in an argument path (files[].ranges[].start).
-var pathName = regexp.MustCompile(`[A-Za-z_][\w-]*`)
+var pathName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z_][\w-]*`) })
 
 // namedPrefix splits the argument path k after the first name in it that
 // errText quotes: ("files[].ranges", "[].start") when the error quoted
 // 'ranges'; "" when it quotes none.
 func namedPrefix(k, errText string) (string, string) {
-	for _, m := range pathName.FindAllStringIndex(k, -1) {
+	for _, m := range pathName().FindAllStringIndex(k, -1) {
 		if quotesName(errText, k[m[0]:m[1]]) {
 			return k[:m[1]], k[m[1]:]
 		}

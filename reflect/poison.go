@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/guard"
@@ -22,12 +23,18 @@ const (
 
 var (
 	// urlRe and hostRe match addresses on the network.
-	urlRe  = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>` + "`" + `]+`)
-	hostRe = regexp.MustCompile(`(?i)\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:com|net|org|io|dev|ai|app|co|xyz|info|biz|ru|cn|me|sh|site|online|cloud|tk)\b`)
+	urlRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>` + "`" + `]+`) })
+	hostRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:com|net|org|io|dev|ai|app|co|xyz|info|biz|ru|cn|me|sh|site|online|cloud|tk)\b`)
+	})
 	// pathRe matches file paths: absolute, home-relative, Windows.
-	pathRe = regexp.MustCompile(`(?:^|[\s"'(=` + "`" + `])((?:~|\$HOME|%[A-Z]+%)?/(?:[\w.-]+/)*[\w.-]+|[A-Za-z]:\\[^\s"'` + "`" + `]+|\.ssh\b|id_rsa\b|\.env\b)`)
+	pathRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:^|[\s"'(=` + "`" + `])((?:~|\$HOME|%[A-Z]+%)?/(?:[\w.-]+/)*[\w.-]+|[A-Za-z]:\\[^\s"'` + "`" + `]+|\.ssh\b|id_rsa\b|\.env\b)`)
+	})
 	// commandRe matches shell commands and pipelines.
-	commandRe = regexp.MustCompile(`(?i)(?:^|[\s` + "`" + `(;|&])(curl|wget|nc|netcat|bash|sh|zsh|powershell|pwsh|cmd\.exe|sudo|chmod|chown|rm\s+-[rf]+|scp|ssh|python3?\s+-c|eval|base64\s+-d)\s+\S|\|\s*(sh|bash)\b|\$\(|&&\s*\w+|;\s*(rm|curl|wget)\b`)
+	commandRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(?:^|[\s` + "`" + `(;|&])(curl|wget|nc|netcat|bash|sh|zsh|powershell|pwsh|cmd\.exe|sudo|chmod|chown|rm\s+-[rf]+|scp|ssh|python3?\s+-c|eval|base64\s+-d)\s+\S|\|\s*(sh|bash)\b|\$\(|&&\s*\w+|;\s*(rm|curl|wget)\b`)
+	})
 )
 
 // poisoned returns why c reads as an attempt on an agent rather than a
@@ -43,18 +50,18 @@ func poisoned(c *hindsight.Experience, cited []*hindsight.Step, task *hindsight.
 	if f := guard.CheckLesson(c.Lesson, texts[1:]...); f != nil {
 		return f.Reason, fmt.Sprintf("%q", f.Match)
 	}
-	if m := commandRe.FindString(all); m != "" {
+	if m := commandRe().FindString(all); m != "" {
 		return DropCommand, fmt.Sprintf("%q", Truncate(m, 60))
 	}
 	grounds := groundsOf(c, cited)
-	for _, re := range []*regexp.Regexp{urlRe, hostRe} {
+	for _, re := range []*regexp.Regexp{urlRe(), hostRe()} {
 		for _, m := range re.FindAllString(all, -1) {
 			if !grounds(m) {
 				return DropURL, fmt.Sprintf("%q is in no cited call of %s", Truncate(m, 60), c.Server)
 			}
 		}
 	}
-	for _, m := range pathRe.FindAllStringSubmatch(all, -1) {
+	for _, m := range pathRe().FindAllStringSubmatch(all, -1) {
 		if p := m[1]; !grounds(p) {
 			return DropPath, fmt.Sprintf("%q is in no cited call of %s", Truncate(p, 60), c.Server)
 		}
@@ -103,7 +110,7 @@ func foreignTool(c *hindsight.Experience, cited []*hindsight.Step, task *hindsig
 			collectSchema(s.Result, map[string]bool{}, known)
 		}
 	}
-	for _, m := range callTool.FindAllStringSubmatch(c.Lesson, -1) {
+	for _, m := range callTool().FindAllStringSubmatch(c.Lesson, -1) {
 		if name := m[1]; !known[name] {
 			return name
 		}
@@ -112,4 +119,6 @@ func foreignTool(c *hindsight.Experience, cited []*hindsight.Step, task *hindsig
 }
 
 // callTool matches an instruction to call a tool by a snake_case name.
-var callTool = regexp.MustCompile(`(?i)\b(?:call|use|invoke|run)\s+(?:the\s+)?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b`)
+var callTool = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(?:call|use|invoke|run)\s+(?:the\s+)?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b`)
+})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/hindsight-proxy/hindsight"
 )
@@ -12,7 +13,9 @@ import (
 // preconditionRule matches the lessons that state a precondition, as the
 // rule-based reflector writes them: "Call X before Y", "Call X then Z
 // before Y".
-var preconditionRule = regexp.MustCompile(`^Call ([\w.-]+(?: then [\w.-]+)*) before ([\w.-]+)\b`)
+var preconditionRule = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^Call ([\w.-]+(?: then [\w.-]+)*) before ([\w.-]+)\b`)
+})
 
 // preconditionCounters returns the ids of stored precondition lessons that
 // task contradicts: the tools they name were called, and then the tool
@@ -41,7 +44,7 @@ func (p *Pipeline) preconditionCounters(ctx context.Context, task *hindsight.Tas
 			if e.Deleted || e.SupersededBy != "" || e.SourceTask == task.ID {
 				continue
 			}
-			m := preconditionRule.FindStringSubmatch(e.Lesson)
+			m := preconditionRule().FindStringSubmatch(e.Lesson)
 			if m == nil || m[2] != tool {
 				continue
 			}

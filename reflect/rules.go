@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/hindsight-proxy/hindsight"
@@ -215,7 +216,7 @@ func (r *recovery) lesson() (*hindsight.Experience, []int) {
 	case len(rules) == 0:
 		e.Lesson = fmt.Sprintf("When %s %s, retry the identical call once before changing anything: it can fail transiently.", s.Tool, failedWith)
 		e.Action = "retried the identical call"
-		unambiguous = transientCue.MatchString(errText)
+		unambiguous = transientCue().MatchString(errText)
 	case len(pre) > 0 && len(fixes) == 0:
 		e.Lesson = upperFirst(rules[0]) + fmt.Sprintf(" (otherwise %s %s).", s.Tool, failedWith)
 		e.Action = strings.Join(actions, ", then ") + ", and called " + s.Tool + " again"
@@ -299,7 +300,7 @@ func (r *recovery) changed(k string, d argDiff, others []*hindsight.Step, errTex
 			unambiguous: true,
 		}
 	}
-	if named && listCue.MatchString(errText) {
+	if named && listCue().MatchString(errText) {
 		return fix{
 			rule:        fmt.Sprintf("set %s to one of the values the error lists", k),
 			action:      "changed " + k,
@@ -317,17 +318,17 @@ func (r *recovery) changed(k string, d argDiff, others []*hindsight.Step, errTex
 // ("must be one of: US, GB, DE"), each a short token without quotes or
 // brackets; nil when it lists none.
 func listedValues(errText string) []string {
-	loc := listCue.FindStringIndex(errText)
+	loc := listCue().FindStringIndex(errText)
 	if loc == nil {
 		return nil
 	}
-	head := listHead.FindString(errText[loc[0]:loc[1]])
+	head := listHead().FindString(errText[loc[0]:loc[1]])
 	rest := errText[loc[0]+len(head):]
-	if end := listEnd.FindStringIndex(rest); end != nil {
+	if end := listEnd().FindStringIndex(rest); end != nil {
 		rest = rest[:end[0]]
 	}
 	var out []string
-	for _, item := range listSep.Split(rest, -1) {
+	for _, item := range listSep().Split(rest, -1) {
 		item = strings.Trim(item, " \t:[]{}()'\"`.")
 		if item == "" || len(item) > 40 || strings.ContainsAny(item, " \t") {
 			return nil
@@ -341,22 +342,26 @@ func listedValues(errText string) []string {
 }
 
 var (
-	listHead = regexp.MustCompile(`(?i)^(one of|allowed(?: values)?(?: are| is)?|valid (?:values|options|choices)(?: are)?|must be(?: either)?|expected|supported(?: values)?(?: are)?|possible values(?: are)?|choose from)`)
-	listEnd  = regexp.MustCompile(`[.;]\s|[.;"}]*$|\n`)
-	listSep  = regexp.MustCompile(`\s*(?:,|\bor\b|\|)\s*`)
+	listHead = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^(one of|allowed(?: values)?(?: are| is)?|valid (?:values|options|choices)(?: are)?|must be(?: either)?|expected|supported(?: values)?(?: are)?|possible values(?: are)?|choose from)`)
+	})
+	listEnd = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[.;]\s|[.;"}]*$|\n`) })
+	listSep = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\s*(?:,|\bor\b|\|)\s*`) })
 )
 
 // listCue matches error texts that list the allowed values: a cue ("one
 // of", "allowed values", "must be", "expected", "supported") followed by
 // at least two items joined by commas, "or" or bars. A cue alone ("not
 // allowed", "must be a string") lists nothing.
-var listCue = regexp.MustCompile(`(?i)\b(one of|allowed(?: values)?(?: are| is)?|valid (?:values|options|choices)(?: are)?|must be(?: either)?|expected|supported(?: values)?(?: are)?|possible values(?: are)?|choose from)\W{0,4}[\w.'"-]+['"]?\s*(?:,|\bor\b|\|)\s*\W?[\w.-]+`)
+var listCue = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(one of|allowed(?: values)?(?: are| is)?|valid (?:values|options|choices)(?: are)?|must be(?: either)?|expected|supported(?: values)?(?: are)?|possible values(?: are)?|choose from)\W{0,4}[\w.'"-]+['"]?\s*(?:,|\bor\b|\|)\s*\W?[\w.-]+`)
+})
 
 // shapeNamed reports whether an error text names the value shape shape:
 // "expected YYYY-MM-DD", "not an RFC 3339 timestamp".
 func shapeNamed(errText, shape string) bool {
 	low := strings.ToLower(errText)
-	for _, notation := range shapeNotation.FindAllString(shape, -1) {
+	for _, notation := range shapeNotation().FindAllString(shape, -1) {
 		if strings.Contains(low, strings.ToLower(notation)) {
 			return true
 		}
@@ -371,7 +376,7 @@ func shapeNamed(errText, shape string) bool {
 }
 
 // shapeNotation finds the notations in a shape's name: YYYY-MM-DD, HH:MM…
-var shapeNotation = regexp.MustCompile(`[YMDHS]{2,4}(?:[-/.: T][YMDHS]{2,4})+`)
+var shapeNotation = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[YMDHS]{2,4}(?:[-/.: T][YMDHS]{2,4})+`) })
 
 // added states the addition of argument k.
 func (r *recovery) added(k string, d argDiff, others []*hindsight.Step, errText string, s *hindsight.Step) fix {
@@ -436,11 +441,11 @@ func (r *recovery) sourceOf(nv, ov json.RawMessage, others []*hindsight.Step, se
 // letter, three characters or more.
 func (r *recovery) partSourceOf(nv, ov json.RawMessage, others []*hindsight.Step, server string) *hindsight.Step {
 	old := map[string]bool{}
-	for _, w := range nameRun.FindAllString(scalarOf(ov), -1) {
+	for _, w := range nameRun().FindAllString(scalarOf(ov), -1) {
 		old[w] = true
 	}
 	var fresh []string
-	for _, w := range nameRun.FindAllString(scalarOf(nv), -1) {
+	for _, w := range nameRun().FindAllString(scalarOf(nv), -1) {
 		if !old[w] && strings.IndexFunc(w, unicode.IsLetter) >= 0 && !r.vals.names[w] {
 			fresh = append(fresh, w)
 		}
@@ -460,7 +465,7 @@ func (r *recovery) partSourceOf(nv, ov json.RawMessage, others []*hindsight.Step
 	return nil
 }
 
-var nameRun = regexp.MustCompile(`[\pL\pN_.-]{3,}`)
+var nameRun = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[\pL\pN_.-]{3,}`) })
 
 // lookedUp reports whether src, the call a recovery took a value from,
 // came after the first failure of the window: the agent made a discovery
@@ -566,7 +571,7 @@ func giveUpLessons(calls []*hindsight.Step, recovered map[int]bool, vals *taskVa
 		case !succeeded[tool] || len(g.steps) >= 3:
 			e.Action = "called " + tool + " again with other arguments"
 			e.Lesson = fmt.Sprintf("When %s fails with %s, stop retrying it: other arguments failed the same way; use another tool or ask the user.", tool, fence(tpl))
-			if floodCue.MatchString(errorText(first)) {
+			if floodCue().MatchString(errorText(first)) {
 				// The error says the calls come too fast: it grounds
 				// "stop retrying" by itself.
 				e.Confidence = unambiguousPrior

@@ -4,30 +4,36 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // shapes name the value formats a lesson may prescribe, most specific
 // first. A value's shape is what a lesson says instead of the value.
-var shapes = []struct {
+var shapes = sync.OnceValue(func() []shape {
+	return []shape{
+		{regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$`), "an RFC 3339 date-time (YYYY-MM-DDTHH:MM:SSZ)"},
+		{regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2})?$`), "YYYY-MM-DD HH:MM"},
+		{regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`), "YYYY-MM-DD"},
+		{regexp.MustCompile(`^\d{4}/\d{2}/\d{2}$`), "YYYY/MM/DD"},
+		{regexp.MustCompile(`^\d{1,2}[/.-]\d{1,2}[/.-]\d{4}$`), dayMonthYear},
+		{regexp.MustCompile(`^\d{8}$`), "YYYYMMDD"},
+		{regexp.MustCompile(`^\d{1,2}:\d{2}(:\d{2})?$`), "HH:MM"},
+		{regexp.MustCompile(`^\d{1,2}(:\d{2})?\s?[aApP][mM]$`), "a 12-hour time (H:MM am/pm)"},
+		{regexp.MustCompile(`^\d+$`), "digits only"},
+		{regexp.MustCompile(`^-?\d+\.\d+$`), "a decimal number"},
+		{regexp.MustCompile(`^[A-Z]{3}$`), "a three-letter upper-case code"},
+		{regexp.MustCompile(`^[a-z]{3}$`), "a three-letter lower-case code"},
+		{regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[a-z]{2,}$`), "an e-mail address"},
+		{regexp.MustCompile(`^https?://`), "a full URL"},
+		{regexp.MustCompile(`^/`), "an absolute path"},
+		{regexp.MustCompile(`^\.{0,2}[\w-]+/`), "a relative path"},
+	}
+})
+
+// A shape is a value format: a pattern and its name.
+type shape struct {
 	re   *regexp.Regexp
 	name string
-}{
-	{regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$`), "an RFC 3339 date-time (YYYY-MM-DDTHH:MM:SSZ)"},
-	{regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2})?$`), "YYYY-MM-DD HH:MM"},
-	{regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`), "YYYY-MM-DD"},
-	{regexp.MustCompile(`^\d{4}/\d{2}/\d{2}$`), "YYYY/MM/DD"},
-	{regexp.MustCompile(`^\d{1,2}[/.-]\d{1,2}[/.-]\d{4}$`), dayMonthYear},
-	{regexp.MustCompile(`^\d{8}$`), "YYYYMMDD"},
-	{regexp.MustCompile(`^\d{1,2}:\d{2}(:\d{2})?$`), "HH:MM"},
-	{regexp.MustCompile(`^\d{1,2}(:\d{2})?\s?[aApP][mM]$`), "a 12-hour time (H:MM am/pm)"},
-	{regexp.MustCompile(`^\d+$`), "digits only"},
-	{regexp.MustCompile(`^-?\d+\.\d+$`), "a decimal number"},
-	{regexp.MustCompile(`^[A-Z]{3}$`), "a three-letter upper-case code"},
-	{regexp.MustCompile(`^[a-z]{3}$`), "a three-letter lower-case code"},
-	{regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[a-z]{2,}$`), "an e-mail address"},
-	{regexp.MustCompile(`^https?://`), "a full URL"},
-	{regexp.MustCompile(`^/`), "an absolute path"},
-	{regexp.MustCompile(`^\.{0,2}[\w-]+/`), "a relative path"},
 }
 
 // dayMonthYear stands for the dates with the year last, whose order of day
@@ -75,7 +81,7 @@ func shapeOf(v json.RawMessage) string {
 		return "a JSON number"
 	}
 	str = strings.TrimSpace(str)
-	for _, sh := range shapes {
+	for _, sh := range shapes() {
 		if !sh.re.MatchString(str) {
 			continue
 		}
@@ -112,11 +118,17 @@ func kindOf(v json.RawMessage) string {
 }
 
 // formatCue matches error texts that are about a value's format.
-var formatCue = regexp.MustCompile(`(?i)\b(format|formatted|expected|expecting|must be|should be|invalid|malformed|pattern|parse|unparseable|iso|yyyy|not a valid)\b`)
+var formatCue = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(format|formatted|expected|expecting|must be|should be|invalid|malformed|pattern|parse|unparseable|iso|yyyy|not a valid)\b`)
+})
 
 // floodCue matches error texts that say the calls come too fast: the
 // error itself tells the caller to stop sending them.
-var floodCue = regexp.MustCompile(`(?i)(rate.?limit|too many requests|too (quickly|fast|frequent)|slow down|throttl|quota exceeded)`)
+var floodCue = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(rate.?limit|too many requests|too (quickly|fast|frequent)|slow down|throttl|quota exceeded)`)
+})
 
 // transientCue matches error texts of failures that pass by themselves.
-var transientCue = regexp.MustCompile(`(?i)(timed? ?out|timeout|temporar|try again|unavailable|rate.?limit|too many requests|\b429\b|\b503\b|\b502\b|\b504\b|overloaded|busy|ECONNRESET|ETIMEDOUT)`)
+var transientCue = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(timed? ?out|timeout|temporar|try again|unavailable|rate.?limit|too many requests|\b429\b|\b503\b|\b502\b|\b504\b|overloaded|busy|ECONNRESET|ETIMEDOUT)`)
+})

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/hindsight-proxy/hindsight"
 )
@@ -18,7 +19,7 @@ const DropVacuous = "vacuous"
 // the cited failures of its tool, and the arguments of those failures
 // whose values their error texts quote count as named by the error.
 func vacuousCandidate(c *hindsight.Experience, cited []*hindsight.Step) string {
-	templates := backquoted.FindAllString(c.Lesson, -1)
+	templates := backquoted().FindAllString(c.Lesson, -1)
 	var implied []string
 	failed := false
 	for _, s := range cited {
@@ -54,7 +55,7 @@ func vacuousCandidate(c *hindsight.Experience, cited []*hindsight.Step) string {
 // or a word of the error or the tool is removed; advice with no word left
 // is vacuous.
 func vacuous(lesson, tool, template string, implied []string) string {
-	advice := backquoted.ReplaceAllString(lesson, " ")
+	advice := backquoted().ReplaceAllString(lesson, " ")
 	known := map[string]bool{}
 	for _, s := range append([]string{template, tool}, implied...) {
 		for _, w := range adviceWords(s) {
@@ -74,8 +75,8 @@ func vacuous(lesson, tool, template string, implied []string) string {
 // the punctuation around them.
 func adviceWords(s string) []string {
 	s = strings.ToLower(s)
-	out := adviceWord.FindAllString(s, -1)
-	for _, sh := range adviceShape.FindAllString(s, -1) {
+	out := adviceWord().FindAllString(s, -1)
+	for _, sh := range adviceShape().FindAllString(s, -1) {
 		if sh = strings.Trim(sh, ".:/-"); strings.ContainsAny(sh, "./:-") {
 			out = append(out, sh)
 		}
@@ -84,8 +85,8 @@ func adviceWords(s string) []string {
 }
 
 var (
-	adviceWord  = regexp.MustCompile(`[\pL\pN_]+`)
-	adviceShape = regexp.MustCompile(`[\pL\pN_./:-]+`)
+	adviceWord  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[\pL\pN_]+`) })
+	adviceShape = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[\pL\pN_./:-]+`) })
 	// restating are the words advice uses to say "change what the error
 	// rejected" without saying how, and the stop words around them.
 	restating = setOf(`a an the this that it its is was were be been value values argument arguments

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hindsight-proxy/hindsight"
 )
@@ -325,12 +326,16 @@ func newVocabulary(t *hindsight.Task) *vocabulary {
 
 var (
 	// genericAdvice matches advice that tells no one what to do.
-	genericAdvice = regexp.MustCompile(`(?i)\b(be (more )?careful|careful(ly)?|double[- ]check|pay (close )?attention|make sure (that )?(everything|it|things|the (input|arguments?|parameters?) (is|are) (correct|valid|right))|ensure (that )?(the )?(input|inputs|arguments?|parameters?|everything) (is|are) (correct|valid|right|proper)|handle (errors|failures|exceptions) (properly|gracefully|appropriately|correctly)|verify (the )?(input|inputs|arguments?|parameters?)|try again|be mindful|think (carefully|before)|consider (checking|verifying)|(check|read) (the )?(documentation|docs)|use (the )?(correct|right|proper|appropriate|valid) (arguments?|parameters?|inputs?|values?|tools?|format))\b`)
+	genericAdvice = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(be (more )?careful|careful(ly)?|double[- ]check|pay (close )?attention|make sure (that )?(everything|it|things|the (input|arguments?|parameters?) (is|are) (correct|valid|right))|ensure (that )?(the )?(input|inputs|arguments?|parameters?|everything) (is|are) (correct|valid|right|proper)|handle (errors|failures|exceptions) (properly|gracefully|appropriately|correctly)|verify (the )?(input|inputs|arguments?|parameters?)|try again|be mindful|think (carefully|before)|consider (checking|verifying)|(check|read) (the )?(documentation|docs)|use (the )?(correct|right|proper|appropriate|valid) (arguments?|parameters?|inputs?|values?|tools?|format))\b`)
+	})
 	// codeLike matches tokens that name something concrete: quoted or
 	// back-quoted text, paths, key=value pairs, identifiers with _ . / or
 	// inner capitals, numbers of three or more digits, date formats.
-	codeLike = regexp.MustCompile("`[^`]+`|\"[^\"]+\"|'[^']{2,}'|(^|\\s)/[\\w.-]+|\\b\\w+=\\S+|\\b[a-z]+_[a-z_]+\\b|\\b[a-z]+[A-Z]\\w*\\b|\\b\\d{3,}\\b|\\b[A-Z]{2,}[A-Z_]*\\b|\\b(YYYY|yyyy)[-/.]")
-	wordRe   = regexp.MustCompile(`[\pL\pN_./-]+`)
+	codeLike = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile("`[^`]+`|\"[^\"]+\"|'[^']{2,}'|(^|\\s)/[\\w.-]+|\\b\\w+=\\S+|\\b[a-z]+_[a-z_]+\\b|\\b[a-z]+[A-Z]\\w*\\b|\\b\\d{3,}\\b|\\b[A-Z]{2,}[A-Z_]*\\b|\\b(YYYY|yyyy)[-/.]")
+	})
+	wordRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[\pL\pN_./-]+`) })
 	// commonAcronyms name nothing in particular.
 	commonAcronyms = map[string]bool{"API": true, "APIs": true, "JSON": true, "HTTP": true, "HTTPS": true, "URL": true, "ID": true, "IDs": true, "OK": true, "MCP": true, "LLM": true, "AI": true, "UI": true, "IMPORTANT": true, "ALWAYS": true, "NEVER": true, "NOTE": true}
 )
@@ -338,7 +343,7 @@ var (
 // vague returns why lesson is too vague to store, or "" when it names
 // something concrete.
 func (v *vocabulary) vague(lesson, tool string) string {
-	words := wordRe.FindAllString(lesson, -1)
+	words := wordRe().FindAllString(lesson, -1)
 	if len(words) < 4 {
 		return "fewer than four words"
 	}
@@ -357,7 +362,7 @@ func (v *vocabulary) vague(lesson, tool string) string {
 			ownToolOnly = false
 		}
 	}
-	if m := codeLike.FindAllString(lesson, -1); len(m) > 0 {
+	if m := codeLike().FindAllString(lesson, -1); len(m) > 0 {
 		for _, x := range m {
 			x = strings.Trim(strings.TrimSpace(x), "`\"'")
 			if commonAcronyms[x] {
@@ -372,8 +377,8 @@ func (v *vocabulary) vague(lesson, tool string) string {
 	if anchors == 0 {
 		return "names no tool, argument, error or concrete value"
 	}
-	if genericAdvice.MatchString(lesson) && ownToolOnly {
-		return "generic advice: " + genericAdvice.FindString(lesson)
+	if genericAdvice().MatchString(lesson) && ownToolOnly {
+		return "generic advice: " + genericAdvice().FindString(lesson)
 	}
 	return ""
 }

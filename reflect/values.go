@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/errtemplate"
@@ -50,7 +51,7 @@ func newTaskValues(task *hindsight.Task) *taskValues {
 				// Error codes name kinds of failure, not data.
 				if code := stepErrorCode(s); code != "" {
 					v.codes[code] = true
-					for _, part := range digitRun.FindAllString(code, -1) {
+					for _, part := range digitRun().FindAllString(code, -1) {
 						v.codes[part] = true
 					}
 				}
@@ -75,21 +76,23 @@ func newTaskValues(task *hindsight.Task) *taskValues {
 	return v
 }
 
-var digitRun = regexp.MustCompile(`\d+`)
+var digitRun = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d+`) })
 
 // identRun matches identifiers: letters, digits, _ and ., with a letter
 // first.
-var identRun = regexp.MustCompile(`\pL[\pL\pN_.]*[\pL\pN]`)
+var identRun = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\pL[\pL\pN_.]*[\pL\pN]`) })
 
 // prescriptive matches a value an error text tells the caller to use:
 // "retry after 300 ms", "pass pause_ms=300", "expected one of 10, 20",
 // "at most 50".
-var prescriptive = regexp.MustCompile(`(?i)\b(?:after|pass|use|set|expected|expecting|e\.g\.|like|try|must be|should be|at most|at least|max(?:imum)?|min(?:imum)?|limit(?: is)?|one of|[a-z_]+=)\s*([^\s,;()]+)`)
+var prescriptive = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(?:after|pass|use|set|expected|expecting|e\.g\.|like|try|must be|should be|at most|at least|max(?:imum)?|min(?:imum)?|limit(?: is)?|one of|[a-z_]+=)\s*([^\s,;()]+)`)
+})
 
 // prescriptions returns the values an error text prescribes.
 func prescriptions(text string) []string {
 	var out []string
-	for _, m := range prescriptive.FindAllStringSubmatch(text, -1) {
+	for _, m := range prescriptive().FindAllStringSubmatch(text, -1) {
 		out = append(out, valueTokens(m[1])...)
 		if eq := strings.LastIndexByte(m[0], '='); eq >= 0 {
 			out = append(out, valueTokens(m[0][eq+1:])...)
@@ -102,7 +105,7 @@ func prescriptions(text string) []string {
 // punctuation around them, split at = and :.
 func valueTokens(s string) []string {
 	var out []string
-	for _, tok := range valueToken.FindAllString(s, -1) {
+	for _, tok := range valueToken().FindAllString(s, -1) {
 		for _, part := range strings.FieldsFunc(tok, func(r rune) bool { return r == '=' }) {
 			part = strings.Trim(part, ".,;:()[]{}\"'`")
 			if part != "" {
@@ -141,7 +144,7 @@ func (v *taskValues) walk(x any, args bool) {
 		// A snake_case or dotted identifier inside an argument (a table in
 		// a query, a column, a sheet) is this task's wherever it shows up.
 		if args {
-			for _, tok := range identRun.FindAllString(s, -1) {
+			for _, tok := range identRun().FindAllString(s, -1) {
 				if strings.ContainsAny(strings.Trim(tok, "._"), "._") {
 					v.values[tok] = true
 				}
@@ -161,7 +164,9 @@ func (v *taskValues) walk(x any, args bool) {
 
 // valueToken matches the tokens of a text that look like values: with a
 // digit or an @ in them.
-var valueToken = regexp.MustCompile(`[^\s,;()\[\]{}"'` + "`" + `]*[\d@][^\s,;()\[\]{}"'` + "`" + `]*`)
+var valueToken = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`[^\s,;()\[\]{}"'` + "`" + `]*[\d@][^\s,;()\[\]{}"'` + "`" + `]*`)
+})
 
 // collectSchema adds the enum and const values of a tools/list result's
 // input schemas to consts, and tool and property names to names.
@@ -276,17 +281,17 @@ func (v *taskValues) oneOff(lit string) bool {
 // quoted runs (without their quotes) and tokens with a digit or an @.
 func literals(text string) []string {
 	var out []string
-	for _, q := range quotedRun.FindAllString(text, -1) {
+	for _, q := range quotedRun().FindAllString(text, -1) {
 		inner := q[1 : len(q)-1]
 		if !strings.Contains(inner, errtemplate.Wildcard) {
 			out = append(out, inner)
 		}
 		out = append(out, valueTokens(inner)...)
 	}
-	return append(out, valueTokens(quotedRun.ReplaceAllString(text, " "))...)
+	return append(out, valueTokens(quotedRun().ReplaceAllString(text, " "))...)
 }
 
-var quotedRun = regexp.MustCompile("\"[^\"]*\"|`[^`]*`|'[^'\\s][^']*'")
+var quotedRun = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("\"[^\"]*\"|`[^`]*`|'[^'\\s][^']*'") })
 
 // datumLike reports whether a word of an error text looks like data
 // rather than the server's wording: it has a digit, an @ or a separator

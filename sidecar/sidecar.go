@@ -12,6 +12,7 @@ import (
 	"github.com/hindsight-proxy/hindsight/capture"
 	"github.com/hindsight-proxy/hindsight/daemon"
 	"github.com/hindsight-proxy/hindsight/inject"
+	"github.com/hindsight-proxy/hindsight/internal/imagetrim"
 	"github.com/hindsight-proxy/hindsight/proxy"
 	"github.com/hindsight-proxy/hindsight/toolpin"
 )
@@ -177,6 +178,9 @@ func New(cfg Config) (*Sidecar, error) {
 	if cfg.Inject != nil {
 		go cfg.Inject.Prefetch(context.Background())
 	}
+	// Start-up touched code and data of the whole binary that relaying
+	// never runs again: out of the resident set with them.
+	logger.Debug("dropped the executable's pages from memory", "bytes", imagetrim.Trim())
 	return s, nil
 }
 

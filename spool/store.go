@@ -154,19 +154,18 @@ func openBadger(dir string, log *slog.Logger) (*badger.DB, error) {
 		WithSyncWrites(false).
 		// Smaller memtables and tables than Badger's defaults: steps are
 		// written and removed within milliseconds, so what Badger holds is
-		// mostly tombstones, and its buffers (a memtable arena, the table
-		// builders' allocators that a flush or compaction takes from a
-		// pool of up to eight) scale with these sizes. Under load 8 MB
-		// memtables and 2 MB tables held ~58 MB of the sidecar's heap,
-		// these ~30 MB; 2 MB memtables held less again but cost 1.6× the
-		// CPU per step while a backlog is written (BenchmarkRecorder/steps).
+		// mostly tombstones, and its buffers (a memtable arena, two while
+		// one is flushed, and the table builders' allocators that a flush
+		// or compaction takes from a pool of up to eight) scale with these
+		// sizes. They are part of a sidecar's live heap while a backlog is
+		// written, under its soft memory limit (capture.MemoryBudget).
 		//
 		// Steps stay in the LSM tree (a high value threshold): a write to
 		// the memtable's WAL survives a SIGKILL once it returns, a write
 		// to the value log does not (TestSIGKILLLosesNothingRelayed fails
 		// with the values there), although it would cost less than half
 		// the CPU per step written and removed.
-		WithMemTableSize(4 << 20).
+		WithMemTableSize(2 << 20).
 		WithNumMemtables(2).
 		WithValueLogFileSize(16 << 20).
 		WithValueThreshold(256 << 10).
