@@ -21,7 +21,7 @@ var layers = []struct {
 	packages []string
 }{
 	{"domain types and leaf helpers", []string{"", "bpe", "errtemplate", "guard", "store", "store/rank", "store/tokenize",
-		"internal/badgerdb", "internal/diskspace", "internal/erase", "internal/filelock", "internal/losses",
+		"internal/badgerdb", "internal/diskspace", "internal/erase", "internal/filelock", "internal/imagetrim", "internal/losses",
 		"internal/profile", "internal/httpserve", "internal/defaults", "internal/safelog", "demo/exampleserver", "install"}},
 	{"wire format", []string{"wire"}},
 	{"relay", []string{"proxy"}},
