@@ -53,6 +53,22 @@ func (s *Store) checkpointHeld(force bool) error {
 		s.mu.RUnlock()
 		return nil
 	}
+	s.mu.RUnlock()
+	// The change keys the snapshot on disk covers go first, so that
+	// their deletions fall below the new snapshot's version and no
+	// replay meets them; should this snapshot not be written, the one on
+	// disk still covers what they named.
+	if prev := s.covers.Load(); prev > 0 {
+		if err := s.dropChanges(prev); err != nil {
+			// Kept, they cost a start that replays them time, not truth.
+			s.log.Warn("experience index: change keys kept", "err", err)
+		}
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return nil
+	}
 	// Every write of the store takes s.mu for writing: the index holds
 	// all that Badger holds up to covers, and nothing above.
 	// The copy reads its vectors from the index's chunks, which stay as
@@ -82,10 +98,6 @@ func (s *Store) checkpointHeld(force bool) error {
 		return err
 	}
 	s.covers.Store(covers)
-	if err := s.dropChanges(covers); err != nil {
-		// Kept, they are replayed again at a start: slower, not wrong.
-		s.log.Warn("experience index: change keys kept", "err", err)
-	}
 	return nil
 }
 

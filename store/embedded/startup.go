@@ -266,36 +266,61 @@ func (r *replayer) scan(covers uint64) error {
 }
 
 // dropChanges deletes the change keys written at or below version
-// covers, which a snapshot on disk now covers. It holds s.mu for writing,
-// so that no write sets a change key between its read and its deletion.
+// covers, which the snapshot on disk covers, in parts of dropPart keys:
+// each part is read and deleted holding s.mu for writing, so that no
+// write sets a change key between its read and its deletion, and
+// searches and writes go on between parts.
 func (s *Store) dropChanges(covers uint64) error {
+	for _, prefix := range []string{prefixChgExp, prefixChgVec} {
+		from := []byte(prefix)
+		for from != nil {
+			var err error
+			if from, err = s.dropChangesPart([]byte(prefix), from, covers); err != nil {
+				return fmt.Errorf("delete covered change keys: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// dropPart is how many change keys dropChanges reads and deletes at once.
+const dropPart = 4096
+
+// dropChangesPart deletes the change keys under prefix from key from on
+// that are at or below version covers, up to dropPart of them, and
+// returns the key to go on from (nil: the prefix is done).
+func (s *Store) dropChangesPart(prefix, from []byte, covers uint64) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil, nil
+	}
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
+	var next []byte
 	err := s.db.View(func(txn *badger.Txn) error {
-		for _, prefix := range []string{prefixChgExp, prefixChgVec} {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefix)})
-			for it.Rewind(); it.Valid(); it.Next() {
-				if it.Item().Version() > covers {
-					continue
-				}
-				if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
-					it.Close()
-					return err
-				}
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		defer it.Close()
+		n := 0
+		for it.Seek(from); it.Valid(); it.Next() {
+			if n == dropPart {
+				next = it.Item().KeyCopy(nil)
+				return nil
 			}
-			it.Close()
+			n++
+			if it.Item().Version() > covers {
+				continue
+			}
+			if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
 	if err == nil {
 		err = wb.Flush()
 	}
-	if err != nil {
-		return fmt.Errorf("delete covered change keys: %w", err)
-	}
-	return nil
+	return next, err
 }
 
 // latest calls f, in key order, with the newest version of each key
