@@ -61,8 +61,9 @@ func (s *Store) PutBatch(ctx context.Context, exps []*hindsight.Experience) (int
 // BeginBulk tells the store that many PutBatch calls follow (an import
 // read in parts): until end is called (once), no checkpoint is taken,
 // and the compactor of a store OpenDaemon opened holds its flattens back
-// (badgerdb.Compactor.Hold); the last end takes one checkpoint when due,
-// instead of one per call. Bulks nest.
+// (badgerdb.Compactor.Hold); the last end takes a checkpoint when due,
+// instead of one per call, and then a second, which deletes the bulk's
+// change keys below its own version. Bulks nest.
 func (s *Store) BeginBulk() (end func()) {
 	s.bulk.Add(1)
 	release := func() {}
@@ -76,8 +77,20 @@ func (s *Store) BeginBulk() (end func()) {
 			if s.bulk.Add(-1) > 0 {
 				return
 			}
+			s.mu.RLock()
+			due := s.checkpointDue(s.idx.live)
+			s.mu.RUnlock()
 			if err := s.checkpoint(false); err != nil {
 				s.log.Warn("experience index snapshot not written; a start after a crash replays more", "err", err)
+				return
+			}
+			// A second snapshot deletes the bulk's change keys, which the
+			// first covers, below its own version: a replay then iterates
+			// none of them.
+			if due {
+				if err := s.checkpoint(true); err != nil {
+					s.log.Warn("experience index snapshot not written; a start after a crash replays more", "err", err)
+				}
 			}
 		})
 	}

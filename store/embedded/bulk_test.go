@@ -72,8 +72,9 @@ func TestPutBatch(t *testing.T) {
 }
 
 // TestBeginBulk checks that PutBatch calls within a bulk take no
-// snapshot and that its end takes one covering them all, which a reopen
-// loads with nothing to replay.
+// snapshot and that its end takes one covering them all and deletes the
+// bulk's change keys, which a start after a crash loads with nothing to
+// replay.
 func TestBeginBulk(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir, embedder.NewLocal(0), benchOptions())
@@ -99,15 +100,17 @@ func TestBeginBulk(t *testing.T) {
 	if s.covers.Load() == 0 || s.dirty.Load() != 0 {
 		t.Fatalf("after the bulk: snapshot covers %d, %d writes since; want one covering every write", s.covers.Load(), s.dirty.Load())
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
+	if n := changeKeys(t, s); n != 0 {
+		t.Fatalf("%d change keys after the bulk; want none (its second snapshot deletes them)", n)
 	}
+	crash(s)
 	s, err = Open(dir, embedder.NewLocal(0), benchOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if !s.fromSnapshot || s.idx.live != 150 {
-		t.Fatalf("reopened: from snapshot %v, %d live; want the bulk's snapshot with 150", s.fromSnapshot, s.idx.live)
+	if !s.fromSnapshot || s.replayScanned || s.dirty.Load() != 0 || s.idx.live != 150 {
+		t.Fatalf("reopened after a crash: from snapshot %v, tables scanned %v, %d replayed, %d live; want the bulk's snapshot with 150 and nothing to replay",
+			s.fromSnapshot, s.replayScanned, s.dirty.Load(), s.idx.live)
 	}
 }
