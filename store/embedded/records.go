@@ -56,30 +56,35 @@ const vecQ16 = 0x51
 // scale, which keeps 15 to 16 significant bits of the largest component
 // (a cosine moves by less than 1e-4) in half the bytes of float32, so
 // that the store's tables, their compactions and the pages a search
-// reads are smaller. A vector with a NaN or an infinity is kept as
-// float32. Encoding storedVec(v) gives encodeVec(v) again.
+// reads are smaller. A vector with a NaN or an infinity, or whose
+// largest component is below 1e-30, is kept as float32. Encoding storedVec(v) gives encodeVec(v) again.
 func encodeVec(v []float32) []byte {
 	peak := float32(0)
 	for _, f := range v {
-		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-			return encodeFloat32(v)
-		}
-		peak = max(peak, abs32(f))
+		peak = max(peak, f, -f) // NaN if any is
 	}
-	scale := float32(0)
-	if peak > 0 {
-		_, exp := math.Frexp(float64(peak)) // peak = frac × 2^exp, frac in [0.5, 1)
-		scale = float32(math.Ldexp(1, exp-15))
+	if peak != peak || peak > math.MaxFloat32 || (peak > 0 && peak < 1e-30) {
+		return encodeFloat32(v) // a NaN, an infinity, or a scale float32 cannot hold
 	}
 	b := make([]byte, 5+2*len(v))
 	b[0] = vecQ16
+	if peak == 0 {
+		return b // scale 0, every component 0
+	}
+	_, exp := math.Frexp(float64(peak)) // peak = frac × 2^exp, frac in [0.5, 1)
+	scale := float32(math.Ldexp(1, exp-15))
+	inv := float32(math.Ldexp(1, 15-exp)) // exact: a power of two
 	binary.LittleEndian.PutUint32(b[1:], math.Float32bits(scale))
+	q := b[5:]
 	for i, f := range v {
-		q := float32(0)
-		if scale > 0 {
-			q = min(max(float32(math.Round(float64(f/scale))), -32767), 32767)
+		x := f * inv // within ±32768
+		if x < 0 {
+			x -= 0.5
+		} else {
+			x += 0.5
 		}
-		binary.LittleEndian.PutUint16(b[5+2*i:], uint16(int16(q)))
+		n := min(max(int32(x), -32767), 32767) // rounded half away from zero
+		binary.LittleEndian.PutUint16(q[2*i:], uint16(int16(n)))
 	}
 	return b
 }

@@ -87,8 +87,9 @@ func TestVecEncoding(t *testing.T) {
 		}
 	}
 
-	// A vector with a NaN or an infinity stays float32.
-	for _, v := range [][]float32{{1, float32(math.NaN())}, {float32(math.Inf(-1)), 0}} {
+	// A vector with a NaN or an infinity, or too small a largest
+	// component for a float32 scale, stays float32.
+	for _, v := range [][]float32{{1, float32(math.NaN())}, {float32(math.Inf(-1)), 0}, {1e-40, -1e-41}} {
 		b := encodeVec(v)
 		if len(b) != 8 {
 			t.Fatalf("%v encoded in %d bytes; want float32's 8", v, len(b))
