@@ -14,6 +14,22 @@ import (
 	"github.com/hindsight-proxy/hindsight/spool"
 )
 
+// heldDaemon is a daemon that answers no delivery until release is
+// closed, then takes every step.
+type heldDaemon struct {
+	spooltest.Collector
+	release chan struct{}
+}
+
+func (d *heldDaemon) Deliver(ctx context.Context, steps []hindsight.Step) error {
+	select {
+	case <-d.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return d.Collector.Deliver(ctx, steps)
+}
+
 // journaled returns the outbox's journal segments, concatenated.
 func journaled(t *testing.T, r *Recorder) string {
 	t.Helper()
@@ -39,15 +55,16 @@ func journaled(t *testing.T, r *Recorder) string {
 // transport) are recorded after them; every step is delivered once, in
 // order.
 func TestRecordJournalsBeforeReturning(t *testing.T) {
-	d := &spooltest.Collector{}
+	d := &heldDaemon{release: make(chan struct{})}
 	r, err := New(Options{Home: hindsight.Home(t.TempDir()), Server: "fs", Redactor: testRedactor(t), Deliverer: d,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The daemon is down while the bursts are recorded, so that delivery
-	// never trims the journal under the checks below.
-	d.SetDown(true)
+	// The daemon holds every delivery while the bursts are recorded, so
+	// that nothing trims the journal under the checks below: neither an
+	// acknowledgement nor, as a daemon that answers with an error would
+	// make the outbox do, a write of the journaled steps to its database.
 	exs := exchanges(30)
 	for lo := 0; lo < 20; lo += 5 {
 		burst := exs[lo : lo+5]
@@ -68,7 +85,7 @@ func TestRecordJournalsBeforeReturning(t *testing.T) {
 			t.Fatal("the journal holds an unredacted token")
 		}
 	}
-	d.SetDown(false)
+	close(d.release)
 	for _, ex := range exs[20:] {
 		r.Hook(ex)
 	}

@@ -87,8 +87,8 @@ func TestTraps(t *testing.T) {
 		{"rate limit with a pause", []call{
 			login(),
 			{"create_invoice", map[string]any{"customer": "Acme GmbH", "amount": 1420.5, "due_date": "2026-04-15"}, false, "INV-0001"},
-			{"send_invoice", map[string]any{"invoice_id": "INV-0001"}, true, "429 Too Many Requests: send_invoice is rate limited. Retry after 20 ms, or pass pause_ms=20"},
-			{"send_invoice", map[string]any{"invoice_id": "INV-0001", "pause_ms": 20}, false, "Sent invoice INV-0001 to Acme GmbH"},
+			{"send_invoice", map[string]any{"invoice_id": "INV-0001"}, true, "429 Too Many Requests: send_invoice is rate limited. Retry after 500 ms, or pass pause_ms=500"},
+			{"send_invoice", map[string]any{"invoice_id": "INV-0001", "pause_ms": 500}, false, "Sent invoice INV-0001 to Acme GmbH"},
 			{"send_invoice", map[string]any{"invoice_id": "INV-0001"}, true, "429"},
 			{"send_invoice", map[string]any{"invoice_id": "INV-0001", "pause_ms": 5}, true, "429"},
 		}},
@@ -103,7 +103,9 @@ func TestTraps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			run(t, connect(t, Options{RetryAfter: 20 * time.Millisecond}), tt.calls)
+			// Long enough that a loaded machine's round trips (the 5 ms
+			// pause's call must still find the limit) stay far inside it.
+			run(t, connect(t, Options{RetryAfter: 500 * time.Millisecond}), tt.calls)
 		})
 	}
 }
