@@ -294,14 +294,8 @@ func TestSnapshotReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	put := func(e hindsight.Experience, lesson string) {
-		e.Vector, e.Lesson = nil, lesson
-		if err := s.Put(ctx, &e); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for i := range 40 {
-		put(list[i], "before the checkpoint "+fmt.Sprint(i))
+		relesson(t, s, list[i], "before the checkpoint "+fmt.Sprint(i))
 	}
 	if n, err := s.Purge(ctx, "", []string{list[50].ID}); err != nil || n != 1 {
 		t.Fatalf("purge: %d, %v", n, err)
@@ -313,9 +307,9 @@ func TestSnapshotReplay(t *testing.T) {
 		t.Fatalf("%d change keys after a checkpoint over a snapshot that covers every write; want 0", n)
 	}
 	for i := range 30 {
-		put(list[100+i], "quokka after the checkpoint "+fmt.Sprint(i))
+		relesson(t, s, list[100+i], "quokka after the checkpoint "+fmt.Sprint(i))
 	}
-	put(hindsight.Experience{ID: "brand-new", Situation: "wombat stampede", Lesson: "close the gate"}, "close the gate")
+	relesson(t, s, hindsight.Experience{ID: "brand-new", Situation: "wombat stampede", Lesson: "close the gate"}, "close the gate")
 	if _, err := s.Search(ctx, hindsight.Query{Text: qs[0].Text, K: 5}); err != nil { // counts hits
 		t.Fatal(err)
 	}
@@ -368,20 +362,14 @@ func TestCheckpointInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	put := func(e hindsight.Experience, lesson string) {
-		e.Vector, e.Lesson = nil, lesson
-		if err := s.Put(ctx, &e); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for i := range 20 {
-		put(list[i], "numbat lesson "+fmt.Sprint(i))
+		relesson(t, s, list[i], "numbat lesson "+fmt.Sprint(i))
 	}
 	if err := s.checkpoint(true); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 10 {
-		put(list[50+i], "bilby lesson "+fmt.Sprint(i))
+		relesson(t, s, list[50+i], "bilby lesson "+fmt.Sprint(i))
 	}
 	// The next checkpoint's first half, then a crash.
 	if err := s.dropChanges(s.covers.Load()); err != nil {
@@ -416,6 +404,16 @@ func TestCheckpointInterrupted(t *testing.T) {
 	res, err := s.Search(ctx, hindsight.Query{Text: "bilby lesson 9", K: 1, NoHit: true})
 	if err != nil || len(res) != 1 || res[0].Lesson != "bilby lesson 9" {
 		t.Fatalf("search after the restarts: %v %v", res, err)
+	}
+}
+
+// relesson puts e into s with lesson as its lesson (and no vector, so
+// that the store embeds it again).
+func relesson(t *testing.T, s *Store, e hindsight.Experience, lesson string) {
+	t.Helper()
+	e.Vector, e.Lesson = nil, lesson
+	if err := s.Put(context.Background(), &e); err != nil {
+		t.Fatal(err)
 	}
 }
 
