@@ -13,7 +13,8 @@ import (
 // serves (none yet, or a purge or an embedder change voided it). An
 // import takes one before it returns when it is due; Close takes one
 // only when none serves, and otherwise leaves the writes since the last
-// one to the next Open's replay.
+// one to the next Open's replay. Each checkpoint first deletes the change
+// keys (see records.go) that the snapshot on disk covers.
 
 // DefaultCheckpointInterval is how often the background loop checks
 // whether a checkpoint is due.
