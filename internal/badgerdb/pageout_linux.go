@@ -5,9 +5,9 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
+	"github.com/hindsight-proxy/hindsight/internal/imagetrim"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,22 +47,10 @@ func PageOutTables(dir string) (int64, error) {
 // range of a shared mapping of a table file directly under dir (which
 // ends in a separator).
 func tableMapping(line, dir string) (start, end uintptr, ok bool) {
-	f := strings.Fields(line)
-	if len(f) < 6 || len(f[1]) != 4 || f[1][3] != 's' {
+	m, ok := imagetrim.ParseMapping(line)
+	if !ok || m.Perm[3] != 's' || !strings.HasPrefix(m.Path, dir) || !strings.HasSuffix(m.Path, ".sst") ||
+		strings.ContainsRune(m.Path[len(dir):], '/') {
 		return 0, 0, false
 	}
-	path := strings.Join(f[5:], " ")
-	if !strings.HasPrefix(path, dir) || !strings.HasSuffix(path, ".sst") || strings.ContainsRune(path[len(dir):], '/') {
-		return 0, 0, false
-	}
-	lo, hi, found := strings.Cut(f[0], "-")
-	if !found {
-		return 0, 0, false
-	}
-	s, err1 := strconv.ParseUint(lo, 16, 64)
-	e, err2 := strconv.ParseUint(hi, 16, 64)
-	if err1 != nil || err2 != nil || e <= s {
-		return 0, 0, false
-	}
-	return uintptr(s), uintptr(e), true
+	return m.Start, m.End, true
 }

@@ -6,7 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"os"
-	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -45,55 +45,20 @@ func readOnlyImage(smaps []byte, exe string) []span {
 	in := false // the mapping being read is a candidate
 	sc := bufio.NewScanner(bytes.NewReader(smaps))
 	for sc.Scan() {
-		line := sc.Bytes()
-		f := bytes.Fields(line)
-		if len(f) == 0 {
+		line := sc.Text()
+		if m, ok := ParseMapping(line); ok {
+			in = m.Path == exe && (m.Perm == "r-xp" || m.Perm == "r--p")
+			cur = span{m.Start, m.End}
 			continue
 		}
-		if s, e, ok := parseRange(f[0]); ok && len(f) >= 5 {
-			in = false
-			perm := string(f[1])
-			if mappedPath(line) == exe && (perm == "r-xp" || perm == "r--p") {
-				cur, in = span{s, e}, true
-			}
-			continue
-		}
-		if !in || string(f[0]) != "Anonymous:" || len(f) < 2 {
+		f := strings.Fields(line)
+		if !in || len(f) < 2 || f[0] != "Anonymous:" {
 			continue
 		}
 		in = false
-		if string(f[1]) == "0" {
+		if f[1] == "0" {
 			out = append(out, cur)
 		}
 	}
 	return out
-}
-
-// mappedPath returns the path of a mapping's header line in smaps (the
-// text after its first five fields, which may hold spaces), or "".
-func mappedPath(line []byte) string {
-	rest := line
-	for range 5 {
-		rest = bytes.TrimLeft(rest, " \t")
-		i := bytes.IndexAny(rest, " \t")
-		if i < 0 {
-			return ""
-		}
-		rest = rest[i:]
-	}
-	return string(bytes.TrimSpace(rest))
-}
-
-// parseRange parses a mapping's "start-end" field (hexadecimal).
-func parseRange(b []byte) (start, end uintptr, ok bool) {
-	dash := bytes.IndexByte(b, '-')
-	if dash <= 0 {
-		return 0, 0, false
-	}
-	s, err1 := strconv.ParseUint(string(b[:dash]), 16, 64)
-	e, err2 := strconv.ParseUint(string(b[dash+1:]), 16, 64)
-	if err1 != nil || err2 != nil || e <= s {
-		return 0, 0, false
-	}
-	return uintptr(s), uintptr(e), true
 }
