@@ -139,11 +139,26 @@ func scanImport(r io.Reader, opt ImportOptions, red Redactor, now time.Time, eac
 
 // cleanPack is a pack once parsed and cleaned (ParseImport's checks):
 // its experiences re-encoded one a line, so that an import of many holds
-// one block of bytes the garbage collector does not scan, not an object
-// graph of them all, until it stores them in parts.
+// blocks of bytes the garbage collector does not scan, not an object graph
+// of them all, until it stores them in parts.
 type cleanPack struct {
-	lines []byte
+	parts [][]byte // lines, each ending in '\n'; a line is never split between parts
 	n     int
+}
+
+// packPart is the size of a cleanPack's parts: the pack grows a part at a
+// time, never copied into a larger block.
+const packPart = 1 << 20
+
+// add appends b and a newline.
+func (p *cleanPack) add(b []byte) {
+	if i := len(p.parts) - 1; i >= 0 && len(p.parts[i])+len(b)+1 <= cap(p.parts[i]) {
+		p.parts[i] = append(append(p.parts[i], b...), '\n')
+	} else {
+		part := make([]byte, 0, max(packPart, len(b)+1))
+		p.parts = append(p.parts, append(append(part, b...), '\n'))
+	}
+	p.n++
 }
 
 // readErr is r keeping its first error other than io.EOF, so that a
@@ -165,33 +180,33 @@ func (r *readErr) Read(p []byte) (int, error) {
 // readPack parses and cleans the pack r holds (about size bytes; 0:
 // unknown) into a cleanPack, holding no more of r than a line at a time.
 func readPack(r io.Reader, size int64, opt ImportOptions, red Redactor, now time.Time) (*cleanPack, int, error) {
-	size = min(max(size, 0), 256<<20) // a hint: the cleaned lines grow past it
-	p := &cleanPack{lines: make([]byte, 0, size+size/8)}
+	p := &cleanPack{parts: make([][]byte, 0, min(max(size, 0), 256<<20)/packPart+1)}
 	redactions, err := scanImport(r, opt, red, now, func(e *hindsight.Experience) error {
 		b, err := json.Marshal(e)
 		if err != nil {
 			return fmt.Errorf("encode experience %q: %w", e.ID, err)
 		}
-		p.lines = append(append(p.lines, b...), '\n')
-		p.n++
+		p.add(b)
 		return nil
 	})
 	return p, redactions, err
 }
 
 // each calls f with every experience of p, in order, each decoded anew,
-// until f returns false.
+// until f returns false. It empties p as it goes.
 func (p *cleanPack) each(f func(*hindsight.Experience) bool) error {
-	rest := p.lines
-	for len(rest) > 0 {
-		line, tail, _ := bytes.Cut(rest, []byte{'\n'})
-		rest = tail
-		e := new(hindsight.Experience)
-		if err := json.Unmarshal(line, e); err != nil {
-			return fmt.Errorf("decode cleaned experience: %w", err)
-		}
-		if !f(e) {
-			return nil
+	for i, rest := range p.parts {
+		p.parts[i] = nil // read once: its memory goes as the import proceeds
+		for len(rest) > 0 {
+			line, tail, _ := bytes.Cut(rest, []byte{'\n'})
+			rest = tail
+			e := new(hindsight.Experience)
+			if err := json.Unmarshal(line, e); err != nil {
+				return fmt.Errorf("decode cleaned experience: %w", err)
+			}
+			if !f(e) {
+				return nil
+			}
 		}
 	}
 	return nil

@@ -173,3 +173,45 @@ func TestImportFromReadError(t *testing.T) {
 		t.Fatalf("import read whole: %+v %v; want 5 imported", res, err)
 	}
 }
+
+// TestCleanPackParts: lines of every size, one longer than a part, come
+// back whole and in order, and each empties the pack.
+func TestCleanPackParts(t *testing.T) {
+	p := &cleanPack{}
+	var want []string
+	for i := range 3000 {
+		e := hindsight.Experience{ID: fmt.Sprintf("e%d", i), Lesson: strings.Repeat("x", i%700)}
+		if i == 1500 {
+			e.Lesson = strings.Repeat("y", packPart+10)
+		}
+		b, err := json.Marshal(&e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.add(b)
+		want = append(want, e.ID+"/"+e.Lesson)
+	}
+	if p.n != 3000 || len(p.parts) < 3 {
+		t.Fatalf("%d lines in %d parts; want 3000 in several", p.n, len(p.parts))
+	}
+	var got []string
+	if err := p.each(func(e *hindsight.Experience) bool {
+		got = append(got, e.ID+"/"+e.Lesson)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d experiences back; want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("experience %d: %.40q; want %.40q", i, got[i], want[i])
+		}
+	}
+	for i, part := range p.parts {
+		if part != nil {
+			t.Fatalf("part %d kept after each", i)
+		}
+	}
+}
