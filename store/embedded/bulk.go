@@ -62,8 +62,8 @@ func (s *Store) PutBatch(ctx context.Context, exps []*hindsight.Experience) (int
 // read in parts): until end is called (once), no checkpoint is taken,
 // and the compactor of a store OpenDaemon opened holds its flattens back
 // (badgerdb.Compactor.Hold); the last end takes a checkpoint when due,
-// instead of one per call, and then a second, which deletes the bulk's
-// change keys below its own version. Bulks nest.
+// instead of one per call, and always when the bulk wrote without change
+// keys (see putChunk). Bulks nest.
 func (s *Store) BeginBulk() (end func()) {
 	s.bulk.Add(1)
 	release := func() {}
@@ -77,27 +77,26 @@ func (s *Store) BeginBulk() (end func()) {
 			if s.bulk.Add(-1) > 0 {
 				return
 			}
-			s.mu.RLock()
-			due := s.checkpointDue(s.idx.live)
-			s.mu.RUnlock()
-			if err := s.checkpoint(false); err != nil {
+			// Writes from here on keep change keys; the snapshot covers
+			// those before, and deletes the marker.
+			s.mu.Lock()
+			unmarked := s.unmarked
+			s.unmarked = false
+			s.mu.Unlock()
+			if err := s.checkpoint(unmarked); err != nil {
 				s.log.Warn("experience index snapshot not written; a start after a crash replays more", "err", err)
-				return
-			}
-			// A second snapshot deletes the bulk's change keys, which the
-			// first covers, below its own version: a replay then iterates
-			// none of them.
-			if due {
-				if err := s.checkpoint(true); err != nil {
-					s.log.Warn("experience index snapshot not written; a start after a crash replays more", "err", err)
-				}
 			}
 		})
 	}
 }
 
 // putChunk embeds, writes and indexes part, and returns how many of it
-// were stored.
+// were stored. Within a bulk, once a checkpoint is due (the bulk's end
+// takes one), it writes the bulk marker (bulkKey) with its first
+// transaction and no change keys from then on: the end's snapshot covers
+// those writes, and a start after a crash before it scans the tables
+// instead. A large import so neither writes nor deletes two keys an
+// experience.
 func (s *Store) putChunk(ctx context.Context, part []*hindsight.Experience) (int, error) {
 	s.mu.RLock()
 	emb, embID := s.emb, s.embID
@@ -140,6 +139,7 @@ func (s *Store) putChunk(ctx context.Context, part []*hindsight.Experience) (int
 	}
 	olds := make([]*hindsight.Experience, len(part))
 	recs := make([]*hindsight.Experience, len(part))
+	encs := make([][]byte, len(part))
 	err := s.db.View(func(txn *badger.Txn) error {
 		for i, e := range part {
 			if _, indexed := s.idx.get(e.Namespace, e.ID); indexed {
@@ -148,19 +148,30 @@ func (s *Store) putChunk(ctx context.Context, part []*hindsight.Experience) (int
 					return fmt.Errorf("put experience %q: %w", e.ID, err)
 				}
 			}
-			n, err := s.stamp(e, olds[i], vecs[i])
+			n, enc, err := s.stamp(e, olds[i], vecs[i])
 			if err != nil {
 				return err
 			}
-			recs[i] = n
+			recs[i], encs[i] = n, enc
 		}
 		return nil
 	})
 	if err != nil {
 		return 0, err
 	}
+	chg, mark := true, false
+	switch {
+	case s.unmarked:
+		chg = false
+	case s.bulk.Load() > 0 && s.snapPath != "" && s.checkpointDue(s.idx.live):
+		chg, mark = false, true
+	}
 	stored := 0
 	index := func(upto int) {
+		if mark { // the marker is committed
+			s.unmarked, s.marked, mark = true, true, false
+			s.markGen++
+		}
 		for i := stored; i < upto; i++ {
 			slot, _ := s.idx.get(part[i].Namespace, part[i].ID)
 			s.indexPut(part[i], recs[i], olds[i], slot, true)
@@ -168,7 +179,7 @@ func (s *Store) putChunk(ctx context.Context, part []*hindsight.Experience) (int
 		s.dirty.Add(int64(upto - stored))
 		stored = upto
 	}
-	err = writeAll(s.db, recs, index)
+	err = writeAll(s.db, recs, encs, chg, mark, index)
 	return stored, err
 }
 
@@ -176,18 +187,25 @@ func (s *Store) putChunk(ctx context.Context, part []*hindsight.Experience) (int
 // the 8 MB memtable, below Badger's limit of 15%.
 const txnBudget = 800 << 10
 
-// writeAll writes recs (records and vectors) in as few transactions as
-// fit, calling committed with the count written so far after each.
-func writeAll(db *badger.DB, recs []*hindsight.Experience, committed func(upto int)) error {
+// writeAll writes recs and their vectors (encs[i]: recs[i]'s, encodeVec's),
+// with their change keys when chg, and the bulk marker in the first
+// transaction when mark, in as few transactions as fit, calling committed
+// with the count written so far after each.
+func writeAll(db *badger.DB, recs []*hindsight.Experience, encs [][]byte, chg, mark bool, committed func(upto int)) error {
 	txn := db.NewTransaction(true)
 	defer func() { txn.Discard() }()
 	size := 0
+	if mark {
+		if err := txn.Set([]byte(bulkKey), nil); err != nil {
+			return fmt.Errorf("put experiences: mark the bulk: %w", err)
+		}
+	}
 	for i, e := range recs {
 		b, err := json.Marshal(e)
 		if err != nil {
 			return fmt.Errorf("put experience %q: %w", e.ID, err)
 		}
-		v := encodeVec(e.Vector)
+		v := encs[i]
 		if n := len(b) + len(v) + 128; size > 0 && size+n > txnBudget {
 			if err := txn.Commit(); err != nil {
 				return fmt.Errorf("put experiences: %w", err)
@@ -196,10 +214,14 @@ func writeAll(db *badger.DB, recs []*hindsight.Experience, committed func(upto i
 			txn, size = db.NewTransaction(true), 0
 		}
 		size += len(b) + len(v) + 128 // four keys
-		if err := setRecord(txn, e.Namespace, e.ID, b); err != nil {
-			return fmt.Errorf("put experience %q: %w", e.ID, err)
+		err = txn.Set(expKey(e.Namespace, e.ID), b)
+		if err == nil {
+			err = txn.Set(vecKey(e.Namespace, e.ID), v)
 		}
-		if err := setVector(txn, e.Namespace, e.ID, v); err != nil {
+		if err == nil && chg {
+			err = setChanged(txn, e.Namespace, e.ID)
+		}
+		if err != nil {
 			return fmt.Errorf("put experience %q: %w", e.ID, err)
 		}
 	}

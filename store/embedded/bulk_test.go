@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/hindsight-proxy/hindsight"
 	"github.com/hindsight-proxy/hindsight/store/embedder"
 )
@@ -72,9 +73,10 @@ func TestPutBatch(t *testing.T) {
 }
 
 // TestBeginBulk checks that PutBatch calls within a bulk take no
-// snapshot and that its end takes one covering them all and deletes the
-// bulk's change keys, which a start after a crash loads with nothing to
-// replay.
+// snapshot and, a checkpoint being due (a new store has no snapshot),
+// write no change keys but the bulk marker; its end takes a snapshot
+// covering them all and deletes the marker, so that a start after a
+// crash loads it with nothing to replay.
 func TestBeginBulk(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir, embedder.NewLocal(0), benchOptions())
@@ -94,14 +96,17 @@ func TestBeginBulk(t *testing.T) {
 		if c := s.covers.Load(); c != 0 {
 			t.Fatalf("part %d: a snapshot covering version %d was taken within the bulk", part, c)
 		}
+		if n := changeKeys(t, s); n != 0 || !bulkMarked(t, s) {
+			t.Fatalf("part %d: %d change keys, marker %v; want none and the marker", part, n, bulkMarked(t, s))
+		}
 	}
 	end()
 	end() // once
 	if s.covers.Load() == 0 || s.dirty.Load() != 0 {
 		t.Fatalf("after the bulk: snapshot covers %d, %d writes since; want one covering every write", s.covers.Load(), s.dirty.Load())
 	}
-	if n := changeKeys(t, s); n != 0 {
-		t.Fatalf("%d change keys after the bulk; want none (its second snapshot deletes them)", n)
+	if bulkMarked(t, s) || s.marked {
+		t.Fatal("the bulk marker is kept after the bulk's snapshot")
 	}
 	crash(s)
 	s, err = Open(dir, embedder.NewLocal(0), benchOptions())
@@ -113,4 +118,92 @@ func TestBeginBulk(t *testing.T) {
 		t.Fatalf("reopened after a crash: from snapshot %v, tables scanned %v, %d replayed, %d live; want the bulk's snapshot with 150 and nothing to replay",
 			s.fromSnapshot, s.replayScanned, s.dirty.Load(), s.idx.live)
 	}
+}
+
+// TestBulkCrash stops a store as a SIGKILL would in the middle of a bulk:
+// its first parts, before a checkpoint was due, wrote change keys; the
+// rest wrote none, under the bulk marker. The next start scans the
+// tables into the index a rebuild makes; its first checkpoint deletes
+// the marker, after which a start replays change keys again.
+func TestBulkCrash(t *testing.T) {
+	dir := t.TempDir()
+	fillStore(t, dir, 300)
+	s := reopen(t, dir)
+	ctx := context.Background()
+	list, err := s.List(ctx, hindsight.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := changeKeys(t, s) // the fill's, which the next checkpoint deletes
+	end := s.BeginBulk()
+	defer end()
+	for part := range 3 { // due at minCheckpoint writes: the third part marks
+		var batch []*hindsight.Experience
+		for i := range 500 {
+			batch = append(batch, &hindsight.Experience{ID: fmt.Sprintf("q%d-%03d", part, i), Situation: fmt.Sprintf("quoll %d %d", part, i), Lesson: "climb"})
+		}
+		if part == 2 {
+			for _, e := range list[:10] {
+				c := e
+				c.Vector, c.Lesson = nil, "changed within the bulk"
+				batch = append(batch, &c)
+			}
+		}
+		if _, err := s.PutBatch(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		if marked, want := bulkMarked(t, s), part == 2; marked != want {
+			t.Fatalf("part %d: bulk marker %v; want %v", part, marked, want)
+		}
+	}
+	if n := changeKeys(t, s) - before; n != 2*1000 {
+		t.Fatalf("%d change keys; want 2000 (the two parts before a checkpoint was due)", n)
+	}
+	crash(s)
+
+	s = reopen(t, dir)
+	if !s.fromSnapshot || !s.replayScanned || !s.marked || s.idx.live != 300+1500 {
+		t.Fatalf("from snapshot %v, tables scanned %v, marked %v, %d live; want a scan over the snapshot to 1800",
+			s.fromSnapshot, s.replayScanned, s.marked, s.idx.live)
+	}
+	replayed := s.idx
+	if err := s.load(); err != nil {
+		t.Fatal(err)
+	}
+	sameIndex(t, s.idx, replayed)
+	s.idx = replayed
+	res, err := s.Search(ctx, hindsight.Query{Text: "changed within the bulk", K: 10, NoHit: true})
+	if err != nil || len(res) != 10 {
+		t.Fatalf("search for the changed ones: %d found, %v", len(res), err)
+	}
+	if !s.checkpointDue(s.idx.live) {
+		t.Fatal("no checkpoint due after a scan")
+	}
+	if err := s.checkpoint(false); err != nil {
+		t.Fatal(err)
+	}
+	if bulkMarked(t, s) || s.marked {
+		t.Fatal("the marker is kept after a checkpoint")
+	}
+	relesson(t, s, list[20], "after the marker")
+	crash(s)
+
+	s = reopen(t, dir)
+	defer s.Close()
+	if !s.fromSnapshot || s.replayScanned || s.dirty.Load() != 1 {
+		t.Fatalf("from snapshot %v, tables scanned %v, %d replayed; want 1 from change keys", s.fromSnapshot, s.replayScanned, s.dirty.Load())
+	}
+}
+
+// bulkMarked reports whether s's database holds the bulk marker.
+func bulkMarked(t *testing.T, s *Store) bool {
+	t.Helper()
+	err := s.db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get([]byte(bulkKey))
+		return err
+	})
+	if err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
+		t.Fatal(err)
+	}
+	return err == nil
 }

@@ -3,6 +3,8 @@ package embedded
 import (
 	"fmt"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // Checkpoints keep the snapshot near the database, so that a start after
@@ -14,7 +16,8 @@ import (
 // import takes one before it returns when it is due; Close takes one
 // only when none serves, and otherwise leaves the writes since the last
 // one to the next Open's replay. Each checkpoint first deletes the change
-// keys (see records.go) that the snapshot on disk covers.
+// keys (see records.go) that the snapshot on disk covers, and after its
+// snapshot the bulk marker when that covers the writes it stands for.
 
 // DefaultCheckpointInterval is how often the background loop checks
 // whether a checkpoint is due.
@@ -77,6 +80,9 @@ func (s *Store) checkpointHeld(force bool) error {
 	// changed in place to a copy of its chunk (freeze), and a snapshot
 	// mapping the index leaves is unmapped after (setIndex).
 	covers := s.readTs()
+	// The marker goes once a snapshot covers every write made without
+	// change keys: none is under way, and no bulk marks again meanwhile.
+	unmark, gen := s.marked && !s.unmarked, s.markGen
 	cx, embID := s.idx.compactTo(true, false), s.embID
 	s.idx.freeze(int32(len(s.idx.docs))) // read only by writers, which hold s.mu for writing
 	s.snapReaders.Add(1)
@@ -99,6 +105,16 @@ func (s *Store) checkpointHeld(force bool) error {
 		return err
 	}
 	s.covers.Store(covers)
+	if unmark {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.markGen == gen && !s.closed {
+			if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(bulkKey)) }); err != nil {
+				return fmt.Errorf("delete the bulk marker: %w", err)
+			}
+			s.marked = false
+		}
+	}
 	return nil
 }
 

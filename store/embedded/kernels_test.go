@@ -181,3 +181,18 @@ func TestAllow(t *testing.T) {
 		}
 	}
 }
+
+// TestRound32 checks round32 against math.Round on halves, integers and
+// random values within the ranges quantise and encodeVec use.
+func TestRound32(t *testing.T) {
+	xs := []float32{0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 126.5, -126.5, 127, -127, 32766.5, -32767.5, 0.49, -0.49}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 10000 {
+		xs = append(xs, (rng.Float32()*2-1)*32768)
+	}
+	for _, x := range xs {
+		if got, want := round32(x), int32(math.Round(float64(x))); got != want {
+			t.Errorf("round32(%v) = %d; want %d", x, got, want)
+		}
+	}
+}

@@ -72,11 +72,11 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 			return fmt.Errorf("put experience %q: %w", e.ID, err)
 		}
 	}
-	n, err := s.stamp(e, old, vec)
+	n, enc, err := s.stamp(e, old, vec)
 	if err != nil {
 		return err
 	}
-	if err := s.write(n); err != nil {
+	if err := s.write(n, enc); err != nil {
 		return fmt.Errorf("put experience %q: %w", e.ID, err)
 	}
 	s.dirty.Add(1)
@@ -87,14 +87,17 @@ func (s *Store) Put(ctx context.Context, e *hindsight.Experience) error {
 
 // stamp returns the record Put writes for e, given the stored version
 // old (nil: none) and the vector vec: e with the next version, its dates,
-// the store's embedder and vec as stored (storedVec). The caller holds s.mu.
-func (s *Store) stamp(e, old *hindsight.Experience, vec []float32) (*hindsight.Experience, error) {
+// the store's embedder and vec as stored (storedVec), and vec's bytes in
+// the store (encodeVec's). The caller holds s.mu.
+func (s *Store) stamp(e, old *hindsight.Experience, vec []float32) (*hindsight.Experience, []byte, error) {
 	now := s.now().UTC()
 	n := cloneExp(e)
-	n.Vector, n.Embedder = storedVec(vec), s.embID
+	var enc []byte
+	n.Vector, enc = encodeStored(vec)
+	n.Embedder = s.embID
 	if old != nil {
 		if old.Version != e.Version {
-			return nil, fmt.Errorf("put experience %q: stored version %d, given %d: %w", e.ID, old.Version, e.Version, hindsight.ErrConflict)
+			return nil, nil, fmt.Errorf("put experience %q: stored version %d, given %d: %w", e.ID, old.Version, e.Version, hindsight.ErrConflict)
 		}
 		if n.CreatedAt.IsZero() {
 			n.CreatedAt = old.CreatedAt
@@ -104,7 +107,7 @@ func (s *Store) stamp(e, old *hindsight.Experience, vec []float32) (*hindsight.E
 	}
 	n.Version = e.Version + 1
 	n.UpdatedAt = now
-	return n, nil
+	return n, enc, nil
 }
 
 // indexPut brings the index up to date with n, which Put wrote for e over

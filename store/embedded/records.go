@@ -16,7 +16,10 @@ import (
 // experience's record or vector also writes its change key (empty), so
 // that a start replays the writes since the index snapshot from the
 // change keys written after it, not from a scan of every record (see
-// replay); a checkpoint deletes the change keys its snapshot covers.
+// replay); a checkpoint deletes the change keys its snapshot covers. The
+// exception is a large bulk (see putChunk): once a checkpoint is due, the
+// rest of it writes no change keys, under a marker (bulkKey) that makes
+// a replay scan, until the snapshot its end takes.
 const (
 	prefixExp    = "exp/"
 	prefixVec    = "vec/"
@@ -35,6 +38,14 @@ func setRecord(txn *badger.Txn, ns, id string, b []byte) error {
 		return err
 	}
 	return txn.Set(chgExpKey(ns, id), nil)
+}
+
+// setChanged sets both change keys of id in ns in txn.
+func setChanged(txn *badger.Txn, ns, id string) error {
+	if err := txn.Set(chgExpKey(ns, id), nil); err != nil {
+		return err
+	}
+	return txn.Set(chgVecKey(ns, id), nil)
 }
 
 // setVector sets the vector (v, encodeVec's) of id in ns and its change
@@ -77,13 +88,7 @@ func encodeVec(v []float32) []byte {
 	binary.LittleEndian.PutUint32(b[1:], math.Float32bits(scale))
 	q := b[5:]
 	for i, f := range v {
-		x := f * inv // within ±32768
-		if x < 0 {
-			x -= 0.5
-		} else {
-			x += 0.5
-		}
-		n := min(max(int32(x), -32767), 32767) // rounded half away from zero
+		n := min(max(round32(f*inv), -32767), 32767) // f*inv within ±32768
 		binary.LittleEndian.PutUint16(q[2*i:], uint16(int16(n)))
 	}
 	return b
@@ -133,11 +138,23 @@ func storedVec(v []float32) []float32 {
 	if v == nil {
 		return nil
 	}
-	return decodeVec(encodeVec(v), nil)
+	v, _ = encodeStored(v)
+	return v
 }
 
-// write persists e and its vector in one transaction.
-func (s *Store) write(e *hindsight.Experience) error {
+// encodeStored returns storedVec(v) and the bytes that store it
+// (encodeVec's), encoding v once; nil and nil for nil.
+func encodeStored(v []float32) ([]float32, []byte) {
+	if v == nil {
+		return nil, nil
+	}
+	b := encodeVec(v)
+	return decodeVec(b, nil), b
+}
+
+// write persists e and its vector, vec (encodeVec's; nil: none), in one
+// transaction.
+func (s *Store) write(e *hindsight.Experience, vec []byte) error {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return err
@@ -147,7 +164,7 @@ func (s *Store) write(e *hindsight.Experience) error {
 			return err
 		}
 		if len(e.Vector) > 0 {
-			return setVector(txn, e.Namespace, e.ID, encodeVec(e.Vector))
+			return setVector(txn, e.Namespace, e.ID, vec)
 		}
 		return nil
 	})

@@ -36,12 +36,19 @@ import (
 // vectors lays them out in memory (so they can be mapped); the scales;
 // the postings; the checksum.
 const (
-	snapshotName    = "experience-index.snap"
-	snapshotMagic   = "HSXIDX\x00\x00"
-	snapshotVersion = 3 // 3: the database keeps change keys (replay)
+	snapshotName  = "experience-index.snap"
+	snapshotMagic = "HSXIDX\x00\x00"
+	// 3: the database keeps change keys (replay); 4: or a bulk marker
+	// (bulkKey), which a build reading only 3 would not see: it rebuilds.
+	snapshotVersion = 4
 	// genKey holds the database's generation (its identity), which a
 	// snapshot must carry.
 	genKey = "expidx/generation"
+	// bulkKey, while present, says that a bulk (BeginBulk) wrote records
+	// and vectors without change keys since the snapshot on disk: a
+	// replay then scans the tables (see replay). The bulk's end takes a
+	// snapshot covering them and deletes it.
+	bulkKey = "expidx/bulk"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

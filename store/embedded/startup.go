@@ -32,6 +32,9 @@ func (s *Store) open() error {
 			s.idx, s.fromSnapshot = idx, true
 			s.covers.Store(covers)
 			s.dirty.Store(int64(n))
+			if s.replayScanned { // the next checkpoint is due: the next start replays the change keys
+				s.dirty.Store(int64(max(n, minCheckpoint, idx.live/50)))
+			}
 			s.log.Info("experience index loaded from its snapshot", "experiences", idx.live, "replayed", n,
 				"took", time.Since(t0).Round(time.Millisecond))
 			if n := s.needsReembed(); n > 0 {
@@ -62,9 +65,14 @@ func (s *Store) open() error {
 var errNoSnapshot = errors.New("no index snapshot")
 
 // identity reads the database's generation (genKey), recording a fresh
-// one when there is none.
+// one when there is none, and whether the bulk marker (bulkKey) is set.
 func (s *Store) identity() error {
 	err := s.db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get([]byte(bulkKey))
+		if err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
+			return err
+		}
+		s.marked = err == nil
 		it, err := txn.Get([]byte(genKey))
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return nil
@@ -108,19 +116,25 @@ func (s *Store) loadSnapshot() (*index, uint64, error) {
 // were. Those are named by the change keys above that version (see
 // records.go): only they are iterated and the records and vectors they
 // name read, so a start after a crash costs what changed since the
-// snapshot, not the store's size. When Badger holds a write above every
-// change key (a build that keeps none wrote after the snapshot), every
-// record and vector above covers is found by a scan of the tables that
-// hold such versions instead.
+// snapshot, not the store's size. When the bulk marker is set (a large
+// bulk wrote without change keys, and its end's snapshot was not
+// written), or Badger holds a write above every change key (a build that
+// keeps none wrote after the snapshot), every record and vector above
+// covers is found by a scan of the tables that hold such versions
+// instead.
 func (s *Store) replay(x *index, covers uint64) (int, error) {
 	r := replayer{s: s, x: x, vecs: map[string][]float32{}}
 	err := s.db.View(func(txn *badger.Txn) error {
 		r.txn = txn
 		exps, vecs, complete, err := changed(txn, covers, s.db.MaxVersion())
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if !complete {
+		case s.marked:
+			s.log.Info("experience store stopped during a bulk import; replaying from its tables")
+			s.replayScanned = true
+			return r.scan(covers)
+		case !complete:
 			s.log.Info("experience store written by a build that keeps no change keys; replaying from its tables")
 			s.replayScanned = true
 			return r.scan(covers)
@@ -154,7 +168,7 @@ func (s *Store) replay(x *index, covers uint64) (int, error) {
 // changed returns the keys (key's form) whose record or vector a change
 // key above version covers names, and whether those stand for every
 // write above it: Badger's newest version (maxVersion) is a change key's,
-// a deletion of one, or the generation's.
+// a deletion of one, the generation's or the bulk marker's.
 func changed(txn *badger.Txn, covers, maxVersion uint64) (exps, vecs []string, complete bool, err error) {
 	top := covers
 	collect := func(prefix string, out *[]string) error {
@@ -174,6 +188,13 @@ func changed(txn *badger.Txn, covers, maxVersion uint64) (exps, vecs []string, c
 	}
 	if it, err := txn.Get([]byte(genKey)); err == nil {
 		top = max(top, it.Version())
+	}
+	err = latest(txn, bulkKey, covers, func(_ string, item *badger.Item) error {
+		top = max(top, item.Version()) // set or deleted
+		return nil
+	})
+	if err != nil {
+		return nil, nil, false, err
 	}
 	return exps, vecs, maxVersion <= top, nil
 }
@@ -328,13 +349,13 @@ func (s *Store) dropChangesPart(prefix, from []byte, covers uint64) ([]byte, err
 func latest(txn *badger.Txn, prefix string, since uint64, f func(k string, item *badger.Item) error) error {
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefix), SinceTs: since, AllVersions: true})
 	defer it.Close()
-	last := ""
+	last, seen := "", false
 	for it.Rewind(); it.Valid(); it.Next() {
 		k := string(it.Item().Key()[len(prefix):])
-		if k == last {
+		if seen && k == last {
 			continue // an older version
 		}
-		last = k
+		last, seen = k, true
 		if err := f(k, it.Item()); err != nil {
 			return err
 		}

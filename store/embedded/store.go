@@ -102,6 +102,11 @@ type Store struct {
 	// replayScanned, whether its replay had to scan the tables (writes
 	// without change keys).
 	fromSnapshot, replayScanned bool
+	// unmarked: the bulk under way writes no change keys (putChunk);
+	// marked: bulkKey is in Badger; markGen counts its writes, so that a
+	// checkpoint deletes only the marker its snapshot covers.
+	unmarked, marked bool
+	markGen          uint64
 	// closed is set by Close, which writes the snapshot once.
 	closed bool
 	// snapReaders counts checkpoints writing vectors from the index's
@@ -444,7 +449,7 @@ func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, 
 }
 
 // Close stops the background checkpoints, writes the index snapshot when
-// none serves (see checkpoint.go; otherwise the next Open replays the
+// none serves or the bulk marker is set (see checkpoint.go; otherwise the next Open replays the
 // writes since the last one, fewer than a checkpoint's worth, so that a
 // stop costs no snapshot), and closes the database if the store opened
 // it. A snapshot that cannot be written is logged: the next Open
@@ -458,9 +463,15 @@ func (s *Store) Close() error {
 		s.snapMu.Unlock()
 		return nil
 	}
-	if s.snapPath != "" && s.covers.Load() == 0 && s.dirty.Load() > 0 {
+	// A snapshot when none serves, or when the bulk marker would make
+	// the next start scan (it covers every write: none follows).
+	if s.snapPath != "" && ((s.covers.Load() == 0 && s.dirty.Load() > 0) || s.marked) {
 		covers := s.readTs()
-		if err := writeSnapshot(s.snapPath, s.idx.compact(true), s.gen, covers, s.embID); err != nil {
+		err := writeSnapshot(s.snapPath, s.idx.compact(true), s.gen, covers, s.embID)
+		if err == nil && s.marked {
+			err = s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(bulkKey)) })
+		}
+		if err != nil {
 			s.log.Warn("experience index snapshot not written; the next start replays more, or rebuilds", "err", err)
 		}
 	}

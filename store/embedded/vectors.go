@@ -148,9 +148,18 @@ func quantise(dst []int8, u []float32) float32 {
 	}
 	inv := 127 / m
 	for i, f := range u {
-		dst[i] = int8(math.Round(float64(f * inv)))
+		dst[i] = int8(round32(f * inv))
 	}
 	return m / 127
+}
+
+// round32 is x rounded half away from zero (as math.Round), for |x| below
+// 2^31, without the conversions to and from float64.
+func round32(x float32) int32 {
+	if x < 0 {
+		return int32(x - 0.5)
+	}
+	return int32(x + 0.5)
 }
 
 func abs32(f float32) float32 {
