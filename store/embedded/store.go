@@ -250,7 +250,30 @@ func (s *Store) Get(ctx context.Context, namespace, id string) (*hindsight.Exper
 	return e, nil
 }
 
-// List returns experiences in creation order (then id).
+// Count returns how many experiences the store holds, in every
+// namespace, and how many of them are deleted, and superseded but not
+// deleted, from its index: no record is read.
+func (s *Store) Count() (total, deleted, superseded int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for i := range s.idx.docs {
+		d := &s.idx.docs[i]
+		switch {
+		case !d.live:
+		case d.deleted:
+			deleted++
+		case d.superseded:
+			superseded++
+		}
+		if d.live {
+			total++
+		}
+	}
+	return total, deleted, superseded
+}
+
+// List returns experiences in creation order (then id); an ended ctx
+// stops it.
 func (s *Store) List(ctx context.Context, opt hindsight.ListOptions) ([]hindsight.Experience, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -258,6 +281,9 @@ func (s *Store) List(ctx context.Context, opt hindsight.ListOptions) ([]hindsigh
 	var out []hindsight.Experience
 	err := s.db.View(func(txn *badger.Txn) error {
 		for i := range x.docs {
+			if i%4096 == 0 && ctx.Err() != nil { // it holds the read lock: writers wait
+				return ctx.Err()
+			}
 			d := &x.docs[i]
 			switch {
 			case !d.live,

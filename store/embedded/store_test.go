@@ -104,3 +104,48 @@ func TestReembed(t *testing.T) {
 		t.Fatalf("e3 vector %d dims by %q", len(g.Vector), g.Embedder)
 	}
 }
+
+// TestCount checks Count against a list of every experience, in two
+// namespaces, with deleted, superseded and both; and that List stops
+// when its context ends.
+func TestCount(t *testing.T) {
+	s, err := embedded.Open(t.TempDir(), embedder.NewLocal(0), embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for i := range 40 {
+		e := &hindsight.Experience{ID: fmt.Sprintf("c%02d", i), Namespace: []string{"", "team"}[i%2],
+			Situation: fmt.Sprintf("situation %d", i), Lesson: "lesson"}
+		e.Deleted = i%5 == 0
+		if i%3 == 0 {
+			e.SupersededBy = "c39"
+		}
+		if err := s.Put(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := s.List(ctx, hindsight.ListOptions{IncludeDeleted: true, IncludeSuperseded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deleted, superseded int
+	for _, e := range all {
+		switch {
+		case e.Deleted:
+			deleted++
+		case e.SupersededBy != "":
+			superseded++
+		}
+	}
+	total, d, sup := s.Count()
+	if total != len(all) || d != deleted || sup != superseded || total != 40 || d != 8 || sup != 11 {
+		t.Fatalf("Count: %d, %d deleted, %d superseded; the list: %d, %d, %d; want 40, 8, 11", total, d, sup, len(all), deleted, superseded)
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.List(done, hindsight.ListOptions{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("List with an ended context: %v; want context.Canceled", err)
+	}
+}
