@@ -17,8 +17,9 @@ import (
 // rewrites the value-log file it appends to. It first erases what purges
 // left in the value-log file the last run appended to
 // (erase.CollectValueLog; a failure is logged), and compacts the database
-// with a badgerdb.Compactor. Close stops the compactor and closes the
-// database.
+// with a badgerdb.Compactor, started once the index has loaded (a flatten
+// beside the load, on the daemon's one processor, would slow the first
+// answer). Close stops the compactor and closes the database.
 // levelZeroStall is the level-0 tables at which Badger stalls writes to
 // the daemon's experience database: room for a held compactor.
 const levelZeroStall = 16
@@ -33,13 +34,11 @@ func OpenDaemon(dir string, emb hindsight.Embedder, opt Options) (*Store, error)
 	if err := erase.CollectValueLog(db); err != nil {
 		log.Warn("collect the experience store's value log", "err", err)
 	}
-	compactor := badgerdb.StartCompactor(db, log)
 	s, err := openOn(db, emb, opt)
 	if err != nil {
-		compactor.Stop()
 		db.Close()
 		return nil, err
 	}
-	s.ownDB, s.compactor = true, compactor
+	s.ownDB, s.compactor = true, badgerdb.StartCompactor(db, log)
 	return s, nil
 }
