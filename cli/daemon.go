@@ -234,11 +234,6 @@ func serveDaemon(ctx context.Context, g *globals, logger *slog.Logger, started *
 	if err != nil {
 		return err
 	}
-	// Opening the stores (the experience index: a snapshot and the writes
-	// after it, or a rebuild) leaves its decoding's garbage: give those
-	// pages back now, not as the scavenger gets to them, beside the first
-	// requests rather than before them.
-	go debug.FreeOSMemory()
 	// A daemon does not outlive its home: when its socket file disappears
 	// (the home was deleted) or another daemon's replaces it, it stops.
 	ctx, stop := context.WithCancelCause(ctx)
@@ -407,6 +402,12 @@ func openExperienceStore(ctx context.Context, g *globals, logger *slog.Logger) (
 		if _, err := reembed(ctx, st, emb, logger, g.quiet); err != nil {
 			logger.Error("experiences keep their old vectors; they are found by text only", "err", err)
 		}
+		// Loading the index (a snapshot and the writes after it, or a
+		// rebuild) leaves its decoding's garbage: give those pages back
+		// before serving, not as the scavenger gets to them (the daemon
+		// runs on one processor: beside the first requests it would
+		// delay them as much).
+		debug.FreeOSMemory()
 		return st, backend, nil
 	}
 }
