@@ -90,6 +90,16 @@ func (s *Store) BeginBulk() (end func()) {
 	}
 }
 
+// unmark deletes the bulk marker, once a snapshot covers the writes it
+// stands for. The caller holds s.mu for writing.
+func (s *Store) unmark() error {
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(bulkKey)) }); err != nil {
+		return fmt.Errorf("delete the bulk marker: %w", err)
+	}
+	s.marked = false
+	return nil
+}
+
 // putChunk embeds, writes and indexes part, and returns how many of it
 // were stored. Within a bulk, once a checkpoint is due (the bulk's end
 // takes one), it writes the bulk marker (bulkKey) with its first

@@ -127,13 +127,8 @@ func TestBeginBulk(t *testing.T) {
 // the marker, after which a start replays change keys again.
 func TestBulkCrash(t *testing.T) {
 	dir := t.TempDir()
-	fillStore(t, dir, 300)
-	s := reopen(t, dir)
+	s, list := reopenFilled(t, dir, 300)
 	ctx := context.Background()
-	list, err := s.List(ctx, hindsight.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	before := changeKeys(t, s) // the fill's, which the next checkpoint deletes
 	end := s.BeginBulk()
 	defer end()

@@ -3,8 +3,6 @@ package embedded
 import (
 	"fmt"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // Checkpoints keep the snapshot near the database, so that a start after
@@ -109,10 +107,7 @@ func (s *Store) checkpointHeld(force bool) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.markGen == gen && !s.closed {
-			if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(bulkKey)) }); err != nil {
-				return fmt.Errorf("delete the bulk marker: %w", err)
-			}
-			s.marked = false
+			return s.unmark()
 		}
 	}
 	return nil

@@ -68,7 +68,8 @@ const vecQ16 = 0x51
 // (a cosine moves by less than 1e-4) in half the bytes of float32, so
 // that the store's tables, their compactions and the pages a search
 // reads are smaller. A vector with a NaN or an infinity, or whose
-// largest component is below 1e-30, is kept as float32. Encoding storedVec(v) gives encodeVec(v) again.
+// largest component is below 1e-30, is kept as float32. Encoding
+// storedVec(v) gives encodeVec(v) again.
 func encodeVec(v []float32) []byte {
 	peak := float32(0)
 	for _, f := range v {

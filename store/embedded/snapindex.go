@@ -119,8 +119,8 @@ func decodeIndex(d *dec, gen []byte, embID string, dim int) (*index, uint64, err
 	if d.err == nil && string(magic) != snapshotMagic {
 		return nil, 0, fmt.Errorf("%w: not an index snapshot", errCorrupt)
 	}
-	if v := d.u32(); d.err == nil && v != snapshotVersion && v != 3 { // 3: the same layout
-		return nil, 0, fmt.Errorf("index snapshot format %d, want %d", v, snapshotVersion)
+	if v := d.u32(); d.err == nil && (v < oldestSnapshot || v > snapshotVersion) {
+		return nil, 0, fmt.Errorf("index snapshot format %d, want %d to %d", v, oldestSnapshot, snapshotVersion)
 	}
 	g := make([]byte, len(gen))
 	d.raw(g)

@@ -41,6 +41,8 @@ const (
 	// 3: the database keeps change keys (replay); 4: or a bulk marker
 	// (bulkKey), which a build reading only 3 would not see: it rebuilds.
 	snapshotVersion = 4
+	// oldestSnapshot is the oldest format read (the same layout).
+	oldestSnapshot = 3
 	// genKey holds the database's generation (its identity), which a
 	// snapshot must carry.
 	genKey = "expidx/generation"

@@ -355,13 +355,8 @@ func TestSnapshotReplay(t *testing.T) {
 // replays nothing.
 func TestCheckpointInterrupted(t *testing.T) {
 	dir := t.TempDir()
-	fillStore(t, dir, 300)
-	s := reopen(t, dir)
+	s, list := reopenFilled(t, dir, 300)
 	ctx := context.Background()
-	list, err := s.List(ctx, hindsight.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i := range 20 {
 		relesson(t, s, list[i], "numbat lesson "+fmt.Sprint(i))
 	}
@@ -405,6 +400,19 @@ func TestCheckpointInterrupted(t *testing.T) {
 	if err != nil || len(res) != 1 || res[0].Lesson != "bilby lesson 9" {
 		t.Fatalf("search after the restarts: %v %v", res, err)
 	}
+}
+
+// reopenFilled fills a store in dir with n experiences (fillStore),
+// opens it again from its snapshot and returns it with their list.
+func reopenFilled(t *testing.T, dir string, n int) (*Store, []hindsight.Experience) {
+	t.Helper()
+	fillStore(t, dir, n)
+	s := reopen(t, dir)
+	list, err := s.List(context.Background(), hindsight.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, list
 }
 
 // relesson puts e into s with lesson as its lesson (and no vector, so

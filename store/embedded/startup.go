@@ -127,15 +127,15 @@ func (s *Store) replay(x *index, covers uint64) (int, error) {
 	err := s.db.View(func(txn *badger.Txn) error {
 		r.txn = txn
 		exps, vecs, complete, err := changed(txn, covers, s.db.MaxVersion())
-		switch {
-		case err != nil:
+		if err != nil {
 			return err
-		case s.marked:
-			s.log.Info("experience store stopped during a bulk import; replaying from its tables")
-			s.replayScanned = true
-			return r.scan(covers)
-		case !complete:
-			s.log.Info("experience store written by a build that keeps no change keys; replaying from its tables")
+		}
+		if s.marked || !complete {
+			why := "written by a build that keeps no change keys"
+			if s.marked {
+				why = "stopped during a bulk import"
+			}
+			s.log.Info("experience store " + why + "; replaying from its tables")
 			s.replayScanned = true
 			return r.scan(covers)
 		}

@@ -258,15 +258,15 @@ func (s *Store) Count() (total, deleted, superseded int) {
 	defer s.mu.RUnlock()
 	for i := range s.idx.docs {
 		d := &s.idx.docs[i]
+		if !d.live {
+			continue
+		}
+		total++
 		switch {
-		case !d.live:
 		case d.deleted:
 			deleted++
 		case d.superseded:
 			superseded++
-		}
-		if d.live {
-			total++
 		}
 	}
 	return total, deleted, superseded
@@ -475,10 +475,10 @@ func (s *Store) RecordHits(ctx context.Context, namespace string, ids []string, 
 }
 
 // Close stops the background checkpoints, writes the index snapshot when
-// none serves or the bulk marker is set (see checkpoint.go; otherwise the next Open replays the
-// writes since the last one, fewer than a checkpoint's worth, so that a
-// stop costs no snapshot), and closes the database if the store opened
-// it. A snapshot that cannot be written is logged: the next Open
+// none serves or the bulk marker is set (see checkpoint.go; otherwise
+// the next Open replays the writes since the last one, fewer than a
+// checkpoint's worth, so that a stop costs no snapshot), and closes the
+// database if the store opened it. A snapshot that cannot be written is logged: the next Open
 // replays more, or rebuilds.
 func (s *Store) Close() error {
 	s.stopCheckpoints()
@@ -495,7 +495,7 @@ func (s *Store) Close() error {
 		covers := s.readTs()
 		err := writeSnapshot(s.snapPath, s.idx.compact(true), s.gen, covers, s.embID)
 		if err == nil && s.marked {
-			err = s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(bulkKey)) })
+			err = s.unmark()
 		}
 		if err != nil {
 			s.log.Warn("experience index snapshot not written; the next start replays more, or rebuilds", "err", err)
